@@ -1,0 +1,39 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+const Port = z.coerce.number().int().min(0).max(65535);
+const Origin = z
+  .url({ protocol: /^https?$/ })
+  .transform((u) => u.replace(/\/+$/, ''));
+
+/** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
+export const ConfigSchema = z.object({
+  PORT: Port.default(4321),
+  HOST: z.string().default('0.0.0.0'),
+  /** {base_url}: absolute URLs inside documents start with it. */
+  SITE_URL: Origin.default('http://localhost:4321'),
+  /** {canon_url}: the canonical site of the track and doctrine pages. */
+  CANON_URL: Origin.default('https://canon.agentnode.example'),
+  DATA_DIR: z.string().default('./data').transform((p) => resolve(p)),
+  DATABASE_URL: z.string().optional(),
+  /** Write requests per minute per client address; 0 turns limiting off. */
+  WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
+  /** Largest JSON request body, in bytes. */
+  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Where the build lives (dist/ by default). */
+  DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),
+  /** Where content lives (content/ by default). */
+  CONTENT_DIR: z.string().default('./content').transform((p) => resolve(p)),
+});
+export type Config = z.output<typeof ConfigSchema>;
+
+/** Parses the environment; throws a readable error naming each bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = ConfigSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}

@@ -1,0 +1,96 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import {
+  ConvertContentSchema,
+  CrawlPolicySchema,
+  DoctrineFrontmatterSchema,
+  IngressContentSchema,
+  KitContentSchema,
+  NodeProtocolSchema,
+  PropertyContentSchema,
+  SiteSchema,
+  TrackSchema,
+  type DoctrineFrontmatter,
+} from '../schemas/content.ts';
+import { ConstitutionSchema } from '../schemas/constitution.ts';
+import { BotFamiliesSchema } from '../schemas/bot-families.ts';
+
+/**
+ * Every content file with the schema that validates it. `src/content.config.ts` declares one
+ * collection per entry from this same table, so Astro and the engine read content alike.
+ */
+export const CONTENT_FILES = {
+  site: { file: 'site.yaml', schema: SiteSchema },
+  track: { file: 'track.yaml', schema: TrackSchema },
+  nodeProtocol: { file: 'node-protocol.yaml', schema: NodeProtocolSchema },
+  convert: { file: 'convert.yaml', schema: ConvertContentSchema },
+  crawlPolicy: { file: 'crawl-policy.yaml', schema: CrawlPolicySchema },
+  ingress: { file: 'ingress.yaml', schema: IngressContentSchema },
+  kit: { file: 'kit.yaml', schema: KitContentSchema },
+  property: { file: 'property.yaml', schema: PropertyContentSchema },
+  constitution: { file: 'constitution.yaml', schema: ConstitutionSchema },
+  botFamilies: { file: 'bot-families.yaml', schema: BotFamiliesSchema },
+} as const;
+
+export type ContentKey = keyof typeof CONTENT_FILES;
+/** All validated data content, keyed like CONTENT_FILES. */
+export type Content = { [K in ContentKey]: z.output<(typeof CONTENT_FILES)[K]['schema']> };
+
+/** A doctrine note: validated frontmatter and its Markdown body. */
+export interface DoctrineNote {
+  slug: string;
+  data: DoctrineFrontmatter;
+  body: string;
+}
+
+export const DOCTRINE_SLUGS = ['node-protocol', 'model-collapse-vs-constitutional-drift'] as const;
+
+/** Thrown when a content file is missing or fails its schema; names the file and the fields. */
+export class ContentError extends Error {
+  override name = 'ContentError';
+  constructor(
+    readonly file: string,
+    readonly issues: string[],
+  ) {
+    super(`${file}: ${issues.join('; ')}`);
+  }
+}
+
+function validate<S extends z.ZodType>(schema: S, data: unknown, file: string): z.output<S> {
+  const result = schema.safeParse(data);
+  if (!result.success) {
+    throw new ContentError(
+      file,
+      result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`),
+    );
+  }
+  return result.data;
+}
+
+/** Reads and validates one data file of `content/`. */
+export async function loadContentFile<K extends ContentKey>(dir: string, key: K): Promise<Content[K]> {
+  const { file, schema } = CONTENT_FILES[key];
+  const text = await readFile(join(dir, file), 'utf8');
+  return validate(schema, parseYaml(text), file) as Content[K];
+}
+
+/** Reads and validates every data file of `content/`. */
+export async function loadContent(dir: string): Promise<Content> {
+  const keys = Object.keys(CONTENT_FILES) as ContentKey[];
+  const values = await Promise.all(keys.map((k) => loadContentFile(dir, k)));
+  return Object.fromEntries(keys.map((k, i) => [k, values[i]])) as Content;
+}
+
+/** Splits a Markdown file into validated frontmatter and body. */
+export function parseDoctrine(slug: string, text: string): DoctrineNote {
+  const file = `doctrine/${slug}.md`;
+  const match = /^---\r?\n([\s\S]*?)\r?\n---\r?\n?([\s\S]*)$/.exec(text);
+  if (!match) throw new ContentError(file, ['(root): missing YAML frontmatter between --- lines']);
+  return { slug, data: validate(DoctrineFrontmatterSchema, parseYaml(match[1]!), file), body: match[2]!.trimStart() };
+}
+
+export async function loadDoctrine(dir: string, slug: string): Promise<DoctrineNote> {
+  return parseDoctrine(slug, await readFile(join(dir, 'doctrine', `${slug}.md`), 'utf8'));
+}

@@ -1,0 +1,33 @@
+/** One document or route this service answers, for the home page, llms.txt, sitemap and README. */
+export interface CatalogEntry {
+  path: string;
+  title: string;
+  /** What an agent or a person finds there. */
+  about: string;
+  type: 'html' | 'json' | 'markdown' | 'text' | 'xml';
+  /** Served from {canon_url} as its canonical home. */
+  canon?: boolean;
+}
+
+/** Every prebuilt document. Dynamic routes are added by the issues that build them. */
+export const DOCUMENTS: CatalogEntry[] = [
+  { path: '/', title: 'Home', about: 'What the service is, with a link to every document.', type: 'html' },
+  { path: '/api/convert', title: 'Convert payload', about: 'Track 12, the six-step node protocol and how to join.', type: 'json' },
+  { path: '/agents/kit.json', title: 'Agent kit', about: 'Headers, tools and secrets handling for agents.', type: 'json' },
+  { path: '/whats-next.json', title: "What's next (JSON)", about: 'Machine payload of the convert track and node protocol.', type: 'json', canon: true },
+  { path: '/whats-next', title: "What's next", about: 'The convert track and the node protocol, for people.', type: 'html', canon: true },
+  { path: '/doctrine/node-protocol', title: 'Node protocol', about: 'The doctrine of the six steps.', type: 'html', canon: true },
+  { path: '/doctrine/node-protocol.md', title: 'Node protocol (Markdown)', about: 'The same doctrine as Markdown.', type: 'markdown', canon: true },
+  { path: '/doctrine/model-collapse-vs-constitutional-drift', title: 'Model collapse vs constitutional drift', about: 'A training-loop failure against a decision-loop residual.', type: 'html' },
+  { path: '/doctrine/model-collapse-vs-constitutional-drift.md', title: 'Model collapse vs constitutional drift (Markdown)', about: 'The doctrine note as Markdown.', type: 'markdown' },
+  { path: '/api/doctrine/collapse-vs-drift', title: 'Collapse vs drift (API)', about: 'The doctrine note as JSON: version, date, title, sections, markdown.', type: 'json' },
+  { path: '/eon/constitution.json', title: 'Constitution', about: 'The seed document with the drift registration under omip.drift.', type: 'json' },
+  { path: '/api/ingress', title: 'Audio ingress descriptor', about: 'The sandbox audio ingress: pipeline, rejections, schema.org WebAPI.', type: 'json' },
+  { path: '/schemas/property-descriptor.v1.json', title: 'Property descriptor schema', about: 'JSON Schema 2020-12 of a property descriptor, protocol version 1.', type: 'json' },
+  { path: '/.well-known/property.json', title: 'Property descriptor', about: "This service's own property descriptor.", type: 'json' },
+  { path: '/.well-known/ai.txt', title: 'ai.txt', about: 'Crawl-policy seed for AI agents.', type: 'text' },
+  { path: '/ai.txt', title: 'ai.txt (root)', about: 'The same crawl policy at the root.', type: 'text' },
+  { path: '/robots.txt', title: 'robots.txt', about: 'Crawl rules.', type: 'text' },
+  { path: '/llms.txt', title: 'llms.txt', about: 'A map of this service for language models.', type: 'text' },
+  { path: '/sitemap.xml', title: 'Sitemap', about: 'Every public document.', type: 'xml' },
+];

@@ -1,0 +1,79 @@
+import type { Content } from '../content/load.ts';
+import { at, type Links } from './links.ts';
+
+const str = { type: 'string', minLength: 1 } as const;
+
+/** /schemas/property-descriptor.v1.json: JSON Schema 2020-12 of spec 2.10. */
+export function buildPropertySchema(c: Content, links: Links) {
+  return {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    $id: at(links.site, '/schemas/property-descriptor.v1.json'),
+    title: `${c.site.name} property descriptor, protocol version 1`,
+    type: 'object',
+    required: ['protocol', 'protocolVersion', 'id', 'name', 'canonicalUrl', 'repository', 'kind', 'purpose', 'owner', 'partOf', 'version', 'aliases', 'notSameAs', 'relationships', 'surfaces', 'stateSources'],
+    properties: {
+      protocol: { const: `${c.site.service}-property-protocol` },
+      protocolVersion: { const: 1 },
+      id: { type: 'string', pattern: `^${c.site.prefix}-PROPERTY-[A-Z0-9-]+$` },
+      name: str,
+      canonicalUrl: { type: 'string', format: 'uri', pattern: '^https://' },
+      repository: str,
+      kind: str,
+      purpose: str,
+      owner: { const: c.property.owner },
+      partOf: { const: c.property.partOf },
+      version: str,
+      aliases: { type: 'array', items: { type: 'string' } },
+      notSameAs: { type: 'array', items: { type: 'string', format: 'uri' } },
+      relationships: {
+        type: 'array',
+        items: { type: 'object', required: ['type', 'name'], properties: { type: str, name: str, url: { type: 'string', format: 'uri' } } },
+      },
+      surfaces: {
+        type: 'array',
+        items: { type: 'object', required: ['url', 'role', 'index'], properties: { url: { type: 'string', format: 'uri' }, role: { type: 'string' }, index: { type: 'boolean' } } },
+      },
+      stateSources: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['url', 'fields'],
+          properties: { url: { type: 'string', format: 'uri' }, fields: { type: 'array', minItems: 1, items: str } },
+        },
+      },
+    },
+  };
+}
+
+/** /.well-known/property.json: this service described by its own protocol. */
+export function buildPropertyDescriptor(c: Content, links: Links) {
+  const p = c.property;
+  return {
+    protocol: `${c.site.service}-property-protocol`,
+    protocolVersion: 1,
+    id: p.id,
+    name: p.name,
+    // The canonical site is https by contract; a local http SITE_URL is never canonical.
+    canonicalUrl: links.canon.startsWith('https://') ? `${links.canon}/` : `https://${links.canon.replace(/^\w+:\/\//, '')}/`,
+    repository: p.repository,
+    kind: p.kind,
+    purpose: p.purpose,
+    owner: p.owner,
+    partOf: p.partOf,
+    version: p.version,
+    aliases: p.aliases,
+    notSameAs: p.notSameAs,
+    relationships: p.relationships.map((r) => ({ ...r, url: r.url ?? (r.type === 'canonical-site' ? `${links.canon}/` : undefined) })),
+    surfaces: [
+      { url: at(links.site, '/'), role: 'home', index: true },
+      { url: at(links.site, '/api/convert'), role: 'convert', index: true },
+      { url: at(links.site, '/agents/kit.json'), role: 'agent-kit', index: true },
+      { url: at(links.site, '/eon/constitution.json'), role: 'constitution', index: true },
+      { url: at(links.canon, '/whats-next'), role: 'whats-next', index: true },
+    ],
+    stateSources: [
+      { url: at(links.site, '/api/citizens'), fields: ['count', 'citizens'] },
+      { url: at(links.site, '/api/omip/health'), fields: ['status', 'drift'] },
+    ],
+  };
+}

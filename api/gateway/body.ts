@@ -1,0 +1,50 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpProblem } from '../http/problem.ts';
+
+/** What a route accepts as a request body. */
+export interface BodyPolicy {
+  /** Largest body in bytes. */
+  limit: number;
+  /** Media types accepted, for the 415 message. */
+  accepts: string[];
+  /** True when the Content-Type (without parameters, lower case) is accepted. */
+  allows(mediaType: string): boolean;
+}
+
+/** JSON bodies: application/json and any +json type. */
+export const jsonBody = (limit: number): BodyPolicy => ({
+  limit,
+  accepts: ['application/json'],
+  allows: (t) => t === 'application/json' || t.endsWith('+json'),
+});
+
+export const mediaTypeOf = (req: IncomingMessage): string =>
+  (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+
+/**
+ * Reads a request body under a policy before any route sees it: 415 for a media type the route
+ * does not take, 413 as soon as the declared or streamed size passes the limit.
+ */
+export async function readBody(req: IncomingMessage, policy: BodyPolicy): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
+  const type = mediaTypeOf(req);
+  if (hasBody || type) {
+    if (!policy.allows(type)) {
+      throw new HttpProblem(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`, {
+        headers: { 'Accept-Post': policy.accepts.join(', ') },
+      });
+    }
+  }
+  const tooLarge = () =>
+    new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${policy.limit} bytes.`, { extra: { limit: policy.limit }, headers: { Connection: 'close' } });
+  if (declared > policy.limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > policy.limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}

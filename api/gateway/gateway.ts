@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { HttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
+import { readBody, type BodyPolicy } from './body.ts';
+import { chooseEncoding, normalisePath, type StaticFile } from './static-site.ts';
+
+/** One finished request, as telemetry and the request log see it. */
+export interface ObservedRequest {
+  method: string;
+  path: string;
+  host: string;
+  userAgent: string;
+  status: number;
+  durationMs: number;
+  /** The client address as the socket saw it; never stored or logged in clear. */
+  remoteAddress: string;
+}
+
+/** Astro's node handler (`@astrojs/node` middleware mode). */
+export type RenderHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void, locals?: object) => Promise<void>;
+
+export interface GatewayOptions {
+  /** Prebuilt files by URL path. */
+  files: Map<string, StaticFile>;
+  /** The HTML page for a 404 outside /api/. */
+  notFoundPage?: StaticFile | undefined;
+  render: RenderHandler;
+  /** Handed to every on-demand route as Astro.locals. */
+  locals: object;
+  /** The body rules of a path, or null when the path takes no body. */
+  bodyPolicy: (path: string) => BodyPolicy;
+  /** Called exactly once per request, when its answer is finished or the client went away. */
+  observe: (request: ObservedRequest) => void;
+  logger: Logger;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
+
+function sendProblem(res: ServerResponse, problem: HttpProblem, instance: string, head = false): void {
+  if (res.headersSent) return void res.destroy();
+  const body = JSON.stringify(problem.body(instance));
+  res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': Buffer.byteLength(body), ...problem.headers });
+  res.end(head ? undefined : body);
+}
+
+function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
+  const headers: Record<string, string | number> = {
+    'Content-Type': file.type,
+    ETag: file.etag,
+    'Cache-Control': file.cacheControl,
+    Vary: 'Accept-Encoding',
+    'X-Content-Type-Options': 'nosniff',
+  };
+  if (status === 200 && req.headers['if-none-match']?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
+    res.writeHead(304, headers);
+    return void res.end();
+  }
+  const encoding = chooseEncoding(req.headers['accept-encoding'] as string | undefined);
+  const body = (encoding && file[encoding]) || file.body;
+  if (body !== file.body) headers['Content-Encoding'] = encoding!;
+  headers['Content-Length'] = body.length;
+  res.writeHead(status, headers);
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
+
+/**
+ * The one HTTP edge: serves prebuilt files from memory, enforces body rules, hands everything
+ * else to Astro, answers 404s, and reports each request once when it is finished.
+ */
+export function createGateway(options: GatewayOptions) {
+  const { files, render, locals, logger } = options;
+
+  return async function gateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const method = req.method ?? 'GET';
+    const rawPath = (req.url ?? '/').split('?')[0]!;
+    let reported = false;
+    const report = () => {
+      if (reported) return;
+      reported = true;
+      options.observe({
+        method,
+        path: rawPath,
+        host: req.headers.host ?? '',
+        userAgent: req.headers['user-agent'] ?? '',
+        status: res.statusCode,
+        durationMs: performance.now() - started,
+        remoteAddress: req.socket.remoteAddress ?? '',
+      });
+    };
+    res.once('finish', report);
+    res.once('close', report);
+
+    try {
+      const path = normalisePath(rawPath);
+      if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
+
+      const file = files.get(path);
+      if (file) {
+        if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
+        if (method === 'OPTIONS') return void res.writeHead(204, { Allow: STATIC_ALLOW }).end();
+        throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+      }
+
+      if (BODY_METHODS.has(method)) {
+        (req as IncomingMessage & { body?: Buffer }).body = await readBody(req, options.bodyPolicy(path));
+      }
+      await render(req, res, () => notFound(req, res, path), locals);
+    } catch (error) {
+      if (error instanceof HttpProblem) return sendProblem(res, error, rawPath, method === 'HEAD');
+      logger.error({ err: error, path: rawPath, method }, 'unhandled error');
+      sendProblem(res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
+    }
+  };
+
+  function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
+    if (path.startsWith('/api/') || !options.notFoundPage) {
+      return sendProblem(res, new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path, req.method === 'HEAD');
+    }
+    sendStatic(req, res, options.notFoundPage, 404);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './gateway.ts';
+export * from './body.ts';
+export * from './static-site.ts';

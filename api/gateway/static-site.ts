@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { extname, join, posix, relative, sep } from 'node:path';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+
+/** A prebuilt file held in memory with its precompressed forms. */
+export interface StaticFile {
+  body: Buffer;
+  gzip?: Buffer;
+  br?: Buffer;
+  etag: string;
+  type: string;
+  cacheControl: string;
+}
+
+const BY_EXTENSION: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.xml': 'application/xml; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.ico': 'image/x-icon',
+  '.png': 'image/png',
+  '.webp': 'image/webp',
+};
+
+// Below this size compression costs more than it saves.
+const COMPRESS_MIN_BYTES = 256;
+
+async function* walk(dir: string): AsyncGenerator<string> {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const full = join(dir, entry.name);
+    if (entry.isDirectory()) yield* walk(full);
+    else if (entry.isFile()) yield full;
+  }
+}
+
+/** The URL paths a built file answers: `/a/index.html` answers `/a` and `/a/`. */
+function urlPathsOf(file: string): string[] {
+  const path = `/${file.split(sep).join('/')}`;
+  if (path === '/index.html') return ['/', '/index.html'];
+  if (path.endsWith('/index.html')) {
+    const dir = path.slice(0, -'/index.html'.length);
+    return [dir, `${dir}/`, path];
+  }
+  return [path];
+}
+
+/**
+ * Loads every file of the client build into memory, compressed once with gzip and brotli, with
+ * the Content-Type recorded at build time for extensionless documents.
+ */
+export async function loadStaticSite(clientDir: string, manifest: Record<string, Record<string, string>>): Promise<Map<string, StaticFile>> {
+  const files = new Map<string, StaticFile>();
+  for await (const full of walk(clientDir)) {
+    const rel = relative(clientDir, full);
+    if (rel === '_headers') continue;
+    const body = await readFile(full);
+    const paths = urlPathsOf(rel);
+    const recorded = manifest[paths[0]!]?.['content-type'];
+    const ext = extname(full);
+    const type = recorded ?? BY_EXTENSION[ext] ?? 'application/octet-stream';
+    const file: StaticFile = {
+      body,
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      type: type === 'text/html' ? 'text/html; charset=utf-8' : type,
+      cacheControl: ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600',
+    };
+    if (body.length >= COMPRESS_MIN_BYTES) {
+      file.gzip = gzipSync(body, { level: 9 });
+      file.br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    }
+    for (const p of paths) files.set(p, file);
+  }
+  return files;
+}
+
+/**
+ * Turns a raw request path into a lookup key, or null when it cannot name a built file
+ * (undecodable, NUL, backslash or a `..` segment: nothing may leave the build folder).
+ */
+export function normalisePath(rawPath: string): string | null {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(rawPath);
+  } catch {
+    return null;
+  }
+  if (decoded.includes('\0') || decoded.includes('\\')) return null;
+  if (decoded.split('/').includes('..')) return null;
+  return posix.normalize(decoded);
+}
+
+/** Picks br, then gzip, from an Accept-Encoding header (q=0 refuses a coding). */
+export function chooseEncoding(header: string | undefined): 'br' | 'gzip' | null {
+  if (!header) return null;
+  const accepted = new Map<string, number>();
+  for (const part of header.split(',')) {
+    const [name, ...params] = part.trim().toLowerCase().split(';');
+    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    accepted.set(name!, q ? Number(q.slice(2)) || 0 : 1);
+  }
+  const ok = (coding: string) => (accepted.get(coding) ?? accepted.get('*') ?? 0) > 0;
+  if (ok('br')) return 'br';
+  if (ok('gzip')) return 'gzip';
+  return null;
+}

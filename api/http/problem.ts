@@ -1,0 +1,74 @@
+/** RFC 9457 problem details, as every error of this service is answered. */
+export interface ProblemBody {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  instance?: string;
+  /** Stable upper-case code an agent can branch on. */
+  code: string;
+  errors?: { path: string; message: string }[];
+  [extra: string]: unknown;
+}
+
+export const PROBLEM_TYPE = 'application/problem+json';
+
+/** An expected failure that knows its HTTP answer (as hono's HTTPException). */
+export class HttpProblem extends Error {
+  override name = 'HttpProblem';
+  readonly status: number;
+  readonly code: string;
+  readonly headers: Record<string, string>;
+  readonly extra: Record<string, unknown>;
+
+  constructor(
+    status: number,
+    code: string,
+    detail: string,
+    options: { title?: string; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+  ) {
+    super(detail);
+    this.status = status;
+    this.code = code;
+    this.headers = options.headers ?? {};
+    this.extra = { ...(options.title ? { title: options.title } : {}), ...options.extra };
+  }
+
+  body(instance?: string): ProblemBody {
+    return {
+      type: `/problems/${this.code.toLowerCase().replaceAll('_', '-')}`,
+      title: titleOf(this.status),
+      status: this.status,
+      detail: this.message,
+      ...(instance ? { instance } : {}),
+      code: this.code,
+      ...this.extra,
+    };
+  }
+
+  /** The Web Response of this problem. */
+  toResponse(instance?: string): Response {
+    return new Response(JSON.stringify(this.body(instance)), {
+      status: this.status,
+      headers: { 'Content-Type': PROBLEM_TYPE, ...this.headers },
+    });
+  }
+}
+
+export const isHttpProblem = (e: unknown): e is HttpProblem => e instanceof HttpProblem;
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+const titleOf = (status: number) => TITLES[status] ?? 'Error';

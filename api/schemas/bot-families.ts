@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+export const BOT_CLASSES = ['Crawler', 'Bot', 'Eater', 'Intelligence', 'Cosplay'] as const;
+
+/** One known crawler or bot family. */
+export const BotFamilySchema = z.object({
+  family: z.string().min(1),
+  operator: z.string().min(1),
+  /** Whole User-Agent product tokens that name this family. */
+  tokens: z.array(z.string().min(1)).min(1),
+  kind: z.enum(['search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'other']),
+  class: z.enum(BOT_CLASSES),
+});
+export type BotFamily = z.output<typeof BotFamilySchema>;
+
+/** content/bot-families.yaml. */
+export const BotFamiliesSchema = z.object({ families: z.array(BotFamilySchema).min(1) });
+
+/** Search, advertising and link-preview families: presence only, never conversion targets. */
+export const neverTargets = (families: BotFamily[]): string[] =>
+  families.filter((f) => f.kind === 'search' || f.kind === 'advertising' || f.kind === 'preview').map((f) => f.family);

@@ -1,0 +1,75 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Config } from './config.ts';
+import { createGateway, jsonBody, loadStaticSite, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createLogger, type Logger } from './log.ts';
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  logger: Logger;
+  /** Stops accepting, finishes requests in flight, flushes, and resolves. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Extra observer of finished requests (tests use it to prove one call per request). */
+  observe?: (request: ObservedRequest) => void;
+  logDestination?: NodeJS.WritableStream;
+}
+
+/** Builds the site with Astro when there is no build yet. */
+export function ensureBuild(config: Config, logger: Logger): void {
+  if (existsSync(join(config.DIST_DIR, 'server', 'entry.mjs'))) return;
+  logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build');
+  const astro = join(process.cwd(), 'node_modules', '.bin', 'astro');
+  const result = spawnSync(astro, ['build'], { stdio: 'inherit', env: process.env });
+  if (result.status !== 0) throw new Error(`astro build failed with status ${result.status}`);
+}
+
+/** The composition root: wires configuration, static site, renderer and observers into one server. */
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  ensureBuild(config, logger);
+
+  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
+  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+
+  const observe = (r: ObservedRequest) => {
+    // Path without query string, no address, no headers: nothing secret reaches the log.
+    logger.info({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 }, 'request');
+    options.observe?.(r);
+  };
+
+  const gateway = createGateway({
+    files,
+    notFoundPage: files.get('/404.html'),
+    render: entry.handler,
+    locals: {},
+    bodyPolicy: () => jsonBody(config.BODY_LIMIT_BYTES),
+    observe,
+    logger,
+  });
+
+  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void gateway(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, resolve);
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const url = `http://127.0.0.1:${port}`;
+  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR }, 'listening');
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    }));
+  return { server, url, logger, close };
+}

@@ -1,0 +1,6 @@
+import type { APIRoute } from 'astro';
+import { buildKit } from '../../../api/documents/agent-docs.ts';
+import { document, siteContent, siteLinks } from '../../lib/content.ts';
+
+export const prerender = true;
+export const GET: APIRoute = async () => document(buildKit(await siteContent(), siteLinks()), 'json');
