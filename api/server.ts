@@ -68,7 +68,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= new Promise<void>((resolve) => {
-      server.close(() => resolve());
+      server.close(() => {
+        logger.flush();
+        resolve();
+      });
       server.closeIdleConnections();
     }));
   return { server, url, logger, close };

@@ -50,11 +50,12 @@ export const DOCTRINE_SLUGS = ['node-protocol', 'model-collapse-vs-constitutiona
 /** Thrown when a content file is missing or fails its schema; names the file and the fields. */
 export class ContentError extends Error {
   override name = 'ContentError';
-  constructor(
-    readonly file: string,
-    readonly issues: string[],
-  ) {
+  readonly file: string;
+  readonly issues: string[];
+  constructor(file: string, issues: string[]) {
     super(`${file}: ${issues.join('; ')}`);
+    this.file = file;
+    this.issues = issues;
   }
 }
 

@@ -18,7 +18,6 @@ export function sectionsOf(markdown: string): { title: string | null; sections: 
   let title: string | null = null;
   const sections: { heading: string; text: string; start: number; end: number }[] = [];
   for (const node of tree.children ?? []) {
-    const start = node.position?.start.offset ?? 0;
     const end = node.position?.end.offset ?? 0;
     if (node.type === 'heading' && node.depth === 1) title ??= plain(node);
     else if (node.type === 'heading' && node.depth === 2) sections.push({ heading: plain(node), text: '', start: end, end });

@@ -45,23 +45,15 @@ function sendProblem(res: ServerResponse, problem: HttpProblem, instance: string
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
-  const headers: Record<string, string | number> = {
-    'Content-Type': file.type,
-    ETag: file.etag,
-    'Cache-Control': file.cacheControl,
-    Vary: 'Accept-Encoding',
-    'X-Content-Type-Options': 'nosniff',
-  };
-  if (status === 200 && req.headers['if-none-match']?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
-    res.writeHead(304, headers);
+  const match = req.headers['if-none-match'];
+  if (status === 200 && match?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
+    res.writeHead(304, file.headers.notModified);
     return void res.end();
   }
-  const encoding = chooseEncoding(req.headers['accept-encoding'] as string | undefined);
-  const body = (encoding && file[encoding]) || file.body;
-  if (body !== file.body) headers['Content-Encoding'] = encoding!;
-  headers['Content-Length'] = body.length;
-  res.writeHead(status, headers);
-  res.end(req.method === 'HEAD' ? undefined : body);
+  const encoding = chooseEncoding(req.headers['accept-encoding']);
+  const coded = encoding && file[encoding] ? encoding : null;
+  res.writeHead(status, coded ? file.headers[coded]! : file.headers.identity);
+  res.end(req.method === 'HEAD' ? undefined : coded ? file[coded] : file.body);
 }
 
 /**
@@ -75,19 +67,25 @@ export function createGateway(options: GatewayOptions) {
     const started = performance.now();
     const method = req.method ?? 'GET';
     const rawPath = (req.url ?? '/').split('?')[0]!;
+    // The socket is gone by the time a closed request is reported.
+    const remoteAddress = req.socket.remoteAddress ?? '';
     let reported = false;
     const report = () => {
       if (reported) return;
       reported = true;
-      options.observe({
-        method,
-        path: rawPath,
-        host: req.headers.host ?? '',
-        userAgent: req.headers['user-agent'] ?? '',
-        status: res.statusCode,
-        durationMs: performance.now() - started,
-        remoteAddress: req.socket.remoteAddress ?? '',
-      });
+      try {
+        options.observe({
+          method,
+          path: rawPath,
+          host: req.headers.host ?? '',
+          userAgent: req.headers['user-agent'] ?? '',
+          status: res.statusCode,
+          durationMs: performance.now() - started,
+          remoteAddress,
+        });
+      } catch (error) {
+        logger.error({ err: error }, 'request observer failed');
+      }
     };
     res.once('finish', report);
     res.once('close', report);

@@ -11,6 +11,19 @@ export interface StaticFile {
   etag: string;
   type: string;
   cacheControl: string;
+  /** Response headers per coding, made once at load as flat [name, value, ...] lists. */
+  headers: { identity: string[]; gzip?: string[]; br?: string[]; notModified: string[] };
+}
+
+function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
+  const common = ['Content-Type', file.type, 'ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', 'X-Content-Type-Options', 'nosniff'];
+  const withBody = (body: Buffer, coding?: string) => [...common, ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
+  return {
+    identity: withBody(file.body),
+    ...(file.gzip ? { gzip: withBody(file.gzip, 'gzip') } : {}),
+    ...(file.br ? { br: withBody(file.br, 'br') } : {}),
+    notModified: common,
+  };
 }
 
 const BY_EXTENSION: Record<string, string> = {
@@ -63,7 +76,7 @@ export async function loadStaticSite(clientDir: string, manifest: Record<string,
     const recorded = manifest[paths[0]!]?.['content-type'];
     const ext = extname(full);
     const type = recorded ?? BY_EXTENSION[ext] ?? 'application/octet-stream';
-    const file: StaticFile = {
+    const file: Omit<StaticFile, 'headers'> = {
       body,
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       type: type === 'text/html' ? 'text/html; charset=utf-8' : type,
@@ -73,7 +86,8 @@ export async function loadStaticSite(clientDir: string, manifest: Record<string,
       file.gzip = gzipSync(body, { level: 9 });
       file.br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
     }
-    for (const p of paths) files.set(p, file);
+    const served = { ...file, headers: headerLists(file) };
+    for (const p of paths) files.set(p, served);
   }
   return files;
 }

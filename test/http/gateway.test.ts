@@ -1,0 +1,156 @@
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer({ BODY_LIMIT_BYTES: '1024' });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+/** A raw HTTP/1.1 exchange, so paths reach the server exactly as written. */
+function raw(text: string): Promise<string> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(text));
+    let out = '';
+    socket.on('data', (d) => (out += d.toString('latin1')));
+    socket.on('end', () => resolve(out));
+    socket.on('error', reject);
+  });
+}
+
+/** node:http request that leaves Content-Encoding alone (fetch would decode it). */
+function get(path: string, headers: Record<string, string> = {}, method = 'GET') {
+  return new Promise<{ status: number; headers: Record<string, any>; body: Buffer }>((resolve, reject) => {
+    const req = httpRequest(server.url + path, { method, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('static documents from memory', () => {
+  it('answers 304 to a matching If-None-Match', async () => {
+    const first = await get('/api/convert');
+    expect(first.status).toBe(200);
+    expect(first.headers.etag).toMatch(/^".+"$/);
+    expect(first.headers['cache-control']).toMatch(/max-age=/);
+    const second = await get('/api/convert', { 'If-None-Match': first.headers.etag });
+    expect(second.status).toBe(304);
+    expect(second.body.length).toBe(0);
+    const other = await get('/api/convert', { 'If-None-Match': '"something-else"' });
+    expect(other.status).toBe(200);
+  });
+
+  it('answers HEAD with the headers of GET and no body', async () => {
+    const full = await get('/eon/constitution.json');
+    const head = await get('/eon/constitution.json', {}, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(head.headers['content-length']).toBe(String(full.body.length));
+    expect(head.headers['content-type']).toBe(full.headers['content-type']);
+  });
+
+  it('chooses brotli or gzip from Accept-Encoding and the bytes decode to the same document', async () => {
+    const plain = await get('/api/convert');
+    const br = await get('/api/convert', { 'Accept-Encoding': 'gzip, br' });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(brotliDecompressSync(br.body).equals(plain.body)).toBe(true);
+    const gz = await get('/api/convert', { 'Accept-Encoding': 'gzip, br;q=0' });
+    expect(gz.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toMatch(/Accept-Encoding/);
+  });
+
+  it('answers 405 with Allow to a POST on a document', async () => {
+    const res = await fetch(`${server.url}/api/convert`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toMatch(/GET/);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+  });
+});
+
+describe('path traversal', () => {
+  it.each(['/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/api/%2E%2E/%2E%2E/package.json', '/..%2f..%2fpackage.json', '/%2e%2e%5c%2e%2e%5cpackage.json', '/%00', '/%E0%A4%A'])(
+    'never leaves the build folder for %s',
+    async (path) => {
+      const answer = await raw(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(answer).toMatch(/^HTTP\/1\.1 (400|404)/);
+      expect(answer).not.toMatch(/root:|"name": "agent-node-service"/);
+    },
+  );
+});
+
+describe('bodies and errors', () => {
+  it('refuses a declared body over the limit with 413 problem+json', async () => {
+    const res = await fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(2000) }) });
+    expect(res.status).toBe(413);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect((await res.json()).code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('refuses a chunked body that grows past the limit', async () => {
+    const chunk = 'a'.repeat(600);
+    const answer = await raw(`POST /api/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n258\r\n${chunk}\r\n258\r\n${chunk}\r\n0\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 413/);
+    expect(answer).toContain('"code":"PAYLOAD_TOO_LARGE"');
+  });
+
+  it('refuses a body of the wrong media type with 415', async () => {
+    const res = await fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'name=x' });
+    expect(res.status).toBe(415);
+    expect((await res.json()).code).toBe('UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('answers 404 as problem+json under /api/ and as an HTML page elsewhere', async () => {
+    const api = await fetch(`${server.url}/api/no-such-thing`);
+    expect(api.status).toBe(404);
+    expect(api.headers.get('content-type')).toBe('application/problem+json');
+    expect(await api.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', type: expect.any(String), title: 'Not Found', detail: expect.any(String) });
+    const page = await fetch(`${server.url}/no-such-page`);
+    expect(page.status).toBe(404);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await page.text()).toMatch(/<h1>Not found<\/h1>/);
+  });
+
+  it('writes one structured JSON log line per request', async () => {
+    const before = server.logs.length;
+    await fetch(`${server.url}/llms.txt?secret=should-not-be-logged`);
+    await new Promise((r) => setTimeout(r, 100));
+    const lines = server.logs.slice(before).map((l) => JSON.parse(l));
+    const requests = lines.filter((l) => l.msg === 'request');
+    expect(requests).toHaveLength(1);
+    expect(requests[0]).toMatchObject({ method: 'GET', path: '/llms.txt', status: 200 });
+    expect(server.logs.join('\n')).not.toContain('should-not-be-logged');
+  });
+});
+
+describe('graceful shutdown', () => {
+  it('finishes a request in flight after SIGTERM, then exits 0', async () => {
+    const own = await startServer();
+    const { port } = new URL(own.url);
+    const body = '{"name":"late"}';
+    const socket = connect(Number(port), '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    let answer = '';
+    socket.on('data', (d) => (answer += d.toString()));
+    socket.write(`POST /api/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    await new Promise((r) => setTimeout(r, 100));
+    own.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 200));
+    socket.end(body.slice(5));
+    const code = await own.stop();
+    expect(answer).toMatch(/^HTTP\/1\.1 404/);
+    expect(code).toBe(0);
+    expect(own.logs.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
+  });
+});

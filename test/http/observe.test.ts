@@ -1,0 +1,58 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../api/config.ts';
+import type { ObservedRequest } from '../../api/gateway/index.ts';
+import { startServer, type RunningServer } from '../../api/server.ts';
+import { TEST_DIST } from '../helpers/env.ts';
+
+// In-process, so the observer can be a plain array: the gateway must call it once per request.
+const seen: ObservedRequest[] = [];
+let running: RunningServer;
+beforeAll(async () => {
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')), BODY_LIMIT_BYTES: '64', LOG_LEVEL: 'silent' });
+  running = await startServer(config, { observe: (r) => seen.push(r), logDestination: new Writable({ write: (_c, _e, cb) => cb() }) });
+});
+afterAll(async () => {
+  await running.close();
+});
+
+describe('one telemetry call per request', () => {
+  const cases: [string, RequestInit, number][] = [
+    ['/api/convert', {}, 200],
+    ['/whats-next', {}, 200],
+    ['/api/no-such-route', {}, 404],
+    ['/no-such-page', {}, 404],
+    ['/api/convert', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' }, 405],
+    ['/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'x' }, 415],
+    ['/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(100) }, 413],
+  ];
+  it.each(cases)('%s %o is observed once with status %i', async (path, init, status) => {
+    seen.length = 0;
+    const res = await fetch(running.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': 'GPTBot/1.2' } });
+    await res.arrayBuffer();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(res.status).toBe(status);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ method: init.method ?? 'GET', path, status, userAgent: 'GPTBot/1.2', host: new URL(running.url).host });
+  });
+
+  it('observes a request whose client goes away, once', async () => {
+    seen.length = 0;
+    const controller = new AbortController();
+    const pending = fetch(`${running.url}/api/slow`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: new ReadableStream({ start: (c) => c.enqueue(new TextEncoder().encode('{')) }),
+      signal: controller.signal,
+      duplex: 'half',
+    } as RequestInit).catch(() => null);
+    await new Promise((r) => setTimeout(r, 100));
+    controller.abort();
+    await pending;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(seen).toHaveLength(1);
+  });
+});

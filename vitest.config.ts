@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/helpers/build.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    // Servers are child processes; two cores do not gain from more parallel files.
+    maxWorkers: 2,
+  },
+});
