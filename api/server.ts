@@ -6,6 +6,11 @@ import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { createGateway, jsonBody, loadStaticSite, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogger, type Logger } from './log.ts';
+import { createRoutes } from './app.ts';
+import { loadContent } from './content/load.ts';
+import { openEmbeddedStore } from './store/index.ts';
+import { createClassifier } from './telemetry/classify.ts';
+import { createPresence } from './telemetry/presence.ts';
 
 export interface RunningServer {
   server: Server;
@@ -39,9 +44,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
 
+  const content = await loadContent(config.CONTENT_DIR);
+  const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger });
+  const presence = createPresence(createClassifier(content.botFamilies.families), content.crawlPolicy.disallow);
+  const routes = createRoutes({ store, presence, logger, siteUrl: config.SITE_URL, writeRateLimit: config.WRITE_RATE_LIMIT });
+
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.
     logger.info({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 }, 'request');
+    presence.observe(r);
     options.observe?.(r);
   };
 
@@ -49,7 +60,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     files,
     notFoundPage: files.get('/404.html'),
     render: entry.handler,
-    locals: {},
+    locals: { routes },
     bodyPolicy: () => jsonBody(config.BODY_LIMIT_BYTES),
     observe,
     logger,
@@ -69,8 +80,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () =>
     (closing ??= new Promise<void>((resolve) => {
       server.close(() => {
-        logger.flush();
-        resolve();
+        void store.close().finally(() => {
+          logger.flush();
+          resolve();
+        });
       });
       server.closeIdleConnections();
     }));

@@ -1,1 +1,5 @@
 export * from './problem.ts';
+export * from './json-body.ts';
+export * from './rate-limit.ts';
+export * from './idempotency.ts';
+export * from './route.ts';

@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { HttpProblem } from './problem.ts';
+
+/** Per-client write limiting (token bucket per minute) with IETF RateLimit headers. */
+export interface WriteLimiter {
+  /** Takes one write from the client's budget; returns the headers, or throws 429. */
+  take(client: string): Promise<Record<string, string>>;
+}
+
+const POLICY = 'writes';
+
+/** Client addresses are hashed before they reach the limiter's keys. */
+const keyOf = (client: string) => createHash('sha256').update(client).digest('base64url').slice(0, 22);
+
+function headers(limit: number, res: RateLimiterRes): Record<string, string> {
+  const reset = Math.ceil(res.msBeforeNext / 1000);
+  return {
+    'RateLimit-Policy': `"${POLICY}";q=${limit};w=60`,
+    RateLimit: `"${POLICY}";r=${Math.max(0, res.remainingPoints)};t=${reset}`,
+  };
+}
+
+/** A limiter from WRITE_RATE_LIMIT (per minute; 0 turns it off). The backend is passed in. */
+export function createWriteLimiter(perMinute: number, backend?: RateLimiterAbstract): WriteLimiter {
+  if (perMinute === 0) return { take: async () => ({}) };
+  const limiter = backend ?? new RateLimiterMemory({ points: perMinute, duration: 60 });
+  return {
+    async take(client) {
+      try {
+        return headers(perMinute, await limiter.consume(keyOf(client)));
+      } catch (rejection) {
+        if (!(rejection instanceof RateLimiterRes)) throw rejection;
+        const retry = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+        throw new HttpProblem(429, 'RATE_LIMITED', `Too many writes from this address: ${perMinute} a minute. Try again in ${retry} s.`, {
+          headers: { ...headers(perMinute, rejection), 'Retry-After': String(retry) },
+        });
+      }
+    },
+  };
+}

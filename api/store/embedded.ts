@@ -1,0 +1,169 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Low } from 'lowdb';
+import type { Logger } from 'pino';
+import type { Message } from '../schemas/citizenship.ts';
+import { DurableJSONFile } from './durable-file.ts';
+import { StoreUnavailableError } from './errors.ts';
+import { Journal, type JournalEntry } from './journal.ts';
+import { pageNewestFirst } from './pages.ts';
+import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type IdempotencyRecord, type Store } from './types.ts';
+
+/** Everything the embedded store holds, as the snapshot stores it. */
+interface State {
+  seq: number;
+  citizens: CitizenRecord[];
+  messages: Message[];
+  idempotency: IdempotencyRecord[];
+}
+
+const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [] });
+
+/** In-memory indexes over the state, rebuilt at open. */
+class Memory {
+  readonly state: State;
+  readonly citizenById = new Map<string, CitizenRecord>();
+  readonly idempotency = new Map<string, IdempotencyRecord>();
+  readonly byClass: Record<string, number> = {};
+  readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
+
+  constructor(state: State) {
+    this.state = { ...state, citizens: [], messages: [], idempotency: [] };
+    for (const c of state.citizens) this.apply({ seq: state.seq, op: 'citizen.add', v: c });
+    for (const m of state.messages) this.apply({ seq: state.seq, op: 'message.add', v: m });
+    for (const r of state.idempotency) this.apply({ seq: state.seq, op: 'idempotency.put', v: r });
+  }
+
+  /** Applies one journal entry. Pure bookkeeping: no I/O. */
+  apply(entry: JournalEntry): void {
+    const s = this.state;
+    s.seq = Math.max(s.seq, entry.seq);
+    switch (entry.op) {
+      case 'citizen.add': {
+        const c = entry.v as CitizenRecord;
+        if (this.citizenById.has(c.memberId)) return;
+        insertSorted(s.citizens, c, (x) => x.memberId);
+        this.citizenById.set(c.memberId, c);
+        this.byClass[c.class] = (this.byClass[c.class] ?? 0) + 1;
+        return;
+      }
+      case 'message.add': {
+        const m = entry.v as Message;
+        insertSorted(s.messages, m, (x) => x.id);
+        if (m.wall) this.feed.wall++;
+        else if (m.kind === 'question') this.feed.questions++;
+        else this.feed.messages++;
+        if (m.verified) this.feed.verified++;
+        return;
+      }
+      case 'idempotency.put': {
+        const r = entry.v as IdempotencyRecord;
+        this.idempotency.set(r.keyHash, r);
+        return;
+      }
+      default:
+        throw new Error(`unknown journal operation ${entry.op}`);
+    }
+  }
+
+  /** The state to snapshot, without expired idempotency records. */
+  snapshot(now: number): State {
+    const fresh = [...this.idempotency.values()].filter((r) => now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS);
+    return { ...this.state, idempotency: fresh };
+  }
+}
+
+// Ids are time-ordered, so an insert is nearly always an append.
+function insertSorted<T>(items: T[], item: T, idOf: (x: T) => string): void {
+  let i = items.length;
+  while (i > 0 && idOf(items[i - 1]!) > idOf(item)) i--;
+  items.splice(i, 0, item);
+}
+
+export interface EmbeddedStoreOptions {
+  dir: string;
+  logger: Logger;
+  /** Compact the journal into the snapshot after this many entries. */
+  compactEvery?: number;
+}
+
+/**
+ * The embedded default store: state in memory, every write made durable in an append-only journal
+ * (group commit, fdatasync) before it is acknowledged, and the journal compacted in the background
+ * into a lowdb snapshot.
+ */
+export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
+  const { dir, logger } = options;
+  const compactEvery = options.compactEvery ?? 20_000;
+  await mkdir(dir, { recursive: true });
+  const db = new Low<State>(new DurableJSONFile<State>(join(dir, 'snapshot.json')), emptyState());
+  await db.read();
+  const journal = new Journal(dir);
+  const base = db.data.seq;
+  const entries = await journal.replay((file, line) => logger.warn({ file, line }, 'journal: skipped a torn or corrupt line'));
+  const memory = new Memory(db.data);
+  let replayed = 0;
+  for (const entry of entries) {
+    if (entry.seq > base) {
+      memory.apply(entry);
+      replayed++;
+    }
+  }
+  let seq = memory.state.seq;
+  let sinceSnapshot = replayed;
+  await journal.rotate(seq + 1);
+  logger.info({ citizens: memory.state.citizens.length, messages: memory.state.messages.length, replayed }, 'store opened');
+
+  let compacting: Promise<void> | undefined;
+  async function compact(): Promise<void> {
+    const upTo = seq;
+    const old = await journal.rotate(upTo + 1);
+    db.data = memory.snapshot(Date.now());
+    await db.write();
+    await journal.remove(old);
+    logger.info({ seq: upTo }, 'store compacted');
+  }
+
+  /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses. */
+  async function commit(op: string, v: unknown): Promise<void> {
+    const entry = { seq: ++seq, op, v };
+    try {
+      await journal.append(entry);
+    } catch (error) {
+      logger.error({ err: error, op }, 'store write failed');
+      throw new StoreUnavailableError(error);
+    }
+    memory.apply(entry);
+    if (++sinceSnapshot >= compactEvery && !compacting) {
+      sinceSnapshot = 0;
+      compacting = compact()
+        .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))
+        .finally(() => (compacting = undefined));
+    }
+  }
+
+  return {
+    citizens: {
+      add: (citizen) => commit('citizen.add', citizen),
+      get: async (memberId) => memory.citizenById.get(memberId) ?? null,
+      list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
+      stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
+    },
+    feed: {
+      add: (message) => commit('message.add', message),
+      list: async (query) => pageNewestFirst(memory.state.messages, (m) => m.id, query),
+      stats: async () => ({ ...memory.feed }),
+    },
+    idempotency: {
+      get: async (keyHash, now) => {
+        const r = memory.idempotency.get(keyHash);
+        return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
+      },
+      put: (record) => commit('idempotency.put', record),
+    },
+    async close() {
+      await compacting;
+      await journal.close();
+    },
+  };
+}

@@ -1,0 +1,4 @@
+export * from './types.ts';
+export * from './errors.ts';
+export * from './embedded.ts';
+export { encodeCursor, decodeCursor } from './pages.ts';

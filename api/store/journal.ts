@@ -1,0 +1,108 @@
+import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { syncDir } from './durable-file.ts';
+
+/** One journal line: a sequence number, an operation type and its value. */
+export interface JournalEntry {
+  seq: number;
+  op: string;
+  v: unknown;
+}
+
+const NAME = /^journal-(\d{12})\.jsonl$/;
+const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
+
+interface Pending {
+  line: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * An append-only JSON Lines journal with group commit: appends that arrive while a write is under
+ * way share the next write and the next fdatasync. An append resolves only once its line is on
+ * disk. A write that fails is cut back off the file, so a later append never follows a torn line.
+ */
+export class Journal {
+  readonly dir: string;
+  #handle: FileHandle | undefined;
+  #file = '';
+  #size = 0;
+  #pending: Pending[] = [];
+  #writing: Promise<void> | undefined;
+
+  constructor(dir: string) {
+    this.dir = dir;
+  }
+
+  /** Reads every journal file in order; a line that does not parse is reported and skipped. */
+  async replay(onTorn: (file: string, lineNo: number) => void): Promise<JournalEntry[]> {
+    const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
+    const entries: JournalEntry[] = [];
+    for (const file of files) {
+      const lines = (await readFile(join(this.dir, file), 'utf8')).split('\n');
+      lines.forEach((line, i) => {
+        if (line === '') return;
+        try {
+          entries.push(JSON.parse(line) as JournalEntry);
+        } catch {
+          onTorn(file, i + 1);
+        }
+      });
+    }
+    return entries;
+  }
+
+  /** Opens a new journal file whose first entry will be `firstSeq`, and makes it current. */
+  async rotate(firstSeq: number): Promise<string[]> {
+    await this.#writing;
+    const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
+    const previous = this.#handle;
+    this.#file = join(this.dir, fileName(firstSeq));
+    this.#handle = await open(this.#file, 'a');
+    this.#size = (await this.#handle.stat()).size;
+    await syncDir(this.dir);
+    await previous?.close();
+    return old;
+  }
+
+  /** Removes journal files whose entries a snapshot now holds. */
+  async remove(files: string[]): Promise<void> {
+    await Promise.all(files.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
+    await syncDir(this.dir);
+  }
+
+  /** Appends one entry; resolves when it is on disk. */
+  append(entry: JournalEntry): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ line: `${JSON.stringify(entry)}\n`, resolve, reject });
+      this.#writing ??= this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#pending.length > 0) {
+      const group = this.#pending;
+      this.#pending = [];
+      const data = Buffer.from(group.map((p) => p.line).join(''));
+      try {
+        if (!this.#handle) throw new Error('journal is not open');
+        const { bytesWritten } = await this.#handle.write(data, 0, data.length, null);
+        if (bytesWritten !== data.length) throw new Error('short write');
+        await this.#handle.datasync();
+        this.#size += data.length;
+        for (const p of group) p.resolve();
+      } catch (error) {
+        await this.#handle?.truncate(this.#size).catch(() => undefined);
+        for (const p of group) p.reject(error);
+      }
+    }
+    this.#writing = undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.#writing;
+    await this.#handle?.close();
+    this.#handle = undefined;
+  }
+}

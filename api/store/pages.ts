@@ -1,0 +1,32 @@
+import { HttpProblem } from '../http/problem.ts';
+import type { Page, PageQuery } from './types.ts';
+
+export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
+
+export function decodeCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  return id;
+}
+
+/**
+ * Newest-first page of items kept in ascending id order (UUIDv7 ids sort by time): the page starts
+ * just below the cursor's id.
+ */
+export function pageNewestFirst<T>(items: T[], idOf: (item: T) => string, query: PageQuery): Page<T> {
+  let end = items.length;
+  if (query.cursor) {
+    const below = decodeCursor(query.cursor);
+    let lo = 0;
+    let hi = items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (idOf(items[mid]!) < below) lo = mid + 1;
+      else hi = mid;
+    }
+    end = lo;
+  }
+  const start = Math.max(0, end - query.limit);
+  const page = items.slice(start, end).reverse();
+  return { items: page, nextCursor: start > 0 && page.length > 0 ? encodeCursor(idOf(page.at(-1)!)) : null };
+}

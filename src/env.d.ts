@@ -1,0 +1,6 @@
+declare namespace App {
+  interface Locals {
+    /** On-demand route handlers, wired by the composition root (api/server.ts). */
+    routes: import('../api/app.ts').Routes;
+  }
+}
