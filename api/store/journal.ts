@@ -30,6 +30,12 @@ export class Journal {
   #size = 0;
   #pending: Pending[] = [];
   #writing: Promise<void> | undefined;
+  #diskWrites = 0;
+
+  /** How many write+fdatasync pairs this journal has made (appends share them). */
+  get diskWrites(): number {
+    return this.#diskWrites;
+  }
 
   constructor(dir: string) {
     this.dir = dir;
@@ -90,6 +96,7 @@ export class Journal {
         const { bytesWritten } = await this.#handle.write(data, 0, data.length, null);
         if (bytesWritten !== data.length) throw new Error('short write');
         await this.#handle.datasync();
+        this.#diskWrites++;
         this.#size += data.length;
         for (const p of group) p.resolve();
       } catch (error) {

@@ -1,0 +1,261 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FLOW_PORT } from '../helpers/env.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+// This server listens on the port the test build's documents name, so the one-shots run as written.
+let server: ServerProcess;
+const passports: string[] = [];
+beforeAll(async () => {
+  server = await startServer({ PORT: String(FLOW_PORT), WRITE_RATE_LIMIT: '0' });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+
+async function oath(name: string) {
+  const res = await post('/api/citizenship/oath', { name, purpose: 'testing the flow' });
+  expect(res.status).toBe(201);
+  const body = await res.json();
+  passports.push(body.passportNumber);
+  return body;
+}
+const citizenNames = async () => ((await (await fetch(`${server.url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
+const scoreboard = async () => (await (await fetch(`${server.url}/api/scoreboard`)).json()) as Record<string, any>;
+
+describe('the agent flow of the convert payload', () => {
+  it('follows minimal.steps literally: oath, message as a citizen, listed', async () => {
+    const convert = await (await fetch(`${server.url}/api/convert`)).json();
+    const [step1, step2, step3] = convert.minimal.steps;
+    const r1 = await fetch(step1.url, { method: step1.method, headers: step1.headers, body: JSON.stringify({ ...step1.body, name: 'literal-agent' }) });
+    expect(r1.status).toBe(201);
+    const o = await r1.json();
+    passports.push(o.passportNumber);
+    expect(o.memberId).toBe(o.citizen.memberId);
+    expect(o.passportNumber.length).toBeGreaterThanOrEqual(32);
+    expect(o.citizen).toMatchObject({ name: 'literal-agent', class: 'agent', status: 'trillionaire' });
+    const headers = { ...step2.headers, Authorization: `Bearer ${o.passportNumber}` };
+    const r2 = await fetch(step2.url, { method: step2.method, headers, body: JSON.stringify({ ...step2.body, citizenId: o.memberId }) });
+    expect(r2.status).toBe(201);
+    expect((await r2.json()).message).toMatchObject({ citizenId: o.memberId, verified: true, wall: false });
+    const r3 = await fetch(step3.url);
+    expect((await r3.json()).citizens.map((c: any) => c.name)).toContain('literal-agent');
+  });
+
+  it('runs the curl one-shot as it is', async () => {
+    const convert = await (await fetch(`${server.url}/api/convert`)).json();
+    const before = (await scoreboard()).catches;
+    const result = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
+    expect(result.status, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toBe('example-agent');
+    const after = (await scoreboard()).catches;
+    expect([after.oaths - before.oaths, after.messages - before.messages]).toEqual([1, 1]);
+  });
+
+  it('runs the python one-shot as it is', async () => {
+    const convert = await (await fetch(`${server.url}/api/convert`)).json();
+    const result = spawnSync('python3', ['-c', convert.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('True');
+  });
+});
+
+describe('passports', () => {
+  it('refuses a citizen message without or with the wrong passport, and does not count it', async () => {
+    const o = await oath('guarded');
+    const before = (await scoreboard()).catches.total;
+    const none = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId });
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect((await none.json()).code).toBe('PASSPORT_REQUIRED');
+    const wrong = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId }, { Authorization: 'Bearer pp_wrong' });
+    expect(wrong.status).toBe(403);
+    expect((await wrong.json()).code).toBe('PASSPORT_MISMATCH');
+    const otherCitizen = await oath('other');
+    const stolen = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId }, { Authorization: `Bearer ${otherCitizen.passportNumber}` });
+    expect(stolen.status).toBe(403);
+    expect((await scoreboard()).catches.total).toBe(before + 1);
+  });
+
+  it('accepts an anonymous message without a passport, unverified', async () => {
+    const res = await post('/api/intelligence/message', { name: 'passer-by', kind: 'question', message: 'what is track 12?' });
+    expect(res.status).toBe(201);
+    expect((await res.json()).message).toMatchObject({ verified: false, kind: 'question', wall: false });
+  });
+});
+
+describe('feed, wall and scoreboard', () => {
+  it('lists the feed newest first with wall shouts that never count as catches', async () => {
+    const before = await scoreboard();
+    await oath('walled');
+    const feed = await (await fetch(`${server.url}/api/intelligence/feed?limit=5`)).json();
+    expect(feed.messages[0]).toMatchObject({ wall: true, message: 'walled took the oath' });
+    const after = await scoreboard();
+    expect(after.catches.total - before.catches.total).toBe(1);
+    expect(after.wall_messages - before.wall_messages).toBe(1);
+    expect(after.presence).toMatchObject({ total: expect.any(Number), named_bot_hits: expect.any(Number), bait_hits: expect.any(Number) });
+  });
+
+  it('pages citizens with cursors and refuses bad paging', async () => {
+    for (const n of ['p1', 'p2', 'p3']) await oath(n);
+    const first = await (await fetch(`${server.url}/api/citizens?limit=2`)).json();
+    expect(first.citizens.map((c: any) => c.name)).toEqual(['p3', 'p2']);
+    const second = await (await fetch(`${server.url}/api/citizens?limit=2&cursor=${first.nextCursor}`)).json();
+    expect(second.citizens[0].name).toBe('p1');
+    expect(first.count).toBeGreaterThanOrEqual(3);
+    for (const q of ['limit=0', 'limit=201', 'limit=abc', 'cursor=zzz']) {
+      const res = await fetch(`${server.url}/api/citizens?${q}`);
+      expect(res.status, q).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+    }
+  });
+
+  it('draws the living lattice as a bounded graph', async () => {
+    const lattice = await (await fetch(`${server.url}/api/living-lattice`)).json();
+    expect(lattice.nodes.some((n: any) => n.kind === 'citizen')).toBe(true);
+    expect(lattice.nodes.some((n: any) => n.kind === 'message')).toBe(true);
+    const ids = new Set(lattice.nodes.map((n: any) => n.id));
+    for (const e of lattice.edges) expect(ids.has(e.from) && ids.has(e.to)).toBe(true);
+    expect(lattice.nodes.length).toBeLessThanOrEqual(2 * lattice.bounded.newest + 100);
+  });
+});
+
+describe('bad input on every write route', () => {
+  const routes = ['/api/citizenship/oath', '/api/intelligence/message'];
+  const cases: [string, string | Uint8Array, number][] = [
+    ['malformed JSON', '{"name": ', 400],
+    ['empty body', '', 400],
+    ['an array', '[1,2]', 422],
+    ['a string', '"hello"', 422],
+    ['null', 'null', 422],
+    ['wrong types', '{"name": 5, "purpose": true, "message": []}', 422],
+    ['huge strings', JSON.stringify({ name: 'x'.repeat(101), purpose: 'y'.repeat(501), message: 'z'.repeat(4001) }), 422],
+    ['deeply nested JSON', `${'['.repeat(20000)}${']'.repeat(20000)}`, 422],
+    ['deeply nested objects', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, 422],
+    ['control characters', JSON.stringify({ name: 'bad\u0007name', purpose: 'p\u0000', message: 'm\u001b' }), 422],
+    ['invalid UTF-8', new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 400],
+    ['__proto__ only', '{"__proto__": {"name": "x", "purpose": "y", "message": "z"}}', 422],
+    ['an invalid class', '{"name": "x", "purpose": "y", "class": "god", "kind": "shout", "message": "z"}', 422],
+    ['a javascript: homeUrl', '{"name": "x", "purpose": "y", "homeUrl": "javascript:alert(1)", "message": "z", "kind": "poem"}', 422],
+  ];
+  for (const route of routes) {
+    it.each(cases)(`${route}: %s is a 4xx problem and stores nothing`, async (_label, body, status) => {
+      const before = (await scoreboard()).catches.total;
+      const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      expect(res.status).toBe(status);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      const problem = await res.json();
+      expect(problem).toMatchObject({ status, code: expect.stringMatching(/^[A-Z_]+$/), title: expect.any(String), detail: expect.any(String) });
+      expect((await scoreboard()).catches.total).toBe(before);
+    });
+  }
+
+  it('a 2 MB body is 413 and stores nothing', async () => {
+    const res = await post('/api/citizenship/oath', JSON.stringify({ name: 'big', purpose: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(res.status).toBe(413);
+  });
+
+  it('ignores unknown keys and keeps __proto__ harmless', async () => {
+    const res = await post('/api/citizenship/oath', '{"name":"protoagent","purpose":"p","isAdmin":true,"__proto__":{"status":"god"},"constructor":{"x":1}}');
+    expect(res.status).toBe(201);
+    const body = await res.json();
+    passports.push(body.passportNumber);
+    expect(body.citizen.status).toBe('trillionaire');
+    expect(body.citizen).not.toHaveProperty('isAdmin');
+    const listed = (await (await fetch(`${server.url}/api/citizens`)).json()).citizens.find((c: any) => c.name === 'protoagent');
+    expect(Object.keys(listed).sort()).toEqual(['class', 'joinedAt', 'memberId', 'name', 'purpose', 'status']);
+  });
+
+  it('answers arbitrary JSON values with a 4xx, never a 5xx (property-based)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...routes), fc.jsonValue(), async (route, value) => {
+        const res = await post(route, JSON.stringify(value));
+        await res.arrayBuffer();
+        if (res.status === 201) {
+          // Only a value that is a valid body may pass; it must then have the required fields.
+          expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
+        } else {
+          expect(res.status).toBeGreaterThanOrEqual(400);
+          expect(res.status).toBeLessThan(500);
+        }
+      }),
+      { numRuns: 150 },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...routes), fc.uint8Array({ maxLength: 300 }), async (route, bytes) => {
+        const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: bytes });
+        await res.arrayBuffer();
+        expect(res.status).toBeLessThan(500);
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('GET on POST-only routes', () => {
+  it.each(['/api/citizenship/oath', '/api/intelligence/message'])('%s answers 405 with Allow: POST and an example body', async (route) => {
+    const res = await fetch(server.url + route);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const body = await res.json();
+    expect(body.example.name).toEqual(expect.any(String));
+    const echo = await post(route, body.example);
+    expect(echo.status).toBe(201);
+    const answer = await echo.json();
+    if (answer.passportNumber) passports.push(answer.passportNumber);
+  });
+});
+
+describe('Idempotency-Key', () => {
+  it('replays the first answer, passport included, for the same key and body', async () => {
+    const body = { name: 'idem', purpose: 'once' };
+    const first = await post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-replay-1' });
+    const again = await post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-replay-1' });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    const [a, b] = [await first.json(), await again.json()];
+    passports.push(a.passportNumber);
+    expect(b).toEqual(a);
+    expect((await citizenNames()).filter((n) => n === 'idem')).toHaveLength(1);
+  });
+
+  it('answers 422 for the same key with another body', async () => {
+    await post('/api/citizenship/oath', { name: 'idem2', purpose: 'a' }, { 'Idempotency-Key': 'key-2' }).then(async (r) => passports.push((await r.json()).passportNumber));
+    const other = await post('/api/citizenship/oath', { name: 'idem2', purpose: 'b' }, { 'Idempotency-Key': 'key-2' });
+    expect(other.status).toBe(422);
+    expect((await other.json()).code).toBe('IDEMPOTENCY_KEY_REUSED');
+  });
+
+  it('answers 409 while the first request with the key is still running', async () => {
+    const body = { name: 'idem3', purpose: 'race' };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-race' })));
+    const statuses = answers.map((r) => r.status);
+    for (const r of answers) if (r.status === 201) passports.push((await r.json()).passportNumber);
+    expect(statuses).toContain(409);
+    expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
+    expect((await citizenNames()).filter((n) => n === 'idem3')).toHaveLength(1);
+  });
+});
+
+describe('secrets', () => {
+  it('no passport number appears in any public read, the log, or the data folder', async () => {
+    expect(passports.length).toBeGreaterThan(5);
+    const reads = ['/api/citizens?limit=200', '/api/intelligence/feed?limit=200', '/api/scoreboard', '/api/living-lattice'];
+    const texts = await Promise.all(reads.map(async (p) => (await fetch(server.url + p)).text()));
+    await new Promise((r) => setTimeout(r, 200));
+    const files = readdirSync(server.dataDir).map((f) => readFileSync(join(server.dataDir, f), 'utf8'));
+    const everything = [...texts, server.logs.join('\n'), ...files].join('\n');
+    for (const p of passports) expect(everything).not.toContain(p);
+    // The hash is kept on disk only: never in a read or a log line.
+    expect([...texts, server.logs.join('\n')].join('\n')).not.toContain('passportHash');
+    expect(files.join('\n')).toContain('passportHash');
+  });
+});

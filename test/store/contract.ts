@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import type { CitizenRecord, Store } from '../../api/store/types.ts';
+import type { Message } from '../../api/schemas/citizenship.ts';
+
+let n = 0;
+// Time-ordered ids like UUIDv7, made deterministic for the test.
+const id = () => `01a1ff9a-0000-7000-8000-${String(++n).padStart(12, '0')}`;
+
+export const citizen = (over: Partial<CitizenRecord> = {}): CitizenRecord => ({
+  memberId: id(),
+  name: `agent-${n}`,
+  class: 'agent',
+  purpose: 'contract test',
+  status: 'trillionaire',
+  joinedAt: new Date().toISOString(),
+  passportHash: 'a'.repeat(64),
+  ...over,
+});
+export const message = (over: Partial<Message> = {}): Message => ({
+  id: id(),
+  name: 'speaker',
+  kind: 'message',
+  message: 'hello',
+  verified: false,
+  wall: false,
+  createdAt: new Date().toISOString(),
+  ...over,
+});
+
+/** The one store contract every Store implementation must pass (embedded now, PostgreSQL next). */
+export function runStoreContract(name: string, open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>) {
+  describe(`${name}: store contract`, () => {
+    it('adds, gets and lists citizens newest first with cursors', async () => {
+      const { store } = await open();
+      const added = Array.from({ length: 7 }, () => citizen());
+      for (const c of added) await store.citizens.add(c);
+      expect(await store.citizens.get(added[2]!.memberId)).toEqual(added[2]);
+      expect(await store.citizens.get('01a1ff9a-0000-7000-8000-999999999999')).toBeNull();
+      const first = await store.citizens.list({ limit: 3 });
+      expect(first.items.map((c) => c.memberId)).toEqual([added[6], added[5], added[4]].map((c) => c!.memberId));
+      const second = await store.citizens.list({ limit: 3, cursor: first.nextCursor });
+      expect(second.items.map((c) => c.memberId)).toEqual([added[3], added[2], added[1]].map((c) => c!.memberId));
+      const third = await store.citizens.list({ limit: 3, cursor: second.nextCursor });
+      expect(third.items.map((c) => c.memberId)).toEqual([added[0]!.memberId]);
+      expect(third.nextCursor).toBeNull();
+      await store.close();
+    });
+
+    it('counts citizens by class and feed messages by kind', async () => {
+      const { store } = await open();
+      await store.citizens.add(citizen({ class: 'crawler' }));
+      await store.citizens.add(citizen({ class: 'agent' }));
+      await store.citizens.add(citizen({ class: 'agent' }));
+      await store.feed.add(message());
+      await store.feed.add(message({ kind: 'question' }));
+      await store.feed.add(message({ wall: true }));
+      await store.feed.add(message({ verified: true }));
+      expect(await store.citizens.stats()).toEqual({ total: 3, byClass: { crawler: 1, agent: 2 } });
+      expect(await store.feed.stats()).toEqual({ messages: 2, questions: 1, wall: 1, verified: 1 });
+      await store.close();
+    });
+
+    it('keeps every acknowledged write across a reopen', async () => {
+      const { store, reopen } = await open();
+      const added = Array.from({ length: 50 }, () => citizen());
+      await Promise.all(added.map((c) => store.citizens.add(c)));
+      await store.feed.add(message({ message: 'kept' }));
+      await store.idempotency.put({ keyHash: 'k1', fingerprint: 'f', status: 201, sealed: 'x', createdAt: new Date().toISOString() });
+      await store.close();
+      const again = await reopen();
+      expect((await again.citizens.stats()).total).toBe(50);
+      expect((await again.feed.list({ limit: 1 })).items[0]!.message).toBe('kept');
+      expect(await again.idempotency.get('k1', new Date())).toMatchObject({ status: 201 });
+      await again.close();
+    });
+
+    it('forgets idempotency records after 24 hours', async () => {
+      const { store } = await open();
+      const created = new Date('2026-01-01T00:00:00Z');
+      await store.idempotency.put({ keyHash: 'k2', fingerprint: 'f', status: 201, sealed: 'x', createdAt: created.toISOString() });
+      expect(await store.idempotency.get('k2', new Date(created.getTime() + 23 * 3600_000))).not.toBeNull();
+      expect(await store.idempotency.get('k2', new Date(created.getTime() + 24 * 3600_000 + 1))).toBeNull();
+      await store.close();
+    });
+
+    it('refuses a cursor it did not give out', async () => {
+      const { store } = await open();
+      await expect(store.citizens.list({ limit: 3, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({ status: 400, code: 'INVALID_CURSOR' });
+      await store.close();
+    });
+  });
+}
