@@ -25,8 +25,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         status: 'trillionaire',
         joinedAt,
       };
-      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) });
-      await store.feed.add({ id: uuidv7(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt });
+      const shout: Message = { id: uuidv7(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
+      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout);
       return {
         status: 201,
         body: {

@@ -39,6 +39,12 @@ class Memory {
     const s = this.state;
     s.seq = Math.max(s.seq, entry.seq);
     switch (entry.op) {
+      case 'oath': {
+        const { citizen, shout } = entry.v as { citizen: CitizenRecord; shout?: Message };
+        this.apply({ seq: entry.seq, op: 'citizen.add', v: citizen });
+        if (shout) this.apply({ seq: entry.seq, op: 'message.add', v: shout });
+        return;
+      }
       case 'citizen.add': {
         const c = entry.v as CitizenRecord;
         if (this.citizenById.has(c.memberId)) return;
@@ -95,7 +101,9 @@ export interface EmbeddedStoreOptions {
 export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
   const { dir, logger } = options;
   const compactEvery = options.compactEvery ?? 20_000;
-  await mkdir(dir, { recursive: true });
+  await mkdir(dir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
+  });
   const db = new Low<State>(new DurableJSONFile<State>(join(dir, 'snapshot.json')), emptyState());
   await db.read();
   const journal = new Journal(dir);
@@ -111,7 +119,12 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   }
   let seq = memory.state.seq;
   let sinceSnapshot = replayed;
-  await journal.rotate(seq + 1);
+  try {
+    await journal.rotate(seq + 1);
+  } catch (error) {
+    // Reads still work from what was replayed; each write retries the disk and answers 503 until it can.
+    logger.error({ err: error, dir }, 'store opened read-only: the data folder refuses writes');
+  }
   logger.info({ citizens: memory.state.citizens.length, messages: memory.state.messages.length, replayed }, 'store opened');
 
   let compacting: Promise<void> | undefined;
@@ -144,7 +157,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
 
   return {
     citizens: {
-      add: (citizen) => commit('citizen.add', citizen),
+      add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
       get: async (memberId) => memory.citizenById.get(memberId) ?? null,
       list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
       stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),

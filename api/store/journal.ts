@@ -30,6 +30,7 @@ export class Journal {
   #size = 0;
   #pending: Pending[] = [];
   #writing: Promise<void> | undefined;
+  #rotating: Promise<void> | undefined;
   #diskWrites = 0;
 
   /** How many write+fdatasync pairs this journal has made (appends share them). */
@@ -61,15 +62,35 @@ export class Journal {
 
   /** Opens a new journal file whose first entry will be `firstSeq`, and makes it current. */
   async rotate(firstSeq: number): Promise<string[]> {
-    await this.#writing;
-    const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
-    const previous = this.#handle;
-    this.#file = join(this.dir, fileName(firstSeq));
-    this.#handle = await open(this.#file, 'a');
-    this.#size = (await this.#handle.stat()).size;
-    await syncDir(this.dir);
-    await previous?.close();
-    return old;
+    const swap = async () => {
+      // No write may be under way while the file changes; writes that arrive meanwhile wait for the swap.
+      while (this.#writing) await this.#writing;
+      const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
+      const previous = this.#handle;
+      this.#file = join(this.dir, fileName(firstSeq));
+      this.#handle = undefined;
+      await previous?.close();
+      this.#handle = await this.#reopen();
+      await syncDir(this.dir);
+      return old;
+    };
+    const swapping = swap();
+    this.#rotating = swapping.then(
+      () => undefined,
+      () => undefined,
+    );
+    try {
+      return await swapping;
+    } finally {
+      this.#rotating = undefined;
+    }
+  }
+
+  async #reopen(): Promise<FileHandle> {
+    if (!this.#file) throw new Error('journal has no current file');
+    const handle = await open(this.#file, 'a');
+    this.#size = (await handle.stat()).size;
+    return handle;
   }
 
   /** Removes journal files whose entries a snapshot now holds. */
@@ -87,15 +108,17 @@ export class Journal {
   }
 
   async #drain(): Promise<void> {
+    await this.#rotating;
     while (this.#pending.length > 0) {
       const group = this.#pending;
       this.#pending = [];
       const data = Buffer.from(group.map((p) => p.line).join(''));
       try {
-        if (!this.#handle) throw new Error('journal is not open');
-        const { bytesWritten } = await this.#handle.write(data, 0, data.length, null);
+        // A journal that could not be opened (read-only or full disk) is retried on each write.
+        const handle = (this.#handle ??= await this.#reopen());
+        const { bytesWritten } = await handle.write(data, 0, data.length, null);
         if (bytesWritten !== data.length) throw new Error('short write');
-        await this.#handle.datasync();
+        await handle.datasync();
         this.#diskWrites++;
         this.#size += data.length;
         for (const p of group) p.resolve();

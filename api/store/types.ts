@@ -29,7 +29,8 @@ export interface Page<T> {
 
 /** Citizens, newest first. */
 export interface CitizenStore {
-  add(citizen: CitizenRecord): Promise<void>;
+  /** Adds a citizen and, in the same atomic write, its wall shout. */
+  add(citizen: CitizenRecord, shout?: Message): Promise<void>;
   get(memberId: string): Promise<CitizenRecord | null>;
   list(query: PageQuery): Promise<Page<CitizenRecord>>;
   stats(): Promise<{ total: number; byClass: Record<string, number> }>;

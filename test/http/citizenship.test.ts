@@ -147,7 +147,7 @@ describe('bad input on every write route', () => {
   for (const route of routes) {
     it.each(cases)(`${route}: %s is a 4xx problem and stores nothing`, async (_label, body, status) => {
       const before = (await scoreboard()).catches.total;
-      const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body as BodyInit });
       expect(res.status).toBe(status);
       expect(res.headers.get('content-type')).toBe('application/problem+json');
       const problem = await res.json();

@@ -46,6 +46,17 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       await store.close();
     });
 
+    it('writes a citizen and its wall shout together', async () => {
+      const { store, reopen } = await open();
+      const c = citizen();
+      await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }));
+      await store.close();
+      const again = await reopen();
+      expect(await again.citizens.get(c.memberId)).toEqual(c);
+      expect((await again.feed.list({ limit: 1 })).items[0]).toMatchObject({ wall: true, citizenId: c.memberId });
+      await again.close();
+    });
+
     it('counts citizens by class and feed messages by kind', async () => {
       const { store } = await open();
       await store.citizens.add(citizen({ class: 'crawler' }));
