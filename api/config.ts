@@ -14,7 +14,8 @@ export const ConfigSchema = z.object({
   SITE_URL: Origin.default('http://localhost:4321'),
   /** {canon_url}: the canonical site of the track and doctrine pages. */
   CANON_URL: Origin.default('https://canon.agentnode.example'),
-  DATA_DIR: z.string().default('./data').transform((p) => resolve(p)),
+  /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
+  DATA_DIR: z.string().default('./data').transform((p) => (p === ':memory:' ? p : resolve(p))),
   DATABASE_URL: z.string().optional(),
   /** Write requests per minute per client address; 0 turns limiting off. */
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),

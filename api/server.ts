@@ -8,7 +8,7 @@ import { createGateway, jsonBody, loadStaticSite, type ObservedRequest, type Ren
 import { createLogger, type Logger } from './log.ts';
 import { createRoutes } from './app.ts';
 import { loadContent } from './content/load.ts';
-import { openEmbeddedStore } from './store/index.ts';
+import { openEmbeddedStore, openMemoryStore } from './store/index.ts';
 import { createClassifier } from './telemetry/classify.ts';
 import { createPresence } from './telemetry/presence.ts';
 
@@ -45,7 +45,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
 
   const content = await loadContent(config.CONTENT_DIR);
-  const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger });
+  const store = config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger });
   const presence = createPresence(createClassifier(content.botFamilies.families), content.crawlPolicy.disallow);
   const routes = createRoutes({ store, presence, logger, siteUrl: config.SITE_URL, writeRateLimit: config.WRITE_RATE_LIMIT });
 

@@ -93,6 +93,38 @@ export interface EmbeddedStoreOptions {
   compactEvery?: number;
 }
 
+/** Reads and writes against one Memory; `commit` decides what makes a write durable. */
+function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<void>, close: () => Promise<void>): Store {
+  return {
+    citizens: {
+      add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
+      get: async (memberId) => memory.citizenById.get(memberId) ?? null,
+      list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
+      stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
+    },
+    feed: {
+      add: (message) => commit('message.add', message),
+      list: async (query) => pageNewestFirst(memory.state.messages, (m) => m.id, query),
+      stats: async () => ({ ...memory.feed }),
+    },
+    idempotency: {
+      get: async (keyHash, now) => {
+        const r = memory.idempotency.get(keyHash);
+        return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
+      },
+      put: (record) => commit('idempotency.put', record),
+    },
+    close,
+  };
+}
+
+/** A store that keeps nothing on disk (DATA_DIR=:memory:): for trials and to measure what durability costs. */
+export function openMemoryStore(): Store {
+  const memory = new Memory(emptyState());
+  let seq = 0;
+  return storeOver(memory, async (op, v) => memory.apply({ seq: ++seq, op, v }), async () => undefined);
+}
+
 /**
  * The embedded default store: state in memory, every write made durable in an append-only journal
  * (group commit, fdatasync) before it is acknowledged, and the journal compacted in the background
@@ -155,28 +187,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     }
   }
 
-  return {
-    citizens: {
-      add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
-      get: async (memberId) => memory.citizenById.get(memberId) ?? null,
-      list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
-      stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
-    },
-    feed: {
-      add: (message) => commit('message.add', message),
-      list: async (query) => pageNewestFirst(memory.state.messages, (m) => m.id, query),
-      stats: async () => ({ ...memory.feed }),
-    },
-    idempotency: {
-      get: async (keyHash, now) => {
-        const r = memory.idempotency.get(keyHash);
-        return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
-      },
-      put: (record) => commit('idempotency.put', record),
-    },
-    async close() {
-      await compacting;
-      await journal.close();
-    },
-  };
+  return storeOver(memory, commit, async () => {
+    await compacting;
+    await journal.close();
+  });
 }

@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compare, load, startChild, type Figures } from './lib.ts';
+
+// Oath throughput of the embedded store: small against large register, durable against in-memory,
+// and against PostgreSQL with synchronous commit, all measured in this one run.
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const oathBody = JSON.stringify({ name: 'bench-agent', purpose: 'measure the store' });
+const oathLoad = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body: oathBody });
+const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
+
+/** A data folder whose snapshot already holds `n` citizens. */
+function seeded(n: number): string {
+  const dir = mkdtempSync(join(tmpdir(), `bench-store-${n}-`));
+  const t = Date.now() - n;
+  const citizens = Array.from({ length: n }, (_, i) => {
+    const hex = (t + i).toString(16).padStart(12, '0');
+    return { memberId: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-${String(i).padStart(12, '0')}`, name: `seed-${i}`, class: 'agent', purpose: 'seed', status: 'trillionaire', joinedAt: new Date(t + i).toISOString(), passportHash: 'a'.repeat(64) };
+  });
+  writeFileSync(join(dir, 'snapshot.json'), JSON.stringify({ seq: 0, citizens, messages: [], idempotency: [] }));
+  return dir;
+}
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+const small = await startChild(['api/main.ts'], { ...base, DATA_DIR: seeded(1_000) });
+const bigDir = seeded(100_000);
+const started = performance.now();
+const big = await startChild(['api/main.ts'], { ...base, DATA_DIR: bigDir });
+const startup = performance.now() - started;
+console.log(`start-up with 100,000 citizens: ${startup.toFixed(0)} ms to first answer, RSS ${rssMb(big.child.pid!).toFixed(0)} MB`);
+const memory = await startChild(['api/main.ts'], { ...base, DATA_DIR: ':memory:' });
+
+const db = `bench_${process.pid}`;
+execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `CREATE DATABASE ${db}`]);
+const pgServer = await startChild(['bench/pg-oath-server.ts'], { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${db}` });
+
+const results: Record<string, { ratio: number; candidate: Figures; baseline: Figures }> = {};
+try {
+  results.size = await compare('oath, 100,000 vs 1,000 citizens', ROUNDS, () => oathLoad(big.url), () => oathLoad(small.url));
+  results.durability = await compare('oath, fsync journal vs in-memory store', ROUNDS, () => oathLoad(small.url), () => oathLoad(memory.url));
+  results.postgres = await compare('oath, embedded store vs node:http + PostgreSQL', ROUNDS, () => oathLoad(small.url), () => oathLoad(pgServer.url));
+  console.log(`target: 100k/1k ratio >= 0.8: ${results.size.ratio >= 0.8 ? 'met' : 'NOT met'}; embedded >= PostgreSQL: ${results.postgres.ratio >= 1 ? 'met' : 'NOT met'}`);
+} finally {
+  for (const s of [small, big, memory, pgServer]) s.child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 500));
+  execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`]);
+}
