@@ -1,0 +1,20 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { HttpProblem } from '../http/problem.ts';
+
+/** RFC 8785 (JCS) canonical JSON of a value. */
+export function canonicalJson(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = canonicalize(value);
+  } catch (error) {
+    throw new HttpProblem(422, 'NOT_CANONICALIZABLE', `The document has no RFC 8785 form: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new HttpProblem(422, 'NOT_CANONICALIZABLE', 'The document has no JSON value.');
+  return text;
+}
+
+export const sha256Hex = (data: string | Uint8Array): string => createHash('sha256').update(data).digest('hex');
+
+/** `sha256:<hex>` of the canonical form. */
+export const fingerprintOf = (value: unknown): string => `sha256:${sha256Hex(canonicalJson(value))}`;
