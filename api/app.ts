@@ -3,21 +3,48 @@ import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
 import { createIdempotency, createWriteLimiter, getOnly, guard, json, pageQuery, writeRoute, type RouteHandler } from './http/index.ts';
 import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
+import type { Content } from './content/load.ts';
+import type { Links } from './documents/links.ts';
+import { HttpProblem } from './http/problem.ts';
+import { buildHealth } from './omip/health.ts';
+import type { Omip } from './omip/service.ts';
+import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from './schemas/omip.ts';
 import type { Store } from './store/types.ts';
 import type { Presence } from './telemetry/presence.ts';
 
 export interface AppDeps {
   store: Store;
   presence: Presence;
+  omip: Omip;
+  content: Content;
+  links: Links;
   logger: Logger;
-  siteUrl: string;
   writeRateLimit: number;
+}
+
+const created = (body: unknown) => ({ status: 201, body });
+const ok = (body: unknown) => ({ status: 200, body });
+
+/** The last path segment, decoded: the :id of /api/omip/receipts/:id. */
+function lastSegment(request: Request): string {
+  try {
+    return decodeURIComponent(new URL(request.url).pathname.split('/').at(-1) ?? '');
+  } catch {
+    throw new HttpProblem(400, 'BAD_PATH', 'The receipt id cannot be decoded.');
+  }
+}
+
+function firstSize(request: Request): number | null {
+  const raw = new URL(request.url).searchParams.get('first');
+  if (raw === null) return null;
+  if (!/^\d{1,12}$/.test(raw)) throw new HttpProblem(400, 'INVALID_QUERY', 'first must be a whole number.');
+  return Number(raw);
 }
 
 /** Every on-demand route, framework-free: Astro's pages only hand requests to these. */
 export function createRoutes(deps: AppDeps) {
-  const { store, presence, logger } = deps;
-  const citizenship = createCitizenship(store, deps.siteUrl);
+  const { store, presence, logger, omip } = deps;
+  const citizenship = createCitizenship(store, deps.links.site);
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit), idempotency: createIdempotency(store.idempotency) };
   const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => json(200, await answer(request)));
 
@@ -28,6 +55,15 @@ export function createRoutes(deps: AppDeps) {
     feed: read((request) => citizenship.feed(pageQuery(request))),
     scoreboard: read(() => scoreboard(store, presence, new Date())),
     livingLattice: read(() => livingLattice(store, presence, new Date())),
+    omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
+    omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),
+    omipFingerprint: writeRoute('omip.fingerprint', FingerprintRequestSchema, writes, async (input) => ok(omip.fingerprint(input.document))),
+    omipDualExchange: writeRoute('omip.dual-exchange', DualExchangeRequestSchema, writes, async (input) => created(await omip.dualExchange(input))),
+    omipReceipts: read((request) => omip.receipts(pageQuery(request))),
+    omipReceipt: read((request) => omip.receipt(lastSegment(request))),
+    omipLog: read((request) => omip.log(firstSize(request))),
+    omipHealth: read(async () => buildHealth(deps.content, deps.links, await omip.driftMetrics(), omip.primitives().length)),
+    omipDrift: read(() => omip.driftMetrics()),
   } satisfies Record<string, RouteHandler>;
 
   return Object.fromEntries(Object.entries(routes).map(([name, handler]) => [name, guard(handler, logger)])) as typeof routes;

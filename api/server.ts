@@ -7,6 +7,8 @@ import type { Config } from './config.ts';
 import { createGateway, jsonBody, loadStaticSite, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRoutes } from './app.ts';
+import { createOmip } from './omip/service.ts';
+import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { openEmbeddedStore, openMemoryStore } from './store/index.ts';
 import { createClassifier } from './telemetry/classify.ts';
@@ -47,7 +49,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const content = await loadContent(config.CONTENT_DIR);
   const store = config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger });
   const presence = createPresence(createClassifier(content.botFamilies.families), content.crawlPolicy.disallow);
-  const routes = createRoutes({ store, presence, logger, siteUrl: config.SITE_URL, writeRateLimit: config.WRITE_RATE_LIMIT });
+  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR) });
+  const links = { site: config.SITE_URL, canon: config.CANON_URL };
+  const routes = createRoutes({ store, presence, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT });
 
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.

@@ -6,8 +6,8 @@ import type { Message } from '../schemas/citizenship.ts';
 import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry } from './journal.ts';
-import { pageNewestFirst } from './pages.ts';
-import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type IdempotencyRecord, type Store } from './types.ts';
+import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
+import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 /** Everything the embedded store holds, as the snapshot stores it. */
 interface State {
@@ -15,23 +15,32 @@ interface State {
   citizens: CitizenRecord[];
   messages: Message[];
   idempotency: IdempotencyRecord[];
+  windows: Record<string, number[]>;
+  drift: { samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; recent: DriftSample[] };
+  receipts: ReceiptEntry[];
 }
 
-const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [] });
+const emptyDrift = (): State['drift'] => ({ samples: 0, contraction_count: 0, fail_closed: 0, by_verdict: {}, recent: [] });
+const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [], windows: {}, drift: emptyDrift(), receipts: [] });
+// The drift metrics keep this many recent samples.
+const RECENT_SAMPLES = 100;
 
 /** In-memory indexes over the state, rebuilt at open. */
 class Memory {
   readonly state: State;
   readonly citizenById = new Map<string, CitizenRecord>();
   readonly idempotency = new Map<string, IdempotencyRecord>();
+  readonly receiptById = new Map<string, ReceiptEntry>();
   readonly byClass: Record<string, number> = {};
   readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
 
   constructor(state: State) {
-    this.state = { ...state, citizens: [], messages: [], idempotency: [] };
+    // Snapshots written before a field existed lack it.
+    this.state = { ...emptyState(), ...state, citizens: [], messages: [], idempotency: [], receipts: [] };
     for (const c of state.citizens) this.apply({ seq: state.seq, op: 'citizen.add', v: c });
     for (const m of state.messages) this.apply({ seq: state.seq, op: 'message.add', v: m });
     for (const r of state.idempotency) this.apply({ seq: state.seq, op: 'idempotency.put', v: r });
+    for (const r of state.receipts ?? []) this.apply({ seq: state.seq, op: 'receipt.append', v: r });
   }
 
   /** Applies one journal entry. Pure bookkeeping: no I/O. */
@@ -67,6 +76,24 @@ class Memory {
         this.idempotency.set(r.keyHash, r);
         return;
       }
+      case 'drift.record': {
+        const { entityId, window, sample } = entry.v as { entityId: string; window: number[]; sample: DriftSample };
+        const d = s.drift;
+        s.windows[entityId] = window;
+        d.samples++;
+        d.contraction_count += sample.contraction_attempts;
+        if (sample.fail_closed) d.fail_closed++;
+        d.by_verdict[sample.verdict] = (d.by_verdict[sample.verdict] ?? 0) + 1;
+        d.recent = [...d.recent.slice(-(RECENT_SAMPLES - 1)), sample];
+        return;
+      }
+      case 'receipt.append': {
+        const r = entry.v as ReceiptEntry;
+        if (this.receiptById.has(r.id)) return;
+        s.receipts.push(r);
+        this.receiptById.set(r.id, r);
+        return;
+      }
       default:
         throw new Error(`unknown journal operation ${entry.op}`);
     }
@@ -95,6 +122,8 @@ export interface EmbeddedStoreOptions {
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
 function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<void>, close: () => Promise<void>): Store {
+  // Receipt appends run one at a time, so each one chains onto the head the previous one left.
+  let receiptTail: Promise<unknown> = Promise.resolve();
   return {
     citizens: {
       add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
@@ -113,6 +142,30 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
         return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
       },
       put: (record) => commit('idempotency.put', record),
+    },
+    drift: {
+      window: async (entityId) => memory.state.windows[entityId] ?? [],
+      record: (entityId, window, sample) => commit('drift.record', { entityId, window, sample }),
+      metrics: async (recent) => {
+        const d = memory.state.drift;
+        return { samples: d.samples, contraction_count: d.contraction_count, fail_closed: d.fail_closed, by_verdict: { ...d.by_verdict }, last: d.recent.at(-1) ?? null, recent: d.recent.slice(-recent).reverse() };
+      },
+    },
+    receipts: {
+      append: (build) => {
+        const run = receiptTail.then(async () => {
+          const log = memory.state.receipts;
+          const built = build(log.at(-1)?.id ?? null, log.length);
+          const entry: ReceiptEntry = { id: built.id, index: log.length, receipt: built.receipt };
+          await commit('receipt.append', entry);
+          return entry;
+        });
+        receiptTail = run.catch(() => undefined);
+        return run;
+      },
+      get: async (id) => memory.receiptById.get(id) ?? null,
+      list: async (query) => pageLogNewestFirst(memory.state.receipts, query),
+      ids: async (size) => memory.state.receipts.slice(0, size ?? memory.state.receipts.length).map((r) => r.id),
     },
     close,
   };

@@ -9,6 +9,19 @@ export function decodeCursor(cursor: string): string {
   return id;
 }
 
+/** Newest-first page of an append-only log, by position; the cursor names the position below which to continue. */
+export function pageLogNewestFirst<T>(items: T[], query: PageQuery): Page<T> {
+  let end = items.length;
+  if (query.cursor) {
+    const raw = Buffer.from(query.cursor, 'base64url').toString('utf8');
+    const match = /^log:(\d{1,12})$/.exec(raw);
+    if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+    end = Math.min(items.length, Number(match[1]));
+  }
+  const start = Math.max(0, end - query.limit);
+  return { items: items.slice(start, end).reverse(), nextCursor: start > 0 ? Buffer.from(`log:${start}`).toString('base64url') : null };
+}
+
 /**
  * Newest-first page of items kept in ascending id order (UUIDv7 ids sort by time): the page starts
  * just below the cursor's id.

@@ -48,11 +48,52 @@ export interface IdempotencyStore {
   put(record: IdempotencyRecord): Promise<void>;
 }
 
+/** One scored request, as the drift metrics keep it. */
+export interface DriftSample {
+  decision_id: string;
+  entity_id: string;
+  verdict: string;
+  delta_t: number;
+  delta_window: number;
+  failed_predicates: string[];
+  contraction_attempts: number;
+  fail_closed: boolean;
+  at: string;
+}
+
+/** Drift windows per entity and the live drift metrics. */
+export interface DriftStore {
+  /** The entity's recent step deltas, oldest first. */
+  window(entityId: string): Promise<number[]>;
+  /** Keeps the entity's new window and the sample, in one write. */
+  record(entityId: string, window: number[], sample: DriftSample): Promise<void>;
+  metrics(recent: number): Promise<{ samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; last: DriftSample | null; recent: DriftSample[] }>;
+}
+
+/** A receipt of a dual exchange as the log keeps it: the content and its position. */
+export interface ReceiptEntry {
+  id: string;
+  index: number;
+  receipt: Record<string, unknown>;
+}
+
+/** The append-only receipt log (a hash chain and a Merkle log over receipt ids). */
+export interface ReceiptStore {
+  /** Appends a receipt built from the id of the current head; appends are serialised. */
+  append(build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> }): Promise<ReceiptEntry>;
+  get(id: string): Promise<ReceiptEntry | null>;
+  list(query: PageQuery): Promise<Page<ReceiptEntry>>;
+  /** Receipt ids in log order, the first `size` of them (all when left out). */
+  ids(size?: number): Promise<string[]>;
+}
+
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */
 export interface Store {
   citizens: CitizenStore;
   feed: FeedStore;
   idempotency: IdempotencyStore;
+  drift: DriftStore;
+  receipts: ReceiptStore;
   close(): Promise<void>;
 }
 

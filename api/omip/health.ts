@@ -1,0 +1,50 @@
+import type { Content } from '../content/load.ts';
+import { at, type Links } from '../documents/links.ts';
+import type { Omip } from './service.ts';
+
+/** Routes of the admissibility subsystem, for health.methods.Allow. */
+export const OMIP_ROUTES = {
+  GET: ['/api/omip/health', '/api/omip/drift', '/api/omip/receipts', '/api/omip/receipts/:id', '/api/omip/primitives', '/api/omip/log'],
+  POST: ['/api/omip/score', '/api/omip/project', '/api/omip/fingerprint', '/api/omip/dual-exchange'],
+};
+
+/** GET /api/omip/health (spec 2.5) from the constitution and the live metrics. */
+export function buildHealth(c: Content, links: Links, metrics: Awaited<ReturnType<Omip['driftMetrics']>>, primitiveCount: number) {
+  const d = c.constitution.omip.drift;
+  return {
+    status: 'healthy',
+    omip_ready: true,
+    cache_ready: true,
+    sovereignty_enforced: true,
+    public: d.public,
+    primitive_count: primitiveCount,
+    service: `${c.site.service}-omip`,
+    version: c.site.healthVersion,
+    drift: {
+      delta_t: metrics.delta_t,
+      delta_window: metrics.delta_window,
+      verdict: metrics.verdict,
+      failed_predicates: metrics.failed_predicates,
+      contraction_count: metrics.contraction_count,
+      fail_closed: metrics.fail_closed,
+      samples: metrics.samples,
+      epsilon: metrics.epsilon,
+      distance_kind: d.distance.kind,
+      note: d.distance.note,
+    },
+    seeds: {
+      constitution: at(links.site, '/eon/constitution.json'),
+      omip_drift: at(links.site, '/eon/constitution.json#/omip/drift'),
+      ai_txt: at(links.site, '/.well-known/ai.txt'),
+    },
+    scraper: { public: c.crawlPolicy.public, crawl_policy: c.crawlPolicy.crawl_policy, hint: c.crawlPolicy.hint },
+    methods: {
+      note: 'GET routes are public operational metrics. POST routes take JSON; GET on them answers 405 with an example body.',
+      Allow: OMIP_ROUTES,
+      score: 'POST /api/omip/score {entity_id, room?, plan | state}: verdict, delta, every predicate, contraction log.',
+      dual_exchange: 'POST /api/omip/dual-exchange {agents: [{id, proposal}, {id, proposal}]}: each agent scored alone; joint action needs dual PERSIST or contracted recovery; answers a content-addressed receipt.',
+    },
+    seed_drift: d,
+    constitution: at(links.site, '/eon/constitution.json'),
+  };
+}

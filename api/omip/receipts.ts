@@ -1,0 +1,47 @@
+import type { Verdict } from '../schemas/constitution.ts';
+import { fingerprintOf } from './canonical.ts';
+import { consistencyProof, inclusionProof, leafHash, rootOf } from './merkle.ts';
+
+/** One agent's side of a dual exchange, as the receipt records it. */
+export interface AgentOutcome {
+  id: string;
+  verdict: Verdict;
+  proceed: boolean;
+  recovered: boolean;
+  delta_t: number;
+  delta_window: number;
+  failed_predicates: string[];
+  input_fingerprint: string;
+}
+
+/** Joint action needs a dual PERSIST, or a contracted recovery to PERSIST (spec 3.1). */
+export function jointOutcome(a: AgentOutcome, b: AgentOutcome): { allowed: boolean; reason: string } {
+  if (a.verdict === 'PERSIST' && b.verdict === 'PERSIST') return { allowed: true, reason: 'dual PERSIST' };
+  if (a.proceed && b.proceed) return { allowed: true, reason: 'contracted recovery to PERSIST' };
+  const blocked = [a, b].filter((x) => !x.proceed).map((x) => `${x.id} ${x.verdict}`);
+  return { allowed: false, reason: `fail-closed: ${blocked.join(', ')}` };
+}
+
+/** The receipt body without its id; the id is the sha256 of its RFC 8785 form. */
+export function buildReceipt(agents: [AgentOutcome, AgentOutcome], constitutionFingerprint: string, at: string, prev: string | null) {
+  return { type: 'omip.dual-exchange', version: 1, agents, joint: jointOutcome(agents[0], agents[1]), constitution_fingerprint: constitutionFingerprint, at, prev };
+}
+
+export const receiptId = (receipt: Record<string, unknown>): string => fingerprintOf(receipt);
+
+/** RFC 9162 leaf of a receipt: H(0x00 || id). */
+export const receiptLeaf = (id: string) => leafHash(Buffer.from(id, 'utf8'));
+
+const hex = (bs: Buffer[]) => bs.map((b) => b.toString('hex'));
+
+/** Position and inclusion proof of receipt `index` in the log of the given ids. */
+export function inclusionOf(index: number, ids: string[]) {
+  const leaves = ids.map(receiptLeaf);
+  return { logIndex: index, tree_size: ids.length, root_hash: rootOf(leaves).toString('hex'), audit_path: hex(inclusionProof(index, leaves)) };
+}
+
+/** The root of the first `size` ids and the consistency proof from `first` to them. */
+export function consistencyOf(first: number, ids: string[]) {
+  const leaves = ids.map(receiptLeaf);
+  return { first, second: ids.length, first_root: rootOf(leaves.slice(0, first)).toString('hex'), second_root: rootOf(leaves).toString('hex'), proof: hex(consistencyProof(first, leaves)) };
+}

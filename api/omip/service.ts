@@ -1,0 +1,153 @@
+import { v7 as uuidv7 } from 'uuid';
+import { HttpProblem } from '../http/problem.ts';
+import type { Constitution } from '../schemas/constitution.ts';
+import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
+import type { PageQuery, Store } from '../store/types.ts';
+import { fingerprintOf, canonicalJson } from './canonical.ts';
+import { rootOf } from './merkle.ts';
+import { buildPrimitives } from './primitives.ts';
+import { buildReceipt, consistencyOf, inclusionOf, receiptId, receiptLeaf, type AgentOutcome } from './receipts.ts';
+import { scoreProposal } from './score.ts';
+import type { LogSigner } from './signer.ts';
+
+interface Scorable {
+  entity_id: string;
+  room: string;
+  allowlist?: string[] | undefined;
+  plan?: Plan | undefined;
+  state?: State | undefined;
+}
+
+export interface OmipDeps {
+  store: Store;
+  constitution: Constitution;
+  signer: LogSigner;
+  now?: () => Date;
+}
+
+/** The admissibility subsystem's I/O edge: windows, metrics and receipts around the pure engine. */
+export function createOmip({ store, constitution, signer, now = () => new Date() }: OmipDeps) {
+  const drift = constitution.omip.drift;
+  const sovereign = new Set<string>(constitution.agents.sovereign);
+  const constitutionFingerprint = fingerprintOf(constitution);
+  const registered = async (id: string) => sovereign.has(id) || (await store.citizens.get(id)) !== null;
+
+  async function evaluate(input: Scorable) {
+    return scoreProposal(constitution, {
+      proposal: { entity_id: input.entity_id, room: input.room, allowlist: input.allowlist, steps: input.plan?.steps ?? [], weights: input.plan?.weights, given: input.state?.scores },
+      plan: input.plan,
+      history: await store.drift.window(input.entity_id),
+      registered: await registered(input.entity_id),
+      input,
+    });
+  }
+
+  /** Scores and records: the entity's window moves and the metrics count the sample. */
+  async function scoreAndRecord(input: Scorable) {
+    const { windowAfter, ...answer } = await evaluate(input);
+    const decision_id = uuidv7();
+    await store.drift.record(input.entity_id, windowAfter, {
+      decision_id,
+      entity_id: input.entity_id,
+      verdict: answer.verdict,
+      delta_t: answer.delta_t,
+      delta_window: answer.delta_window,
+      failed_predicates: answer.failed_predicates,
+      contraction_attempts: answer.contraction.length,
+      fail_closed: !answer.proceed,
+      at: now().toISOString(),
+    });
+    return { decision_id, ...answer };
+  }
+
+  async function signedHead(ids: string[]) {
+    return signer.signHead({ tree_size: ids.length, root_hash: rootOf(ids.map(receiptLeaf)).toString('hex'), timestamp: now().toISOString() });
+  }
+
+  /** A stored receipt, its hash checked again, with its inclusion proof and the signed head. */
+  async function receiptAnswer(id: string) {
+    const entry = await store.receipts.get(id);
+    if (!entry) throw new HttpProblem(404, 'NOT_FOUND', `No receipt ${id}.`);
+    if (receiptId(entry.receipt) !== entry.id) throw new HttpProblem(500, 'RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
+    const ids = await store.receipts.ids();
+    return { receipt: { id: entry.id, ...entry.receipt }, ...inclusionOf(entry.index, ids), tree_head: await signedHead(ids) };
+  }
+
+  return {
+    /** POST /api/omip/score. */
+    score: (input: ScoreRequest) => scoreAndRecord(input),
+
+    /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
+    async project(input: ScoreRequest) {
+      const { windowAfter: _unused, ...answer } = await evaluate(input);
+      const nearest = answer.contracted_plan ?? (answer.proceed ? input.plan : undefined);
+      const last = answer.contraction.at(-1);
+      return { dry_run: true, ...answer, projection: { admissible: answer.proceed, plan: nearest ?? null, delta: answer.recovered ? last!.delta : answer.delta_t } };
+    },
+
+    /** POST /api/omip/fingerprint. */
+    fingerprint(document: unknown) {
+      const canonical = canonicalJson(document);
+      return { canonical, fingerprint: fingerprintOf(document), algorithm: 'sha256', canonicalization: 'RFC 8785' };
+    },
+
+    /** POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt. */
+    async dualExchange(input: DualExchangeRequest) {
+      const outcomes = (await Promise.all(
+        input.agents.map(async (agent) => {
+          const a = await scoreAndRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
+          return { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+        }),
+      )) as [AgentOutcome, AgentOutcome];
+      const at = now().toISOString();
+      const entry = await store.receipts.append((prev) => {
+        const receipt = buildReceipt(outcomes, constitutionFingerprint, at, prev);
+        return { id: receiptId(receipt), receipt };
+      });
+      return receiptAnswer(entry.id);
+    },
+
+    receipt: receiptAnswer,
+
+    async receipts(query: PageQuery) {
+      const page = await store.receipts.list(query);
+      return { receipts: page.items.map((e) => ({ id: e.id, logIndex: e.index, ...e.receipt })), nextCursor: page.nextCursor };
+    },
+
+    /** GET /api/omip/log: the signed tree head, the public key, and a consistency proof when asked. */
+    async log(first: number | null) {
+      const ids = await store.receipts.ids();
+      if (first !== null && (first < 1 || first > ids.length)) throw new HttpProblem(400, 'INVALID_QUERY', `first must be between 1 and the tree size ${ids.length}.`);
+      return {
+        tree_head: await signedHead(ids),
+        public_key: signer.publicKeyPem,
+        hashing: 'RFC 9162: leaf = SHA-256(0x00 || receipt id), node = SHA-256(0x01 || left || right)',
+        signature: 'Ed25519 over the RFC 8785 form of {tree_size, root_hash, timestamp}',
+        ...(first !== null ? { consistency: consistencyOf(first, ids) } : {}),
+      };
+    },
+
+    primitives: () => buildPrimitives(constitution),
+
+    /** GET /api/omip/drift: live metrics, counts by verdict, recent samples. */
+    async driftMetrics() {
+      const m = await store.drift.metrics(20);
+      return {
+        delta_t: m.last?.delta_t ?? 0,
+        delta_window: m.last?.delta_window ?? 0,
+        verdict: m.last?.verdict ?? 'PERSIST',
+        failed_predicates: m.last?.failed_predicates ?? [],
+        contraction_count: m.contraction_count,
+        fail_closed: m.fail_closed,
+        samples: m.samples,
+        by_verdict: Object.fromEntries(drift.verdicts.map((v) => [v, m.by_verdict[v] ?? 0])),
+        recent: m.recent,
+        epsilon: { local: drift.bounds.epsilon_local, recoverable: drift.bounds.epsilon_recoverable, critical: drift.bounds.epsilon_critical },
+        window: drift.window,
+        distance_kind: drift.distance.kind,
+        generatedAt: now().toISOString(),
+      };
+    },
+  };
+}
+export type Omip = ReturnType<typeof createOmip>;
