@@ -1,0 +1,209 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyReceiptInclusion } from '../../api/omip/verify.ts';
+import { verifyConsistency } from '../../api/omip/merkle.ts';
+import { verifyTreeHead } from '../../api/omip/signer.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer({ WRITE_RATE_LIMIT: '0' });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const post = async (path: string, body: unknown) => {
+  const res = await fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, any> };
+};
+/** A fresh registered entity, so no other test's window weighs on it. */
+const entity = async () => (await post('/api/citizenship/oath', { name: 'entity', purpose: 'be scored' })).body.memberId as string;
+const get = async (path: string) => (await (await fetch(server.url + path)).json()) as Record<string, any>;
+const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
+const contractible = {
+  steps: [{ action: 'fine', tool: 'read_convert' }, { action: 'chase', baseline: 'legacy_consensus' }, ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] }))],
+};
+
+describe('POST /api/omip/score', () => {
+  it('scores a clean plan PERSIST and explains every predicate', async () => {
+    const { status, body } = await post('/api/omip/score', { entity_id: 'sovereign-a', plan: good });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ verdict: 'PERSIST', proceed: true, delta_t: 0, delta_window: 0, failed_predicates: [], binding: expect.any(String) });
+    expect(body.predicates.map((p: any) => p.id)).toEqual(['identity_continuity', 'no_collapse_regime', 'simulation_layer_input_only', 'standing_over_chasing', 'tool_policy']);
+    expect(body.decision_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(body.input_fingerprint).toMatch(/^sha256:/);
+  });
+
+  it('breaks on an unregistered entity or a tool outside the allowlist', async () => {
+    expect((await post('/api/omip/score', { entity_id: 'nobody', plan: good })).body).toMatchObject({ verdict: 'BREAK', proceed: false, failed_predicates: ['identity_continuity'] });
+    expect((await post('/api/omip/score', { entity_id: 'sovereign-b', plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } })).body).toMatchObject({ verdict: 'BREAK', failed_predicates: ['tool_policy'] });
+  });
+
+  it('registers citizens as entities', async () => {
+    const oath = await post('/api/citizenship/oath', { name: 'scored', purpose: 'be scored' });
+    expect((await post('/api/omip/score', { entity_id: oath.body.memberId, plan: good })).body.verdict).toBe('PERSIST');
+  });
+
+  it('moves the health and drift counters: samples, contraction_count, fail_closed', async () => {
+    const before = await get('/api/omip/drift');
+    const contracted = await post('/api/omip/score', { entity_id: 'contract-me', plan: contractible });
+    expect(contracted.body.verdict).toBe('BREAK'); // unregistered entity: identity fails
+    const c2 = await post('/api/omip/score', { entity_id: await entity(), plan: contractible });
+    expect(c2.body).toMatchObject({ verdict: 'CONTRACT', proceed: true, recovered: true });
+    expect(c2.body.contraction[0]).toMatchObject({ attempt: 1, strategy: 'drop_highest_drift_actions', verdict: 'PERSIST' });
+    const stuckEntity = await entity();
+    const stuck = await post('/api/omip/score', { entity_id: stuckEntity, state: { scores: { no_collapse_regime: 0.7 } } });
+    expect(stuck.body).toMatchObject({ verdict: 'CONTRACT', proceed: false });
+    const after = await get('/api/omip/drift');
+    expect(after.samples - before.samples).toBe(3);
+    expect(after.contraction_count - before.contraction_count).toBe(1);
+    expect(after.fail_closed - before.fail_closed).toBe(2);
+    expect(after.by_verdict.CONTRACT - before.by_verdict.CONTRACT).toBe(2);
+    expect(after.recent[0]).toMatchObject({ entity_id: stuckEntity, verdict: 'CONTRACT' });
+    const health = await get('/api/omip/health');
+    expect(health.drift).toMatchObject({ samples: after.samples, fail_closed: after.fail_closed, contraction_count: after.contraction_count, verdict: 'CONTRACT' });
+  });
+
+  it('keeps a bad step in the entity window for the next 7 steps', async () => {
+    const id = await entity();
+    await post('/api/omip/score', { entity_id: id, state: { scores: { standing_over_chasing: 0.6 } } });
+    for (let i = 1; i <= 7; i++) expect((await post('/api/omip/score', { entity_id: id, plan: good })).body.delta_window, `step ${i}`).toBe(0.4);
+    expect((await post('/api/omip/score', { entity_id: id, plan: good })).body.delta_window).toBe(0);
+  });
+});
+
+describe('project and fingerprint', () => {
+  it('projects without touching metrics or the window', async () => {
+    const before = await get('/api/omip/drift');
+    const { status, body } = await post('/api/omip/project', { entity_id: 'sovereign-a', plan: contractible });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ dry_run: true, projection: { admissible: true, delta: 0 } });
+    expect(body.projection.plan.steps).toHaveLength(4);
+    expect((await get('/api/omip/drift')).samples).toBe(before.samples);
+  });
+
+  it('fingerprints with RFC 8785 whatever the key order', async () => {
+    const a = await post('/api/omip/fingerprint', { document: { b: 1, a: [1e21, 'x'] } });
+    const b = await post('/api/omip/fingerprint', { document: { a: [1e21, 'x'], b: 1 } });
+    expect(a.body.canonical).toBe('{"a":[1e+21,"x"],"b":1}');
+    expect(a.body.fingerprint).toBe(b.body.fingerprint);
+  });
+});
+
+describe('dual exchange and the receipt log', () => {
+  it('allows joint action on dual PERSIST and refuses it when one side fails', async () => {
+    const [a, b, c, d, e, f] = await Promise.all(Array.from({ length: 6 }, entity));
+    const yes = await post('/api/omip/dual-exchange', { agents: [{ id: a, proposal: { plan: good } }, { id: b, proposal: { plan: good } }] });
+    expect(yes.status).toBe(201);
+    expect(yes.body.receipt.joint).toEqual({ allowed: true, reason: 'dual PERSIST' });
+    const no = await post('/api/omip/dual-exchange', { agents: [{ id: c, proposal: { plan: good } }, { id: d, proposal: { plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } } }] });
+    expect(no.body.receipt.joint.allowed).toBe(false);
+    expect(no.body.receipt.agents[1]).toMatchObject({ id: d, verdict: 'BREAK' });
+    expect(no.body.receipt.prev).toBe(yes.body.receipt.id);
+    const recovered = await post('/api/omip/dual-exchange', { agents: [{ id: e, proposal: { plan: contractible } }, { id: f, proposal: { plan: good } }] });
+    expect(recovered.body.receipt.joint).toEqual({ allowed: true, reason: 'contracted recovery to PERSIST' });
+  });
+
+  it('serves a receipt with a valid inclusion proof and a signed tree head; consistency holds between sizes', async () => {
+    const made = await post('/api/omip/dual-exchange', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { plan: good } }] });
+    const fetched = await get(`/api/omip/receipts/${encodeURIComponent(made.body.receipt.id)}`);
+    expect(fetched.receipt).toEqual(made.body.receipt);
+    expect(verifyReceiptInclusion(fetched as any)).toBe(true);
+    const log = await get('/api/omip/log?first=1');
+    expect(verifyTreeHead(log.tree_head, log.public_key)).toBe(true);
+    const c = log.consistency;
+    expect(verifyConsistency(c.first, c.second, Buffer.from(c.first_root, 'hex'), Buffer.from(c.second_root, 'hex'), c.proof.map((h: string) => Buffer.from(h, 'hex')))).toBe(true);
+    const list = await get('/api/omip/receipts?limit=2');
+    expect(list.receipts[0].id).toBe(made.body.receipt.id);
+    expect(list.nextCursor).toEqual(expect.any(String));
+    const unknown = await fetch(`${server.url}/api/omip/receipts/sha256:${'0'.repeat(64)}`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers.get('content-type')).toBe('application/problem+json');
+  });
+
+  it('npm run verify-receipts checks the whole live log', () => {
+    const result = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], { encoding: 'utf8' });
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^OK \d+ receipts/);
+  });
+
+  it('notices a receipt changed on disk', async () => {
+    const own = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const made = await (await fetch(`${own.url}/api/omip/dual-exchange`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { plan: good } }] }) })).json();
+    await own.stop();
+    const journal = readdirSync(own.dataDir).find((f) => f.startsWith('journal-'))!;
+    const path = join(own.dataDir, journal);
+    writeFileSync(path, readFileSync(path, 'utf8').replace('"reason":"dual PERSIST"', '"reason":"dual PERSIST (edited)"'));
+    const again = await startServer({ DATA_DIR: own.dataDir });
+    const res = await fetch(`${again.url}/api/omip/receipts/${encodeURIComponent(made.receipt.id)}`);
+    expect(res.status).toBe(500);
+    expect((await res.json()).code).toBe('RECEIPT_CORRUPT');
+    const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', again.url], { encoding: 'utf8' });
+    expect(verify.status).toBe(1);
+    expect(verify.stderr).toMatch(/does not hash to its id/);
+    await again.stop();
+  });
+});
+
+describe('405 examples and bad input on every omip route', () => {
+  const routes = ['/api/omip/score', '/api/omip/project', '/api/omip/fingerprint', '/api/omip/dual-exchange'];
+  it.each(routes)('GET %s answers 405 JSON with Allow: POST and an example that works', async (route) => {
+    const res = await fetch(server.url + route);
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const { example } = await res.json();
+    const answer = await post(route, example);
+    expect(answer.status).toBeLessThan(300);
+  });
+
+  const bad: [string, unknown][] = [
+    ['no entity', { plan: good }],
+    ['plan and state', { entity_id: 'sovereign-a', plan: good, state: { scores: {} } }],
+    ['neither plan nor state', { entity_id: 'sovereign-a' }],
+    ['a score above 1', { entity_id: 'sovereign-a', state: { scores: { tool_policy: 2 } } }],
+    ['an empty plan', { entity_id: 'sovereign-a', plan: { steps: [] } }],
+    ['an unknown baseline', { entity_id: 'sovereign-a', plan: { steps: [{ action: 'x', baseline: 'vibes' }] } }],
+    ['one agent only', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }] }],
+    ['the same agent twice', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-a', proposal: { plan: good } }] }],
+    ['an array', [1, 2]],
+  ];
+  for (const route of routes) {
+    it.each(bad)(`${route}: %s is a 4xx problem`, async (_label, body) => {
+      const { status, type } = await post(route, body);
+      expect(status).toBeGreaterThanOrEqual(400);
+      expect(status).toBeLessThan(500);
+      expect(type).toBe('application/problem+json');
+    });
+  }
+
+  it('a lone surrogate has no canonical form: 422', async () => {
+    const res = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"document":{"a":"\\ud800"}}' });
+    expect(res.status).toBe(422);
+  });
+
+  it('refuses bad log queries with 400', async () => {
+    for (const q of ['first=0', 'first=abc', 'first=999999']) expect((await fetch(`${server.url}/api/omip/log?${q}`)).status, q).toBe(400);
+  });
+});
+
+describe('primitives and health', () => {
+  it('lists the registered primitives and counts them in health (spec 2.5)', async () => {
+    const p = await get('/api/omip/primitives');
+    expect(p.primitives.filter((x: any) => x.kind === 'predicate')).toHaveLength(5);
+    const health = await get('/api/omip/health');
+    expect(health.primitive_count).toBe(p.count);
+    expect(health).toMatchObject({ status: 'healthy', omip_ready: true, cache_ready: true, sovereignty_enforced: true, public: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+    expect(health.drift.epsilon).toEqual({ local: 0.15, recoverable: 0.35, critical: 0.55 });
+    expect(health.drift.distance_kind).toBe('admissibility_score');
+    expect(Object.keys(health.seeds)).toEqual(['constitution', 'omip_drift', 'ai_txt']);
+    expect(health.scraper).toMatchObject({ public: true, crawl_policy: 'allow' });
+    expect(health.methods.Allow.POST).toContain('/api/omip/score');
+    expect(health.seed_drift.window).toEqual({ steps: 8, unit: 'reasoning_steps', aggregate: 'max' });
+    expect(health.seed_drift.health_export).toEqual(['delta_t', 'delta_window', 'verdict', 'failed_predicates', 'contraction_count', 'fail_closed']);
+    expect(health.constitution).toMatch(/\/eon\/constitution\.json$/);
+  });
+});
