@@ -1,6 +1,7 @@
 import type { Verdict } from '../schemas/constitution.ts';
 import { fingerprintOf } from './canonical.ts';
-import { consistencyProof, inclusionProof, leafHash, rootOf } from './merkle.ts';
+import { leafHash } from './merkle.ts';
+import type { MerkleLog } from './merkle-log.ts';
 
 /** One agent's side of a dual exchange, as the receipt records it. */
 export interface AgentOutcome {
@@ -34,14 +35,12 @@ export const receiptLeaf = (id: string) => leafHash(Buffer.from(id, 'utf8'));
 
 const hex = (bs: Buffer[]) => bs.map((b) => b.toString('hex'));
 
-/** Position and inclusion proof of receipt `index` in the log of the given ids. */
-export function inclusionOf(index: number, ids: string[]) {
-  const leaves = ids.map(receiptLeaf);
-  return { logIndex: index, tree_size: ids.length, root_hash: rootOf(leaves).toString('hex'), audit_path: hex(inclusionProof(index, leaves)) };
+/** Position and inclusion proof of receipt `index` in the current log. */
+export function inclusionOf(index: number, log: MerkleLog) {
+  return { logIndex: index, tree_size: log.size, root_hash: log.root().toString('hex'), audit_path: hex(log.inclusion(index)) };
 }
 
-/** The root of the first `size` ids and the consistency proof from `first` to them. */
-export function consistencyOf(first: number, ids: string[]) {
-  const leaves = ids.map(receiptLeaf);
-  return { first, second: ids.length, first_root: rootOf(leaves.slice(0, first)).toString('hex'), second_root: rootOf(leaves).toString('hex'), proof: hex(consistencyProof(first, leaves)) };
+/** The roots of the first `first` receipts and of all of them, and the consistency proof between. */
+export function consistencyOf(first: number, log: MerkleLog) {
+  return { first, second: log.size, first_root: log.root(first).toString('hex'), second_root: log.root().toString('hex'), proof: hex(log.consistency(first)) };
 }

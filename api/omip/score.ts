@@ -43,6 +43,8 @@ export interface ScoreInput {
   registered: boolean;
   /** The canonical input, for its fingerprint. */
   input: unknown;
+  /** The constitution's fingerprint, computed once by the caller. */
+  constitutionFingerprint?: string;
 }
 
 /** Scores a proposal against M: pure, with the registration and the history passed in. */
@@ -95,7 +97,7 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     contraction: log,
     ...(contractedPlan ? { contracted_plan: contractedPlan } : {}),
     input_fingerprint: fingerprintOf(s.input),
-    constitution_fingerprint: fingerprintOf(constitution),
+    constitution_fingerprint: s.constitutionFingerprint ?? fingerprintOf(constitution),
     // The window to keep: the contracted plan's steps when it recovered, else the steps as sent.
     windowAfter: final.window,
   };

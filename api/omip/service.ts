@@ -4,9 +4,9 @@ import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
 import type { PageQuery, Store } from '../store/types.ts';
 import { fingerprintOf, canonicalJson } from './canonical.ts';
-import { rootOf } from './merkle.ts';
+import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
-import { buildReceipt, consistencyOf, inclusionOf, receiptId, receiptLeaf, type AgentOutcome } from './receipts.ts';
+import { buildReceipt, consistencyOf, inclusionOf, receiptId, type AgentOutcome } from './receipts.ts';
 import { scoreProposal } from './score.ts';
 import type { LogSigner } from './signer.ts';
 
@@ -39,6 +39,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       history: await store.drift.window(input.entity_id),
       registered: await registered(input.entity_id),
       input,
+      constitutionFingerprint,
     });
   }
 
@@ -60,17 +61,21 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     return { decision_id, ...answer };
   }
 
-  async function signedHead(ids: string[]) {
-    return signer.signHead({ tree_size: ids.length, root_hash: rootOf(ids.map(receiptLeaf)).toString('hex'), timestamp: now().toISOString() });
+  const tree = new MerkleLog();
+  /** The Merkle log brought up to the store's receipts (another process may have appended). */
+  async function currentTree() {
+    tree.append(await store.receipts.idsFrom(tree.size));
+    return tree;
   }
+  const signedHead = (log: MerkleLog) => signer.signHead({ tree_size: log.size, root_hash: log.root().toString('hex'), timestamp: now().toISOString() });
 
   /** A stored receipt, its hash checked again, with its inclusion proof and the signed head. */
   async function receiptAnswer(id: string) {
     const entry = await store.receipts.get(id);
     if (!entry) throw new HttpProblem(404, 'NOT_FOUND', `No receipt ${id}.`);
     if (receiptId(entry.receipt) !== entry.id) throw new HttpProblem(500, 'RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
-    const ids = await store.receipts.ids();
-    return { receipt: { id: entry.id, ...entry.receipt }, ...inclusionOf(entry.index, ids), tree_head: await signedHead(ids) };
+    const log = await currentTree();
+    return { receipt: { id: entry.id, ...entry.receipt }, ...inclusionOf(entry.index, log), tree_head: signedHead(log) };
   }
 
   return {
@@ -116,14 +121,14 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
     /** GET /api/omip/log: the signed tree head, the public key, and a consistency proof when asked. */
     async log(first: number | null) {
-      const ids = await store.receipts.ids();
-      if (first !== null && (first < 1 || first > ids.length)) throw new HttpProblem(400, 'INVALID_QUERY', `first must be between 1 and the tree size ${ids.length}.`);
+      const log = await currentTree();
+      if (first !== null && (first < 1 || first > log.size)) throw new HttpProblem(400, 'INVALID_QUERY', `first must be between 1 and the tree size ${log.size}.`);
       return {
-        tree_head: await signedHead(ids),
+        tree_head: signedHead(log),
         public_key: signer.publicKeyPem,
         hashing: 'RFC 9162: leaf = SHA-256(0x00 || receipt id), node = SHA-256(0x01 || left || right)',
         signature: 'Ed25519 over the RFC 8785 form of {tree_size, root_hash, timestamp}',
-        ...(first !== null ? { consistency: consistencyOf(first, ids) } : {}),
+        ...(first !== null ? { consistency: consistencyOf(first, log) } : {}),
       };
     },
 

@@ -165,7 +165,7 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
       },
       get: async (id) => memory.receiptById.get(id) ?? null,
       list: async (query) => pageLogNewestFirst(memory.state.receipts, query),
-      ids: async (size) => memory.state.receipts.slice(0, size ?? memory.state.receipts.length).map((r) => r.id),
+      idsFrom: async (start) => memory.state.receipts.slice(start).map((r) => r.id),
     },
     close,
   };

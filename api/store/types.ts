@@ -83,8 +83,8 @@ export interface ReceiptStore {
   append(build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> }): Promise<ReceiptEntry>;
   get(id: string): Promise<ReceiptEntry | null>;
   list(query: PageQuery): Promise<Page<ReceiptEntry>>;
-  /** Receipt ids in log order, the first `size` of them (all when left out). */
-  ids(size?: number): Promise<string[]>;
+  /** Receipt ids in log order, from position `start` on. */
+  idsFrom(start: number): Promise<string[]>;
 }
 
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */

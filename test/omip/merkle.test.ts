@@ -81,3 +81,18 @@ describe('RFC 9162 Merkle tree', () => {
     expect(verifyConsistency(3, 8, root(3), root(8), [...consistency, consistency[0]!])).toBe(false);
   });
 });
+
+describe('the cached Merkle log', () => {
+  it('gives the same roots and proofs as the reference functions at every size', async () => {
+    const { MerkleLog } = await import('../../api/omip/merkle-log.ts');
+    const data = Array.from({ length: 37 }, (_, i) => `sha256:${i}`);
+    const log = new MerkleLog();
+    for (let n = 1; n <= data.length; n++) {
+      log.append([data[n - 1]!]);
+      const leavesN = data.slice(0, n).map((d) => leafHash(Buffer.from(d)));
+      expect(log.root().equals(rootOf(leavesN)), `root ${n}`).toBe(true);
+      for (let m = 0; m < n; m++) expect(hex(log.inclusion(m)), `${m} in ${n}`).toEqual(hex(inclusionProof(m, leavesN)));
+    }
+    expect(log.root(5).equals(rootOf(data.slice(0, 5).map((d) => leafHash(Buffer.from(d)))))).toBe(true);
+  });
+});

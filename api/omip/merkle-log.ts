@@ -1,0 +1,61 @@
+import { consistencyProof, inclusionProof, leafHash, nodeHash, rootOf } from './merkle.ts';
+
+/**
+ * An append-only RFC 9162 tree kept in memory: leaf hashes are computed once, and the roots of
+ * complete power-of-two subtrees (which never change again) are cached, so a root or a proof
+ * costs O(log n) hashes instead of rehashing the whole log.
+ */
+export class MerkleLog {
+  #leaves: Buffer[] = [];
+  #complete = new Map<string, Buffer>();
+
+  get size(): number {
+    return this.#leaves.length;
+  }
+
+  /** Appends leaves for new entries, in log order. */
+  append(data: string[]): void {
+    for (const d of data) this.#leaves.push(leafHash(Buffer.from(d, 'utf8')));
+  }
+
+  /** MTH of leaves [start, start + n). */
+  #root(start: number, n: number): Buffer {
+    if (n === 0) return rootOf([]);
+    if (n === 1) return this.#leaves[start]!;
+    const isComplete = (n & (n - 1)) === 0;
+    const key = `${start}:${n}`;
+    if (isComplete) {
+      const cached = this.#complete.get(key);
+      if (cached) return cached;
+    }
+    const k = 2 ** Math.floor(Math.log2(n - 1));
+    const root = nodeHash(this.#root(start, k), this.#root(start + k, n - k));
+    if (isComplete) this.#complete.set(key, root);
+    return root;
+  }
+
+  root(size = this.size): Buffer {
+    return this.#root(0, size);
+  }
+
+  /** PATH(m, D[size]) using cached subtree roots. */
+  inclusion(m: number, size = this.size): Buffer[] {
+    if (m < 0 || m >= size) throw new RangeError('leaf index out of range');
+    const path = (m: number, start: number, n: number): Buffer[] => {
+      if (n === 1) return [];
+      const k = 2 ** Math.floor(Math.log2(n - 1));
+      return m < k ? [...path(m, start, k), this.#root(start + k, n - k)] : [...path(m - k, start + k, n - k), this.#root(start, k)];
+    };
+    return path(m, 0, size);
+  }
+
+  /** PROOF(m, D[size]); the reference implementation over the cached leaves. */
+  consistency(m: number, size = this.size): Buffer[] {
+    return consistencyProof(m, this.#leaves.slice(0, size));
+  }
+
+  /** The reference inclusion proof, for tests that compare the two. */
+  referenceInclusion(m: number, size = this.size): Buffer[] {
+    return inclusionProof(m, this.#leaves.slice(0, size));
+  }
+}
