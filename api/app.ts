@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
-import { createIdempotency, createWriteLimiter, getOnly, guard, json, pageQuery, writeRoute, type RouteHandler } from './http/index.ts';
+import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, postOnly, writeRoute, type RouteHandler } from './http/index.ts';
+import { ingestAudio } from './ingress/ingress.ts';
+import { IngressMetadataSchema } from './schemas/ingress.ts';
 import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
 import type { Content } from './content/load.ts';
 import type { Links } from './documents/links.ts';
@@ -55,6 +57,10 @@ export function createRoutes(deps: AppDeps) {
     feed: read((request) => citizenship.feed(pageQuery(request))),
     scoreboard: read(() => scoreboard(store, presence, new Date())),
     livingLattice: read(() => livingLattice(store, presence, new Date())),
+    ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (ctx) => {
+      const rate = await writes.limiter.take(ctx.client);
+      return json(201, await ingestAudio(ctx.request), rate);
+    }),
     omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
     omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),
     omipFingerprint: writeRoute('omip.fingerprint', FingerprintRequestSchema, writes, async (input) => ok(omip.fingerprint(input.document))),

@@ -21,6 +21,8 @@ export const ConfigSchema = z.object({
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
   /** Largest JSON request body, in bytes. */
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
+  /** Largest audio upload to POST /api/ingress/audio, in bytes. */
+  INGRESS_UPLOAD_LIMIT_BYTES: z.coerce.number().int().positive().default(50 * 1024 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),

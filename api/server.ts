@@ -4,7 +4,8 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
-import { createGateway, jsonBody, loadStaticSite, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
+import { createGateway, jsonBody, loadStaticSite, uploadBody, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createRoutes } from './app.ts';
 import { createOmip } from './omip/service.ts';
@@ -65,7 +66,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     notFoundPage: files.get('/404.html'),
     render: entry.handler,
     locals: { routes },
-    bodyPolicy: () => jsonBody(config.BODY_LIMIT_BYTES),
+    bodyPolicy: (path) =>
+      path === '/api/ingress/audio' ? uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType) : jsonBody(config.BODY_LIMIT_BYTES),
     observe,
     logger,
   });

@@ -1,4 +1,7 @@
 import type { Content } from '../content/load.ts';
+import { COUNT_ALIASES, DRM_ALIASES, DURATION_ALIASES, RANKING_ALIASES, TEXT_ALIASES } from '../ingress/aliases.ts';
+import { MAX_DURATION_SECONDS } from '../ingress/duration.ts';
+import { INGRESS_MEDIA_TYPES } from '../ingress/ingress.ts';
 import { at, type Links } from './links.ts';
 
 /** GET /api/ingress: the audio ingress descriptor (spec 2.8). */
@@ -12,6 +15,12 @@ export function buildIngressDescriptor(c: Content, links: Links) {
     rewardWrite: i.rewardWrite,
     endpoints: ['GET /api/ingress', 'POST /api/ingress/audio'],
     rejects: i.rejects,
+    accepts: {
+      media_types: INGRESS_MEDIA_TYPES,
+      fields: { ...TEXT_ALIASES, duration: Object.keys(DURATION_ALIASES), legacy_counts: COUNT_ALIASES, rankings_dropped: RANKING_ALIASES, drm_flags: DRM_ALIASES },
+      durations: `seconds, milliseconds for TLEN and durationMs, mm:ss, hh:mm:ss, ISO 8601 (PT3M25S); more than 0 and at most ${MAX_DURATION_SECONDS} s`,
+      upload: 'audio/* body or multipart/form-data field "file"; tags and duration are read with music-metadata; encrypted MP4 (drms, enca, encv) is DRM_REJECT',
+    },
     note: i.note,
     doctrine: i.doctrine,
     related: {

@@ -3,8 +3,8 @@ import { HttpProblem } from '../http/problem.ts';
 
 /** What a route accepts as a request body. */
 export interface BodyPolicy {
-  /** Largest body in bytes. */
-  limit: number;
+  /** Largest body in bytes for a media type. */
+  limit(mediaType: string): number;
   /** Media types accepted, for the 415 message. */
   accepts: string[];
   /** True when the Content-Type (without parameters, lower case) is accepted. */
@@ -12,10 +12,19 @@ export interface BodyPolicy {
 }
 
 /** JSON bodies: application/json and any +json type. */
+const isJson = (t: string) => t === 'application/json' || t.endsWith('+json');
+
 export const jsonBody = (limit: number): BodyPolicy => ({
-  limit,
+  limit: () => limit,
   accepts: ['application/json'],
-  allows: (t) => t === 'application/json' || t.endsWith('+json'),
+  allows: isJson,
+});
+
+/** JSON up to `jsonLimit`, and uploads of the media types `isUpload` names up to `uploadLimit`. */
+export const uploadBody = (jsonLimit: number, uploadLimit: number, accepts: string[], isUpload: (t: string) => boolean): BodyPolicy => ({
+  limit: (t) => (isUpload(t) ? uploadLimit : jsonLimit),
+  accepts,
+  allows: (t) => isJson(t) || isUpload(t),
 });
 
 export const mediaTypeOf = (req: IncomingMessage): string =>
@@ -36,14 +45,15 @@ export async function readBody(req: IncomingMessage, policy: BodyPolicy): Promis
       });
     }
   }
+  const limit = policy.limit(type);
   const tooLarge = () =>
-    new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${policy.limit} bytes.`, { extra: { limit: policy.limit }, headers: { Connection: 'close' } });
-  if (declared > policy.limit) throw tooLarge();
+    new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, { extra: { limit }, headers: { Connection: 'close' } });
+  if (declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > policy.limit) throw tooLarge();
+    if (size > limit) throw tooLarge();
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size);
