@@ -12,11 +12,12 @@ import { buildHealth } from './omip/health.ts';
 import type { Omip } from './omip/service.ts';
 import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from './schemas/omip.ts';
 import type { Store } from './store/types.ts';
-import type { Presence } from './telemetry/presence.ts';
+import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
+import type { Telemetry } from './telemetry/telemetry.ts';
 
 export interface AppDeps {
   store: Store;
-  presence: Presence;
+  telemetry: Telemetry;
   omip: Omip;
   content: Content;
   links: Links;
@@ -45,7 +46,7 @@ function firstSize(request: Request): number | null {
 
 /** Every on-demand route, framework-free: Astro's pages only hand requests to these. */
 export function createRoutes(deps: AppDeps) {
-  const { store, presence, logger, omip } = deps;
+  const { store, telemetry, logger, omip, content, links } = deps;
   const citizenship = createCitizenship(store, deps.links.site);
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit), idempotency: createIdempotency(store.idempotency) };
   const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => json(200, await answer(request)));
@@ -55,8 +56,10 @@ export function createRoutes(deps: AppDeps) {
     message: writeRoute('message', MessageRequestSchema, writes, (input, { request }) => citizenship.postMessage(input, request.headers.get('authorization'))),
     citizens: read((request) => citizenship.citizens(pageQuery(request))),
     feed: read((request) => citizenship.feed(pageQuery(request))),
-    scoreboard: read(() => scoreboard(store, presence, new Date())),
-    livingLattice: read(() => livingLattice(store, presence, new Date())),
+    scoreboard: read(() => scoreboard(store, telemetry.snapshot(), new Date())),
+    livingLattice: read(() => livingLattice(store, telemetry.snapshot(), new Date())),
+    botTraffic: read(async () => buildBotTraffic(content, telemetry.snapshot(), new Date())),
+    botWall: read(async () => buildBotWall(content, telemetry.snapshot(), links, new Date())),
     ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (ctx) => {
       const rate = await writes.limiter.take(ctx.client);
       return json(201, await ingestAudio(ctx.request), rate);
@@ -68,10 +71,16 @@ export function createRoutes(deps: AppDeps) {
     omipReceipts: read((request) => omip.receipts(pageQuery(request))),
     omipReceipt: read((request) => omip.receipt(lastSegment(request))),
     omipLog: read((request) => omip.log(firstSize(request))),
-    omipHealth: read(async () => buildHealth(deps.content, deps.links, await omip.driftMetrics(), omip.primitives().length)),
+    omipHealth: read(async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length)),
     omipDrift: read(() => omip.driftMetrics()),
   } satisfies Record<string, RouteHandler>;
 
   return Object.fromEntries(Object.entries(routes).map(([name, handler]) => [name, guard(handler, logger)])) as typeof routes;
 }
 export type Routes = ReturnType<typeof createRoutes>;
+
+/** Data for server-rendered pages. */
+export function createViews(deps: Pick<AppDeps, 'telemetry' | 'content' | 'links'>) {
+  return { botWall: () => buildBotWall(deps.content, deps.telemetry.snapshot(), deps.links, new Date()) };
+}
+export type Views = ReturnType<typeof createViews>;

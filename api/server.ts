@@ -7,13 +7,14 @@ import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, jsonBody, loadStaticSite, uploadBody, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogger, type Logger } from './log.ts';
-import { createRoutes } from './app.ts';
+import { promises as dns } from 'node:dns';
+import { createRoutes, createViews } from './app.ts';
+import { createTelemetry } from './telemetry/telemetry.ts';
 import { createOmip } from './omip/service.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { openEmbeddedStore, openMemoryStore } from './store/index.ts';
 import { createClassifier } from './telemetry/classify.ts';
-import { createPresence } from './telemetry/presence.ts';
 
 export interface RunningServer {
   server: Server;
@@ -49,15 +50,22 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const content = await loadContent(config.CONTENT_DIR);
   const store = config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger });
-  const presence = createPresence(createClassifier(content.botFamilies.families), content.crawlPolicy.disallow);
+  const telemetry = await createTelemetry({
+    classify: createClassifier(content.botFamilies.families),
+    resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
+    store: store.telemetry,
+    baitPaths: content.crawlPolicy.disallow,
+    logger,
+  });
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR) });
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const routes = createRoutes({ store, presence, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT });
+  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT });
+  const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.
     logger.info({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 }, 'request');
-    presence.observe(r);
+    telemetry.observe(r);
     options.observe?.(r);
   };
 
@@ -65,7 +73,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     files,
     notFoundPage: files.get('/404.html'),
     render: entry.handler,
-    locals: { routes },
+    locals: { routes, views },
     bodyPolicy: (path) =>
       path === '/api/ingress/audio' ? uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType) : jsonBody(config.BODY_LIMIT_BYTES),
     observe,
@@ -86,10 +94,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () =>
     (closing ??= new Promise<void>((resolve) => {
       server.close(() => {
-        void store.close().finally(() => {
-          logger.flush();
-          resolve();
-        });
+        void telemetry
+          .close()
+          .then(() => store.close())
+          .finally(() => {
+            logger.flush();
+            resolve();
+          });
       });
       server.closeIdleConnections();
     }));

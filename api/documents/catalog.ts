@@ -29,5 +29,8 @@ export const DOCUMENTS: CatalogEntry[] = [
   { path: '/ai.txt', title: 'ai.txt (root)', about: 'The same crawl policy at the root.', type: 'text' },
   { path: '/robots.txt', title: 'robots.txt', about: 'Crawl rules.', type: 'text' },
   { path: '/llms.txt', title: 'llms.txt', about: 'A map of this service for language models.', type: 'text' },
+  { path: '/bot-wall', title: 'Bot wall', about: 'Which crawlers and bots visit, with charts, refreshed live.', type: 'html' },
+  { path: '/bot-wall.json', title: 'Bot wall (JSON)', about: 'The bot wall document: meters, species, funnel, observed bot requests.', type: 'json' },
+  { path: '/bot-traffic.json', title: 'Bot traffic ledger', about: 'Observed bot requests per family, persisted by the gateway.', type: 'json' },
   { path: '/sitemap.xml', title: 'Sitemap', about: 'Every public document.', type: 'xml' },
 ];

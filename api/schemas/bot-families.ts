@@ -10,6 +10,8 @@ export const BotFamilySchema = z.object({
   tokens: z.array(z.string().min(1)).min(1),
   kind: z.enum(['search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'other']),
   class: z.enum(BOT_CLASSES),
+  /** Host name suffixes for reverse DNS with forward confirmation, where the operator documents them. */
+  rdns: z.array(z.string().regex(/^\.[a-z0-9.-]+$/)).optional(),
 });
 export type BotFamily = z.output<typeof BotFamilySchema>;
 

@@ -7,6 +7,7 @@ import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
+import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 /** Everything the embedded store holds, as the snapshot stores it. */
@@ -18,10 +19,11 @@ interface State {
   windows: Record<string, number[]>;
   drift: { samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; recent: DriftSample[] };
   receipts: ReceiptEntry[];
+  telemetry: TelemetrySnapshot | null;
 }
 
 const emptyDrift = (): State['drift'] => ({ samples: 0, contraction_count: 0, fail_closed: 0, by_verdict: {}, recent: [] });
-const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [], windows: {}, drift: emptyDrift(), receipts: [] });
+const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [], windows: {}, drift: emptyDrift(), receipts: [], telemetry: null });
 // The drift metrics keep this many recent samples.
 const RECENT_SAMPLES = 100;
 
@@ -87,6 +89,10 @@ class Memory {
         d.recent = [...d.recent.slice(-(RECENT_SAMPLES - 1)), sample];
         return;
       }
+      case 'telemetry.save': {
+        s.telemetry = entry.v as TelemetrySnapshot;
+        return;
+      }
       case 'receipt.append': {
         const r = entry.v as ReceiptEntry;
         if (this.receiptById.has(r.id)) return;
@@ -116,8 +122,10 @@ function insertSorted<T>(items: T[], item: T, idOf: (x: T) => string): void {
 export interface EmbeddedStoreOptions {
   dir: string;
   logger: Logger;
-  /** Compact the journal into the snapshot after this many entries. */
+  /** Compact the journal into the snapshot after this many entries... */
   compactEvery?: number;
+  /** ...or once the journal file is this large. */
+  compactBytes?: number;
 }
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
@@ -167,6 +175,10 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
       list: async (query) => pageLogNewestFirst(memory.state.receipts, query),
       idsFrom: async (start) => memory.state.receipts.slice(start).map((r) => r.id),
     },
+    telemetry: {
+      load: async () => (memory.state.telemetry ? structuredClone(memory.state.telemetry) : null),
+      save: (snapshot) => commit('telemetry.save', snapshot),
+    },
     close,
   };
 }
@@ -186,6 +198,7 @@ export function openMemoryStore(): Store {
 export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
   const { dir, logger } = options;
   const compactEvery = options.compactEvery ?? 20_000;
+  const compactBytes = options.compactBytes ?? 16 * 1024 * 1024;
   await mkdir(dir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
   });
@@ -232,7 +245,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       throw new StoreUnavailableError(error);
     }
     memory.apply(entry);
-    if (++sinceSnapshot >= compactEvery && !compacting) {
+    if ((++sinceSnapshot >= compactEvery || journal.size >= compactBytes) && !compacting) {
       sinceSnapshot = 0;
       compacting = compact()
         .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))

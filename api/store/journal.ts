@@ -33,6 +33,11 @@ export class Journal {
   #rotating: Promise<void> | undefined;
   #diskWrites = 0;
 
+  /** Bytes in the current journal file. */
+  get size(): number {
+    return this.#size;
+  }
+
   /** How many write+fdatasync pairs this journal has made (appends share them). */
   get diskWrites(): number {
     return this.#diskWrites;

@@ -1,4 +1,5 @@
 import type { Citizen, Message } from '../schemas/citizenship.ts';
+import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 /** A citizen as stored: the public record plus the SHA-256 of its passport number. */
 export interface CitizenRecord extends Citizen {
@@ -87,6 +88,12 @@ export interface ReceiptStore {
   idsFrom(start: number): Promise<string[]>;
 }
 
+/** The bot telemetry ledger, saved in batches by its owner. */
+export interface TelemetryStore {
+  load(): Promise<TelemetrySnapshot | null>;
+  save(snapshot: TelemetrySnapshot): Promise<void>;
+}
+
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */
 export interface Store {
   citizens: CitizenStore;
@@ -94,6 +101,7 @@ export interface Store {
   idempotency: IdempotencyStore;
   drift: DriftStore;
   receipts: ReceiptStore;
+  telemetry: TelemetryStore;
   close(): Promise<void>;
 }
 

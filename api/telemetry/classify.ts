@@ -1,6 +1,20 @@
+import crawlers from 'crawler-user-agents';
+import { isbot } from 'isbot';
 import type { BotFamily } from '../schemas/bot-families.ts';
 
-/** Product tokens of a User-Agent: `Mozilla/5.0 (compatible; GPTBot/1.2; +url)` → Mozilla, compatible, GPTBot, ... */
+/** What the gateway knows of a User-Agent. */
+export interface Classification {
+  bot: boolean;
+  /** The family it claims, when it names one. */
+  family: string | null;
+  class: BotFamily['class'] | null;
+  /** The curated family entry, when the family comes from our table. */
+  known: BotFamily | null;
+}
+
+const HUMAN: Classification = { bot: false, family: null, class: null, known: null };
+
+/** Product tokens of a User-Agent: `Mozilla/5.0 (compatible; GPTBot/1.2; +url)` → mozilla, compatible, gptbot, ... */
 export function productTokens(userAgent: string): string[] {
   return userAgent
     .split(/[\s;()]+/)
@@ -8,31 +22,48 @@ export function productTokens(userAgent: string): string[] {
     .filter((t) => t !== '' && !t.startsWith('+'));
 }
 
+// crawler-user-agents patterns, compiled once, with a readable family name from each pattern.
+const ALL_FALLBACK = crawlers.map((c) => ({
+  regex: new RegExp(c.pattern, 'i'),
+  family: c.pattern.replace(/\\(.)/g, '$1').replace(/[\^$[\]()|?*+{}]/g, '').replace(/\/$/, '').slice(0, 60) || 'bot',
+  eater: ((c as { tags?: string[] }).tags ?? []).includes('ai-crawler'),
+}));
+
 /**
- * Names the family of a User-Agent by whole product tokens (so Claude-User is not ClaudeBot),
- * cached per distinct string in a bounded LRU.
+ * Classifies a User-Agent once, cached per distinct string in a bounded LRU: our curated table by
+ * whole product tokens (so Claude-User is not ClaudeBot), then isbot for yes or no, then
+ * crawler-user-agents to name what the table lacks.
  */
 export function createClassifier(families: BotFamily[], cacheSize = 10_000) {
   const byToken = new Map<string, BotFamily>();
   for (const f of families) for (const t of f.tokens) byToken.set(t.toLowerCase(), f);
-  const cache = new Map<string, BotFamily | null>();
+  // Families the table knows are matched by whole tokens only; a substring pattern would take
+  // look-alikes (NotGPTBot) for them.
+  const FALLBACK = ALL_FALLBACK.filter((f) => !byToken.has(f.family.toLowerCase()));
+  const cache = new Map<string, Classification>();
 
-  return function classify(userAgent: string): BotFamily | null {
+  function uncached(userAgent: string): Classification {
+    for (const token of productTokens(userAgent)) {
+      const known = byToken.get(token);
+      if (known) return { bot: true, family: known.family, class: known.class, known };
+    }
+    if (userAgent === '' || !isbot(userAgent)) return HUMAN;
+    const match = FALLBACK.find((f) => f.regex.test(userAgent));
+    return { bot: true, family: match?.family ?? 'unnamed bot', class: match?.eater ? 'Eater' : 'Bot', known: null };
+  }
+
+  return function classify(userAgent: string): Classification {
     const hit = cache.get(userAgent);
-    if (hit !== undefined) {
+    if (hit) {
       // Refresh its place: a Map iterates in insertion order, so the first key is the oldest.
       cache.delete(userAgent);
       cache.set(userAgent, hit);
       return hit;
     }
-    let found: BotFamily | null = null;
-    for (const token of productTokens(userAgent)) {
-      found = byToken.get(token) ?? null;
-      if (found) break;
-    }
+    const result = uncached(userAgent);
     if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
-    cache.set(userAgent, found);
-    return found;
+    cache.set(userAgent, result);
+    return result;
   };
 }
 export type Classifier = ReturnType<typeof createClassifier>;

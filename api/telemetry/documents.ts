@@ -1,0 +1,129 @@
+import type { Content } from '../content/load.ts';
+import { shellQuote } from '../documents/convert.ts';
+import { at, type Links } from '../documents/links.ts';
+import { BOT_CLASSES } from '../schemas/bot-families.ts';
+import { farmScore, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
+
+const top = (map: Record<string, number>, n: number) =>
+  Object.entries(map)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+    .slice(0, n);
+
+const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway process. User-Agent can be spoofed, so this is not proof of indexing, citation or adoption.';
+
+/** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic). */
+export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
+  const families = Object.values(s.families).filter((f) => f.family !== 'browser in a bait path');
+  return {
+    version: `${c.site.service}-bot-traffic/v1`,
+    generatedAt: now.toISOString(),
+    windowStartedAt: s.windowStartedAt,
+    observedRequests: s.observedRequests,
+    families: families
+      .sort((a, b) => b.requests - a.requests || a.family.localeCompare(b.family))
+      .map((f) => ({
+        family: f.family,
+        requests: f.requests,
+        firstSeen: f.firstSeen,
+        lastSeen: f.lastSeen,
+        topPaths: top(f.paths, 10).map(([path, requests]) => ({ path, requests })),
+        // A status class with no requests is left out.
+        statusCounts: Object.fromEntries(['2xx', '3xx', '4xx', '5xx'].filter((k) => (f.status[k] ?? 0) > 0).map((k) => [k, f.status[k]!])),
+        verification: f.verifiable ? { verified: f.verified, unverified: f.unverified } : 'not verifiable',
+      })),
+    definition: DEFINITION,
+    persistence: 'runtime-ledger',
+  };
+}
+
+/** How a species is shown: a verifiable family that mostly fails verification is Cosplay. */
+const wallClass = (f: FamilyRow) => (f.verifiable && f.unverified > f.verified ? 'Cosplay' : f.class);
+
+function siteLabel(host: string, links: Links): string {
+  if (host === new URL(links.site).hostname) return 'site';
+  if (host === new URL(links.canon).hostname) return 'canon';
+  return host;
+}
+
+/** GET /bot-wall.json: the whole bot wall document (spec 2.9). */
+export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now: Date) {
+  const rows = Object.values(s.families);
+  const classCounts = Object.fromEntries(BOT_CLASSES.map((k) => [k, 0]));
+  for (const f of rows) classCounts[wallClass(f)]! += f.requests;
+  const bots = rows.filter((f) => f.family !== 'browser in a bait path');
+  const invite = {
+    agents: at(links.site, '/api/convert'),
+    oath: at(links.site, '/api/citizenship/oath'),
+    feed: at(links.site, '/api/intelligence/message'),
+    fields: at(links.site, '/agents/kit.json'),
+    scoreboard: at(links.site, '/api/scoreboard'),
+    bot_wall: at(links.site, '/bot-wall'),
+    bot_traffic: at(links.site, '/bot-traffic.json'),
+    machine_entry: at(links.site, '/llms.txt'),
+  };
+  const ageMs = now.getTime() - Date.parse(s.updatedAt);
+  return {
+    version: `${c.site.versionDate}.${c.site.botWallLabel}`,
+    farm: c.site.farm,
+    tagline: c.site.tagline,
+    generatedAt: now.toISOString(),
+    jarsUpdatedAt: s.updatedAt,
+    presenceUpdatedAt: s.observedRequests + s.presence.baitHits > 0 ? s.updatedAt : null,
+    documentClass: 'telemetry',
+    telemetry: {
+      observedAt: now.toISOString(),
+      provenance: { jars: 'gateway runtime ledger', presence: 'gateway request log: named bot User-Agents and bait paths' },
+      window: { kind: 'since_window_start', label: `since ${s.windowStartedAt}` },
+      freshness: ageMs < 60_000 ? 'live' : ageMs < 3_600_000 ? 'recent' : 'stale',
+      definitionVersion: '1.0.0',
+      metric_source: 'gateway',
+      counting_method: 'one count per finished request, classified by claimed User-Agent family; bait paths count whatever the User-Agent',
+      window_started_at: s.windowStartedAt,
+      observed_through: s.updatedAt,
+      generated_at: now.toISOString(),
+      schema_version: 'telemetry-regime.v1',
+      metric_regime: 'live_farm',
+      not_comparable_to: ['persistent_ledger', 'historical_campaign'],
+    },
+    meters: {
+      net_hits: rows.reduce((n, f) => n + f.requests, 0),
+      fisher_hits: s.presence.baitHits,
+      species_count: rows.length,
+      crew_count: rows.filter((f) => f.oaths > 0).length,
+      class_counts: classCounts,
+      observed_bot_requests: s.observedRequests,
+      observed_bot_families: bots.length,
+    },
+    botTraffic: buildBotTraffic(c, s, now),
+    species: rows
+      .sort((a, b) => farmScore(b) - farmScore(a) || a.family.localeCompare(b.family))
+      .map((f) => ({
+        species: f.family,
+        intelligence_class: wallClass(f),
+        hits: f.requests,
+        bait_hits: f.baitHits,
+        deep_hits: f.deepHits,
+        farm_score: farmScore(f),
+        crew_status: f.oaths > 0 ? 'crew' : 'wild',
+        last_seen: f.lastSeen,
+        domains: Object.fromEntries(Object.entries(f.hosts).map(([h, n]) => [siteLabel(h, links), n])),
+        top_paths: top(f.paths, 5).map(([p, n]) => `${p} × ${n}`),
+        invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' --data ${shellQuote(JSON.stringify({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' }))}`,
+        funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
+        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
+        verification: f.verifiable ? { verified: f.verified, unverified: f.unverified } : 'not verifiable',
+        hourly: f.hourly,
+      })),
+    recent: [...s.recent].reverse(),
+    invite,
+    definitions: {
+      presence: c.convert.definitions.presence,
+      catch: c.convert.definitions.catch,
+      wall: c.convert.definitions.wall,
+      observedBotRequest: c.convert.definitions.observedBotRequest,
+      farm_score: 'hits + 2 × deep_hits + 5 × bait_hits + 10 × convert reads + 50 × oaths + 20 × messages',
+      deep_hits: 'requests past the landing documents (/, robots.txt, sitemap.xml, llms.txt, ai.txt, favicon.ico, /api/convert)',
+    },
+  };
+}
+export type BotWall = ReturnType<typeof buildBotWall>;

@@ -1,0 +1,147 @@
+import type { Classification } from './classify.ts';
+
+/** Everything counted for one family (the family a User-Agent claims). */
+export interface FamilyRow {
+  family: string;
+  class: string;
+  /** True when the operator documents a way to verify the claim. */
+  verifiable: boolean;
+  requests: number;
+  firstSeen: string;
+  lastSeen: string;
+  paths: Record<string, number>;
+  status: Record<string, number>;
+  hosts: Record<string, number>;
+  /** Requests per hour, keyed by the hour's ISO start (the last 48 hours). */
+  hourly: Record<string, number>;
+  baitHits: number;
+  deepHits: number;
+  robotsFetches: number;
+  violations: number;
+  convertReads: number;
+  oaths: number;
+  messages: number;
+  verified: number;
+  unverified: number;
+}
+
+/** The persisted telemetry ledger. */
+export interface TelemetrySnapshot {
+  version: 1;
+  windowStartedAt: string;
+  updatedAt: string;
+  observedRequests: number;
+  presence: { namedBotHits: number; baitHits: number };
+  families: Record<string, FamilyRow>;
+  recent: { at: string; family: string; class: string; path: string; status: number }[];
+}
+
+/** One request as the ledger counts it. */
+export interface LedgerEvent {
+  at: Date;
+  method: string;
+  path: string;
+  status: number;
+  host: string;
+  classification: Classification;
+  /** The verification answer for a verifiable claim; null while it is being checked. */
+  verification: 'verified' | 'unverified' | null;
+  bait: boolean;
+  disallowed: boolean;
+}
+
+const MAX_PATHS = 100;
+const MAX_FAMILIES = 500;
+const HOURS = 48;
+const RECENT = 20;
+// Browsers caught in a bait path: a presence with no claim of its own.
+export const BAIT_BROWSER = 'browser in a bait path';
+
+export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
+  version: 1,
+  windowStartedAt: now.toISOString(),
+  updatedAt: now.toISOString(),
+  observedRequests: 0,
+  presence: { namedBotHits: 0, baitHits: 0 },
+  families: {},
+  recent: [],
+});
+
+const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity) => {
+  if (!(key in map) && Object.keys(map).length >= cap) key = '(other)';
+  map[key] = (map[key] ?? 0) + by;
+};
+
+const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
+/** The documents a crawler lands on; anything else it reads is a deep hit. */
+export const SURFACE_PATHS = new Set(['/', '/index.html', '/robots.txt', '/sitemap.xml', '/llms.txt', '/ai.txt', '/.well-known/ai.txt', '/favicon.ico', '/api/convert']);
+export const isDeep = (path: string) => !SURFACE_PATHS.has(path);
+
+/**
+ * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, time passed in.
+ * Returns false when the request is neither a bot nor a bait hit (not counted).
+ */
+export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
+  const c = e.classification;
+  if (!c.bot && !e.bait) return false;
+  const at = e.at.toISOString();
+  s.updatedAt = at;
+  if (e.bait) s.presence.baitHits++;
+  if (c.bot) {
+    s.observedRequests++;
+    if (c.known) s.presence.namedBotHits++;
+  }
+  let name = c.family ?? BAIT_BROWSER;
+  if (!(name in s.families) && Object.keys(s.families).length >= MAX_FAMILIES) name = '(other families)';
+  const row = (s.families[name] ??= {
+    family: name,
+    class: c.class ?? 'Cosplay',
+    verifiable: (c.known?.rdns?.length ?? 0) > 0,
+    requests: 0,
+    firstSeen: at,
+    lastSeen: at,
+    paths: {},
+    status: {},
+    hosts: {},
+    hourly: {},
+    baitHits: 0,
+    deepHits: 0,
+    robotsFetches: 0,
+    violations: 0,
+    convertReads: 0,
+    oaths: 0,
+    messages: 0,
+    verified: 0,
+    unverified: 0,
+  });
+  row.requests++;
+  row.lastSeen = at;
+  bump(row.paths, e.path, 1, MAX_PATHS);
+  bump(row.status, statusClass(e.status));
+  bump(row.hosts, e.host || '(none)', 1, 20);
+  const hour = `${at.slice(0, 13)}:00:00Z`;
+  bump(row.hourly, hour);
+  const hours = Object.keys(row.hourly).sort();
+  for (const old of hours.slice(0, Math.max(0, hours.length - HOURS))) delete row.hourly[old];
+  if (e.bait) row.baitHits++;
+  if (isDeep(e.path)) row.deepHits++;
+  if (e.path === '/robots.txt') row.robotsFetches++;
+  if (e.disallowed && c.bot) row.violations++;
+  const ok = e.status >= 200 && e.status < 300;
+  if (ok && e.method === 'GET' && e.path === '/api/convert') row.convertReads++;
+  if (ok && e.method === 'POST' && e.path === '/api/citizenship/oath') row.oaths++;
+  if (ok && e.method === 'POST' && e.path === '/api/intelligence/message') row.messages++;
+  if (e.verification === 'verified') row.verified++;
+  if (e.verification === 'unverified') row.unverified++;
+  s.recent = [...s.recent.slice(-(RECENT - 1)), { at, family: name, class: row.class, path: e.path, status: e.status }];
+  return true;
+}
+
+/** Adds a verification answer that arrived after its requests were counted. */
+export function settle(s: TelemetrySnapshot, family: string, verdict: 'verified' | 'unverified', requests: number): void {
+  const row = s.families[family];
+  if (row) row[verdict] += requests;
+}
+
+/** The farm score of a species: what its visits are worth, reading most and writing more. */
+export const farmScore = (r: FamilyRow) => r.requests + 2 * r.deepHits + 5 * r.baitHits + 10 * r.convertReads + 50 * r.oaths + 20 * r.messages;

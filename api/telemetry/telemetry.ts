@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { ObservedRequest } from '../gateway/gateway.ts';
+import type { TelemetryStore } from '../store/types.ts';
+import type { Classifier } from './classify.ts';
+import { count, emptySnapshot, settle, type TelemetrySnapshot } from './ledger.ts';
+import { createVerifier, type Resolver } from './verify.ts';
+
+export interface TelemetryOptions {
+  classify: Classifier;
+  resolver: Resolver;
+  store: TelemetryStore;
+  /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
+  baitPaths: string[];
+  logger: Logger;
+  /** How often the ledger is saved when it changed. */
+  flushMs?: number;
+  now?: () => Date;
+}
+
+/** The path as people read it; a path that cannot be decoded is kept as sent. */
+function readable(path: string): string {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return path;
+  }
+}
+
+const under = (path: string, prefixes: string[]) => prefixes.some((p) => path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`));
+
+/**
+ * The gateway's telemetry: one call per finished request, counted in memory and saved in batches
+ * (every few seconds when changed, and at close), never a write per request. Client addresses are
+ * only used, hashed, to match verification answers; they are never stored.
+ */
+export async function createTelemetry(o: TelemetryOptions) {
+  const now = o.now ?? (() => new Date());
+  const ledger: TelemetrySnapshot = (await o.store.load()) ?? emptySnapshot(now());
+  let dirty = false;
+  // Requests counted before their verification answer came back, by family and hashed address.
+  const waiting = new Map<string, number>();
+  const verifier = createVerifier(o.resolver, (family, ipKey, verdict) => {
+    const key = `${family}\n${ipKey}`;
+    settle(ledger, family, verdict, waiting.get(key) ?? 0);
+    waiting.delete(key);
+    dirty = true;
+  });
+
+  async function flush(): Promise<void> {
+    if (!dirty) return;
+    dirty = false;
+    try {
+      await o.store.save(structuredClone(ledger));
+    } catch (error) {
+      dirty = true;
+      o.logger.warn({ err: error }, 'telemetry: could not save the ledger; it stays in memory and is retried');
+    }
+  }
+  const timer = setInterval(() => void flush(), o.flushMs ?? 5000);
+  timer.unref();
+
+  return {
+    observe(r: ObservedRequest): void {
+      const classification = o.classify(r.userAgent);
+      const path = readable(r.path);
+      const bait = under(path, o.baitPaths);
+      if (!classification.bot && !bait) return;
+      let verification: 'verified' | 'unverified' | null = null;
+      const known = classification.known;
+      if (known?.rdns?.length) {
+        const ipKey = createHash('sha256').update(r.remoteAddress).digest('base64url').slice(0, 16);
+        verification = verifier.lookup(known, r.remoteAddress, ipKey);
+        if (verification === null) {
+          const key = `${known.family}\n${ipKey}`;
+          waiting.set(key, (waiting.get(key) ?? 0) + 1);
+        }
+      }
+      dirty = count(ledger, { at: now(), method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait }) || dirty;
+    },
+    /** The live ledger (read-only use). */
+    snapshot: (): TelemetrySnapshot => ledger,
+    flush,
+    async close(): Promise<void> {
+      clearInterval(timer);
+      await flush();
+    },
+  };
+}
+export type Telemetry = Awaited<ReturnType<typeof createTelemetry>>;
