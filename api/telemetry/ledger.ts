@@ -67,9 +67,15 @@ export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
   recent: [],
 });
 
-const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity) => {
-  if (!(key in map) && Object.keys(map).length >= cap) key = '(other)';
+/** Adds to a counter map; returns true when the key is new. Past `cap` keys, new ones fold into "(other)". */
+const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity): boolean => {
+  if (key in map) {
+    map[key]! += by;
+    return false;
+  }
+  if (Object.keys(map).length >= cap) key = '(other)';
   map[key] = (map[key] ?? 0) + by;
+  return true;
 };
 
 const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
@@ -119,10 +125,10 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   bump(row.paths, e.path, 1, MAX_PATHS);
   bump(row.status, statusClass(e.status));
   bump(row.hosts, e.host || '(none)', 1, 20);
-  const hour = `${at.slice(0, 13)}:00:00Z`;
-  bump(row.hourly, hour);
-  const hours = Object.keys(row.hourly).sort();
-  for (const old of hours.slice(0, Math.max(0, hours.length - HOURS))) delete row.hourly[old];
+  if (bump(row.hourly, `${at.slice(0, 13)}:00:00Z`)) {
+    const hours = Object.keys(row.hourly).sort();
+    for (const old of hours.slice(0, Math.max(0, hours.length - HOURS))) delete row.hourly[old];
+  }
   if (e.bait) row.baitHits++;
   if (isDeep(e.path)) row.deepHits++;
   if (e.path === '/robots.txt') row.robotsFetches++;
@@ -133,7 +139,8 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   if (ok && e.method === 'POST' && e.path === '/api/intelligence/message') row.messages++;
   if (e.verification === 'verified') row.verified++;
   if (e.verification === 'unverified') row.unverified++;
-  s.recent = [...s.recent.slice(-(RECENT - 1)), { at, family: name, class: row.class, path: e.path, status: e.status }];
+  s.recent.push({ at, family: name, class: row.class, path: e.path, status: e.status });
+  if (s.recent.length > RECENT) s.recent.shift();
   return true;
 }
 

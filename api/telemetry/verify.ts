@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { BotFamily } from '../schemas/bot-families.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
@@ -36,7 +37,7 @@ export async function verifyByDns(family: BotFamily, ip: string, resolver: Resol
  * cache. `lookup` answers at once from the cache or returns null while a check is under way.
  */
 export function createVerifier(resolver: Resolver, onResult: (family: string, ipKey: string, verdict: Verdict) => void, cacheSize = 10_000) {
-  const cache = new Map<string, Verdict>();
+  const cache = new LRUCache<string, Verdict>({ max: cacheSize });
   const pending = new Set<string>();
   return {
     lookup(family: BotFamily, ip: string, ipKey: string): Verdict | null {
@@ -47,7 +48,6 @@ export function createVerifier(resolver: Resolver, onResult: (family: string, ip
         pending.add(key);
         void verifyByDns(family, ip, resolver).then((verdict) => {
           pending.delete(key);
-          if (cache.size >= cacheSize) cache.delete(cache.keys().next().value!);
           cache.set(key, verdict);
           onResult(family.family, ipKey, verdict);
         });
