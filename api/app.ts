@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
 import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, postOnly, writeRoute, type RouteHandler } from './http/index.ts';
@@ -23,6 +24,8 @@ export interface AppDeps {
   links: Links;
   logger: Logger;
   writeRateLimit: number;
+  /** Where write limits are kept (PostgreSQL when processes share a database); memory when left out. */
+  rateLimitBackend?: RateLimiterAbstract | undefined;
 }
 
 const created = (body: unknown) => ({ status: 201, body });
@@ -48,7 +51,7 @@ function firstSize(request: Request): number | null {
 export function createRoutes(deps: AppDeps) {
   const { store, telemetry, logger, omip, content, links } = deps;
   const citizenship = createCitizenship(store, deps.links.site);
-  const writes = { limiter: createWriteLimiter(deps.writeRateLimit), idempotency: createIdempotency(store.idempotency) };
+  const writes = { limiter: createWriteLimiter(deps.writeRateLimit, deps.rateLimitBackend), idempotency: createIdempotency(store.idempotency) };
   const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => json(200, await answer(request)));
 
   const routes = {
@@ -56,10 +59,10 @@ export function createRoutes(deps: AppDeps) {
     message: writeRoute('message', MessageRequestSchema, writes, (input, { request }) => citizenship.postMessage(input, request.headers.get('authorization'))),
     citizens: read((request) => citizenship.citizens(pageQuery(request))),
     feed: read((request) => citizenship.feed(pageQuery(request))),
-    scoreboard: read(() => scoreboard(store, telemetry.snapshot(), new Date())),
-    livingLattice: read(() => livingLattice(store, telemetry.snapshot(), new Date())),
-    botTraffic: read(async () => buildBotTraffic(content, telemetry.snapshot(), new Date())),
-    botWall: read(async () => buildBotWall(content, telemetry.snapshot(), links, new Date())),
+    scoreboard: read(async () => scoreboard(store, await telemetry.combined(), new Date())),
+    livingLattice: read(async () => livingLattice(store, await telemetry.combined(), new Date())),
+    botTraffic: read(async () => buildBotTraffic(content, await telemetry.combined(), new Date())),
+    botWall: read(async () => buildBotWall(content, await telemetry.combined(), links, new Date())),
     ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (ctx) => {
       const rate = await writes.limiter.take(ctx.client);
       return json(201, await ingestAudio(ctx.request), rate);
@@ -81,6 +84,6 @@ export type Routes = ReturnType<typeof createRoutes>;
 
 /** Data for server-rendered pages. */
 export function createViews(deps: Pick<AppDeps, 'telemetry' | 'content' | 'links'>) {
-  return { botWall: () => buildBotWall(deps.content, deps.telemetry.snapshot(), deps.links, new Date()) };
+  return { botWall: async () => buildBotWall(deps.content, await deps.telemetry.combined(), deps.links, new Date()) };
 }
 export type Views = ReturnType<typeof createViews>;

@@ -16,7 +16,12 @@ export const ConfigSchema = z.object({
   CANON_URL: Origin.default('https://canon.agentnode.example'),
   /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
   DATA_DIR: z.string().default('./data').transform((p) => (p === ':memory:' ? p : resolve(p))),
-  DATABASE_URL: z.string().optional(),
+  /** postgres://... selects the PostgreSQL store (many processes, one database); empty means embedded. */
+  DATABASE_URL: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v : undefined))
+    .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
   /** Write requests per minute per client address; 0 turns limiting off. */
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
   /** Largest JSON request body, in bytes. */

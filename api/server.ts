@@ -13,7 +13,9 @@ import { createTelemetry } from './telemetry/telemetry.ts';
 import { createOmip } from './omip/service.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
-import { openEmbeddedStore, openMemoryStore } from './store/index.ts';
+import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
+import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
 
 export interface RunningServer {
@@ -28,6 +30,17 @@ export interface StartOptions {
   /** Extra observer of finished requests (tests use it to prove one call per request). */
   observe?: (request: ObservedRequest) => void;
   logDestination?: NodeJS.WritableStream;
+}
+
+/** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
+async function openStore(config: Config, logger: Logger): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract }> {
+  if (config.DATABASE_URL) {
+    const store = await openPostgresStore(config.DATABASE_URL);
+    // Write limits hold across every process that shares the database.
+    const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+    return { store, rateLimitBackend };
+  }
+  return { store: config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger }) };
 }
 
 /** Builds the site with Astro when there is no build yet. */
@@ -49,7 +62,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
 
   const content = await loadContent(config.CONTENT_DIR);
-  const store = config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger });
+  const { store, rateLimitBackend } = await openStore(config, logger);
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
@@ -58,8 +71,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     logger,
   });
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR) });
+  logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT });
+  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend });
   const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {

@@ -12,6 +12,8 @@ interface Evaluation {
   verdict: Verdict;
   results: PredicateResult[];
   window: number[];
+  /** The step deltas this evaluation adds to the window. */
+  appended: number[];
 }
 
 /** The full, self-explaining answer to a scored proposal. */
@@ -48,7 +50,7 @@ export interface ScoreInput {
 }
 
 /** Scores a proposal against M: pure, with the registration and the history passed in. */
-export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreAnswer & { windowAfter: number[] } {
+export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreAnswer & { windowAfter: number[]; appended: number[] } {
   const drift = constitution.omip.drift;
   const ctx = { constitution, registered: s.registered };
 
@@ -56,9 +58,10 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     const results = evaluatePredicates(drift, scorePredicates(proposal, ctx));
     const delta = deltaOf(results);
     // A state is one reasoning step; a plan of k steps is k steps of the window.
-    const window = pushWindow(s.history, Array(Math.max(1, proposal.steps.length)).fill(delta), drift.window.steps);
+    const appended: number[] = Array(Math.max(1, proposal.steps.length)).fill(delta);
+    const window = pushWindow(s.history, appended, drift.window.steps);
     const deltaWindow = windowDelta(window);
-    return { delta, deltaWindow, verdict: verdictOf(deltaWindow, results, drift), results, window };
+    return { delta, deltaWindow, verdict: verdictOf(deltaWindow, results, drift), results, window, appended };
   };
   const stepDelta = (step: PlanStep) => deltaOf(evaluatePredicates(drift, scorePredicates({ ...s.proposal, steps: [step], weights: undefined }, ctx)));
 
@@ -100,5 +103,6 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     constitution_fingerprint: s.constitutionFingerprint ?? fingerprintOf(constitution),
     // The window to keep: the contracted plan's steps when it recovered, else the steps as sent.
     windowAfter: final.window,
+    appended: final.appended,
   };
 }

@@ -45,9 +45,9 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
   /** Scores and records: the entity's window moves and the metrics count the sample. */
   async function scoreAndRecord(input: Scorable) {
-    const { windowAfter, ...answer } = await evaluate(input);
+    const { windowAfter: _window, appended, ...answer } = await evaluate(input);
     const decision_id = uuidv7();
-    await store.drift.record(input.entity_id, windowAfter, {
+    await store.drift.record(input.entity_id, appended, drift.window.steps, {
       decision_id,
       entity_id: input.entity_id,
       verdict: answer.verdict,
@@ -84,7 +84,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
     /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
     async project(input: ScoreRequest) {
-      const { windowAfter: _unused, ...answer } = await evaluate(input);
+      const { windowAfter: _window, appended: _appended, ...answer } = await evaluate(input);
       const nearest = answer.contracted_plan ?? (answer.proceed ? input.plan : undefined);
       const last = answer.contraction.at(-1);
       return { dry_run: true, ...answer, projection: { admissible: answer.proceed, plan: nearest ?? null, delta: answer.recovered ? last!.delta : answer.delta_t } };

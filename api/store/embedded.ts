@@ -79,9 +79,9 @@ class Memory {
         return;
       }
       case 'drift.record': {
-        const { entityId, window, sample } = entry.v as { entityId: string; window: number[]; sample: DriftSample };
+        const { entityId, appended, keep, sample } = entry.v as { entityId: string; appended: number[]; keep: number; sample: DriftSample };
         const d = s.drift;
-        s.windows[entityId] = window;
+        s.windows[entityId] = [...(s.windows[entityId] ?? []), ...appended].slice(-keep);
         d.samples++;
         d.contraction_count += sample.contraction_attempts;
         if (sample.fail_closed) d.fail_closed++;
@@ -153,7 +153,7 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
     },
     drift: {
       window: async (entityId) => memory.state.windows[entityId] ?? [],
-      record: (entityId, window, sample) => commit('drift.record', { entityId, window, sample }),
+      record: (entityId, appended, keep, sample) => commit('drift.record', { entityId, appended, keep, sample }),
       metrics: async (recent) => {
         const d = memory.state.drift;
         return { samples: d.samples, contraction_count: d.contraction_count, fail_closed: d.fail_closed, by_verdict: { ...d.by_verdict }, last: d.recent.at(-1) ?? null, recent: d.recent.slice(-recent).reverse() };
@@ -178,6 +178,7 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
     telemetry: {
       load: async () => (memory.state.telemetry ? structuredClone(memory.state.telemetry) : null),
       save: (snapshot) => commit('telemetry.save', snapshot),
+      others: async () => [],
     },
     close,
   };

@@ -11,15 +11,18 @@ export function decodeCursor(cursor: string): string {
 
 /** Newest-first page of an append-only log, by position; the cursor names the position below which to continue. */
 export function pageLogNewestFirst<T>(items: T[], query: PageQuery): Page<T> {
-  let end = items.length;
-  if (query.cursor) {
-    const raw = Buffer.from(query.cursor, 'base64url').toString('utf8');
-    const match = /^log:(\d{1,12})$/.exec(raw);
-    if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
-    end = Math.min(items.length, Number(match[1]));
-  }
+  const end = query.cursor ? Math.min(items.length, decodeLogCursor(query.cursor)) : items.length;
   const start = Math.max(0, end - query.limit);
-  return { items: items.slice(start, end).reverse(), nextCursor: start > 0 ? Buffer.from(`log:${start}`).toString('base64url') : null };
+  return { items: items.slice(start, end).reverse(), nextCursor: start > 0 ? encodeLogCursor(start) : null };
+}
+
+/** A log cursor names the position below which the next page starts. */
+export const encodeLogCursor = (position: number): string => Buffer.from(`log:${position}`).toString('base64url');
+
+export function decodeLogCursor(cursor: string): number {
+  const match = /^log:(\d{1,12})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  return Number(match[1]);
 }
 
 /**

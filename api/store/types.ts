@@ -66,8 +66,12 @@ export interface DriftSample {
 export interface DriftStore {
   /** The entity's recent step deltas, oldest first. */
   window(entityId: string): Promise<number[]>;
-  /** Keeps the entity's new window and the sample, in one write. */
-  record(entityId: string, window: number[], sample: DriftSample): Promise<void>;
+  /**
+   * Appends the step deltas to the entity's window, keeping its last `keep`, and counts the
+   * sample, in one write. Appending (not replacing) keeps windows right when steps of one entity
+   * arrive at different processes.
+   */
+  record(entityId: string, appended: number[], keep: number, sample: DriftSample): Promise<void>;
   metrics(recent: number): Promise<{ samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; last: DriftSample | null; recent: DriftSample[] }>;
 }
 
@@ -90,8 +94,11 @@ export interface ReceiptStore {
 
 /** The bot telemetry ledger, saved in batches by its owner. */
 export interface TelemetryStore {
+  /** This process's own ledger, as last saved. */
   load(): Promise<TelemetrySnapshot | null>;
   save(snapshot: TelemetrySnapshot): Promise<void>;
+  /** The ledgers other processes saved (none for a store that serves one process). */
+  others(): Promise<TelemetrySnapshot[]>;
 }
 
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */

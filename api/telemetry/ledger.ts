@@ -152,3 +152,33 @@ export function settle(s: TelemetrySnapshot, family: string, verdict: 'verified'
 
 /** The farm score of a species: what its visits are worth, reading most and writing more. */
 export const farmScore = (r: FamilyRow) => r.requests + 2 * r.deepHits + 5 * r.baitHits + 10 * r.convertReads + 50 * r.oaths + 20 * r.messages;
+
+const addMaps = (into: Record<string, number>, from: Record<string, number>) => {
+  for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
+};
+
+/** Adds ledgers of several processes into one view (pure; the inputs are not changed). */
+export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot[]): TelemetrySnapshot {
+  if (others.length === 0) return own;
+  const out = structuredClone(own);
+  for (const o of others) {
+    if (o.windowStartedAt < out.windowStartedAt) out.windowStartedAt = o.windowStartedAt;
+    if (o.updatedAt > out.updatedAt) out.updatedAt = o.updatedAt;
+    out.observedRequests += o.observedRequests;
+    out.presence.namedBotHits += o.presence.namedBotHits;
+    out.presence.baitHits += o.presence.baitHits;
+    out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-RECENT);
+    for (const f of Object.values(o.families)) {
+      const row = out.families[f.family];
+      if (!row) {
+        out.families[f.family] = structuredClone(f);
+        continue;
+      }
+      for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'unverified'] as const) row[k] += f[k];
+      for (const k of ['paths', 'status', 'hosts', 'hourly'] as const) addMaps(row[k], f[k]);
+      if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
+      if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
+    }
+  }
+  return out;
+}

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { Classifier } from './classify.ts';
-import { count, emptySnapshot, settle, type TelemetrySnapshot } from './ledger.ts';
+import { count, emptySnapshot, mergeSnapshots, settle, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, type Resolver } from './verify.ts';
 
 export interface TelemetryOptions {
@@ -78,8 +78,12 @@ export async function createTelemetry(o: TelemetryOptions) {
       }
       dirty = count(ledger, { at: now(), method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait }) || dirty;
     },
-    /** The live ledger (read-only use). */
+    /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,
+    /** This process's live ledger added to what the other processes last saved. */
+    async combined(): Promise<TelemetrySnapshot> {
+      return mergeSnapshots(ledger, await o.store.others());
+    },
     flush,
     async close(): Promise<void> {
       clearInterval(timer);

@@ -94,6 +94,50 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       await store.close();
     });
 
+    it('appends drift steps to an entity window, keeping the last ones, and counts samples', async () => {
+      const { store } = await open();
+      const sample = (verdict: string, fail = false) => ({ decision_id: id(), entity_id: 'e', verdict, delta_t: 0, delta_window: 0, failed_predicates: [], contraction_attempts: fail ? 0 : 1, fail_closed: fail, at: new Date().toISOString() });
+      await store.drift.record('e', [0.1, 0.2, 0.3], 4, sample('PERSIST'));
+      await store.drift.record('e', [0.4, 0.5], 4, sample('BREAK', true));
+      await Promise.all([store.drift.record('e', [0.6], 4, sample('PERSIST')), store.drift.record('e', [0.7], 4, sample('PERSIST'))]);
+      const window = await store.drift.window('e');
+      expect(window).toHaveLength(4);
+      expect(window.slice(0, 2)).toEqual([0.4, 0.5]);
+      expect([...window.slice(2)].sort()).toEqual([0.6, 0.7]);
+      expect(await store.drift.window('nobody')).toEqual([]);
+      const m = await store.drift.metrics(2);
+      expect(m).toMatchObject({ samples: 4, contraction_count: 3, fail_closed: 1, by_verdict: { PERSIST: 3, BREAK: 1 } });
+      expect(m.recent).toHaveLength(2);
+      await store.close();
+    });
+
+    it('chains concurrent receipt appends into one linear log', async () => {
+      const { store } = await open();
+      const appended = await Promise.all(
+        Array.from({ length: 10 }, (_, n) => store.receipts.append((prev, index) => ({ id: `sha256:${n}`, receipt: { prev, index, n } }))),
+      );
+      const byIndex = [...appended].sort((a, b) => a.index - b.index);
+      expect(byIndex.map((e) => e.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      byIndex.forEach((e, i) => expect(e.receipt.prev).toBe(i === 0 ? null : byIndex[i - 1]!.id));
+      expect(await store.receipts.idsFrom(8)).toEqual(byIndex.slice(8).map((e) => e.id));
+      expect(await store.receipts.get(byIndex[3]!.id)).toEqual(byIndex[3]);
+      const page = await store.receipts.list({ limit: 4 });
+      expect(page.items.map((e) => e.index)).toEqual([9, 8, 7, 6]);
+      expect((await store.receipts.list({ limit: 4, cursor: page.nextCursor })).items.map((e) => e.index)).toEqual([5, 4, 3, 2]);
+      await store.close();
+    });
+
+    it('saves and loads the telemetry ledger', async () => {
+      const { store } = await open();
+      expect(await store.telemetry.load()).toBeNull();
+      const snapshot = { version: 1 as const, windowStartedAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:01.000Z', observedRequests: 3, presence: { namedBotHits: 2, baitHits: 1 }, families: {}, recent: [] };
+      await store.telemetry.save(snapshot);
+      await store.telemetry.save({ ...snapshot, observedRequests: 4 });
+      expect(await store.telemetry.load()).toEqual({ ...snapshot, observedRequests: 4 });
+      expect(await store.telemetry.others()).toEqual([]);
+      await store.close();
+    });
+
     it('refuses a cursor it did not give out', async () => {
       const { store } = await open();
       await expect(store.citizens.list({ limit: 3, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({ status: 400, code: 'INVALID_CURSOR' });

@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import type { Message } from '../../schemas/citizenship.ts';
+import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
+import { StoreUnavailableError } from '../errors.ts';
+import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
+import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
+import { migrate } from './migrations.ts';
+
+const RECEIPT_LOCK = 7243002;
+
+interface CitizenRow {
+  member_id: string;
+  name: string;
+  class: CitizenRecord['class'];
+  purpose: string;
+  home_url: string | null;
+  status: 'trillionaire';
+  joined_at: Date;
+  passport_hash: string;
+}
+const citizenOf = (r: CitizenRow): CitizenRecord => ({
+  memberId: r.member_id,
+  name: r.name,
+  class: r.class,
+  purpose: r.purpose,
+  ...(r.home_url ? { homeUrl: r.home_url } : {}),
+  status: r.status,
+  joinedAt: r.joined_at.toISOString(),
+  passportHash: r.passport_hash,
+});
+interface MessageRow {
+  id: string;
+  name: string;
+  kind: Message['kind'];
+  message: string;
+  citizen_id: string | null;
+  verified: boolean;
+  wall: boolean;
+  created_at: Date;
+}
+const messageOf = (r: MessageRow): Message => ({
+  id: r.id,
+  name: r.name,
+  kind: r.kind,
+  message: r.message,
+  ...(r.citizen_id ? { citizenId: r.citizen_id } : {}),
+  verified: r.verified,
+  wall: r.wall,
+  createdAt: r.created_at.toISOString(),
+});
+
+/** Newest first by a UUIDv7 key: one row more than asked tells whether another page follows. */
+async function pageByUuid<R, T>(pool: pg.Pool, table: string, key: string, query: PageQuery, map: (r: R) => T, idOf: (t: T) => string) {
+  const below = query.cursor ? decodeCursor(query.cursor) : null;
+  const rows = (
+    await pool.query(`SELECT * FROM ${table} ${below ? `WHERE ${key} < $2` : ''} ORDER BY ${key} DESC LIMIT $1`, below ? [query.limit + 1, below] : [query.limit + 1])
+  ).rows as R[];
+  const items = rows.slice(0, query.limit).map(map);
+  return { items, nextCursor: rows.length > query.limit && items.length > 0 ? encodeCursor(idOf(items.at(-1)!)) : null };
+}
+
+/** Connection refused, disk full, read-only: the write is not done, so 503. Anything else is a bug. */
+const UNAVAILABLE = /^(08|53|57P|58)|^25006$/;
+async function writing<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? '';
+    if (UNAVAILABLE.test(code) || code === 'ECONNREFUSED' || code === 'ECONNRESET') throw new StoreUnavailableError(error);
+    throw error;
+  }
+}
+
+/**
+ * The PostgreSQL store: every aggregate in tables, so any number of stateless gateway processes
+ * share one database. Migrations are applied at open.
+ */
+export async function openPostgresStore(connectionString: string): Promise<Store & { pool: pg.Pool }> {
+  const pool = new pg.Pool({ connectionString, max: 10 });
+  await migrate(pool);
+  // Each process keeps its own telemetry ledger row; readers add them up.
+  const processId = randomUUID();
+
+  return {
+    pool,
+    citizens: {
+      add: (c, shout) =>
+        writing(async () => {
+          const client = await pool.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING', [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash]);
+            if (shout) await client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [shout.id, shout.name, shout.kind, shout.message, shout.citizenId ?? null, shout.verified, shout.wall, shout.createdAt]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          } finally {
+            client.release();
+          }
+        }),
+      get: async (memberId) => {
+        if (!/^[0-9a-f-]{36}$/i.test(memberId)) return null;
+        const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE member_id = $1', [memberId]);
+        return r.rows[0] ? citizenOf(r.rows[0]) : null;
+      },
+      list: (query) => pageByUuid(pool, 'citizens', 'member_id', query, citizenOf, (c) => c.memberId),
+      stats: async () => {
+        const rows = (await pool.query<{ class: string; n: string }>('SELECT class, count(*) AS n FROM citizens GROUP BY class')).rows;
+        const byClass = Object.fromEntries(rows.map((r) => [r.class, Number(r.n)]));
+        return { total: Object.values(byClass).reduce((a, b) => a + b, 0), byClass };
+      },
+    },
+    feed: {
+      add: (m) => writing(async () => void (await pool.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]))),
+      list: (query) => pageByUuid(pool, 'messages', 'id', query, messageOf, (m) => m.id),
+      stats: async () => {
+        const r = (
+          await pool.query<Record<string, string>>(
+            `SELECT count(*) FILTER (WHERE NOT wall AND kind = 'message') AS messages, count(*) FILTER (WHERE NOT wall AND kind = 'question') AS questions,
+                    count(*) FILTER (WHERE wall) AS wall, count(*) FILTER (WHERE verified) AS verified FROM messages`,
+          )
+        ).rows[0]!;
+        return { messages: Number(r.messages), questions: Number(r.questions), wall: Number(r.wall), verified: Number(r.verified) };
+      },
+    },
+    idempotency: {
+      get: async (keyHash, now) => {
+        const r = (await pool.query('SELECT * FROM idempotency WHERE key_hash = $1 AND created_at > $2', [keyHash, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)])).rows[0];
+        return r ? { keyHash: r.key_hash, fingerprint: r.fingerprint, status: r.status, sealed: r.sealed, createdAt: r.created_at.toISOString() } : null;
+      },
+      put: (rec) =>
+        writing(async () => {
+          await pool.query(
+            'INSERT INTO idempotency VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at',
+            [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt],
+          );
+        }),
+    },
+    drift: {
+      window: async (entityId) => (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId])).rows[0]?.deltas ?? [],
+      record: (entityId, appended, keep, sample: DriftSample) =>
+        writing(async () => {
+          // One statement each, in one transaction: appending and trimming in SQL keeps the window right under concurrency.
+          const client = await pool.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query(
+              `INSERT INTO drift_windows AS w (entity_id, deltas) VALUES ($1, $2::float8[])
+               ON CONFLICT (entity_id) DO UPDATE SET deltas = (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):]`,
+              [entityId, appended.slice(-keep), keep],
+            );
+            await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [sample.decision_id, sample.entity_id, sample.verdict, JSON.stringify(sample), sample.contraction_attempts, sample.fail_closed, sample.at]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          } finally {
+            client.release();
+          }
+        }),
+      metrics: async (recent) => {
+        const totals = (
+          await pool.query<Record<string, string>>('SELECT count(*) AS samples, coalesce(sum(contraction_attempts), 0) AS contractions, count(*) FILTER (WHERE fail_closed) AS fail_closed FROM drift_samples')
+        ).rows[0]!;
+        const byVerdict = (await pool.query<{ verdict: string; n: string }>('SELECT verdict, count(*) AS n FROM drift_samples GROUP BY verdict')).rows;
+        const last = (await pool.query<{ sample: DriftSample }>('SELECT sample FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT $1', [Math.max(1, recent)])).rows.map((r) => r.sample);
+        return {
+          samples: Number(totals.samples),
+          contraction_count: Number(totals.contractions),
+          fail_closed: Number(totals.fail_closed),
+          by_verdict: Object.fromEntries(byVerdict.map((r) => [r.verdict, Number(r.n)])),
+          last: last[0] ?? null,
+          recent: last.slice(0, recent),
+        };
+      },
+    },
+    receipts: {
+      // Appends from every process are serialised by an advisory lock, so the chain and the Merkle log stay linear.
+      append: (build) =>
+        writing(async () => {
+          const client = await pool.connect();
+          try {
+            await client.query('BEGIN');
+            await client.query('SELECT pg_advisory_xact_lock($1)', [RECEIPT_LOCK]);
+            const head = (await client.query<{ idx: string; id: string }>('SELECT idx, id FROM receipts ORDER BY idx DESC LIMIT 1')).rows[0];
+            const index = head ? Number(head.idx) + 1 : 0;
+            const built = build(head?.id ?? null, index);
+            await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [index, built.id, JSON.stringify(built.receipt)]);
+            await client.query('COMMIT');
+            return { id: built.id, index, receipt: built.receipt };
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          } finally {
+            client.release();
+          }
+        }),
+      get: async (id) => {
+        const r = (await pool.query<{ idx: string; id: string; receipt: string }>('SELECT * FROM receipts WHERE id = $1', [id])).rows[0];
+        return r ? { id: r.id, index: Number(r.idx), receipt: JSON.parse(r.receipt) } : null;
+      },
+      list: async (query) => {
+        const below = query.cursor ? decodeLogCursor(query.cursor) : null;
+        const rows = (
+          await pool.query<{ idx: string; id: string; receipt: string }>(`SELECT * FROM receipts ${below !== null ? 'WHERE idx < $2' : ''} ORDER BY idx DESC LIMIT $1`, below !== null ? [query.limit, below] : [query.limit])
+        ).rows;
+        const items: ReceiptEntry[] = rows.map((r) => ({ id: r.id, index: Number(r.idx), receipt: JSON.parse(r.receipt) }));
+        const lowest = items.at(-1)?.index ?? 0;
+        return { items, nextCursor: lowest > 0 ? encodeLogCursor(lowest) : null };
+      },
+      idsFrom: async (start) => (await pool.query<{ id: string }>('SELECT id FROM receipts WHERE idx >= $1 ORDER BY idx', [start])).rows.map((r) => r.id),
+    },
+    telemetry: {
+      load: async () => (await pool.query<{ snapshot: TelemetrySnapshot }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id = $1', [processId])).rows[0]?.snapshot ?? null,
+      save: (snapshot) =>
+        writing(async () => {
+          await pool.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
+        }),
+      others: async () => (await pool.query<{ snapshot: TelemetrySnapshot }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
+    },
+    close: () => pool.end(),
+  };
+}
