@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
-import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, postOnly, writeRoute, type RouteHandler } from './http/index.ts';
+import { timingSafeEqual } from 'node:crypto';
+import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
+import { CdnLogBatchSchema } from './schemas/ingest.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { IngressMetadataSchema } from './schemas/ingress.ts';
 import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
@@ -26,6 +28,17 @@ export interface AppDeps {
   writeRateLimit: number;
   /** Where write limits are kept (PostgreSQL when processes share a database); memory when left out. */
   rateLimitBackend?: RateLimiterAbstract | undefined;
+  /** Token of the CDN log-ingest route; the route answers 404 without one. */
+  ingestToken?: string | undefined;
+}
+
+/** Constant-time check of `Authorization: Bearer <token>`. */
+function checkBearer(request: Request, token: string): void {
+  const given = Buffer.from(/^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1] ?? '');
+  const wanted = Buffer.from(token);
+  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
+    throw new HttpProblem(401, 'INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.', { headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } });
+  }
 }
 
 const created = (body: unknown) => ({ status: 201, body });
@@ -63,6 +76,12 @@ export function createRoutes(deps: AppDeps) {
     livingLattice: read(async () => livingLattice(store, await telemetry.combined(), new Date())),
     botTraffic: read(async () => buildBotTraffic(content, await telemetry.combined(), new Date())),
     botWall: read(async () => buildBotWall(content, await telemetry.combined(), links, new Date())),
+    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), async (ctx) => {
+      if (!deps.ingestToken) throw new HttpProblem(404, 'NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
+      checkBearer(ctx.request, deps.ingestToken);
+      const batch = validate(CdnLogBatchSchema, parseJson(new Uint8Array(await ctx.request.arrayBuffer())));
+      return json(202, { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) });
+    }),
     ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (ctx) => {
       const rate = await writes.limiter.take(ctx.client);
       return json(201, await ingestAudio(ctx.request), rate);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, jsonBody, loadStaticSite, uploadBody, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogger, type Logger } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
@@ -43,6 +43,16 @@ async function openStore(config: Config, logger: Logger): Promise<{ store: Store
   return { store: config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger }) };
 }
 
+/** Body rules by path: audio uploads and CDN log batches are larger than ordinary JSON writes. */
+function bodyPolicies(config: Config): (path: string) => BodyPolicy {
+  const json = jsonBody(config.BODY_LIMIT_BYTES);
+  const byPath: Record<string, BodyPolicy> = {
+    '/api/ingress/audio': uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
+    '/api/telemetry/ingest': jsonBody(4 * 1024 * 1024),
+  };
+  return (path) => byPath[path] ?? json;
+}
+
 /** Builds the site with Astro when there is no build yet. */
 export function ensureBuild(config: Config, logger: Logger): void {
   if (existsSync(join(config.DIST_DIR, 'server', 'entry.mjs'))) return;
@@ -73,7 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend });
+  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {
@@ -88,8 +98,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     notFoundPage: files.get('/404.html'),
     render: entry.handler,
     locals: { routes, views },
-    bodyPolicy: (path) =>
-      path === '/api/ingress/audio' ? uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType) : jsonBody(config.BODY_LIMIT_BYTES),
+    bodyPolicy: bodyPolicies(config),
     observe,
     logger,
   });

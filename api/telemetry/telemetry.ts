@@ -61,6 +61,18 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   return {
+    /** Counts requests a CDN served (no client address, so no verification). */
+    ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined }[]): number {
+      let counted = 0;
+      for (const l of lines) {
+        const classification = o.classify(l.userAgent);
+        const path = readable(l.path);
+        const bait = under(path, o.baitPaths);
+        if (count(ledger, { at: l.time ? new Date(l.time) : now(), method: l.method, path, status: l.status, host: l.host.replace(/:\d+$/, ''), classification, verification: null, bait, disallowed: bait })) counted++;
+      }
+      dirty ||= counted > 0;
+      return counted;
+    },
     observe(r: ObservedRequest): void {
       const classification = o.classify(r.userAgent);
       const path = readable(r.path);
