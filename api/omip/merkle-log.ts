@@ -13,9 +13,13 @@ export class MerkleLog {
     return this.#leaves.length;
   }
 
-  /** Appends leaves for new entries, in log order. */
-  append(data: string[]): void {
-    for (const d of data) this.#leaves.push(leafHash(Buffer.from(d, 'utf8')));
+  /**
+   * Adds the entries at positions `start`, `start + 1`, ... of the log, skipping those it already
+   * holds (two requests may fetch the same new entries at once).
+   */
+  appendFrom(start: number, data: string[]): void {
+    if (start > this.#leaves.length) throw new RangeError('entries are missing before this position');
+    for (let i = this.#leaves.length - start; i < data.length; i++) this.#leaves.push(leafHash(Buffer.from(data[i]!, 'utf8')));
   }
 
   /** MTH of leaves [start, start + n). */

@@ -64,7 +64,8 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   const tree = new MerkleLog();
   /** The Merkle log brought up to the store's receipts (another process may have appended). */
   async function currentTree() {
-    tree.append(await store.receipts.idsFrom(tree.size));
+    const start = tree.size;
+    tree.appendFrom(start, await store.receipts.idsFrom(start));
     return tree;
   }
   const signedHead = (log: MerkleLog) => signer.signHead({ tree_size: log.size, root_hash: log.root().toString('hex'), timestamp: now().toISOString() });

@@ -88,11 +88,14 @@ describe('the cached Merkle log', () => {
     const data = Array.from({ length: 37 }, (_, i) => `sha256:${i}`);
     const log = new MerkleLog();
     for (let n = 1; n <= data.length; n++) {
-      log.append([data[n - 1]!]);
+      log.appendFrom(n - 1, [data[n - 1]!]);
       const leavesN = data.slice(0, n).map((d) => leafHash(Buffer.from(d)));
       expect(log.root().equals(rootOf(leavesN)), `root ${n}`).toBe(true);
       for (let m = 0; m < n; m++) expect(hex(log.inclusion(m)), `${m} in ${n}`).toEqual(hex(inclusionProof(m, leavesN)));
     }
     expect(log.root(5).equals(rootOf(data.slice(0, 5).map((d) => leafHash(Buffer.from(d)))))).toBe(true);
+    // The same entries fetched twice (two requests at once) are added once.
+    log.appendFrom(30, data.slice(30));
+    expect(log.size).toBe(37);
   });
 });
