@@ -125,7 +125,9 @@ describe('bodies and errors', () => {
   it('writes one structured JSON log line per request', async () => {
     const before = server.logs.length;
     await fetch(`${server.url}/llms.txt?secret=should-not-be-logged`);
-    await new Promise((r) => setTimeout(r, 100));
+    // Log lines are written asynchronously: wait for this one (at most 3 s), then a little more for any duplicate.
+    for (let i = 0; i < 60 && !server.logs.slice(before).some((l) => l.includes('"path":"/llms.txt"')); i++) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 200));
     const lines = server.logs.slice(before).map((l) => JSON.parse(l));
     const requests = lines.filter((l) => l.msg === 'request');
     expect(requests).toHaveLength(1);
