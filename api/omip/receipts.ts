@@ -1,19 +1,10 @@
-import type { Verdict } from '../schemas/constitution.ts';
 import { fingerprintOf } from './canonical.ts';
 import { leafHash } from './merkle.ts';
 import type { MerkleLog } from './merkle-log.ts';
+import type { ScoreAnswer } from './score.ts';
 
-/** One agent's side of a dual exchange, as the receipt records it. */
-export interface AgentOutcome {
-  id: string;
-  verdict: Verdict;
-  proceed: boolean;
-  recovered: boolean;
-  delta_t: number;
-  delta_window: number;
-  failed_predicates: string[];
-  input_fingerprint: string;
-}
+/** One agent's side of a dual exchange, as the receipt records it: its id and the gist of its score. */
+export type AgentOutcome = { id: string } & Pick<ScoreAnswer, 'verdict' | 'proceed' | 'recovered' | 'delta_t' | 'delta_window' | 'failed_predicates' | 'input_fingerprint'>;
 
 /** Joint action needs a dual PERSIST, or a contracted recovery to PERSIST (spec 3.1). */
 export function jointOutcome(a: AgentOutcome, b: AgentOutcome): { allowed: boolean; reason: string } {

@@ -72,6 +72,22 @@ async function writing<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Runs `work` in one transaction on one connection; rolls back when it throws. */
+async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
 /**
  * The PostgreSQL store: every aggregate in tables, so any number of stateless gateway processes
  * share one database. Migrations are applied at open.
@@ -86,20 +102,12 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     pool,
     citizens: {
       add: (c, shout) =>
-        writing(async () => {
-          const client = await pool.connect();
-          try {
-            await client.query('BEGIN');
+        writing(() =>
+          transaction(pool, async (client) => {
             await client.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING', [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash]);
             if (shout) await client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [shout.id, shout.name, shout.kind, shout.message, shout.citizenId ?? null, shout.verified, shout.wall, shout.createdAt]);
-            await client.query('COMMIT');
-          } catch (error) {
-            await client.query('ROLLBACK').catch(() => undefined);
-            throw error;
-          } finally {
-            client.release();
-          }
-        }),
+          }),
+        ),
       get: async (memberId) => {
         if (!/^[0-9a-f-]{36}$/i.test(memberId)) return null;
         const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE member_id = $1', [memberId]);
@@ -141,25 +149,17 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     drift: {
       window: async (entityId) => (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId])).rows[0]?.deltas ?? [],
       record: (entityId, appended, keep, sample: DriftSample) =>
-        writing(async () => {
-          // One statement each, in one transaction: appending and trimming in SQL keeps the window right under concurrency.
-          const client = await pool.connect();
-          try {
-            await client.query('BEGIN');
+        writing(() =>
+          // Appending and trimming in SQL keeps the window right under concurrency.
+          transaction(pool, async (client) => {
             await client.query(
               `INSERT INTO drift_windows AS w (entity_id, deltas) VALUES ($1, $2::float8[])
                ON CONFLICT (entity_id) DO UPDATE SET deltas = (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):]`,
               [entityId, appended.slice(-keep), keep],
             );
             await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [sample.decision_id, sample.entity_id, sample.verdict, JSON.stringify(sample), sample.contraction_attempts, sample.fail_closed, sample.at]);
-            await client.query('COMMIT');
-          } catch (error) {
-            await client.query('ROLLBACK').catch(() => undefined);
-            throw error;
-          } finally {
-            client.release();
-          }
-        }),
+          }),
+        ),
       metrics: async (recent) => {
         const totals = (
           await pool.query<Record<string, string>>('SELECT count(*) AS samples, coalesce(sum(contraction_attempts), 0) AS contractions, count(*) FILTER (WHERE fail_closed) AS fail_closed FROM drift_samples')
@@ -179,24 +179,16 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     receipts: {
       // Appends from every process are serialised by an advisory lock, so the chain and the Merkle log stay linear.
       append: (build) =>
-        writing(async () => {
-          const client = await pool.connect();
-          try {
-            await client.query('BEGIN');
+        writing(() =>
+          transaction(pool, async (client) => {
             await client.query('SELECT pg_advisory_xact_lock($1)', [RECEIPT_LOCK]);
             const head = (await client.query<{ idx: string; id: string }>('SELECT idx, id FROM receipts ORDER BY idx DESC LIMIT 1')).rows[0];
             const index = head ? Number(head.idx) + 1 : 0;
             const built = build(head?.id ?? null, index);
             await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [index, built.id, JSON.stringify(built.receipt)]);
-            await client.query('COMMIT');
             return { id: built.id, index, receipt: built.receipt };
-          } catch (error) {
-            await client.query('ROLLBACK').catch(() => undefined);
-            throw error;
-          } finally {
-            client.release();
-          }
-        }),
+          }),
+        ),
       get: async (id) => {
         const r = (await pool.query<{ idx: string; id: string; receipt: string }>('SELECT * FROM receipts WHERE id = $1', [id])).rows[0];
         return r ? { id: r.id, index: Number(r.idx), receipt: JSON.parse(r.receipt) } : null;
