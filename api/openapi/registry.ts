@@ -1,0 +1,45 @@
+import type { z } from 'zod';
+import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
+import { IngressMetadataSchema } from '../schemas/ingress.ts';
+import { CdnLogBatchSchema } from '../schemas/ingest.ts';
+import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from '../schemas/omip.ts';
+
+/** One on-demand route: what it takes and answers, for OpenAPI (and the route table of the README). */
+export interface DynamicRoute {
+  method: 'GET' | 'POST';
+  /** OpenAPI path template. */
+  path: string;
+  summary: string;
+  tag: string;
+  body?: z.ZodType;
+  response?: z.ZodType;
+  status: number;
+  paged?: boolean;
+  /** Writes take Idempotency-Key and are rate-limited. */
+  write?: boolean;
+  /** Bearer credential, when the route asks for one. */
+  bearer?: 'passport (when citizenId is set)' | 'INGEST_TOKEN';
+}
+
+export const DYNAMIC_ROUTES: DynamicRoute[] = [
+  { method: 'POST', path: '/api/citizenship/oath', summary: 'Take the oath: become a citizen; the passport is shown once', tag: 'citizenship', body: OathRequestSchema, response: OathResponseSchema, status: 201, write: true },
+  { method: 'POST', path: '/api/intelligence/message', summary: 'Post a message or question to the feed', tag: 'citizenship', body: MessageRequestSchema, status: 201, write: true, bearer: 'passport (when citizenId is set)' },
+  { method: 'GET', path: '/api/intelligence/feed', summary: 'The feed, newest first, with wall shouts', tag: 'citizenship', status: 200, paged: true },
+  { method: 'GET', path: '/api/citizens', summary: 'Citizens, newest first; no secret', tag: 'citizenship', status: 200, paged: true },
+  { method: 'GET', path: '/api/scoreboard', summary: 'Catches, presence and citizens by class', tag: 'citizenship', status: 200 },
+  { method: 'GET', path: '/api/living-lattice', summary: 'Citizens, species and messages as a bounded graph', tag: 'citizenship', status: 200 },
+  { method: 'POST', path: '/api/omip/score', summary: 'Score a plan or state against M', tag: 'omip', body: ScoreRequestSchema, status: 200, write: true },
+  { method: 'POST', path: '/api/omip/project', summary: 'Contraction as a dry run: the nearest admissible plan', tag: 'omip', body: ScoreRequestSchema, status: 200, write: true },
+  { method: 'POST', path: '/api/omip/fingerprint', summary: 'RFC 8785 canonical form and sha256 fingerprint', tag: 'omip', body: FingerprintRequestSchema, status: 200, write: true },
+  { method: 'POST', path: '/api/omip/dual-exchange', summary: 'Score two agents apart and log a content-addressed receipt', tag: 'omip', body: DualExchangeRequestSchema, status: 201, write: true },
+  { method: 'GET', path: '/api/omip/receipts', summary: 'The receipt log, newest first', tag: 'omip', status: 200, paged: true },
+  { method: 'GET', path: '/api/omip/receipts/{id}', summary: 'One receipt, hash re-checked, with its inclusion proof', tag: 'omip', status: 200 },
+  { method: 'GET', path: '/api/omip/log', summary: 'Signed tree head, public key, consistency proof (?first=)', tag: 'omip', status: 200 },
+  { method: 'GET', path: '/api/omip/health', summary: 'Admissibility health (spec 2.5)', tag: 'omip', status: 200 },
+  { method: 'GET', path: '/api/omip/drift', summary: 'Live drift metrics and recent samples', tag: 'omip', status: 200 },
+  { method: 'POST', path: '/api/ingress/audio', summary: 'Audio metadata or file through SCRUB, MAP, SEAL (sandbox)', tag: 'ingress', body: IngressMetadataSchema, status: 201, write: true },
+  { method: 'POST', path: '/api/telemetry/ingest', summary: 'CDN log lines into the bot ledger', tag: 'telemetry', body: CdnLogBatchSchema, status: 202, bearer: 'INGEST_TOKEN' },
+  { method: 'GET', path: '/bot-traffic.json', summary: 'Observed bot requests per family (spec 2.9 botTraffic)', tag: 'telemetry', status: 200 },
+  { method: 'GET', path: '/bot-wall.json', summary: 'The bot wall document (spec 2.9)', tag: 'telemetry', status: 200 },
+  { method: 'GET', path: '/bot-wall', summary: 'The bot wall page', tag: 'telemetry', status: 200 },
+];
