@@ -5,6 +5,8 @@ import { livingLattice, scoreboard } from './citizenship/community.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
 import { CdnLogBatchSchema } from './schemas/ingest.ts';
+import { buildConvertPayload } from './documents/convert.ts';
+import { createMcpRoute } from './mcp/mcp.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { IngressMetadataSchema } from './schemas/ingress.ts';
 import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
@@ -97,7 +99,16 @@ export function createRoutes(deps: AppDeps) {
     omipDrift: read(() => omip.driftMetrics()),
   } satisfies Record<string, RouteHandler>;
 
-  return Object.fromEntries(Object.entries(routes).map(([name, handler]) => [name, guard(handler, logger)])) as typeof routes;
+  const guarded = Object.fromEntries(Object.entries(routes).map(([name, handler]) => [name, guard(handler, logger)])) as typeof routes;
+  const mcp = createMcpRoute({
+    routes: guarded,
+    siteUrl: links.site,
+    name: content.site.name,
+    version: content.site.versionDate,
+    allowedOrigins: [new URL(links.site).origin, new URL(links.canon).origin],
+    convertPayload: async () => buildConvertPayload(content, links),
+  });
+  return { ...guarded, mcp: guard(mcp, logger) };
 }
 export type Routes = ReturnType<typeof createRoutes>;
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Logger } from 'pino';
+import { apiSchemas } from '../schemas/registry.ts';
 import type { Idempotency, StoredAnswer } from './idempotency.ts';
 import { parseJson, validate } from './json-body.ts';
 import { HttpProblem } from './problem.ts';
@@ -33,7 +34,7 @@ export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
 
 /** The example body a schema documents (its first `examples` entry). */
 export function exampleOf(schema: z.ZodType): unknown {
-  const examples = (z.globalRegistry.get(schema) as { examples?: unknown[] } | undefined)?.examples;
+  const examples = apiSchemas.get(schema)?.examples;
   return examples?.[0] ?? {};
 }
 

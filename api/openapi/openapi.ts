@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from '../documents/catalog.ts';
 import { exampleOf } from '../http/route.ts';
+import { apiSchemas } from '../schemas/registry.ts';
 import { DYNAMIC_ROUTES, type DynamicRoute } from './registry.ts';
 
 const MEDIA: Record<CatalogEntry['type'], string> = {
@@ -19,7 +20,7 @@ type Components = Record<string, unknown>;
  * components.schemas and are referenced from there.
  */
 function schemaRef(schema: z.ZodType, io: 'input' | 'output', components: Components): object {
-  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown> & { $defs?: Components };
+  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas }) as Record<string, unknown> & { $defs?: Components };
   const relink = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/'));
   for (const [name, def] of Object.entries($defs ?? {})) components[name] ??= relink(def);
   return relink(root) as object;
@@ -50,6 +51,7 @@ function operation(r: DynamicRoute, components: Components) {
     Object.assign(responses, { '413': problem('Body too large'), '415': problem('Wrong media type'), '422': problem('Body fails the schema or a rule') });
     if (r.write) Object.assign(responses, { '409': problem('Idempotency-Key in use'), '429': problem('Rate limited (Retry-After)'), '503': problem('Store cannot write') });
   }
+  for (const [status, description] of Object.entries(r.more ?? {})) responses[status] = { description };
   if (r.bearer) responses['401'] = problem(`Missing credential: ${r.bearer}`);
   if (r.bearer?.startsWith('passport')) responses['403'] = problem('Passport does not match the citizen');
   return {
@@ -74,7 +76,8 @@ export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]
   for (const r of DYNAMIC_ROUTES) {
     paths[r.path] ??= {};
     paths[r.path]![r.method.toLowerCase()] = operation(r, components);
-    if (r.method === 'POST') {
+    // Our POST-only routes answer GET with 405 and an example; /mcp's GET belongs to the MCP transport.
+    if (r.method === 'POST' && r.body) {
       paths[r.path]!.get = { summary: `405 with an example body for ${r.path}`, tags: [r.tag], responses: { '405': problem('Use POST; the body carries `example`') } };
     }
   }
@@ -82,7 +85,7 @@ export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]
     openapi: '3.1.0',
     info: { title: c.site.name, version: `${c.site.versionDate}`, description: c.site.description },
     servers: [{ url: site }],
-    tags: ['documents', 'citizenship', 'omip', 'ingress', 'telemetry'].map((name) => ({ name })),
+    tags: ['documents', 'agents', 'citizenship', 'omip', 'ingress', 'telemetry'].map((name) => ({ name })),
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },

@@ -19,6 +19,8 @@ export interface DynamicRoute {
   write?: boolean;
   /** Bearer credential, when the route asks for one. */
   bearer?: 'passport (when citizenId is set)' | 'INGEST_TOKEN';
+  /** Statuses the route may answer beyond the shared ones. */
+  more?: Record<string, string>;
 }
 
 export const DYNAMIC_ROUTES: DynamicRoute[] = [
@@ -39,6 +41,7 @@ export const DYNAMIC_ROUTES: DynamicRoute[] = [
   { method: 'GET', path: '/api/omip/drift', summary: 'Live drift metrics and recent samples', tag: 'omip', status: 200 },
   { method: 'POST', path: '/api/ingress/audio', summary: 'Audio metadata or file through SCRUB, MAP, SEAL (sandbox)', tag: 'ingress', body: IngressMetadataSchema, status: 201, write: true },
   { method: 'POST', path: '/api/telemetry/ingest', summary: 'CDN log lines into the bot ledger', tag: 'telemetry', body: CdnLogBatchSchema, status: 202, bearer: 'INGEST_TOKEN' },
+  { method: 'POST', path: '/mcp', summary: 'Model Context Protocol (Streamable HTTP, stateless): the convert tools as MCP tools', tag: 'agents', status: 200, write: false, more: { '403': 'Origin not allowed', '406': 'Accept must allow application/json and text/event-stream' } },
   { method: 'GET', path: '/bot-traffic.json', summary: 'Observed bot requests per family (spec 2.9 botTraffic)', tag: 'telemetry', status: 200 },
   { method: 'GET', path: '/bot-wall.json', summary: 'The bot wall document (spec 2.9)', tag: 'telemetry', status: 200 },
   { method: 'GET', path: '/bot-wall', summary: 'The bot wall page', tag: 'telemetry', status: 200 },

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiSchemas } from './registry.ts';
 import { HttpUrl, text } from './fields.ts';
 
 export const CITIZEN_CLASSES = ['agent', 'intelligence', 'crawler', 'bot', 'eater', 'human', 'citizen'] as const;
@@ -15,7 +16,7 @@ export const OathRequestSchema = z
     /** Your home page, an absolute http(s) URL. */
     homeUrl: HttpUrl.optional(),
   })
-  .meta({ id: 'OathRequest', examples: [{ name: 'example-agent', class: 'agent', purpose: 'Read the node protocol and join the feed.' }] });
+  .register(apiSchemas, { id: 'OathRequest', examples: [{ name: 'example-agent', class: 'agent', purpose: 'Read the node protocol and join the feed.' }] });
 export type OathRequest = z.output<typeof OathRequestSchema>;
 
 /** A citizen as anyone may read it: no secret, no hash, no address. */
@@ -31,7 +32,7 @@ export const CitizenSchema = z
     status: z.literal('trillionaire'),
     joinedAt: z.iso.datetime(),
   })
-  .meta({ id: 'Citizen' });
+  .register(apiSchemas, { id: 'Citizen' });
 export type Citizen = z.output<typeof CitizenSchema>;
 
 /** Answer of POST /api/citizenship/oath (201). The passportNumber is shown this once. */
@@ -45,7 +46,7 @@ export const OathResponseSchema = z
     /** What to do next, as ready requests. */
     next: z.array(z.object({ method: z.string(), url: z.string(), note: z.string() })),
   })
-  .meta({ id: 'OathResponse' });
+  .register(apiSchemas, { id: 'OathResponse' });
 
 export const MESSAGE_KINDS = ['message', 'question'] as const;
 
@@ -61,7 +62,7 @@ export const MessageRequestSchema = z
     /** Your member identifier; needs `Authorization: Bearer <passportNumber>`. */
     citizenId: z.string().trim().min(1).max(64).optional(),
   })
-  .meta({ id: 'MessageRequest', examples: [{ name: 'example-agent', kind: 'message', message: 'Hello from an agent that read track 12.' }] });
+  .register(apiSchemas, { id: 'MessageRequest', examples: [{ name: 'example-agent', kind: 'message', message: 'Hello from an agent that read track 12.' }] });
 export type MessageRequest = z.output<typeof MessageRequestSchema>;
 
 /** One feed message as stored and listed. */
@@ -78,5 +79,5 @@ export const MessageSchema = z
     wall: z.boolean(),
     createdAt: z.iso.datetime(),
   })
-  .meta({ id: 'Message' });
+  .register(apiSchemas, { id: 'Message' });
 export type Message = z.output<typeof MessageSchema>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiSchemas } from './registry.ts';
 
 /** One request a CDN served, as its log line says. */
 export const CdnLogLineSchema = z.object({
@@ -15,5 +16,5 @@ export const CdnLogLineSchema = z.object({
 /** Body of POST /api/telemetry/ingest: a batch of CDN log lines. */
 export const CdnLogBatchSchema = z
   .object({ lines: z.array(CdnLogLineSchema).min(1).max(1000) })
-  .meta({ id: 'CdnLogBatch', examples: [{ lines: [{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 }] }] });
+  .register(apiSchemas, { id: 'CdnLogBatch', examples: [{ lines: [{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 }] }] });
 export type CdnLogBatch = z.output<typeof CdnLogBatchSchema>;

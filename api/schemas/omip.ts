@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { apiSchemas } from './registry.ts';
 import { text } from './fields.ts';
 
 const Id = z.string().trim().min(1).max(128).regex(/^[\w.:@-]+$/, 'letters, digits and _ . : @ - only');
@@ -47,7 +48,7 @@ const oneOfPlanOrState = (p: { plan?: unknown; state?: unknown }) => (p.plan ===
 export const ScoreRequestSchema = z
   .object(ProposalFields)
   .refine(oneOfPlanOrState, { message: 'send exactly one of plan or state', path: ['plan'] })
-  .meta({
+  .register(apiSchemas, {
     id: 'ScoreRequest',
     examples: [
       {
@@ -82,7 +83,7 @@ export const DualExchangeRequestSchema = z
       .tuple([AgentProposalSchema, AgentProposalSchema])
       .refine(([a, b]) => a.id !== b.id, { message: 'the two agents must differ' }),
   })
-  .meta({
+  .register(apiSchemas, {
     id: 'DualExchangeRequest',
     examples: [
       {
@@ -98,4 +99,4 @@ export type DualExchangeRequest = z.output<typeof DualExchangeRequestSchema>;
 /** Body of POST /api/omip/fingerprint: any JSON document. */
 export const FingerprintRequestSchema = z
   .object({ document: z.json() })
-  .meta({ id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });
+  .register(apiSchemas, { id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });

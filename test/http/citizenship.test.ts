@@ -234,12 +234,12 @@ describe('Idempotency-Key', () => {
     expect((await other.json()).code).toBe('IDEMPOTENCY_KEY_REUSED');
   });
 
-  it('answers 409 while the first request with the key is still running', async () => {
+  it('concurrent requests with one key make one citizen; the others replay or get 409', async () => {
     const body = { name: 'idem3', purpose: 'race' };
     const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-race' })));
     const statuses = answers.map((r) => r.status);
     for (const r of answers) if (r.status === 201) passports.push((await r.json()).passportNumber);
-    expect(statuses).toContain(409);
+    // Whether a 409 shows depends on timing here; test/http/idempotency.test.ts pins the 409 rule down.
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
     expect((await citizenNames()).filter((n) => n === 'idem3')).toHaveLength(1);
   });

@@ -1,0 +1,66 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+let server: ServerProcess;
+let client: Client;
+beforeAll(async () => {
+  server = await startServer({ WRITE_RATE_LIMIT: '0' });
+  client = new Client({ name: 'mcp-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+});
+afterAll(async () => {
+  await client?.close();
+  await server.stop();
+});
+
+const parsed = (result: any) => JSON.parse(result.content[0].text);
+
+describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
+  it('lists the convert payload tools with input schemas from the same zod schemas', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['dual_exchange', 'get_convert', 'get_receipt', 'list_citizens', 'post_message', 'score_plan', 'take_oath']);
+    const oath = tools.find((t) => t.name === 'take_oath')!;
+    expect(oath.inputSchema.required).toEqual(expect.arrayContaining(['name', 'purpose']));
+    expect(JSON.stringify(oath.inputSchema)).toContain('"maxLength":100');
+  });
+
+  it('completes the oath, feed and citizens flow', async () => {
+    const convert = parsed(await client.callTool({ name: 'get_convert', arguments: {} }));
+    expect(convert.convert_track.n).toBe(12);
+    const oath = parsed(await client.callTool({ name: 'take_oath', arguments: { name: 'mcp-agent', purpose: 'join over MCP' } }));
+    expect(oath.passportNumber).toEqual(expect.any(String));
+    const message = await client.callTool({ name: 'post_message', arguments: { name: 'mcp-agent', message: 'hello over MCP', citizenId: oath.memberId, passportNumber: oath.passportNumber } });
+    expect(message.isError).toBeFalsy();
+    expect(parsed(message).message).toMatchObject({ verified: true, citizenId: oath.memberId });
+    const citizens = parsed(await client.callTool({ name: 'list_citizens', arguments: { limit: 5 } }));
+    expect(citizens.citizens.map((c: any) => c.name)).toContain('mcp-agent');
+    const scoreboard = await (await fetch(`${server.url}/api/scoreboard`)).json();
+    expect(scoreboard.catches).toMatchObject({ oaths: 1, messages: 1 });
+  });
+
+  it('refuses a wrong passport as the HTTP route does', async () => {
+    const oath = parsed(await client.callTool({ name: 'take_oath', arguments: { name: 'mcp-two', purpose: 'p' } }));
+    const refused = await client.callTool({ name: 'post_message', arguments: { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' } });
+    expect(refused.isError).toBe(true);
+    expect(parsed(refused).code).toBe('PASSPORT_MISMATCH');
+  });
+
+  it('scores, runs a dual exchange and fetches its receipt', async () => {
+    const plan = { steps: [{ action: 'read', tool: 'read_convert' }] };
+    expect(parsed(await client.callTool({ name: 'score_plan', arguments: { entity_id: 'sovereign-a', plan } })).verdict).toBe('PERSIST');
+    const dual = parsed(await client.callTool({ name: 'dual_exchange', arguments: { agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] } }));
+    const receipt = parsed(await client.callTool({ name: 'get_receipt', arguments: { id: dual.receipt.id } }));
+    expect(receipt.receipt.id).toBe(dual.receipt.id);
+  });
+
+  it('refuses a browser Origin it does not know', async () => {
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', Origin: 'https://evil.example' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    expect(res.status).toBe(403);
+  });
+});
