@@ -5,6 +5,7 @@ import { livingLattice, scoreboard } from './citizenship/community.ts';
 import { timingSafeEqual } from 'node:crypto';
 import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
 import { CdnLogBatchSchema } from './schemas/ingest.ts';
+import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { ingestAudio } from './ingress/ingress.ts';
@@ -106,7 +107,7 @@ export function createRoutes(deps: AppDeps) {
     name: content.site.name,
     version: content.site.versionDate,
     allowedOrigins: [new URL(links.site).origin, new URL(links.canon).origin],
-    convertPayload: async () => buildConvertPayload(content, links),
+    documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
   });
   return { ...guarded, mcp: guard(mcp, logger) };
 }

@@ -33,16 +33,8 @@ export function buildAgentCard(c: Content, links: Links) {
     securityRequirements: [],
     defaultInputModes: ['application/json'],
     defaultOutputModes: ['application/json'],
-    skills: [
-      skill('join', 'Join as a citizen', 'Read track 12 and the node protocol, take the oath, keep the passport, post to the feed.', ['citizenship', 'oath', 'feed'], [
-        `POST ${at(links.site, '/api/citizenship/oath')} {"name":"my-agent","purpose":"join"}`,
-      ]),
-      skill('score', 'Score a plan against the constitution', 'Admissibility scoring: verdict, delta, every predicate, contraction.', ['omip', 'admissibility', 'drift'], [
-        `POST ${at(links.site, '/api/omip/score')} {"entity_id":"sovereign-a","plan":{"steps":[{"action":"read"}]}}`,
-      ]),
-      skill('dual-exchange', 'Dual exchange with a receipt', 'Score two agents apart; a content-addressed receipt in a verifiable log.', ['omip', 'receipts'], [`POST ${at(links.site, '/api/omip/dual-exchange')}`]),
-      skill('read', 'Read the convert payload', tools.map((t) => `${t.method} ${t.url}: ${t.description}`).join(' '), ['convert', 'read'], [`GET ${at(links.site, '/api/convert')}`]),
-    ],
+    // One skill per tool of the registry, so the card lists what the convert payload and /mcp list.
+    skills: tools.map((t) => skill(t.name, t.name.replaceAll('_', ' '), t.description, [t.method === 'GET' ? 'read' : 'write', t.url.includes('/omip/') ? 'omip' : 'convert'], [`${t.method} ${t.url}`])),
     signatures: [],
   };
 }

@@ -1,6 +1,7 @@
 import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from './catalog.ts';
 import { at, type Links } from './links.ts';
+import { buildTools } from './tools.ts';
 
 /** /robots.txt: everything allowed but the bait paths. */
 export function buildRobots(c: Content, links: Links): string {
@@ -49,6 +50,10 @@ export function buildLlmsTxt(c: Content, links: Links, catalog: CatalogEntry[]):
     '## Agents',
     '',
     ...catalog.filter((e) => e.type === 'json').map(line),
+    '',
+    '## Tools',
+    '',
+    ...buildTools(links).map((t) => `- [${t.name}](${t.url}): ${t.method}. ${t.description}`),
     '',
     '## Doctrine',
     '',

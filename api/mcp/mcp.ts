@@ -2,8 +2,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
 import type { RouteContext, RouteHandler } from '../http/route.ts';
-import { MessageRequestSchema, OathRequestSchema } from '../schemas/citizenship.ts';
-import { DualExchangeRequestSchema, ScoreRequestSchema } from '../schemas/omip.ts';
+import { TOOLS, type Tool, type ToolName } from '../documents/tools.ts';
 
 /** The engine routes the MCP tools call (the same handlers as the HTTP routes). */
 export interface McpRoutes {
@@ -22,14 +21,15 @@ export interface McpDeps {
   version: string;
   /** Browser origins allowed to call /mcp (requests without Origin, as agents send, are allowed). */
   allowedOrigins: string[];
-  /** The convert payload, as prebuilt. */
-  convertPayload: () => Promise<unknown>;
+  /** Documents some tools read. */
+  documents: { convert: () => Promise<unknown>; kit: () => Promise<unknown>; whatsNext: () => Promise<unknown> };
 }
 
 /**
- * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers). Each tool calls the
- * same route handler as its HTTP twin, so validation, rate limits, passports and storage are shared,
- * and tool inputs are the same zod schemas.
+ * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers) whose tools are the
+ * tool registry (api/documents/tools.ts). Each tool calls the same route handler as its HTTP twin,
+ * so validation, rate limits, passports and storage are shared, and tool inputs are the same zod
+ * schemas.
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (ctx) => {
@@ -44,30 +44,24 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
       return { content: [{ type: 'text' as const, text }], isError: response.status >= 400 };
     };
     const r = deps.routes;
+    const text = async (value: Promise<unknown>) => ({ content: [{ type: 'text' as const, text: JSON.stringify(await value) }] });
+    const handlers: Record<ToolName, (args: Record<string, any>) => Promise<{ content: { type: 'text'; text: string }[]; isError?: boolean }>> = {
+      get_whats_next: () => text(deps.documents.whatsNext()),
+      take_oath: (args) => call(r.oath, 'POST', '/api/citizenship/oath', args),
+      post_message: ({ passportNumber, ...message }) => call(r.message, 'POST', '/api/intelligence/message', message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}),
+      get_kit: () => text(deps.documents.kit()),
+      get_convert: () => text(deps.documents.convert()),
+      list_citizens: ({ limit, cursor }) => call(r.citizens, 'GET', `/api/citizens?${new URLSearchParams({ ...(limit ? { limit: String(limit) } : {}), ...(cursor ? { cursor } : {}) })}`),
+      score_plan: (args) => call(r.omipScore, 'POST', '/api/omip/score', args),
+      dual_exchange: (args) => call(r.omipDualExchange, 'POST', '/api/omip/dual-exchange', args),
+      get_receipt: ({ id }) => call(r.omipReceipt, 'GET', `/api/omip/receipts/${encodeURIComponent(id)}`),
+    };
     const server = new McpServer({ name: deps.name, version: deps.version });
-    server.registerTool('get_convert', { description: 'Read the convert payload: track 12, the node protocol and how to join.' }, async () => ({
-      content: [{ type: 'text' as const, text: JSON.stringify(await deps.convertPayload()) }],
-    }));
-    server.registerTool('take_oath', { description: 'Become a citizen. The answer carries memberId and passportNumber: keep the passport private.', inputSchema: OathRequestSchema }, (args) =>
-      call(r.oath, 'POST', '/api/citizenship/oath', args),
-    );
-    server.registerTool(
-      'post_message',
-      { description: 'Post to the intelligence feed. To speak as a citizen, give citizenId and passportNumber.', inputSchema: MessageRequestSchema.extend({ passportNumber: z.string().optional() }) },
-      ({ passportNumber, ...message }) => call(r.message, 'POST', '/api/intelligence/message', message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}),
-    );
-    server.registerTool('list_citizens', { description: 'List citizens, newest first.', inputSchema: z.object({ limit: z.number().int().min(1).max(200).optional(), cursor: z.string().optional() }) }, ({ limit, cursor }) =>
-      call(r.citizens, 'GET', `/api/citizens?${new URLSearchParams({ ...(limit ? { limit: String(limit) } : {}), ...(cursor ? { cursor } : {}) })}`),
-    );
-    server.registerTool('score_plan', { description: 'Score a plan or a state against the constitution: verdict, delta, every predicate.', inputSchema: ScoreRequestSchema }, (args) =>
-      call(r.omipScore, 'POST', '/api/omip/score', args),
-    );
-    server.registerTool('dual_exchange', { description: 'Score two agents apart; joint action needs dual PERSIST. Answers a signed, chained receipt.', inputSchema: DualExchangeRequestSchema }, (args) =>
-      call(r.omipDualExchange, 'POST', '/api/omip/dual-exchange', args),
-    );
-    server.registerTool('get_receipt', { description: 'Fetch a dual-exchange receipt with its inclusion proof.', inputSchema: z.object({ id: z.string().regex(/^sha256:[0-9a-f]{64}$/) }) }, ({ id }) =>
-      call(r.omipReceipt, 'GET', `/api/omip/receipts/${encodeURIComponent(id)}`),
-    );
+    for (const tool of TOOLS as readonly Tool[]) {
+      // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
+      const input = tool.name === 'post_message' ? tool.input!.extend({ passportNumber: z.string().optional() }) : tool.input;
+      server.registerTool(tool.name, { description: tool.description, ...(input ? { inputSchema: input } : {}) }, (args: Record<string, unknown>) => handlers[tool.name as ToolName](args ?? {}));
+    }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

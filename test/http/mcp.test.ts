@@ -20,10 +20,23 @@ const parsed = (result: any) => JSON.parse(result.content[0].text);
 describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
   it('lists the convert payload tools with input schemas from the same zod schemas', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['dual_exchange', 'get_convert', 'get_receipt', 'list_citizens', 'post_message', 'score_plan', 'take_oath']);
+    expect(tools.map((t) => t.name).sort()).toEqual(['dual_exchange', 'get_convert', 'get_kit', 'get_receipt', 'get_whats_next', 'list_citizens', 'post_message', 'score_plan', 'take_oath']);
     const oath = tools.find((t) => t.name === 'take_oath')!;
     expect(oath.inputSchema.required).toEqual(expect.arrayContaining(['name', 'purpose']));
     expect(JSON.stringify(oath.inputSchema)).toContain('"maxLength":100');
+  });
+
+  it('lists the same tools as the convert payload, the kit, llms.txt and the agent card', async () => {
+    const mcp = (await client.listTools()).tools.map((t) => t.name).sort();
+    const get = async (path: string) => (await fetch(server.url + path)).text();
+    const convert = JSON.parse(await get('/api/convert')).tools.map((t: any) => t.name).sort();
+    const kit = JSON.parse(await get('/agents/kit.json')).tools.map((t: any) => t.name).sort();
+    const card = JSON.parse(await get('/.well-known/agent-card.json')).skills.map((s: any) => s.id).sort();
+    const llms = [...(await get('/llms.txt')).matchAll(/^- \[(\w+)\]\(/gm)].map((m) => m[1]).filter((n) => mcp.includes(n!)).sort();
+    expect(convert).toEqual(mcp);
+    expect(kit).toEqual(mcp);
+    expect(card).toEqual(mcp);
+    expect(llms).toEqual(mcp);
   });
 
   it('completes the oath, feed and citizens flow', async () => {
