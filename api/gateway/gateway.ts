@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { HttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
+import { HttpProblem, isHttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
 import { readBody, type BodyPolicy } from './body.ts';
 import { chooseEncoding, normalisePath, type StaticFile } from './static-site.ts';
 
@@ -106,7 +106,7 @@ export function createGateway(options: GatewayOptions) {
       }
       await render(req, res, () => notFound(req, res, path), locals);
     } catch (error) {
-      if (error instanceof HttpProblem) return sendProblem(res, error, rawPath, method === 'HEAD');
+      if (isHttpProblem(error)) return sendProblem(res, error, rawPath, method === 'HEAD');
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
       sendProblem(res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
     }

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
 import type { Idempotency, StoredAnswer } from './idempotency.ts';
 import { parseJson, validate } from './json-body.ts';
-import { HttpProblem } from './problem.ts';
+import { HttpProblem, isHttpProblem } from './problem.ts';
 import type { WriteLimiter } from './rate-limit.ts';
 
 /** What a framework-free route sees of a request. */
@@ -25,7 +25,7 @@ export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
     try {
       return await handler(ctx);
     } catch (error) {
-      if (error instanceof HttpProblem) return error.toResponse(instance);
+      if (isHttpProblem(error)) return error.toResponse(instance);
       logger.error({ err: error, path: instance }, 'route failed');
       return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toResponse(instance);
     }

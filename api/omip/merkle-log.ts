@@ -1,4 +1,4 @@
-import { consistencyProof, inclusionProof, leafHash, nodeHash, rootOf } from './merkle.ts';
+import { consistencyProof, leafHash, nodeHash, rootOf } from './merkle.ts';
 
 /**
  * An append-only RFC 9162 tree kept in memory: leaf hashes are computed once, and the roots of
@@ -58,8 +58,4 @@ export class MerkleLog {
     return consistencyProof(m, this.#leaves.slice(0, size));
   }
 
-  /** The reference inclusion proof, for tests that compare the two. */
-  referenceInclusion(m: number, size = this.size): Buffer[] {
-    return inclusionProof(m, this.#leaves.slice(0, size));
-  }
 }

@@ -2,7 +2,7 @@ import type { Content } from '../content/load.ts';
 import { shellQuote } from '../documents/convert.ts';
 import { at, type Links } from '../documents/links.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
-import { farmScore, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
+import { BAIT_BROWSER, farmScore, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)
@@ -13,7 +13,7 @@ const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway pro
 
 /** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic). */
 export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
-  const families = Object.values(s.families).filter((f) => f.family !== 'browser in a bait path');
+  const families = Object.values(s.families).filter((f) => f.family !== BAIT_BROWSER);
   return {
     version: `${c.site.service}-bot-traffic/v1`,
     generatedAt: now.toISOString(),
@@ -50,7 +50,7 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
   const rows = Object.values(s.families);
   const classCounts = Object.fromEntries(BOT_CLASSES.map((k) => [k, 0]));
   for (const f of rows) classCounts[wallClass(f)]! += f.requests;
-  const bots = rows.filter((f) => f.family !== 'browser in a bait path');
+  const bots = rows.filter((f) => f.family !== BAIT_BROWSER);
   const invite = {
     agents: at(links.site, '/api/convert'),
     oath: at(links.site, '/api/citizenship/oath'),
