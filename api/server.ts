@@ -10,6 +10,7 @@ import { createLogger, type Logger } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
+import { rangesOf } from './telemetry/verify.ts';
 import { createOmip } from './omip/service.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
@@ -76,6 +77,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
+    ranges: rangesOf(content.botIpRanges),
     store: store.telemetry,
     baitPaths: content.crawlPolicy.disallow,
     logger,

@@ -15,7 +15,7 @@ import {
   type DoctrineFrontmatter,
 } from '../schemas/content.ts';
 import { ConstitutionSchema } from '../schemas/constitution.ts';
-import { BotFamiliesSchema } from '../schemas/bot-families.ts';
+import { BotFamiliesSchema, BotIpRangesSchema } from '../schemas/bot-families.ts';
 
 /**
  * Every content file with the schema that validates it. `src/content.config.ts` declares one
@@ -32,6 +32,7 @@ export const CONTENT_FILES = {
   property: { file: 'property.yaml', schema: PropertyContentSchema },
   constitution: { file: 'constitution.yaml', schema: ConstitutionSchema },
   botFamilies: { file: 'bot-families.yaml', schema: BotFamiliesSchema },
+  botIpRanges: { file: 'bot-ip-ranges.yaml', schema: BotIpRangesSchema },
 } as const;
 
 export type ContentKey = keyof typeof CONTENT_FILES;

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 export const BOT_CLASSES = ['Crawler', 'Bot', 'Eater', 'Intelligence', 'Cosplay'] as const;
@@ -21,3 +22,12 @@ export const BotFamiliesSchema = z.object({ families: z.array(BotFamilySchema).m
 /** Search, advertising and link-preview families: presence only, never conversion targets. */
 export const neverTargets = (families: BotFamily[]): string[] =>
   families.filter((f) => f.kind === 'search' || f.kind === 'advertising' || f.kind === 'preview').map((f) => f.family);
+
+const Cidr = z.string().refine((c) => /^[0-9a-f.:]+\/\d{1,3}$/i.test(c) && isIP(c.split('/')[0]!) !== 0, 'must be an IPv4 or IPv6 prefix such as 66.249.64.0/19');
+
+/** content/bot-ip-ranges.yaml: operators' published address ranges, by family. */
+export const BotIpRangesSchema = z.object({
+  updated: z.iso.date(),
+  families: z.record(z.string(), z.object({ source: z.url({ protocol: /^https$/ }), prefixes: z.array(Cidr) })),
+});
+export type BotIpRanges = z.output<typeof BotIpRangesSchema>;

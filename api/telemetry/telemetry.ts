@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
@@ -9,6 +10,8 @@ import { createVerifier, type Resolver } from './verify.ts';
 export interface TelemetryOptions {
   classify: Classifier;
   resolver: Resolver;
+  /** Operators' published address ranges by family. */
+  ranges?: Map<string, BlockList>;
   store: TelemetryStore;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
@@ -45,7 +48,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     settle(ledger, family, verdict, waiting.get(key) ?? 0);
     waiting.delete(key);
     dirty = true;
-  });
+  }, o.ranges);
 
   async function flush(): Promise<void> {
     if (!dirty) return;
@@ -80,7 +83,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (!classification.bot && !bait) return;
       let verification: 'verified' | 'unverified' | null = null;
       const known = classification.known;
-      if (known?.rdns?.length) {
+      if (known && verifier.canVerify(known)) {
         const ipKey = createHash('sha256').update(r.remoteAddress).digest('base64url').slice(0, 16);
         verification = verifier.lookup(known, r.remoteAddress, ipKey);
         if (verification === null) {

@@ -138,3 +138,18 @@ describe('the ledger', () => {
     expect(s.families.Googlebot!.unverified).toBe(1);
   });
 });
+
+describe('verification by published IP ranges', () => {
+  it('verifies an address inside the operator ranges and refuses one outside', async () => {
+    const { rangesOf, verifyByRanges } = await import('../../api/telemetry/verify.ts');
+    const lists = rangesOf({ updated: '2026-11-21', families: { Googlebot: { source: 'https://example.org/g.json', prefixes: ['66.249.64.0/19', '2001:4860:4801::/48'] }, Empty: { source: 'https://example.org/e.json', prefixes: [] } } });
+    const google = lists.get('Googlebot')!;
+    expect(verifyByRanges(google, '66.249.66.1')).toBe('verified');
+    expect(verifyByRanges(google, '::ffff:66.249.66.1')).toBe('verified');
+    expect(verifyByRanges(google, '2001:4860:4801:10::1')).toBe('verified');
+    expect(verifyByRanges(google, '66.249.96.1')).toBe('unverified');
+    expect(verifyByRanges(google, '127.0.0.1')).toBe('unverified');
+    expect(verifyByRanges(google, 'not-an-ip')).toBe('unverified');
+    expect(lists.has('Empty')).toBe(false);
+  });
+});
