@@ -114,6 +114,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://127.0.0.1:${port}`;
   logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR }, 'listening');
+  // Supervisors and tests wait for this line: do not leave it in the buffer.
+  logger.flush();
 
   let closing: Promise<void> | undefined;
   const close = () =>

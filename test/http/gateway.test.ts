@@ -128,8 +128,9 @@ describe('bodies and errors', () => {
     // Log lines are written asynchronously: wait for this one (at most 3 s), then a little more for any duplicate.
     for (let i = 0; i < 60 && !server.logs.slice(before).some((l) => l.includes('"path":"/llms.txt"')); i++) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, 200));
+    // Lines of earlier requests may arrive in the same buffered write: look at this request's lines.
     const lines = server.logs.slice(before).map((l) => JSON.parse(l));
-    const requests = lines.filter((l) => l.msg === 'request');
+    const requests = lines.filter((l) => l.msg === 'request' && l.path === '/llms.txt');
     expect(requests).toHaveLength(1);
     expect(requests[0]).toMatchObject({ method: 'GET', path: '/llms.txt', status: 200 });
     expect(server.logs.join('\n')).not.toContain('should-not-be-logged');
