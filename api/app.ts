@@ -1,21 +1,20 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
-import { timingSafeEqual } from 'node:crypto';
-import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
-import { CdnLogBatchSchema } from './schemas/ingest.ts';
+import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
-import { createMcpRoute } from './mcp/mcp.ts';
-import { ingestAudio } from './ingress/ingress.ts';
-import { IngressMetadataSchema } from './schemas/ingress.ts';
-import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
-import type { Content } from './content/load.ts';
 import type { Links } from './documents/links.ts';
-import { HttpProblem } from './http/problem.ts';
+import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, HttpProblem, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
+import { ingestAudio } from './ingress/ingress.ts';
+import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
 import type { Omip } from './omip/service.ts';
+import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
+import { CdnLogBatchSchema } from './schemas/ingest.ts';
+import { IngressMetadataSchema } from './schemas/ingress.ts';
 import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from './schemas/omip.ts';
 import type { Store } from './store/types.ts';
 import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
@@ -37,7 +36,7 @@ export interface AppDeps {
 
 /** Constant-time check of `Authorization: Bearer <token>`. */
 function checkBearer(request: Request, token: string): void {
-  const given = Buffer.from(/^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1] ?? '');
+  const given = Buffer.from(bearerToken(request.headers.get('authorization')) ?? '');
   const wanted = Buffer.from(token);
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
     throw new HttpProblem(401, 'INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.', { headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } });

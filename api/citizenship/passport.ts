@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { HttpProblem } from '../http/problem.ts';
+import { bearerToken, HttpProblem } from '../http/problem.ts';
 
 /** A new passport number: 256 random bits, shown once. */
 export const newPassport = (): string => `pp_${randomBytes(32).toString('base64url')}`;
@@ -9,13 +9,13 @@ export const hashPassport = (passport: string): string => createHash('sha256').u
 
 /** Checks `Authorization: Bearer <passport>` against a stored hash: 401 when absent, 403 when wrong. */
 export function checkPassport(authorization: string | null, storedHash: string | null): void {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-  if (!match) {
+  const token = bearerToken(authorization);
+  if (token === null) {
     throw new HttpProblem(401, 'PASSPORT_REQUIRED', 'Speaking as a citizen needs `Authorization: Bearer <passportNumber>` from your oath.', {
       headers: { 'WWW-Authenticate': 'Bearer realm="citizens"' },
     });
   }
-  const given = Buffer.from(hashPassport(match[1]!), 'hex');
+  const given = Buffer.from(hashPassport(token), 'hex');
   const stored = Buffer.from(storedHash ?? '0'.repeat(64), 'hex');
   if (storedHash === null || !timingSafeEqual(given, stored)) {
     throw new HttpProblem(403, 'PASSPORT_MISMATCH', 'This passport does not belong to that citizenId.');

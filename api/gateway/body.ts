@@ -11,9 +11,9 @@ export interface BodyPolicy {
   allows(mediaType: string): boolean;
 }
 
-/** JSON bodies: application/json and any +json type. */
 const isJson = (t: string) => t === 'application/json' || t.endsWith('+json');
 
+/** JSON bodies: application/json and any +json type. */
 export const jsonBody = (limit: number): BodyPolicy => ({
   limit: () => limit,
   accepts: ['application/json'],

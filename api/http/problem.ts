@@ -72,3 +72,6 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 const titleOf = (status: number) => TITLES[status] ?? 'Error';
+
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export const bearerToken = (authorization: string | null): string | null => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;

@@ -33,34 +33,45 @@ export interface McpDeps {
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (ctx) => {
-    const call = async (handler: RouteHandler, method: 'GET' | 'POST', path: string, body?: unknown, headers: Record<string, string> = {}) => {
-      const request = new Request(deps.siteUrl + path, {
-        method,
+    /**
+     * Calls a route as its tool describes it: a POST sends the arguments as the body; a GET puts
+     * `{name}` arguments into the path and the rest into the query.
+     */
+    const call = async (handler: RouteHandler, tool: Tool, args: Record<string, unknown>, headers: Record<string, string> = {}) => {
+      const rest = { ...args };
+      const path = tool.path.replace(/\{(\w+)\}/g, (_, name: string) => {
+        const value = String(rest[name]);
+        delete rest[name];
+        return encodeURIComponent(value);
+      });
+      const query = new URLSearchParams(Object.entries(rest).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+      const request = new Request(deps.siteUrl + (tool.method === 'GET' && query.size > 0 ? `${path}?${query}` : path), {
+        method: tool.method,
         headers: { 'Content-Type': 'application/json', ...headers },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(tool.method === 'POST' ? { body: JSON.stringify(args) } : {}),
       });
       const response = await handler({ request, client: ctx.client } satisfies RouteContext);
-      const text = await response.text();
-      return { content: [{ type: 'text' as const, text }], isError: response.status >= 400 };
+      return { content: [{ type: 'text' as const, text: await response.text() }], isError: response.status >= 400 };
     };
     const r = deps.routes;
     const text = async (value: Promise<unknown>) => ({ content: [{ type: 'text' as const, text: JSON.stringify(await value) }] });
-    const handlers: Record<ToolName, (args: Record<string, any>) => Promise<{ content: { type: 'text'; text: string }[]; isError?: boolean }>> = {
+    type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
+    const handlers: Record<ToolName, (tool: Tool, args: Record<string, any>) => Promise<Result>> = {
       get_whats_next: () => text(deps.documents.whatsNext()),
-      take_oath: (args) => call(r.oath, 'POST', '/api/citizenship/oath', args),
-      post_message: ({ passportNumber, ...message }) => call(r.message, 'POST', '/api/intelligence/message', message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}),
+      take_oath: (tool, args) => call(r.oath, tool, args),
+      // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
+      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}),
       get_kit: () => text(deps.documents.kit()),
       get_convert: () => text(deps.documents.convert()),
-      list_citizens: ({ limit, cursor }) => call(r.citizens, 'GET', `/api/citizens?${new URLSearchParams({ ...(limit ? { limit: String(limit) } : {}), ...(cursor ? { cursor } : {}) })}`),
-      score_plan: (args) => call(r.omipScore, 'POST', '/api/omip/score', args),
-      dual_exchange: (args) => call(r.omipDualExchange, 'POST', '/api/omip/dual-exchange', args),
-      get_receipt: ({ id }) => call(r.omipReceipt, 'GET', `/api/omip/receipts/${encodeURIComponent(id)}`),
+      list_citizens: (tool, args) => call(r.citizens, tool, args),
+      score_plan: (tool, args) => call(r.omipScore, tool, args),
+      dual_exchange: (tool, args) => call(r.omipDualExchange, tool, args),
+      get_receipt: (tool, args) => call(r.omipReceipt, tool, args),
     };
     const server = new McpServer({ name: deps.name, version: deps.version });
     for (const tool of TOOLS as readonly Tool[]) {
-      // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
       const input = tool.name === 'post_message' ? tool.input!.extend({ passportNumber: z.string().optional() }) : tool.input;
-      server.registerTool(tool.name, { description: tool.description, ...(input ? { inputSchema: input } : {}) }, (args: Record<string, unknown>) => handlers[tool.name as ToolName](args ?? {}));
+      server.registerTool(tool.name, { description: tool.description, ...(input ? { inputSchema: input } : {}) }, (args: Record<string, unknown>) => handlers[tool.name as ToolName](tool, args ?? {}));
     }
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -3,7 +3,7 @@ import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
-import type { Classifier } from './classify.ts';
+import type { Classification, Classifier } from './classify.ts';
 import { count, emptySnapshot, mergeSnapshots, settle, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, type Resolver } from './verify.ts';
 
@@ -63,17 +63,21 @@ export async function createTelemetry(o: TelemetryOptions) {
   const timer = setInterval(() => void flush(), o.flushMs ?? 5000);
   timer.unref();
 
+  /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: 'verified' | 'unverified' | null): boolean {
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait });
+    dirty ||= counted;
+    return counted;
+  }
+
   return {
     /** Counts requests a CDN served (no client address, so no verification). */
     ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined }[]): number {
       let counted = 0;
       for (const l of lines) {
-        const classification = o.classify(l.userAgent);
         const path = readable(l.path);
-        const bait = under(path, o.baitPaths);
-        if (count(ledger, { at: l.time ? new Date(l.time) : now(), method: l.method, path, status: l.status, host: l.host.replace(/:\d+$/, ''), classification, verification: null, bait, disallowed: bait })) counted++;
+        if (countRequest(l, o.classify(l.userAgent), under(path, o.baitPaths), path, l.time ? new Date(l.time) : now(), null)) counted++;
       }
-      dirty ||= counted > 0;
       return counted;
     },
     observe(r: ObservedRequest): void {
@@ -91,7 +95,7 @@ export async function createTelemetry(o: TelemetryOptions) {
           waiting.set(key, (waiting.get(key) ?? 0) + 1);
         }
       }
-      dirty = count(ledger, { at: now(), method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait }) || dirty;
+      countRequest(r, classification, bait, path, now(), verification);
     },
     /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,
