@@ -11,6 +11,7 @@ import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { rangesOf } from './telemetry/verify.ts';
+import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
@@ -78,6 +79,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
     ranges: rangesOf(content.botIpRanges),
+    families: content.botFamilies.families,
+    fetchDirectory: httpDirectoryFetcher(),
     store: store.telemetry,
     baitPaths: content.crawlPolicy.disallow,
     logger,

@@ -14,7 +14,14 @@ export interface ObservedRequest {
   durationMs: number;
   /** The client address as the socket saw it; never stored or logged in clear. */
   remoteAddress: string;
+  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
+  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined };
 }
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+};
 
 /** Astro's node handler (`@astrojs/node` middleware mode). */
 export type RenderHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void, locals?: object) => Promise<void>;
@@ -74,7 +81,7 @@ export function createGateway(options: GatewayOptions) {
       if (reported) return;
       reported = true;
       try {
-        options.observe({
+        const observed: ObservedRequest = {
           method,
           path: rawPath,
           host: req.headers.host ?? '',
@@ -82,7 +89,11 @@ export function createGateway(options: GatewayOptions) {
           status: res.statusCode,
           durationMs: performance.now() - started,
           remoteAddress,
-        });
+        };
+        const signatureInput = header(req, 'signature-input');
+        const signature = header(req, 'signature');
+        if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent') };
+        options.observe(observed);
       } catch (error) {
         logger.error({ err: error }, 'request observer failed');
       }

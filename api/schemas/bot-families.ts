@@ -3,6 +3,13 @@ import { z } from 'zod';
 
 export const BOT_CLASSES = ['Crawler', 'Bot', 'Eater', 'Intelligence', 'Cosplay'] as const;
 
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+/** An agent origin: https, or http on the loopback interface (tests and local agents). */
+const SignatureAgent = z.url().refine((u) => {
+  const url = new URL(u);
+  return url.origin === u.replace(/\/$/, '') && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname)));
+}, 'must be an origin such as https://chatgpt.com (http only on the loopback interface)');
+
 /** One known crawler or bot family. */
 export const BotFamilySchema = z.object({
   family: z.string().min(1),
@@ -13,6 +20,8 @@ export const BotFamilySchema = z.object({
   class: z.enum(BOT_CLASSES),
   /** Host name suffixes for reverse DNS with forward confirmation, where the operator documents them. */
   rdns: z.array(z.string().regex(/^\.[a-z0-9.-]+$/)).optional(),
+  /** Web Bot Auth: origins whose key directory signs this family's requests (Signature-Agent). */
+  signature_agents: z.array(SignatureAgent).optional(),
 });
 export type BotFamily = z.output<typeof BotFamilySchema>;
 

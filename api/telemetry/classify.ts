@@ -15,6 +15,9 @@ export interface Classification {
 
 const HUMAN: Classification = { bot: false, family: null, class: null, known: null };
 
+/** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
+export const classificationOf = (known: BotFamily): Classification => ({ bot: true, family: known.family, class: known.class, known });
+
 /** Product tokens of a User-Agent: `Mozilla/5.0 (compatible; GPTBot/1.2; +url)` → mozilla, compatible, gptbot, ... */
 export function productTokens(userAgent: string): string[] {
   return userAgent
@@ -47,7 +50,7 @@ export function createClassifier(families: BotFamily[], cacheSize = 10_000) {
   function uncached(userAgent: string): Classification {
     for (const token of productTokens(userAgent)) {
       const known = byToken.get(token);
-      if (known) return { bot: true, family: known.family, class: known.class, known };
+      if (known) return classificationOf(known);
     }
     if (userAgent === '' || !isbot(userAgent)) return HUMAN;
     const match = FALLBACK.find((f) => f.regex.test(userAgent));

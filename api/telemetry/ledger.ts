@@ -102,7 +102,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   const row = (s.families[name] ??= {
     family: name,
     class: c.class ?? 'Cosplay',
-    verifiable: e.verification !== null || (c.known?.rdns?.length ?? 0) > 0,
+    verifiable: e.verification !== null || (c.known?.rdns?.length ?? 0) > 0 || (c.known?.signature_agents?.length ?? 0) > 0,
     requests: 0,
     firstSeen: at,
     lastSeen: at,

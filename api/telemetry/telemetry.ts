@@ -3,13 +3,19 @@ import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
-import type { Classification, Classifier } from './classify.ts';
+import type { BotFamily } from '../schemas/bot-families.ts';
+import { classificationOf, type Classification, type Classifier } from './classify.ts';
 import { count, emptySnapshot, mergeSnapshots, settle, type TelemetrySnapshot } from './ledger.ts';
-import { createVerifier, type Resolver } from './verify.ts';
+import { createVerifier, type Resolver, type Verdict } from './verify.ts';
+import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
 export interface TelemetryOptions {
   classify: Classifier;
   resolver: Resolver;
+  /** The curated families (content/bot-families.yaml), for Web Bot Auth's registered agents. */
+  families: BotFamily[];
+  /** Fetches a registered signature agent's key directory. */
+  fetchDirectory: DirectoryFetcher;
   /** Operators' published address ranges by family. */
   ranges?: Map<string, BlockList>;
   store: TelemetryStore;
@@ -49,6 +55,26 @@ export async function createTelemetry(o: TelemetryOptions) {
     waiting.delete(key);
     dirty = true;
   }, o.ranges);
+  const signatures = createSignatureVerifier({
+    families: o.families,
+    fetchDirectory: o.fetchDirectory,
+    onResult: (family, verdict) => {
+      settle(ledger, family, verdict, 1);
+      dirty = true;
+    },
+  });
+
+  /**
+   * A request signed by a registered agent is that agent's family, whatever its User-Agent says
+   * (signed agents often send a browser's), unless the User-Agent names another known family.
+   */
+  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Verdict | null } | null {
+    if (!r.signature) return null;
+    const family = signatures.familyOf(r.signature.signatureAgent);
+    if (!family || (classification.known && classification.known !== family)) return null;
+    const verification = signatures.check(family, { method: r.method, authority: r.host, path: r.path, ...r.signature });
+    return { classification: classificationOf(family), verification };
+  }
 
   async function flush(): Promise<void> {
     if (!dirty) return;
@@ -64,7 +90,7 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: 'verified' | 'unverified' | null): boolean {
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Verdict | null): boolean {
     const counted = count(ledger, { at, method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait });
     dirty ||= counted;
     return counted;
@@ -81,13 +107,15 @@ export async function createTelemetry(o: TelemetryOptions) {
       return counted;
     },
     observe(r: ObservedRequest): void {
-      const classification = o.classify(r.userAgent);
+      const claimed = o.classify(r.userAgent);
+      const signed = bySignature(r, claimed);
+      const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = under(path, o.baitPaths);
       if (!classification.bot && !bait) return;
-      let verification: 'verified' | 'unverified' | null = null;
+      let verification: Verdict | null = signed ? signed.verification : null;
       const known = classification.known;
-      if (known && verifier.canVerify(known)) {
+      if (!signed && known && verifier.canVerify(known)) {
         const ipKey = createHash('sha256').update(r.remoteAddress).digest('base64url').slice(0, 16);
         verification = verifier.lookup(known, r.remoteAddress, ipKey);
         if (verification === null) {
