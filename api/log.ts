@@ -2,15 +2,60 @@ import { pino, type Logger } from 'pino';
 
 export type { Logger };
 
-// Lines are buffered up to 8 KiB and written at least every 200 ms: one write(2) per request line
-// cost about a tenth of static throughput.
+// Lines are collected up to 8 KiB and written at least every 200 ms. A write(2) per request line
+// cost about a tenth of static throughput, and pino's own buffered destination (sonic-boom) still
+// cost 1.2-2 µs a line here against 0.06 µs for appending to a string.
 const BUFFER_BYTES = 8 * 1024;
 const FLUSH_MS = 200;
 
-/** Structured JSON lines on stdout (flush before exit). Secrets never reach it: callers log chosen fields, never a request or a body. */
-export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
-  if (destination) return pino({ level, base: undefined }, destination);
-  const stream = pino.destination({ dest: 1, sync: false, minLength: BUFFER_BYTES });
-  setInterval(() => stream.flush(), FLUSH_MS).unref();
-  return pino({ level, base: undefined }, stream);
+/** Where log lines go: a writable stream (stdout by default). */
+export interface LogSink {
+  write(chunk: string, callback?: () => void): unknown;
+}
+
+/**
+ * Lines appended in memory and handed to the sink in chunks. On Linux, writes to stdout are
+ * synchronous for files, terminals and pipes alike, so a flush at exit is complete.
+ */
+function lineBuffer(sink: LogSink) {
+  let pending = '';
+  const flush = (callback?: () => void) => {
+    if (pending === '') return void (callback && process.nextTick(callback));
+    const chunk = pending;
+    pending = '';
+    sink.write(chunk, callback);
+  };
+  setInterval(flush, FLUSH_MS).unref();
+  return {
+    write(line: string) {
+      pending += line;
+      if (pending.length >= BUFFER_BYTES) flush();
+    },
+    flush,
+  };
+}
+
+/** The fields of the one log line per request. */
+export interface RequestLine {
+  method: string;
+  path: string;
+  status: number;
+  ms: number;
+}
+
+export interface Logging {
+  logger: Logger;
+  /** Writes the request line in the shape pino gives it, without pino's serializer: four known fields need none. */
+  requestLog: (line: RequestLine) => void;
+}
+
+/** Structured JSON lines (flush before exit). Secrets never reach them: callers log chosen fields, never a request or a body. */
+export function createLogging(level: string, sink: LogSink = process.stdout): Logging {
+  const buffer = lineBuffer(sink);
+  const logger = pino({ level, base: undefined }, buffer);
+  const requestLog = logger.isLevelEnabled('info')
+    ? (l: RequestLine) =>
+        buffer.write(`{"level":30,"time":${Date.now()},"method":${JSON.stringify(l.method)},"path":${JSON.stringify(l.path)},"status":${l.status},"ms":${l.ms},"msg":"request"}\n`)
+    : () => {};
+  return { logger, requestLog };
 }

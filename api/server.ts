@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
@@ -31,7 +31,7 @@ export interface RunningServer {
 export interface StartOptions {
   /** Extra observer of finished requests (tests use it to prove one call per request). */
   observe?: (request: ObservedRequest) => void;
-  logDestination?: NodeJS.WritableStream;
+  logDestination?: LogSink;
 }
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
@@ -66,7 +66,7 @@ export function ensureBuild(config: Config, logger: Logger): void {
 
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = createLogger(config.LOG_LEVEL, options.logDestination);
+  const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
   ensureBuild(config, logger);
 
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
@@ -93,7 +93,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.
-    logger.info({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 }, 'request');
+    requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
     telemetry.observe(r);
     options.observe?.(r);
   };

@@ -1,10 +1,42 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
+
+// Servers run on the last CPU and the load generator (this process) on the others, so the two never
+// trade cores mid-run: on this 2-core machine, unpinned runs of the same server moved by ±25%.
+const CPUS = availableParallelism();
+const SERVER_CPU = String(CPUS - 1);
+const pinning = CPUS > 1 && (() => {
+  try {
+    execFileSync('taskset', ['-p', '-c', `0-${CPUS - 2}`, String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+/** The command that runs node with `args`, on the server CPU when pinning works here. */
+export const serverCommand = (args: string[]): [string, string[]] =>
+  pinning ? ['taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args]] : ['node_modules/.bin/node', args];
 
 export interface Figures {
   rps: number;
   p99: number;
+  /** The server's CPU time per answered request, in µs, when its process was measured. */
+  cpuUs?: number | undefined;
+}
+
+/** CPU seconds (user + system) a process has used so far; Linux /proc, 100 ticks a second. */
+function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
 }
 
 /** A free port on the loopback interface. */
@@ -20,7 +52,8 @@ export function freePort(): Promise<number> {
 /** Starts a server child process on a free port (stdout discarded) and waits until it answers. */
 export async function startChild(args: string[], env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn('node_modules/.bin/node', args, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const [command, argv] = serverCommand(args);
+  const child = spawn(command, argv, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
@@ -31,8 +64,25 @@ export async function startChild(args: string[], env: Record<string, string> = {
   throw new Error(`${args.join(' ')} did not answer on ${url}`);
 }
 
-/** One autocannon run; requests are bounded by duration and stop by themselves. */
-export async function load(url: string, options: { seconds: number; connections?: number; method?: string; headers?: Record<string, string>; body?: string }): Promise<Figures> {
+export interface LoadOptions {
+  seconds: number;
+  connections?: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Requests to cycle through (autocannon's `requests`), instead of one. */
+  requests?: { method: string; headers?: Record<string, string> }[];
+  /** The server process, to measure its CPU time per request. */
+  pid?: number | undefined;
+}
+
+/**
+ * One autocannon run; requests are bounded by duration and stop by themselves. With `pid`, the
+ * server's CPU time per request is measured too: it does not depend on whether the load generator
+ * or the server was the bottleneck, which req/s on a shared 2-core machine does.
+ */
+export async function load(url: string, options: LoadOptions): Promise<Figures> {
+  const before = cpuSeconds(options.pid);
   const result = await autocannon({
     url,
     duration: options.seconds,
@@ -40,24 +90,48 @@ export async function load(url: string, options: { seconds: number; connections?
     method: (options.method ?? 'GET') as 'GET',
     headers: options.headers,
     body: options.body,
+    ...(options.requests ? { requests: options.requests as autocannon.Request[] } : {}),
   });
+  const after = cpuSeconds(options.pid);
   if (result.non2xx > 0 || result.errors > 0) console.warn(`  ${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p99: result.latency.p99 };
+  const cpuUs = before !== null && after !== null && result.requests.total > 0 ? ((after - before) * 1e6) / result.requests.total : undefined;
+  return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-/** Runs candidate and baseline alternately `rounds` times and reports medians and the ratio. */
+/**
+ * Runs candidate and baseline back to back `rounds` times (which goes first alternates), and
+ * reports median req/s and p99 of each and the median of the per-round ratios: a pair measured
+ * seconds apart shares the machine's drift, which a ratio of medians over the whole run does not.
+ */
 export async function compare(name: string, rounds: number, candidate: () => Promise<Figures>, baseline: () => Promise<Figures>) {
   const c: Figures[] = [];
   const b: Figures[] = [];
   for (let i = 0; i < rounds; i++) {
-    c.push(await candidate());
-    b.push(await baseline());
+    if (i % 2 === 0) {
+      c.push(await candidate());
+      b.push(await baseline());
+    } else {
+      b.push(await baseline());
+      c.push(await candidate());
+    }
   }
   const cand = { rps: median(c.map((f) => f.rps)), p99: median(c.map((f) => f.p99)) };
   const base = { rps: median(b.map((f) => f.rps)), p99: median(b.map((f) => f.p99)) };
-  const ratio = cand.rps / base.rps;
-  console.log(`${name}: candidate ${cand.rps.toFixed(0)} req/s (p99 ${cand.p99} ms), baseline ${base.rps.toFixed(0)} req/s (p99 ${base.p99} ms), ratio ${ratio.toFixed(3)}`);
-  return { candidate: cand, baseline: base, ratio };
+  const ratios = c.map((f, i) => f.rps / b[i]!.rps);
+  const ratio = median(ratios);
+  console.log(
+    `${name}: candidate ${cand.rps.toFixed(0)} req/s (p99 ${cand.p99} ms), baseline ${base.rps.toFixed(0)} req/s (p99 ${base.p99} ms), ` +
+      `ratio ${ratio.toFixed(3)} (median of ${rounds} rounds, ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}${pinning ? '; servers pinned to one CPU' : ''})`,
+  );
+  // Server CPU per request, baseline over candidate: the req/s ratio a CPU-bound server would reach.
+  let cpuRatio: number | undefined;
+  if (c.every((f) => f.cpuUs !== undefined) && b.every((f) => f.cpuUs !== undefined)) {
+    const cc = median(c.map((f) => f.cpuUs!));
+    const bc = median(b.map((f) => f.cpuUs!));
+    cpuRatio = bc / cc;
+    console.log(`  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)}`);
+  }
+  return { candidate: cand, baseline: base, ratio, cpuRatio };
 }

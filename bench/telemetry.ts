@@ -1,15 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { loadContent } from '../api/content/load.ts';
 import { createClassifier } from '../api/telemetry/classify.ts';
-import { compare, startChild, type Figures } from './lib.ts';
+import { compare, load, startChild } from './lib.ts';
 
 // Gateway throughput with telemetry on a mix of bot and browser User-Agents, against a bare
 // node:http server with the same bytes; then the classifier's cost per request.
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const UAS = [
   'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
   'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
@@ -21,15 +20,12 @@ const UAS = [
   'curl/8.5.0',
 ];
 
-async function mixed(url: string): Promise<Figures> {
-  const result = await autocannon({ url, duration: SECONDS, connections: 10, requests: UAS.map((ua) => ({ method: 'GET', headers: { 'User-Agent': ua } })) });
-  return { rps: result.requests.average, p99: result.latency.p99 };
-}
+const mixed = (url: string, pid: number | undefined) => load(url, { seconds: SECONDS, requests: UAS.map((ua) => ({ method: 'GET', headers: { 'User-Agent': ua } })), pid });
 
 const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-tel-')) });
 const bare = await startChild(['bench/bare-server.ts', 'dist/client/api/convert', 'application/json; charset=utf-8']);
 try {
-  const r = await compare('GET /api/convert, mixed User-Agents', ROUNDS, () => mixed(`${gateway.url}/api/convert`), () => mixed(`${bare.url}/`));
+  const r = await compare('GET /api/convert, mixed User-Agents', ROUNDS, () => mixed(`${gateway.url}/api/convert`, gateway.child.pid), () => mixed(`${bare.url}/`, bare.child.pid));
   console.log(`target ratio >= 0.85: ${r.ratio >= 0.85 ? 'met' : 'NOT met'}`);
 } finally {
   gateway.child.kill('SIGTERM');

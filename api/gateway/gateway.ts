@@ -73,7 +73,9 @@ export function createGateway(options: GatewayOptions) {
   return async function gateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const rawPath = (req.url ?? '/').split('?')[0]!;
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const rawPath = query === -1 ? url : url.slice(0, query);
     // The socket is gone by the time a closed request is reported.
     const remoteAddress = req.socket.remoteAddress ?? '';
     let reported = false;
@@ -98,7 +100,7 @@ export function createGateway(options: GatewayOptions) {
         logger.error({ err: error }, 'request observer failed');
       }
     };
-    res.once('finish', report);
+    // A response always emits 'close': after 'finish' when it was answered, alone when the client left.
     res.once('close', report);
 
     try {

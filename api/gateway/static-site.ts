@@ -97,6 +97,8 @@ export async function loadStaticSite(clientDir: string, manifest: Record<string,
  * (undecodable, NUL, backslash or a `..` segment: nothing may leave the build folder).
  */
 export function normalisePath(rawPath: string): string | null {
+  // Most paths have nothing to decode or resolve: they are their own key.
+  if (rawPath.startsWith('/') && !/[%\\\0]|\.\.|\/\.|\/\//.test(rawPath)) return rawPath;
   let decoded: string;
   try {
     decoded = decodeURIComponent(rawPath);

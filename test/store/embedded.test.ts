@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../api/log.ts';
+import { createLogging } from '../../api/log.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
 import { Journal } from '../../api/store/journal.ts';
 import { citizen, runStoreContract } from './contract.ts';
 
 const lines: string[] = [];
-const logger = createLogger('info', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+const { logger } = createLogging('info', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
 const fresh = () => mkdtempSync(join(tmpdir(), 'embedded-'));
 
 runStoreContract('embedded', async () => {
@@ -48,6 +48,7 @@ describe('embedded store on disk', () => {
     lines.length = 0;
     const reopened = await openEmbeddedStore({ dir, logger });
     expect((await reopened.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual(['before-the-crash']);
+    logger.flush();
     expect(lines.join('')).toMatch(/skipped a torn or corrupt line/);
     await reopened.citizens.add(citizen({ name: 'after' }));
     await reopened.close();
