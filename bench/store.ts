@@ -7,9 +7,10 @@ import { compare, load, startChild, type Figures } from './lib.ts';
 // Oath throughput of the embedded store: small against large register, durable against in-memory,
 // and against PostgreSQL with synchronous commit, all measured in this one run.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const oathBody = JSON.stringify({ name: 'bench-agent', purpose: 'measure the store' });
-const oathLoad = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body: oathBody });
+// The server's CPU per oath is measured for our gateway only: PostgreSQL's work happens in its own processes.
+const oathLoad = (url: string, pid?: number) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body: oathBody, pid });
 const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
 
 /** A data folder whose snapshot already holds `n` citizens. */
@@ -40,8 +41,8 @@ const pgServer = await startChild(['bench/pg-oath-server.ts'], { DATABASE_URL: `
 
 const results: Record<string, { ratio: number; candidate: Figures; baseline: Figures }> = {};
 try {
-  results.size = await compare('oath, 100,000 vs 1,000 citizens', ROUNDS, () => oathLoad(big.url), () => oathLoad(small.url));
-  results.durability = await compare('oath, fsync journal vs in-memory store', ROUNDS, () => oathLoad(small.url), () => oathLoad(memory.url));
+  results.size = await compare('oath, 100,000 vs 1,000 citizens', ROUNDS, () => oathLoad(big.url, big.child.pid), () => oathLoad(small.url, small.child.pid));
+  results.durability = await compare('oath, fsync journal vs in-memory store', ROUNDS, () => oathLoad(small.url, small.child.pid), () => oathLoad(memory.url, memory.child.pid));
   results.postgres = await compare('oath, embedded store vs node:http + PostgreSQL', ROUNDS, () => oathLoad(small.url), () => oathLoad(pgServer.url));
   console.log(`target: 100k/1k ratio >= 0.8: ${results.size.ratio >= 0.8 ? 'met' : 'NOT met'}; embedded >= PostgreSQL: ${results.postgres.ratio >= 1 ? 'met' : 'NOT met'}`);
 } finally {

@@ -15,7 +15,7 @@ export interface ObservedRequest {
   /** The client address as the socket saw it; never stored or logged in clear. */
   remoteAddress: string;
   /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
-  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined };
+  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }
 
 const header = (req: IncomingMessage, name: string): string | undefined => {
@@ -94,7 +94,7 @@ export function createGateway(options: GatewayOptions) {
         };
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
-        if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent') };
+        if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url };
         options.observe(observed);
       } catch (error) {
         logger.error({ err: error }, 'request observer failed');

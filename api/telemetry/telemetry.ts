@@ -72,7 +72,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const verification = signatures.check(family, { method: r.method, authority: r.host, path: r.path, ...r.signature });
+    const verification = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
     return { classification: classificationOf(family), verification };
   }
 

@@ -10,7 +10,8 @@ export interface SignedRequest {
   method: string;
   /** The Host the client sent: `@authority`. */
   authority: string;
-  path: string;
+  /** The request target as sent: path and query. */
+  target: string;
   signature: string;
   signatureInput: string;
   /** The Signature-Agent header, when sent. */
@@ -75,7 +76,7 @@ export async function verifySignedRequest(r: SignedRequest, keys: KeyDirectory):
     if (!coversWhatItMust(parseDictionary(r.signatureInput), r.signatureAgent !== undefined)) return 'unverified';
     const headers: Record<string, string> = { signature: r.signature, 'signature-input': r.signatureInput };
     if (r.signatureAgent !== undefined) headers['signature-agent'] = r.signatureAgent;
-    await verify({ method: r.method, url: `https://${r.authority}${r.path}`, headers }, async (data, signature, params) => {
+    await verify({ method: r.method, url: `https://${r.authority}${r.target}`, headers }, async (data, signature, params) => {
       const jwk = keys.get(params.keyid);
       if (!jwk) throw new Error('unknown key');
       await (await verifierFromJWK(jwk))(data, signature, params);
@@ -150,8 +151,6 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
       const origin = signatureAgent === undefined ? null : signatureAgentOrigin(signatureAgent);
       return origin === null ? null : (byAgent.get(origin) ?? null);
     },
-    /** True when the family's operator signs requests. */
-    canVerify: (family: BotFamily) => (family.signature_agents?.length ?? 0) > 0,
     /** Starts checking a signed request that claims `family`; null while it runs, 'unverified' when too many run. */
     check(family: BotFamily, r: SignedRequest): Verdict | null {
       const origin = r.signatureAgent === undefined ? null : signatureAgentOrigin(r.signatureAgent);

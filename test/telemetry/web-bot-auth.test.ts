@@ -17,17 +17,18 @@ async function otherKey(): Promise<JsonWebKey> {
 }
 
 /** A request signed as a Web Bot Auth agent would sign it. */
-async function signed(o: { key?: JsonWebKey; created?: Date; expires?: Date; agent?: string | null; components?: string[]; authority?: string } = {}): Promise<SignedRequest> {
+async function signed(o: { key?: JsonWebKey; created?: Date; expires?: Date; agent?: string | null; components?: string[]; authority?: string; target?: string } = {}): Promise<SignedRequest> {
   const authority = o.authority ?? 'node.example:4321';
+  const target = o.target ?? '/api/convert';
   const agent = o.agent === undefined ? `sig1="${AGENT}"` : o.agent;
   const headers: Record<string, string> = agent === null ? {} : { 'signature-agent': agent };
   const created = o.created ?? new Date(Date.now() - 1000);
-  const sig = await signatureHeaders({ method: 'GET', url: `https://${authority}/api/convert`, headers }, await signerFromJWK(o.key ?? RFC9421_KEY), {
+  const sig = await signatureHeaders({ method: 'GET', url: `https://${authority}${target}`, headers }, await signerFromJWK(o.key ?? RFC9421_KEY), {
     created,
     expires: o.expires ?? new Date(created.getTime() + 300_000),
     ...(o.components ? { components: o.components } : {}),
   });
-  return { method: 'GET', authority, path: '/api/convert', signature: sig.Signature, signatureInput: sig['Signature-Input'], signatureAgent: agent ?? undefined };
+  return { method: 'GET', authority, target, signature: sig.Signature, signatureInput: sig['Signature-Input'], signatureAgent: agent ?? undefined };
 }
 
 describe('Signature-Agent', () => {
@@ -52,6 +53,12 @@ describe('Web Bot Auth verification (signed-request fixtures)', () => {
 
   it('verifies a valid signature made by a key of the directory', async () => {
     expect(await verifySignedRequest(await signed(), await keys())).toBe('verified');
+  });
+
+  it('verifies a signature that also covers the path and query', async () => {
+    const r = await signed({ target: '/api/citizens?limit=5', components: ['@authority', 'signature-agent', '@path', '@query'] });
+    expect(await verifySignedRequest(r, await keys())).toBe('verified');
+    expect(await verifySignedRequest({ ...r, target: '/api/citizens?limit=6' }, await keys())).toBe('unverified');
   });
 
   it('refuses an expired signature', async () => {
