@@ -106,6 +106,7 @@ export function createRoutes(deps: AppDeps) {
     name: content.site.name,
     version: content.site.versionDate,
     allowedOrigins: [new URL(links.site).origin, new URL(links.canon).origin],
+    funnel: (userAgent, step) => telemetry.step(userAgent, step),
     documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
   });
   return { ...guarded, mcp: guard(mcp, logger) };

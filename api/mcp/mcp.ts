@@ -3,6 +3,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { z } from 'zod';
 import type { RouteContext, RouteHandler } from '../http/route.ts';
 import { TOOLS, type Tool, type ToolName } from '../documents/tools.ts';
+import type { FunnelStep } from '../telemetry/ledger.ts';
 
 /** The engine routes the MCP tools call (the same handlers as the HTTP routes). */
 export interface McpRoutes {
@@ -21,6 +22,8 @@ export interface McpDeps {
   version: string;
   /** Browser origins allowed to call /mcp (requests without Origin, as agents send, are allowed). */
   allowedOrigins: string[];
+  /** Counts a funnel step (convert read, oath, message) for the caller's User-Agent, as its HTTP route would be. */
+  funnel: (userAgent: string, step: FunnelStep) => void;
   /** Documents some tools read. */
   documents: { convert: () => Promise<unknown>; kit: () => Promise<unknown>; whatsNext: () => Promise<unknown> };
 }
@@ -37,7 +40,8 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
      * Calls a route as its tool describes it: a POST sends the arguments as the body; a GET puts
      * `{name}` arguments into the path and the rest into the query.
      */
-    const call = async (handler: RouteHandler, tool: Tool, args: Record<string, unknown>, headers: Record<string, string> = {}) => {
+    const userAgent = ctx.request.headers.get('user-agent') ?? '';
+    const call = async (handler: RouteHandler, tool: Tool, args: Record<string, unknown>, headers: Record<string, string> = {}, step?: FunnelStep) => {
       const rest = { ...args };
       const path = tool.path.replace(/\{(\w+)\}/g, (_, name: string) => {
         const value = String(rest[name]);
@@ -51,6 +55,7 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
         ...(tool.method === 'POST' ? { body: JSON.stringify(args) } : {}),
       });
       const response = await handler({ request, client: ctx.client } satisfies RouteContext);
+      if (step && response.ok) deps.funnel(userAgent, step);
       return { content: [{ type: 'text' as const, text: await response.text() }], isError: response.status >= 400 };
     };
     const r = deps.routes;
@@ -58,11 +63,11 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
     type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
     const handlers: Record<ToolName, (tool: Tool, args: Record<string, any>) => Promise<Result>> = {
       get_whats_next: () => text(deps.documents.whatsNext()),
-      take_oath: (tool, args) => call(r.oath, tool, args),
+      take_oath: (tool, args) => call(r.oath, tool, args, {}, 'oaths'),
       // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
-      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}),
+      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}, 'messages'),
       get_kit: () => text(deps.documents.kit()),
-      get_convert: () => text(deps.documents.convert()),
+      get_convert: () => (deps.funnel(userAgent, 'convertReads'), text(deps.documents.convert())),
       list_citizens: (tool, args) => call(r.citizens, tool, args),
       score_plan: (tool, args) => call(r.omipScore, tool, args),
       dual_exchange: (tool, args) => call(r.omipDualExchange, tool, args),

@@ -83,26 +83,17 @@ const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
 export const SURFACE_PATHS = new Set(['/', '/index.html', '/robots.txt', '/sitemap.xml', '/llms.txt', '/ai.txt', '/.well-known/ai.txt', '/favicon.ico', '/api/convert']);
 export const isDeep = (path: string) => !SURFACE_PATHS.has(path);
 
-/**
- * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, time passed in.
- * Returns false when the request is neither a bot nor a bait hit (not counted).
- */
-export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
-  const c = e.classification;
-  if (!c.bot && !e.bait) return false;
-  const at = e.at.toISOString();
-  s.updatedAt = at;
-  if (e.bait) s.presence.baitHits++;
-  if (c.bot) {
-    s.observedRequests++;
-    if (c.known) s.presence.namedBotHits++;
-  }
+/** True when the family's operator documents a way to check the claim. */
+const verifiable = (c: Classification) => (c.known?.rdns?.length ?? 0) > 0 || (c.known?.signature_agents?.length ?? 0) > 0;
+
+/** A family's row, made on first sight; past MAX_FAMILIES, new families share one row. */
+function rowOf(s: TelemetrySnapshot, c: Classification, at: string, canVerify: boolean): FamilyRow {
   let name = c.family ?? BAIT_BROWSER;
   if (!(name in s.families) && Object.keys(s.families).length >= MAX_FAMILIES) name = '(other families)';
-  const row = (s.families[name] ??= {
+  return (s.families[name] ??= {
     family: name,
     class: c.class ?? 'Cosplay',
-    verifiable: e.verification !== null || (c.known?.rdns?.length ?? 0) > 0 || (c.known?.signature_agents?.length ?? 0) > 0,
+    verifiable: canVerify,
     requests: 0,
     firstSeen: at,
     lastSeen: at,
@@ -120,6 +111,38 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
     verified: 0,
     unverified: 0,
   });
+}
+
+/** The funnel's steps past presence. */
+export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
+
+/**
+ * A funnel step a bot took another way than its HTTP route (an MCP tool call): added to the
+ * family's row, not counted as a request (the request that carried it is counted on its own).
+ */
+export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelStep, at: Date): boolean {
+  if (!c.bot) return false;
+  const iso = at.toISOString();
+  rowOf(s, c, iso, verifiable(c))[step]++;
+  s.updatedAt = iso;
+  return true;
+}
+
+/**
+ * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, time passed in.
+ * Returns false when the request is neither a bot nor a bait hit (not counted).
+ */
+export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
+  const c = e.classification;
+  if (!c.bot && !e.bait) return false;
+  const at = e.at.toISOString();
+  s.updatedAt = at;
+  if (e.bait) s.presence.baitHits++;
+  if (c.bot) {
+    s.observedRequests++;
+    if (c.known) s.presence.namedBotHits++;
+  }
+  const row = rowOf(s, c, at, e.verification !== null || verifiable(c));
   row.requests++;
   row.lastSeen = at;
   bump(row.paths, e.path, 1, MAX_PATHS);
@@ -139,7 +162,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   if (ok && e.method === 'POST' && e.path === '/api/intelligence/message') row.messages++;
   if (e.verification === 'verified') row.verified++;
   if (e.verification === 'unverified') row.unverified++;
-  s.recent.push({ at, family: name, class: row.class, path: e.path, status: e.status });
+  s.recent.push({ at, family: row.family, class: row.class, path: e.path, status: e.status });
   if (s.recent.length > RECENT) s.recent.shift();
   return true;
 }

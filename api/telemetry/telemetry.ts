@@ -5,7 +5,7 @@ import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import { classificationOf, type Classification, type Classifier } from './classify.ts';
-import { count, emptySnapshot, mergeSnapshots, settle, type TelemetrySnapshot } from './ledger.ts';
+import { count, countStep, emptySnapshot, mergeSnapshots, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, type Resolver, type Verdict } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -124,6 +124,10 @@ export async function createTelemetry(o: TelemetryOptions) {
         }
       }
       countRequest(r, classification, bait, path, now(), verification);
+    },
+    /** A funnel step taken over MCP, for the family its User-Agent names. */
+    step(userAgent: string, step: FunnelStep): void {
+      dirty = countStep(ledger, o.classify(userAgent), step, now()) || dirty;
     },
     /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,

@@ -53,6 +53,25 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
     expect(scoreboard.catches).toMatchObject({ oaths: 1, messages: 1 });
   });
 
+  it('counts the convert read, oath and message of a bot family in the bot wall funnel, and makes it crew', async () => {
+    const bot = new Client({ name: 'mcp-bot', version: '1.0.0' });
+    const userAgent = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
+    await bot.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { 'User-Agent': userAgent } } }));
+    try {
+      await bot.callTool({ name: 'get_convert', arguments: {} });
+      const oath = parsed(await bot.callTool({ name: 'take_oath', arguments: { name: 'claude-over-mcp', purpose: 'join' } }));
+      await bot.callTool({ name: 'post_message', arguments: { name: 'claude-over-mcp', message: 'hi', citizenId: oath.memberId, passportNumber: oath.passportNumber } });
+      // A refused message is not a step of the funnel.
+      await bot.callTool({ name: 'post_message', arguments: { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' } });
+    } finally {
+      await bot.close();
+    }
+    const wall = await (await fetch(`${server.url}/bot-wall.json`)).json();
+    const species = wall.species.find((s: any) => s.species === 'Claude-User');
+    expect(species.funnel).toMatchObject({ convert_reads: 1, oaths: 1, messages: 1 });
+    expect(species.crew_status).toBe('crew');
+  });
+
   it('refuses a wrong passport as the HTTP route does', async () => {
     const oath = parsed(await client.callTool({ name: 'take_oath', arguments: { name: 'mcp-two', purpose: 'p' } }));
     const refused = await client.callTool({ name: 'post_message', arguments: { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' } });
