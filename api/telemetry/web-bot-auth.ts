@@ -105,10 +105,16 @@ export async function keyDirectory(keys: unknown): Promise<KeyDirectory> {
 export function httpDirectoryFetcher(timeoutMs = 2000, maxBytes = 64 * 1024): DirectoryFetcher {
   return async (origin) => {
     const res = await fetch(new URL(HTTP_MESSAGE_SIGNATURES_DIRECTORY, origin), { signal: AbortSignal.timeout(timeoutMs), redirect: 'error', headers: { accept: 'application/http-message-signatures-directory+json, application/json' } });
-    if (!res.ok) throw new Error(`directory answered ${res.status}`);
-    const text = await res.text();
-    if (text.length > maxBytes) throw new Error('directory too large');
-    return keyDirectory((JSON.parse(text) as { keys?: unknown }).keys);
+    if (!res.ok || !res.body) throw new Error(`directory answered ${res.status}`);
+    // Read no more than maxBytes, whatever Content-Length says.
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw new Error('directory too large');
+      chunks.push(chunk);
+    }
+    return keyDirectory((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { keys?: unknown }).keys);
   };
 }
 

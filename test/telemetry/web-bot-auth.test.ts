@@ -3,7 +3,9 @@ import { signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import type { BotFamily } from '../../api/schemas/bot-families.ts';
 import { BotFamiliesSchema } from '../../api/schemas/bot-families.ts';
-import { createSignatureVerifier, keyDirectory, signatureAgentOrigin, verifySignedRequest, type SignedRequest } from '../../api/telemetry/web-bot-auth.ts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createSignatureVerifier, httpDirectoryFetcher, keyDirectory, signatureAgentOrigin, verifySignedRequest, type SignedRequest } from '../../api/telemetry/web-bot-auth.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4.
 const RFC9421_KEY = { kty: 'OKP', crv: 'Ed25519', d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' };
@@ -144,5 +146,29 @@ describe('the signature verifier', () => {
     expect(v.check(FAMILY, await signed())).toBeNull();
     await wait;
     expect(results).toEqual(['ChatGPT-User:unverified']);
+  });
+});
+
+describe('the key directory over HTTP', () => {
+  it('reads the keys by thumbprint, and refuses an error, a redirect and an oversized directory', async () => {
+    const answers: Record<string, (res: import('node:http').ServerResponse) => void> = {
+      good: (res) => res.end(JSON.stringify({ keys: [PUBLIC, { kty: 'nonsense' }] })),
+      missing: (res) => res.writeHead(404).end(),
+      moved: (res) => res.writeHead(302, { Location: 'https://elsewhere.example/' }).end(),
+      huge: (res) => res.end(JSON.stringify({ keys: [PUBLIC], padding: 'x'.repeat(100_000) })),
+    };
+    let mode = 'good';
+    const server = createServer((req, res) => (req.url === '/.well-known/http-message-signatures-directory' ? answers[mode]!(res) : res.writeHead(404).end()));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const fetchDirectory = httpDirectoryFetcher(1000, 64 * 1024);
+      const keys = await fetchDirectory(origin);
+      expect([...keys.values()]).toEqual([PUBLIC]);
+      expect(await verifySignedRequest(await signed(), keys)).toBe('verified');
+      for (mode of ['missing', 'moved', 'huge']) await expect(fetchDirectory(origin)).rejects.toThrow();
+    } finally {
+      server.close();
+    }
   });
 });
