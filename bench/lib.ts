@@ -6,19 +6,24 @@ import autocannon from 'autocannon';
 
 // Servers run on the last CPU and the load generator (this process) on the others, so the two never
 // trade cores mid-run: on this 2-core machine, unpinned runs of the same server moved by ±25%.
+// bench:scale opts out: its point is processes spreading over the cores.
 const CPUS = availableParallelism();
 const SERVER_CPU = String(CPUS - 1);
-const pinning = CPUS > 1 && (() => {
-  try {
-    execFileSync('taskset', ['-p', '-c', `0-${CPUS - 2}`, String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-/** The command that runs node with `args`, on the server CPU when pinning works here. */
-export const serverCommand = (args: string[]): [string, string[]] =>
-  pinning ? ['taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args]] : ['node_modules/.bin/node', args];
+let pinning: boolean | undefined;
+function pinSelf(): boolean {
+  pinning ??= CPUS > 1 && (() => {
+    try {
+      execFileSync('taskset', ['-p', '-c', `0-${CPUS - 2}`, String(process.pid)], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  return pinning;
+}
+/** The command that runs node with `args`, on the server CPU when pinned and pinning works here. */
+const serverCommand = (args: string[], pinned: boolean): [string, string[]] =>
+  pinned && pinSelf() ? ['taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args]] : ['node_modules/.bin/node', args];
 
 export interface Figures {
   rps: number;
@@ -50,9 +55,9 @@ export function freePort(): Promise<number> {
 }
 
 /** Starts a server child process on a free port (stdout discarded) and waits until it answers. */
-export async function startChild(args: string[], env: Record<string, string> = {}): Promise<{ url: string; child: ChildProcess }> {
+export async function startChild(args: string[], env: Record<string, string> = {}, { pinned = true } = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const [command, argv] = serverCommand(args);
+  const [command, argv] = serverCommand(args, pinned);
   const child = spawn(command, argv, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {

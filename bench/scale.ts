@@ -15,9 +15,9 @@ const show = (name: string, f: Figures) => console.log(`${name}: ${f.rps.toFixed
 const db = `bench_scale_${process.pid}`;
 execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `CREATE DATABASE ${db}`]);
 const DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${db}`;
-const embedded = await startChild(['api/main.ts'], { ...base, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) });
-const p1 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) });
-const p2 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) });
+const embedded = await startChild(['api/main.ts'], { ...base, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
+const p1 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
+const p2 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
 try {
   const emb = await oath(embedded.url);
   const one = await oath(p1.url);

@@ -118,6 +118,8 @@ export function httpDirectoryFetcher(timeoutMs = 2000, maxBytes = 64 * 1024): Di
   };
 }
 
+const FAILURE_TTL_MS = 5 * 60_000;
+
 export interface SignatureVerifierOptions {
   families: BotFamily[];
   fetchDirectory: DirectoryFetcher;
@@ -144,8 +146,12 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   function directory(origin: string): Promise<KeyDirectory> {
     let keys = directories.get(origin);
     if (!keys) {
-      // A failed fetch is remembered too (as an empty directory), so a dead agent is not hammered.
-      keys = o.fetchDirectory(origin).catch(() => new Map());
+      // A failed fetch is remembered too, for a few minutes, so a dead agent is not hammered.
+      keys = o.fetchDirectory(origin).catch(() => {
+        const none: KeyDirectory = new Map();
+        directories.set(origin, Promise.resolve(none), { ttl: FAILURE_TTL_MS });
+        return none;
+      });
       directories.set(origin, keys);
     }
     return keys;

@@ -140,12 +140,16 @@ describe('the signature verifier', () => {
     expect(v.check(FAMILY, await signed({ agent: 'sig1="https://evil.example"' }))).toBe('unverified');
   });
 
-  it('treats an agent whose directory cannot be fetched as unverified', async () => {
-    const { v, results, settled } = verifier(() => Promise.reject(new Error('unreachable')));
-    const wait = settled(1);
+  it('treats an agent whose directory cannot be fetched as unverified, and does not refetch at once', async () => {
+    const { v, results, settled, fetches } = verifier(() => Promise.reject(new Error('unreachable')));
+    let wait = settled(1);
     expect(v.check(FAMILY, await signed())).toBeNull();
     await wait;
-    expect(results).toEqual(['ChatGPT-User:unverified']);
+    wait = settled(2);
+    expect(v.check(FAMILY, await signed())).toBeNull();
+    await wait;
+    expect(results).toEqual(['ChatGPT-User:unverified', 'ChatGPT-User:unverified']);
+    expect(fetches()).toBe(1);
   });
 });
 
