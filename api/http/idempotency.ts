@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
-import type { IdempotencyStore } from '../store/types.ts';
+import type { IdempotencyRecord, IdempotencyStore } from '../store/types.ts';
 import { HttpProblem } from './problem.ts';
 
 /** What a write answered, as replayed for a repeated Idempotency-Key. */
@@ -35,7 +35,11 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
  * while the first is still running, 409; the same key with another body, 422.
  */
 export function createIdempotency(store: IdempotencyStore) {
-  const inFlight = new Set<string>();
+  /** The stored answer replayed, or 422 when the key came with another body. */
+  const replay = (previous: IdempotencyRecord, key: string, fingerprint: string): StoredAnswer & { replayed: boolean } => {
+    if (previous.fingerprint !== fingerprint) throw new HttpProblem(422, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
+    return { status: previous.status, body: unseal(key, previous.sealed), replayed: true };
+  };
 
   return async function withIdempotency(
     route: string,
@@ -47,19 +51,22 @@ export function createIdempotency(store: IdempotencyStore) {
     if (!KEY.test(key)) throw new HttpProblem(400, 'INVALID_IDEMPOTENCY_KEY', 'Idempotency-Key must be 1-255 visible ASCII characters.');
     const keyHash = sha256(`${route}\n${key}`);
     const fingerprint = createHash('sha256').update(bodyBytes).digest('hex');
-    if (inFlight.has(keyHash)) throw new HttpProblem(409, 'IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being processed. Retry when it has finished.');
     const previous = await store.get(keyHash, new Date());
-    if (previous) {
-      if (previous.fingerprint !== fingerprint) throw new HttpProblem(422, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
-      return { status: previous.status, body: unseal(key, previous.sealed), replayed: true };
+    if (previous) return replay(previous, key, fingerprint);
+    // The claim is the store's, so a retry on another process sees it too.
+    if (!(await store.claim(keyHash, new Date()))) {
+      throw new HttpProblem(409, 'IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being processed. Retry when it has finished.');
     }
-    inFlight.add(keyHash);
     try {
+      // A run elsewhere may have finished between the read above and the claim.
+      const finished = await store.get(keyHash, new Date());
+      if (finished) return replay(finished, key, fingerprint);
       const answer = await run();
       await store.put({ keyHash, fingerprint, status: answer.status, sealed: seal(key, answer.body), createdAt: new Date().toISOString() });
       return { ...answer, replayed: false };
     } finally {
-      inFlight.delete(keyHash);
+      // A claim that cannot be released lapses after IDEMPOTENCY_CLAIM_MS; it must not hide the answer.
+      await store.release(keyHash).catch(() => undefined);
     }
   };
 }

@@ -8,7 +8,7 @@ import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
-import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 /** Everything the embedded store holds, as the snapshot stores it. */
 interface State {
@@ -132,6 +132,8 @@ export interface EmbeddedStoreOptions {
 function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<void>, close: () => Promise<void>): Store {
   // Receipt appends run one at a time, so each one chains onto the head the previous one left.
   let receiptTail: Promise<unknown> = Promise.resolve();
+  // Idempotency-Key claims: when each was taken, by key hash.
+  const claims = new Map<string, number>();
   return {
     citizens: {
       add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
@@ -150,6 +152,15 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
         return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
       },
       put: (record) => commit('idempotency.put', record),
+      // One process owns an embedded store, so claims live in its memory and are never journaled:
+      // a claim whose run was not acknowledged has nothing to survive a crash for.
+      claim: async (keyHash, now) => {
+        const since = claims.get(keyHash);
+        if (since !== undefined && now.getTime() - since < IDEMPOTENCY_CLAIM_MS) return false;
+        claims.set(keyHash, now.getTime());
+        return true;
+      },
+      release: async (keyHash) => void claims.delete(keyHash),
     },
     drift: {
       window: async (entityId) => memory.state.windows[entityId] ?? [],

@@ -47,6 +47,14 @@ export interface FeedStore {
 export interface IdempotencyStore {
   get(keyHash: string, now: Date): Promise<IdempotencyRecord | null>;
   put(record: IdempotencyRecord): Promise<void>;
+  /**
+   * Claims a key for one run, across every process that shares the store: true when the caller may
+   * run, false while another run holds it. A claim older than IDEMPOTENCY_CLAIM_MS was abandoned
+   * (its process died) and is taken over.
+   */
+  claim(keyHash: string, now: Date): Promise<boolean>;
+  /** Ends a claim, whether its run stored an answer or failed. */
+  release(keyHash: string): Promise<void>;
 }
 
 /** One scored request, as the drift metrics keep it. */
@@ -114,3 +122,5 @@ export interface Store {
 
 /** Idempotency keys are kept this long (DESIGN section 3). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long a claim on an Idempotency-Key holds before it counts as abandoned. */
+export const IDEMPOTENCY_CLAIM_MS = 60 * 1000;

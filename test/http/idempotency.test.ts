@@ -16,6 +16,12 @@ describe('Idempotency-Key rules', () => {
     expect(await idempotency('oath', 'k', body, async () => ({ status: 201, body: { n: 3 } }))).toEqual({ status: 201, body: { n: 1 }, replayed: true });
   });
 
+  it('lets a retry run when the first run failed', async () => {
+    const idempotency = createIdempotency(openMemoryStore().idempotency);
+    await expect(idempotency('oath', 'k', body, async () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full');
+    expect(await idempotency('oath', 'k', body, async () => ({ status: 201, body: { n: 2 } }))).toEqual({ status: 201, body: { n: 2 }, replayed: false });
+  });
+
   it('keeps routes apart, refuses another body and malformed keys', async () => {
     const idempotency = createIdempotency(openMemoryStore().idempotency);
     await idempotency('oath', 'k', body, async () => ({ status: 201, body: 'oath' }));

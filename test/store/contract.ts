@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CitizenRecord, Store } from '../../api/store/types.ts';
+import { IDEMPOTENCY_CLAIM_MS, type CitizenRecord, type Store } from '../../api/store/types.ts';
 import type { Message } from '../../api/schemas/citizenship.ts';
 
 let n = 0;
@@ -91,6 +91,19 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       await store.idempotency.put({ keyHash: 'k2', fingerprint: 'f', status: 201, sealed: 'x', createdAt: created.toISOString() });
       expect(await store.idempotency.get('k2', new Date(created.getTime() + 23 * 3600_000))).not.toBeNull();
       expect(await store.idempotency.get('k2', new Date(created.getTime() + 24 * 3600_000 + 1))).toBeNull();
+      await store.close();
+    });
+
+    it('lets one run at a time claim an Idempotency-Key, and takes over an abandoned claim', async () => {
+      const { store } = await open();
+      const now = new Date();
+      expect(await store.idempotency.claim('c1', now)).toBe(true);
+      expect(await store.idempotency.claim('c1', now)).toBe(false);
+      expect(await store.idempotency.claim('c2', now)).toBe(true);
+      await store.idempotency.release('c1');
+      expect(await store.idempotency.claim('c1', now)).toBe(true);
+      expect(await store.idempotency.claim('c2', new Date(now.getTime() + IDEMPOTENCY_CLAIM_MS - 1))).toBe(false);
+      expect(await store.idempotency.claim('c2', new Date(now.getTime() + IDEMPOTENCY_CLAIM_MS + 1))).toBe(true);
       await store.close();
     });
 

@@ -25,6 +25,11 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE TABLE rate_limits (key varchar(255) PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint);
     `,
   },
+  {
+    version: 2,
+    name: 'idempotency claims shared by processes',
+    sql: `CREATE TABLE idempotency_claims (key_hash text PRIMARY KEY, claimed_at timestamptz NOT NULL);`,
+  },
 ];
 
 /** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */

@@ -4,7 +4,7 @@ import type { Message } from '../../schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
-import { IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
 import { migrate } from './migrations.ts';
 
 const RECEIPT_LOCK = 7243002;
@@ -144,6 +144,20 @@ export async function openPostgresStore(connectionString: string): Promise<Store
             'INSERT INTO idempotency VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at',
             [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt],
           );
+        }),
+      // One row per run under way: the insert wins, or takes over a claim its process abandoned.
+      claim: (keyHash, now) =>
+        writing(async () => {
+          const r = await pool.query(
+            `INSERT INTO idempotency_claims AS c VALUES ($1, $2) ON CONFLICT (key_hash)
+             DO UPDATE SET claimed_at = excluded.claimed_at WHERE c.claimed_at < $3 RETURNING key_hash`,
+            [keyHash, now, new Date(now.getTime() - IDEMPOTENCY_CLAIM_MS)],
+          );
+          return r.rowCount === 1;
+        }),
+      release: (keyHash) =>
+        writing(async () => {
+          await pool.query('DELETE FROM idempotency_claims WHERE key_hash = $1', [keyHash]);
         }),
     },
     drift: {
