@@ -34,6 +34,14 @@ export const ConfigSchema = z.object({
     .optional()
     .transform((v) => (v ? v : undefined))
     .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /**
+   * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
+   * the same file; without it each data folder makes its own key at first start.
+   */
+  LOG_SIGNING_KEY_FILE: z
+    .string()
+    .optional()
+    .transform((v) => (v ? resolve(v) : undefined)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),

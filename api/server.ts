@@ -85,7 +85,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     baitPaths: content.crawlPolicy.disallow,
     logger,
   });
-  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR) });
+  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
   const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });

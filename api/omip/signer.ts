@@ -28,12 +28,23 @@ function signerOf(privateKey: KeyObject): LogSigner {
   };
 }
 
-/** The log's Ed25519 key: made at first start in the data folder (mode 0600), read after. */
-export async function openLogSigner(dataDir: string | null): Promise<LogSigner> {
+/** Reads an Ed25519 private key from a PEM file; anything else is a configuration error. */
+async function readKeyFile(path: string): Promise<KeyObject> {
+  const key = createPrivateKey(await readFile(path, 'utf8'));
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`${path} holds a ${key.asymmetricKeyType} key; the receipt log signs with Ed25519`);
+  return key;
+}
+
+/**
+ * The log's Ed25519 key: from `keyFile` when the operator gives one (the same for every process),
+ * else made at first start in the data folder (mode 0600) and read after.
+ */
+export async function openLogSigner(dataDir: string | null, keyFile?: string): Promise<LogSigner> {
+  if (keyFile !== undefined) return signerOf(await readKeyFile(keyFile));
   if (dataDir === null) return signerOf(generateKeyPairSync('ed25519').privateKey);
   const path = join(dataDir, KEY_FILE);
   try {
-    return signerOf(createPrivateKey(await readFile(path, 'utf8')));
+    return signerOf(await readKeyFile(path));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
