@@ -102,8 +102,12 @@ export interface ReceiptStore {
 
 /** The bot telemetry ledger, saved in batches by its owner. */
 export interface TelemetryStore {
-  /** This process's own ledger, as last saved. */
-  load(): Promise<TelemetrySnapshot | null>;
+  /**
+   * The ledger this process starts from: on a store one process owns, what it saved last; on a
+   * shared store, the ledgers of processes silent for longer than TELEMETRY_STALE_MS (they stopped)
+   * folded by `fold` into this process's row, in one transaction, so rows stay one per live process.
+   */
+  load(fold: (ledgers: TelemetrySnapshot[]) => TelemetrySnapshot): Promise<TelemetrySnapshot | null>;
   save(snapshot: TelemetrySnapshot): Promise<void>;
   /** The ledgers other processes saved (none for a store that serves one process). */
   others(): Promise<TelemetrySnapshot[]>;
@@ -122,5 +126,7 @@ export interface Store {
 
 /** Idempotency keys are kept this long (DESIGN section 3). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** A telemetry ledger not saved for this long belongs to a process that stopped (live ones save at least every 5 minutes). */
+export const TELEMETRY_STALE_MS = 60 * 60 * 1000;
 /** How long a claim on an Idempotency-Key holds before it counts as abandoned. */
 export const IDEMPOTENCY_CLAIM_MS = 60 * 1000;

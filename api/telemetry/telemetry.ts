@@ -9,6 +9,8 @@ import { count, countStep, emptySnapshot, mergeSnapshots, settle, type FunnelSte
 import { createVerifier, type Resolver, type Verdict } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
+const HEARTBEAT_MS = 5 * 60 * 1000;
+
 export interface TelemetryOptions {
   classify: Classifier;
   resolver: Resolver;
@@ -45,8 +47,11 @@ const under = (path: string, prefixes: string[]) => prefixes.some((p) => path ==
  */
 export async function createTelemetry(o: TelemetryOptions) {
   const now = o.now ?? (() => new Date());
-  const ledger: TelemetrySnapshot = (await o.store.load()) ?? emptySnapshot(now());
+  const ledger: TelemetrySnapshot = (await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest))) ?? emptySnapshot(now());
   let dirty = false;
+  // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
+  // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
+  let lastSaved = Date.now();
   // Requests counted before their verification answer came back, by family and hashed address.
   const waiting = new Map<string, number>();
   const verifier = createVerifier(o.resolver, (family, ipKey, verdict) => {
@@ -77,10 +82,11 @@ export async function createTelemetry(o: TelemetryOptions) {
   }
 
   async function flush(): Promise<void> {
-    if (!dirty) return;
+    if (!dirty && Date.now() - lastSaved < HEARTBEAT_MS) return;
     dirty = false;
     try {
       await o.store.save(structuredClone(ledger));
+      lastSaved = Date.now();
     } catch (error) {
       dirty = true;
       o.logger.warn({ err: error }, 'telemetry: could not save the ledger; it stays in memory and is retried');

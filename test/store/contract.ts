@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_CLAIM_MS, type CitizenRecord, type Store } from '../../api/store/types.ts';
 import type { Message } from '../../api/schemas/citizenship.ts';
+import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
 let n = 0;
 // Time-ordered ids like UUIDv7, made deterministic for the test.
@@ -28,7 +29,8 @@ export const message = (over: Partial<Message> = {}): Message => ({
 });
 
 /** The one store contract every Store implementation must pass (embedded now, PostgreSQL next). */
-export function runStoreContract(name: string, open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>) {
+/** `shared`: the store serves many processes (PostgreSQL), so a reopen is another process. */
+export function runStoreContract(name: string, open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>, { shared }: { shared: boolean }) {
   describe(`${name}: store contract`, () => {
     it('adds, gets and lists citizens newest first with cursors', async () => {
       const { store } = await open();
@@ -140,15 +142,26 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       await store.close();
     });
 
-    it('saves and loads the telemetry ledger', async () => {
-      const { store } = await open();
-      expect(await store.telemetry.load()).toBeNull();
+    it('saves the telemetry ledger and starts the next process from it', async () => {
+      const { store, reopen } = await open();
+      const fold = (ledgers: TelemetrySnapshot[]) => ({ ...ledgers[0]!, observedRequests: ledgers.reduce((n, l) => n + l.observedRequests, 0) });
+      expect(await store.telemetry.load(fold)).toBeNull();
       const snapshot = { version: 1 as const, windowStartedAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:01.000Z', observedRequests: 3, presence: { namedBotHits: 2, baitHits: 1 }, families: {}, recent: [] };
       await store.telemetry.save(snapshot);
       await store.telemetry.save({ ...snapshot, observedRequests: 4 });
-      expect(await store.telemetry.load()).toEqual({ ...snapshot, observedRequests: 4 });
       expect(await store.telemetry.others()).toEqual([]);
       await store.close();
+      // One process owns an embedded store and starts from what it saved. On a shared store the
+      // saved row belongs to a process that may still run: the next one sees it among the others,
+      // and adopts it only once it has been silent for TELEMETRY_STALE_MS.
+      const next = await reopen();
+      if (shared) {
+        expect(await next.telemetry.load(fold)).toBeNull();
+        expect(await next.telemetry.others()).toEqual([{ ...snapshot, observedRequests: 4 }]);
+      } else {
+        expect(await next.telemetry.load(fold)).toEqual({ ...snapshot, observedRequests: 4 });
+      }
+      await next.close();
     });
 
     it('refuses a cursor it did not give out', async () => {

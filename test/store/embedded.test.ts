@@ -15,7 +15,7 @@ const fresh = () => mkdtempSync(join(tmpdir(), 'embedded-'));
 runStoreContract('embedded', async () => {
   const dir = fresh();
   return { store: await openEmbeddedStore({ dir, logger }), reopen: () => openEmbeddedStore({ dir, logger }) };
-});
+}, { shared: false });
 
 describe('embedded store on disk', () => {
   it('keeps every one of 100 concurrent writes in the journal', async () => {

@@ -1,4 +1,7 @@
-import { afterAll, describe } from 'vitest';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { TELEMETRY_STALE_MS } from '../../api/store/types.ts';
+import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { runStoreContract } from './contract.ts';
@@ -12,5 +15,30 @@ describe.runIf(available)('PostgreSQL', () => {
   runStoreContract('postgresql', async () => {
     const url = await freshDatabase();
     return { store: await openPostgresStore(url), reopen: () => openPostgresStore(url) };
+  }, { shared: true });
+});
+
+describe.runIf(available)('PostgreSQL telemetry rows', () => {
+  it('folds the rows of stopped processes into the next one, and leaves live ones alone', async () => {
+    const url = await freshDatabase();
+    const ledger = (n: number): TelemetrySnapshot => ({ ...emptySnapshot(new Date('2026-01-01T00:00:00Z')), observedRequests: n });
+    const [stopped1, stopped2, live] = [await openPostgresStore(url), await openPostgresStore(url), await openPostgresStore(url)];
+    await stopped1.telemetry.save(ledger(3));
+    await stopped2.telemetry.save(ledger(4));
+    await live.telemetry.save(ledger(5));
+    await Promise.all([stopped1.close(), stopped2.close()]);
+    const db = new pg.Pool({ connectionString: url });
+    await db.query(`UPDATE telemetry_ledgers SET updated_at = now() - $1 * interval '1 millisecond' - interval '1 minute' WHERE (snapshot->>'observedRequests')::int IN (3, 4)`, [TELEMETRY_STALE_MS]);
+
+    const next = await openPostgresStore(url);
+    const started = await next.telemetry.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+    expect(started?.observedRequests).toBe(7);
+    const rows = (await db.query<{ n: number }>(`SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers ORDER BY 1`)).rows.map((r) => r.n);
+    expect(rows).toEqual([5, 7]);
+    expect((await next.telemetry.others()).map((l) => l.observedRequests)).toEqual([5]);
+    // Nothing is stale any more: the process after it starts empty.
+    const after = await openPostgresStore(url);
+    expect(await after.telemetry.load(([first]) => first!)).toBeNull();
+    await Promise.all([live.close(), next.close(), after.close(), db.end()]);
   });
 });

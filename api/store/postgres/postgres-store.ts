@@ -4,7 +4,7 @@ import type { Message } from '../../schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
 import { migrate } from './migrations.ts';
 
 const RECEIPT_LOCK = 7243002;
@@ -219,7 +219,21 @@ export async function openPostgresStore(connectionString: string): Promise<Store
       idsFrom: async (start) => (await pool.query<{ id: string }>('SELECT id FROM receipts WHERE idx >= $1 ORDER BY idx', [start])).rows.map((r) => r.id),
     },
     telemetry: {
-      load: async () => (await pool.query<{ snapshot: TelemetrySnapshot }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id = $1', [processId])).rows[0]?.snapshot ?? null,
+      // This process's id is new, so it has no row of its own yet: it starts from the stopped
+      // processes' rows, deleted and folded into one new row in the same transaction.
+      load: (fold) =>
+        writing(() =>
+          transaction(pool, async (client) => {
+            const stale = await client.query<{ snapshot: TelemetrySnapshot }>(
+              `DELETE FROM telemetry_ledgers WHERE updated_at < now() - $1 * interval '1 millisecond' RETURNING snapshot`,
+              [TELEMETRY_STALE_MS],
+            );
+            if (stale.rows.length === 0) return null;
+            const folded = fold(stale.rows.map((r) => r.snapshot));
+            await client.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now())', [processId, JSON.stringify(folded)]);
+            return folded;
+          }),
+        ),
       save: (snapshot) =>
         writing(async () => {
           await pool.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
