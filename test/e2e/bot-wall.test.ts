@@ -35,7 +35,12 @@ describe('/bot-wall in Chromium', () => {
     expect(await page.locator('figure.chart svg rect.bar').count()).toBeGreaterThan(3);
     const widths = await page.locator('figure.chart svg rect.bar').evaluateAll((rects) => rects.map((r) => r.getBoundingClientRect().width));
     expect(widths.some((w) => w > 50)).toBe(true);
-    expect(await page.locator('table tbody tr', { hasText: 'GPTBot' }).count()).toBe(1);
+    // One row in the funnel and one in the species table, with its verification and a drawn line.
+    expect(await page.locator('table tbody tr', { hasText: 'GPTBot' }).count()).toBe(2);
+    const gpt = page.locator('table tbody tr', { hasText: 'not verifiable' }).filter({ hasText: 'GPTBot' });
+    expect(await gpt.count()).toBe(1);
+    const line = await gpt.locator('svg.sparkline polyline').getAttribute('points');
+    expect(new Set(line!.split(' ').map((p) => p.split(',')[1])).size).toBeGreaterThan(1);
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
     expect(await page.locator('script').count()).toBe(0);
     const text = await page.locator('body').textContent();
