@@ -66,6 +66,14 @@ function coversWhatItMust(input: Dictionary, hasAgent: boolean): boolean {
   return false;
 }
 
+// A key is imported once per directory fetch, not once per signature.
+const verifiers = new WeakMap<JsonWebKey, ReturnType<typeof verifierFromJWK>>();
+const verifierOf = (jwk: JsonWebKey) => {
+  let verifier = verifiers.get(jwk);
+  if (!verifier) verifiers.set(jwk, (verifier = verifierFromJWK(jwk)));
+  return verifier;
+};
+
 /**
  * Verifies a signed request against its agent's directory: the signature must be a web-bot-auth
  * one, cover the authority and the agent, be within its created/expires window, and be made by a
@@ -79,7 +87,7 @@ export async function verifySignedRequest(r: SignedRequest, keys: KeyDirectory):
     await verify({ method: r.method, url: `https://${r.authority}${r.target}`, headers }, async (data, signature, params) => {
       const jwk = keys.get(params.keyid);
       if (!jwk) throw new Error('unknown key');
-      await (await verifierFromJWK(jwk))(data, signature, params);
+      await (await verifierOf(jwk))(data, signature, params);
     });
     return 'verified';
   } catch {
