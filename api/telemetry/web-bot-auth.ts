@@ -53,9 +53,9 @@ export function signatureAgentOrigin(header: string): string | null {
 }
 
 /**
- * The web-bot-auth signature's covered components, or null when the request carries none. A
- * signature must cover `@authority` (or it could be replayed against any site) and, when the
- * request names its agent, `signature-agent` (or the agent could be swapped).
+ * True when the request's web-bot-auth signature covers `@authority` (or it could be replayed
+ * against any site) and, when the request names its agent, `signature-agent` (or the agent could
+ * be swapped).
  */
 function coversWhatItMust(input: Dictionary, hasAgent: boolean): boolean {
   for (const [components, params] of input.values()) {
