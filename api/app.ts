@@ -7,7 +7,7 @@ import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, HttpProblem, json, pageQuery, parseJson, postOnly, validate, writeRoute, type RouteHandler } from './http/index.ts';
+import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, HttpProblem, json, pageQuery, parseJson, postOnly, readAnswer, validate, writeRoute, type RouteHandler } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
@@ -67,7 +67,7 @@ export function createRoutes(deps: AppDeps) {
   const { store, telemetry, logger, omip, content, links } = deps;
   const citizenship = createCitizenship(store, deps.links.site);
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit, deps.rateLimitBackend), idempotency: createIdempotency(store.idempotency) };
-  const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => json(200, await answer(request)));
+  const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => readAnswer(request, await answer(request)));
 
   const routes = {
     oath: writeRoute('oath', OathRequestSchema, writes, (input) => citizenship.takeOath(input)),

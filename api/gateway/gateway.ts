@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, isHttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
 import { readBody, type BodyPolicy } from './body.ts';
-import { chooseEncoding, normalisePath, type StaticFile } from './static-site.ts';
+import { chooseEncoding } from '../http/encoding.ts';
+import { normalisePath, type StaticFile } from './static-site.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {

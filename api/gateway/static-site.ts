@@ -110,17 +110,3 @@ export function normalisePath(rawPath: string): string | null {
   return posix.normalize(decoded);
 }
 
-/** Picks br, then gzip, from an Accept-Encoding header (q=0 refuses a coding). */
-export function chooseEncoding(header: string | undefined): 'br' | 'gzip' | null {
-  if (!header) return null;
-  const accepted = new Map<string, number>();
-  for (const part of header.split(',')) {
-    const [name, ...params] = part.trim().toLowerCase().split(';');
-    const q = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    accepted.set(name!, q ? Number(q.slice(2)) || 0 : 1);
-  }
-  const ok = (coding: string) => (accepted.get(coding) ?? accepted.get('*') ?? 0) > 0;
-  if (ok('br')) return 'br';
-  if (ok('gzip')) return 'gzip';
-  return null;
-}

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
 import type { Idempotency, StoredAnswer } from './idempotency.ts';
+import { compressFor } from './encoding.ts';
 import { parseJson, validate } from './json-body.ts';
 import { HttpProblem, isHttpProblem } from './problem.ts';
 import type { WriteLimiter } from './rate-limit.ts';
@@ -16,6 +17,16 @@ export type RouteHandler = (ctx: RouteContext) => Promise<Response>;
 
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', ...headers } });
+}
+
+/** A read's JSON answer: compressed (br, then gzip) when the client takes it and the body is large enough to gain. */
+export async function readAnswer(request: Request, body: unknown): Promise<Response> {
+  const text = JSON.stringify(body);
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', Vary: 'Accept-Encoding' };
+  const compressed = await compressFor(request.headers.get('accept-encoding') ?? undefined, text);
+  if (!compressed) return new Response(text, { status: 200, headers });
+  const { buffer, byteOffset, byteLength } = compressed.bytes;
+  return new Response(new Uint8Array(buffer as ArrayBuffer, byteOffset, byteLength), { status: 200, headers: { ...headers, 'Content-Encoding': compressed.coding } });
 }
 
 /** Every known error becomes problem+json; anything else is logged once and answered 500. */

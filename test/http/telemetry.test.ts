@@ -1,3 +1,5 @@
+import { get } from 'node:http';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
@@ -17,6 +19,32 @@ afterAll(async () => {
 const as = (ua: string, path: string, init: RequestInit = {}) => fetch(server.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': ua } }).then(async (r) => (await r.arrayBuffer(), r.status));
 const json = async (path: string) => (await (await fetch(server.url + path, { headers: { 'User-Agent': FIREFOX } })).json()) as Record<string, any>;
 const family = async (name: string) => ((await json('/bot-traffic.json')).families as any[]).find((f) => f.family === name);
+
+describe('live reads', () => {
+  const raw = (path: string, acceptEncoding: string) =>
+    new Promise<{ headers: import('node:http').IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+      get(server.url + path, { headers: { 'Accept-Encoding': acceptEncoding } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+      }).on('error', reject);
+    });
+
+  it('compresses a large live document for a client that takes br or gzip, and not otherwise', async () => {
+    const plain = await raw('/bot-wall.json', 'identity');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('Accept-Encoding');
+    const br = await raw('/bot-wall.json', 'gzip, br');
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(br.body).toString()).farm).toBe(JSON.parse(plain.body.toString()).farm);
+    expect(br.body.length).toBeLessThan(plain.body.length / 2);
+    const gz = await raw('/bot-wall.json', 'gzip');
+    expect(JSON.parse(gunzipSync(gz.body).toString()).documentClass).toBe('telemetry');
+    // Under 1 KB it is not worth it.
+    const small = await raw('/api/omip/drift', 'gzip, br');
+    expect(small.body.length).toBeLessThan(1024);
+    expect(small.headers['content-encoding']).toBeUndefined();
+  });
+});
 
 describe('counting', () => {
   it('counts bot requests to static files, dynamic routes and 404s once each, with status class and path', async () => {
