@@ -68,8 +68,10 @@ export class Journal {
   /** Opens a new journal file whose first entry will be `firstSeq`, and makes it current. */
   async rotate(firstSeq: number): Promise<string[]> {
     const swap = async () => {
-      // No write may be under way while the file changes; writes that arrive meanwhile wait for the swap.
-      while (this.#writing) await this.#writing;
+      // No write may be under way while the file changes. Only the write under way now is awaited:
+      // a drain that starts from here on waits for the swap itself (#drain awaits #rotating), so
+      // waiting for it too would wait forever.
+      await this.#writing;
       const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
       const previous = this.#handle;
       this.#file = join(this.dir, fileName(firstSeq));

@@ -38,6 +38,24 @@ describe('embedded store on disk', () => {
     await journal.close();
   });
 
+  it('rotates while a write is under way and the next write is chained onto it, without waiting forever', async () => {
+    const dir = fresh();
+    const journal = new Journal(dir);
+    await journal.rotate(1);
+    let chained: Promise<void> | undefined;
+    // The write under way resolves, and its continuation appends again before the rotation resumes.
+    const first = journal.append({ seq: 1, op: 'x', v: 1 }).then(() => {
+      chained = journal.append({ seq: 2, op: 'x', v: 2 });
+    });
+    const rotated = journal.rotate(2);
+    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error('rotation never finished')), 2000));
+    await Promise.race([Promise.all([first, rotated]), timeout]);
+    await Promise.race([chained, timeout]);
+    expect((await journal.replay(() => {})).map((e) => e.seq)).toEqual([1, 2]);
+    expect(readdirSync(dir).filter((f) => f.startsWith('journal-')).sort()).toEqual(['journal-000000000001.jsonl', 'journal-000000000002.jsonl']);
+    await journal.close();
+  });
+
   it('skips a torn last journal line, reports it, and opens', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
