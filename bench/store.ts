@@ -2,6 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createLogging } from '../api/log.ts';
+import { openEmbeddedStore } from '../api/store/index.ts';
 import { compare, load, startChild, type Figures } from './lib.ts';
 
 // Oath throughput of the embedded store: small against large register, durable against in-memory,
@@ -49,4 +53,20 @@ try {
   for (const s of [small, big, memory, pgServer]) s.child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
   execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`]);
+}
+
+// The event loop while compactions write a 100,000-citizen snapshot under a stream of writes: a
+// snapshot serialised in one piece stalled every request for about 100 ms here.
+{
+  const { logger } = createLogging('silent', { write: () => true });
+  const store = await openEmbeddedStore({ dir: seeded(100_000), logger, compactEvery: 1000 });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  let n = 0;
+  for (let burst = 0; burst < 40; burst++) {
+    await Promise.all(Array.from({ length: 100 }, () => store.feed.add({ id: randomUUID(), name: 'bench', kind: 'message', message: `m${n++}`, verified: false, wall: false, createdAt: new Date().toISOString() })));
+  }
+  await store.close();
+  delay.disable();
+  console.log(`event loop during 4 compactions of a 100,000-citizen store: max delay ${(delay.max / 1e6).toFixed(0)} ms, p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms`);
 }

@@ -12,6 +12,33 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
+const ITEMS_PER_CHUNK = 2000;
+
+/**
+ * The JSON text of a value, in pieces: the long lists of a top-level object go a few thousand
+ * items at a time, so that writing a large snapshot (100,000 citizens stringify in about 100 ms)
+ * gives the event loop back between pieces instead of stalling every request for that long.
+ */
+export function* jsonChunks(data: unknown, itemsPerChunk = ITEMS_PER_CHUNK): Generator<string> {
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return yield JSON.stringify(data);
+  let first = true;
+  for (const [key, value] of Object.entries(data)) {
+    if (value === undefined) continue;
+    const head = `${first ? '{' : ','}${JSON.stringify(key)}:`;
+    first = false;
+    if (!Array.isArray(value) || value.length <= itemsPerChunk) {
+      yield head + JSON.stringify(value);
+      continue;
+    }
+    yield `${head}[`;
+    for (let i = 0; i < value.length; i += itemsPerChunk) {
+      yield (i > 0 ? ',' : '') + JSON.stringify(value.slice(i, i + itemsPerChunk)).slice(1, -1);
+    }
+    yield ']';
+  }
+  yield first ? '{}' : '}';
+}
+
 /**
  * A lowdb adapter that is durable: write a temp file, fsync it, rename it over the target, fsync
  * the folder. (lowdb's own JSONFile renames but never fsyncs.)
@@ -41,7 +68,7 @@ export class DurableJSONFile<T> implements Adapter<T> {
     const temp = `${this.#path}.tmp`;
     const handle = await open(temp, 'w');
     try {
-      await handle.writeFile(JSON.stringify(data));
+      for (const chunk of jsonChunks(data)) await handle.write(chunk);
       await handle.sync();
     } finally {
       await handle.close();

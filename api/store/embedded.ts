@@ -105,10 +105,23 @@ class Memory {
     }
   }
 
-  /** The state to snapshot, without expired idempotency records. */
+  /**
+   * The state as it is now, without expired idempotency records, for a snapshot written while
+   * writes go on. Records are never changed once stored, so copying the lists (not the records) and
+   * the few objects that change in place is enough to keep it from moving.
+   */
   snapshot(now: number): State {
-    const fresh = [...this.idempotency.values()].filter((r) => now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS);
-    return { ...this.state, idempotency: fresh };
+    const s = this.state;
+    return {
+      seq: s.seq,
+      citizens: s.citizens.slice(),
+      messages: s.messages.slice(),
+      idempotency: [...this.idempotency.values()].filter((r) => now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS),
+      windows: { ...s.windows },
+      drift: { ...s.drift, by_verdict: { ...s.drift.by_verdict } },
+      receipts: s.receipts.slice(),
+      telemetry: s.telemetry,
+    };
   }
 }
 
