@@ -15,14 +15,17 @@ export interface RouteContext {
 }
 export type RouteHandler = (ctx: RouteContext) => Promise<Response>;
 
+/** Every live JSON answer is this type and is never cached. */
+const LIVE_JSON = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
+
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', ...headers } });
+  return new Response(JSON.stringify(body), { status, headers: { ...LIVE_JSON, ...headers } });
 }
 
 /** A read's JSON answer: compressed (br, then gzip) when the client takes it and the body is large enough to gain. */
 export async function readAnswer(request: Request, body: unknown): Promise<Response> {
   const text = JSON.stringify(body);
-  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store', Vary: 'Accept-Encoding' };
+  const headers = { ...LIVE_JSON, Vary: 'Accept-Encoding' };
   const compressed = await compressFor(request.headers.get('accept-encoding') ?? undefined, text);
   if (!compressed) return new Response(text, { status: 200, headers });
   const { buffer, byteOffset, byteLength } = compressed.bytes;
