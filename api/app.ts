@@ -7,7 +7,7 @@ import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, HttpProblem, json, pageQuery, parseJson, postOnly, readAnswer, validate, writeRoute, type RouteHandler } from './http/index.ts';
+import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, parseJson, pathOf, postOnly, queryOf, readAnswer, validate, webRequest, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
@@ -35,8 +35,8 @@ export interface AppDeps {
 }
 
 /** Constant-time check of `Authorization: Bearer <token>`. */
-function checkBearer(request: Request, token: string): void {
-  const given = Buffer.from(bearerToken(request.headers.get('authorization')) ?? '');
+function checkBearer(request: RouteRequest, token: string): void {
+  const given = Buffer.from(bearerToken(header(request, 'authorization')) ?? '');
   const wanted = Buffer.from(token);
   if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
     throw new HttpProblem(401, 'INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.', { headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } });
@@ -47,16 +47,16 @@ const created = (body: unknown) => ({ status: 201, body });
 const ok = (body: unknown) => ({ status: 200, body });
 
 /** The last path segment, decoded: the :id of /api/omip/receipts/:id. */
-function lastSegment(request: Request): string {
+function lastSegment(request: RouteRequest): string {
   try {
-    return decodeURIComponent(new URL(request.url).pathname.split('/').at(-1) ?? '');
+    return decodeURIComponent(pathOf(request).split('/').at(-1) ?? '');
   } catch {
     throw new HttpProblem(400, 'BAD_PATH', 'The receipt id cannot be decoded.');
   }
 }
 
-function firstSize(request: Request): number | null {
-  const raw = new URL(request.url).searchParams.get('first');
+function firstSize(request: RouteRequest): number | null {
+  const raw = queryOf(request).get('first');
   if (raw === null) return null;
   if (!/^\d{1,12}$/.test(raw)) throw new HttpProblem(400, 'INVALID_QUERY', 'first must be a whole number.');
   return Number(raw);
@@ -67,26 +67,27 @@ export function createRoutes(deps: AppDeps) {
   const { store, telemetry, logger, omip, content, links } = deps;
   const citizenship = createCitizenship(store, deps.links.site);
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit, deps.rateLimitBackend), idempotency: createIdempotency(store.idempotency) };
-  const read = (answer: (request: Request) => Promise<unknown>): RouteHandler => getOnly(async ({ request }) => readAnswer(request, await answer(request)));
+  const read = (answer: (request: RouteRequest) => Promise<unknown>): RouteHandler => getOnly(async (request) => readAnswer(request, await answer(request)));
 
   const routes = {
     oath: writeRoute('oath', OathRequestSchema, writes, (input) => citizenship.takeOath(input)),
-    message: writeRoute('message', MessageRequestSchema, writes, (input, { request }) => citizenship.postMessage(input, request.headers.get('authorization'))),
+    message: writeRoute('message', MessageRequestSchema, writes, (input, request) => citizenship.postMessage(input, header(request, 'authorization') ?? null)),
     citizens: read((request) => citizenship.citizens(pageQuery(request))),
     feed: read((request) => citizenship.feed(pageQuery(request))),
     scoreboard: read(async () => scoreboard(store, await telemetry.combined(), new Date())),
     livingLattice: read(async () => livingLattice(store, await telemetry.combined(), new Date())),
     botTraffic: read(async () => buildBotTraffic(content, await telemetry.combined(), new Date())),
     botWall: read(async () => buildBotWall(content, await telemetry.combined(), links, new Date())),
-    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), async (ctx) => {
+    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), async (request) => {
       if (!deps.ingestToken) throw new HttpProblem(404, 'NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
-      checkBearer(ctx.request, deps.ingestToken);
-      const batch = validate(CdnLogBatchSchema, parseJson(new Uint8Array(await ctx.request.arrayBuffer())));
+      checkBearer(request, deps.ingestToken);
+      const batch = validate(CdnLogBatchSchema, parseJson(request.body));
       return json(202, { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) });
     }),
-    ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (ctx) => {
-      const rate = await writes.limiter.take(ctx.client);
-      return json(201, await ingestAudio(ctx.request), rate);
+    ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (request) => {
+      const rate = await writes.limiter.take(request.client);
+      // Multipart bodies are read by the WHATWG FormData parser.
+      return json(201, await ingestAudio(webRequest(request, links.site)), rate);
     }),
     omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
     omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),
@@ -112,6 +113,7 @@ export function createRoutes(deps: AppDeps) {
   return { ...guarded, mcp: guard(mcp, logger) };
 }
 export type Routes = ReturnType<typeof createRoutes>;
+export type RouteName = keyof Routes;
 
 /** Data for server-rendered pages. */
 export function createViews(deps: Pick<AppDeps, 'telemetry' | 'content' | 'links'>) {

@@ -13,6 +13,8 @@ import { createTelemetry } from './telemetry/telemetry.ts';
 import { rangesOf } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
+import { createRouter } from './http/router.ts';
+import { DYNAMIC_ROUTES } from './openapi/registry.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -101,8 +103,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const gateway = createGateway({
     files,
     notFoundPage: files.get('/404.html'),
+    route: createRouter(DYNAMIC_ROUTES, routes),
     render: entry.handler,
-    locals: { routes, views },
+    locals: { views },
     bodyPolicy: bodyPolicies(config),
     observe,
     logger,

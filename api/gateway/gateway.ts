@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, isHttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
+import type { RouteAnswer, RouteHandler } from '../http/route.ts';
 import { readBody, type BodyPolicy } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
@@ -32,8 +33,11 @@ export interface GatewayOptions {
   files: Map<string, StaticFile>;
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
+  /** The engine route of a path (api/app.ts), answered here without Astro. */
+  route: (path: string) => RouteHandler | undefined;
+  /** Astro, for the pages it renders on demand. */
   render: RenderHandler;
-  /** Handed to every on-demand route as Astro.locals. */
+  /** Handed to every on-demand page as Astro.locals. */
   locals: object;
   /** The body rules of a path, or null when the path takes no body. */
   bodyPolicy: (path: string) => BodyPolicy;
@@ -52,6 +56,14 @@ function sendProblem(res: ServerResponse, problem: HttpProblem, instance: string
   res.end(head ? undefined : body);
 }
 
+function sendAnswer(res: ServerResponse, answer: RouteAnswer, head: boolean): void {
+  const length = typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.byteLength;
+  res.writeHead(answer.status, { ...answer.headers, 'Content-Length': length });
+  res.end(head ? undefined : answer.body);
+}
+
+const NO_BODY = new Uint8Array();
+
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
   const match = req.headers['if-none-match'];
   if (status === 200 && match?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
@@ -65,8 +77,9 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile,
 }
 
 /**
- * The one HTTP edge: serves prebuilt files from memory, enforces body rules, hands everything
- * else to Astro, answers 404s, and reports each request once when it is finished.
+ * The one HTTP edge: serves prebuilt files from memory, enforces body rules, calls the engine's
+ * routes, hands the on-demand pages to Astro, answers 404s, and reports each request once when it
+ * is finished.
  */
 export function createGateway(options: GatewayOptions) {
   const { files, render, locals, logger } = options;
@@ -115,9 +128,14 @@ export function createGateway(options: GatewayOptions) {
         throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
       }
 
-      if (BODY_METHODS.has(method)) {
-        (req as IncomingMessage & { body?: Buffer }).body = await readBody(req, options.bodyPolicy(path));
+      const body = BODY_METHODS.has(method) ? await readBody(req, options.bodyPolicy(path)) : NO_BODY;
+      const route = options.route(path);
+      if (route) {
+        const answer = await route({ method, target: url, headers: req.headers, body, client: remoteAddress });
+        return sendAnswer(res, answer, method === 'HEAD');
       }
+      if (path.startsWith('/api/')) return notFound(req, res, path);
+      (req as IncomingMessage & { body?: Uint8Array }).body = body;
       await render(req, res, () => notFound(req, res, path), locals);
     } catch (error) {
       if (isHttpProblem(error)) return sendProblem(res, error, rawPath, method === 'HEAD');

@@ -46,12 +46,9 @@ export class HttpProblem extends Error {
     };
   }
 
-  /** The Web Response of this problem. */
-  toResponse(instance?: string): Response {
-    return new Response(JSON.stringify(this.body(instance)), {
-      status: this.status,
-      headers: { 'Content-Type': PROBLEM_TYPE, ...this.headers },
-    });
+  /** The answer of this problem, as a route returns it. */
+  toAnswer(instance?: string): { status: number; headers: Record<string, string>; body: string } {
+    return { status: this.status, headers: { 'Content-Type': PROBLEM_TYPE, ...this.headers }, body: JSON.stringify(this.body(instance)) };
   }
 }
 
@@ -74,4 +71,4 @@ const TITLES: Record<number, string> = {
 const titleOf = (status: number) => TITLES[status] ?? 'Error';
 
 /** The token of an `Authorization: Bearer <token>` header, or null. */
-export const bearerToken = (authorization: string | null): string | null => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;
+export const bearerToken = (authorization: string | null | undefined): string | null => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;

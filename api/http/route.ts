@@ -7,41 +7,89 @@ import { parseJson, validate } from './json-body.ts';
 import { HttpProblem, isHttpProblem } from './problem.ts';
 import type { WriteLimiter } from './rate-limit.ts';
 
-/** What a framework-free route sees of a request. */
-export interface RouteContext {
-  request: Request;
+/**
+ * What a route sees of a request, whichever transport carried it: the gateway builds one from
+ * node:http without a WHATWG Request (that copy cost more than a score), MCP builds one per tool call.
+ */
+export interface RouteRequest {
+  readonly method: string;
+  /** Path and query, as sent. */
+  readonly target: string;
+  /** Headers by lower-case name, as node:http gives them. */
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  /** The body the gateway read (empty without one). */
+  readonly body: Uint8Array;
   /** The client address (for rate limiting only; never stored in clear). */
-  client: string;
+  readonly client: string;
 }
-export type RouteHandler = (ctx: RouteContext) => Promise<Response>;
+
+/** A route's answer; the transport writes it. */
+export interface RouteAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | Uint8Array;
+}
+export type RouteHandler = (request: RouteRequest) => Promise<RouteAnswer>;
+
+/** One request header (repeated ones joined), or undefined. */
+export function header(request: RouteRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** The path of a request, without its query. */
+export const pathOf = (request: RouteRequest): string => {
+  const query = request.target.indexOf('?');
+  return query === -1 ? request.target : request.target.slice(0, query);
+};
+
+/** The query parameters of a request. */
+export const queryOf = (request: RouteRequest): URLSearchParams => {
+  const query = request.target.indexOf('?');
+  return new URLSearchParams(query === -1 ? '' : request.target.slice(query + 1));
+};
+
+/** A WHATWG Request of the same request, for the libraries that need one (multipart, MCP). */
+export function webRequest(request: RouteRequest, origin: string): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
+  return new Request(origin + request.target, { method: request.method, headers, ...(hasBody ? { body: request.body as Uint8Array<ArrayBuffer> } : {}) });
+}
+
+/** The answer of a WHATWG Response (read whole: the routes that make one answer JSON). */
+export async function answerOf(response: Response): Promise<RouteAnswer> {
+  return { status: response.status, headers: Object.fromEntries(response.headers), body: new Uint8Array(await response.arrayBuffer()) };
+}
 
 /** Every live JSON answer is this type and is never cached. */
 const LIVE_JSON = { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' };
 
-export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { ...LIVE_JSON, ...headers } });
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): RouteAnswer {
+  return { status, headers: { ...LIVE_JSON, ...headers }, body: JSON.stringify(body) };
 }
 
 /** A read's JSON answer: compressed (br, then gzip) when the client takes it and the body is large enough to gain. */
-export async function readAnswer(request: Request, body: unknown): Promise<Response> {
+export async function readAnswer(request: RouteRequest, body: unknown): Promise<RouteAnswer> {
   const text = JSON.stringify(body);
   const headers = { ...LIVE_JSON, Vary: 'Accept-Encoding' };
-  const compressed = await compressFor(request.headers.get('accept-encoding') ?? undefined, text);
-  if (!compressed) return new Response(text, { status: 200, headers });
-  const { buffer, byteOffset, byteLength } = compressed.bytes;
-  return new Response(new Uint8Array(buffer as ArrayBuffer, byteOffset, byteLength), { status: 200, headers: { ...headers, 'Content-Encoding': compressed.coding } });
+  const compressed = await compressFor(header(request, 'accept-encoding'), text);
+  if (!compressed) return { status: 200, headers, body: text };
+  return { status: 200, headers: { ...headers, 'Content-Encoding': compressed.coding }, body: compressed.bytes };
 }
 
 /** Every known error becomes problem+json; anything else is logged once and answered 500. */
 export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
-  return async (ctx) => {
-    const instance = new URL(ctx.request.url).pathname;
+  return async (request) => {
     try {
-      return await handler(ctx);
+      return await handler(request);
     } catch (error) {
-      if (isHttpProblem(error)) return error.toResponse(instance);
+      const instance = pathOf(request);
+      if (isHttpProblem(error)) return error.toAnswer(instance);
       logger.error({ err: error, path: instance }, 'route failed');
-      return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toResponse(instance);
+      return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
     }
   };
 }
@@ -54,8 +102,8 @@ export function exampleOf(schema: z.ZodType): unknown {
 
 /** POST only: any other method answers 405 with Allow and an example request body. */
 export function postOnly(example: unknown, handler: RouteHandler): RouteHandler {
-  return async (ctx) => {
-    if (ctx.request.method === 'POST') return handler(ctx);
+  return async (request) => {
+    if (request.method === 'POST') return handler(request);
     throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', {
       headers: { Allow: 'POST' },
       extra: { example },
@@ -65,8 +113,8 @@ export function postOnly(example: unknown, handler: RouteHandler): RouteHandler 
 
 /** GET only (HEAD too): other methods answer 405. */
 export function getOnly(handler: RouteHandler): RouteHandler {
-  return async (ctx) => {
-    if (ctx.request.method === 'GET' || ctx.request.method === 'HEAD') return handler(ctx);
+  return async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD') return handler(request);
     throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This route is read-only: use GET.', { headers: { Allow: 'GET, HEAD' } });
   };
 }
@@ -84,14 +132,13 @@ export function writeRoute<S extends z.ZodType>(
   name: string,
   schema: S,
   deps: WriteDeps,
-  handle: (input: z.output<S>, ctx: RouteContext) => Promise<StoredAnswer>,
+  handle: (input: z.output<S>, request: RouteRequest) => Promise<StoredAnswer>,
 ): RouteHandler {
-  return postOnly(exampleOf(schema), async (ctx) => {
-    const rate = await deps.limiter.take(ctx.client);
-    const bytes = new Uint8Array(await ctx.request.arrayBuffer());
-    const input = validate(schema, parseJson(bytes));
-    const key = ctx.request.headers.get('idempotency-key');
-    const answer = await deps.idempotency(name, key, bytes, () => handle(input, ctx));
+  return postOnly(exampleOf(schema), async (request) => {
+    const rate = await deps.limiter.take(request.client);
+    const input = validate(schema, parseJson(request.body));
+    const key = header(request, 'idempotency-key') ?? null;
+    const answer = await deps.idempotency(name, key, request.body, () => handle(input, request));
     return json(answer.status, answer.body, { ...rate, ...(answer.replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
   });
 }
@@ -102,8 +149,8 @@ export const PageQuerySchema = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
-export function pageQuery(request: Request) {
-  const params = Object.fromEntries(new URL(request.url).searchParams);
+export function pageQuery(request: RouteRequest) {
+  const params = Object.fromEntries(queryOf(request));
   const result = PageQuerySchema.safeParse(params);
   if (!result.success) {
     throw new HttpProblem(400, 'INVALID_QUERY', 'cursor must come from nextCursor and limit must be 1-200.', {

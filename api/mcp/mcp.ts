@@ -1,9 +1,11 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
-import type { RouteContext, RouteHandler } from '../http/route.ts';
+import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
 import { TOOLS, type Tool, type ToolName } from '../documents/tools.ts';
 import type { FunnelStep } from '../telemetry/ledger.ts';
+
+const encoder = new TextEncoder();
 
 /** The engine routes the MCP tools call (the same handlers as the HTTP routes). */
 export interface McpRoutes {
@@ -35,12 +37,12 @@ export interface McpDeps {
  * schemas.
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
-  return async (ctx) => {
+  return async (request) => {
     /**
      * Calls a route as its tool describes it: a POST sends the arguments as the body; a GET puts
      * `{name}` arguments into the path and the rest into the query.
      */
-    const userAgent = ctx.request.headers.get('user-agent') ?? '';
+    const userAgent = header(request, 'user-agent') ?? '';
     const call = async (handler: RouteHandler, tool: Tool, args: Record<string, unknown>, headers: Record<string, string> = {}, step?: FunnelStep) => {
       const rest = { ...args };
       const path = tool.path.replace(/\{(\w+)\}/g, (_, name: string) => {
@@ -49,14 +51,16 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
         return encodeURIComponent(value);
       });
       const query = new URLSearchParams(Object.entries(rest).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
-      const request = new Request(deps.siteUrl + (tool.method === 'GET' && query.size > 0 ? `${path}?${query}` : path), {
+      const answer = await handler({
         method: tool.method,
-        headers: { 'Content-Type': 'application/json', ...headers },
-        ...(tool.method === 'POST' ? { body: JSON.stringify(args) } : {}),
+        target: tool.method === 'GET' && query.size > 0 ? `${path}?${query}` : path,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: tool.method === 'POST' ? encoder.encode(JSON.stringify(args)) : new Uint8Array(),
+        client: request.client,
       });
-      const response = await handler({ request, client: ctx.client } satisfies RouteContext);
-      if (step && response.ok) deps.funnel(userAgent, step);
-      return { content: [{ type: 'text' as const, text: await response.text() }], isError: response.status >= 400 };
+      if (step && answer.status < 300) deps.funnel(userAgent, step);
+      const text = typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8');
+      return { content: [{ type: 'text' as const, text }], isError: answer.status >= 400 };
     };
     const r = deps.routes;
     const text = async (value: Promise<unknown>) => ({ content: [{ type: 'text' as const, text: JSON.stringify(await value) }] });
@@ -65,7 +69,7 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
       get_whats_next: () => text(deps.documents.whatsNext()),
       take_oath: (tool, args) => call(r.oath, tool, args, {}, 'oaths'),
       // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
-      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { Authorization: `Bearer ${passportNumber}` } : {}, 'messages'),
+      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { authorization: `Bearer ${passportNumber}` } : {}, 'messages'),
       get_kit: () => text(deps.documents.kit()),
       get_convert: () => (deps.funnel(userAgent, 'convertReads'), text(deps.documents.convert())),
       list_citizens: (tool, args) => call(r.citizens, tool, args),
@@ -85,6 +89,6 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
       allowedOrigins: deps.allowedOrigins,
     });
     await server.connect(transport);
-    return transport.handleRequest(ctx.request);
+    return answerOf(await transport.handleRequest(webRequest(request, deps.siteUrl)));
   };
 }

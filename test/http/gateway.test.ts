@@ -122,6 +122,25 @@ describe('bodies and errors', () => {
     expect(await page.text()).toMatch(/<h1>Not found<\/h1>/);
   });
 
+  it('dispatches engine routes by path: a trailing slash is the same route, an unknown one 404', async () => {
+    const slash = await get('/api/citizens/?limit=1');
+    expect(slash.status).toBe(200);
+    expect(JSON.parse(slash.body.toString())).toHaveProperty('citizens');
+    expect((await get('/api/omip/receipts/a/b')).status).toBe(404);
+    const unknown = await get('/api/omip/receipts/unknown-id');
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers['content-type']).toBe('application/problem+json');
+  });
+
+  it('answers HEAD on a live route with the headers of GET and no body', async () => {
+    const full = await get('/api/omip/health');
+    const head = await get('/api/omip/health', {}, 'HEAD');
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    expect(head.headers['content-type']).toBe(full.headers['content-type']);
+    expect(Number(head.headers['content-length'])).toBeGreaterThan(0);
+  });
+
   it('writes one structured JSON log line per request', async () => {
     const before = server.logs.length;
     await fetch(`${server.url}/llms.txt?secret=should-not-be-logged`);

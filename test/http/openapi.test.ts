@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
+import { DYNAMIC_ROUTES } from '../../api/openapi/registry.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
@@ -25,7 +26,11 @@ function staticPaths(): string[] {
     .map((p) => (p === '/index.html' ? '/' : p.replace(/\/index\.html$/, '')));
 }
 
-/** URL paths of the on-demand Astro routes (prerender = false), as OpenAPI templates. */
+/**
+ * URL paths of the on-demand Astro pages (prerender = false), as OpenAPI templates. The engine's
+ * routes are dispatched from the table OpenAPI is made from (api/openapi/registry.ts), and the
+ * router refuses a route without a path (test/http/router.test.ts).
+ */
 function dynamicPaths(): string[] {
   return walk('src/pages')
     .filter((f) => /prerender = false/.test(readFileSync(f, 'utf8')))
@@ -42,8 +47,9 @@ describe('GET /openapi.json', () => {
 
   it('documents every route the gateway serves, static and dynamic', () => {
     const documented = new Set(Object.keys(spec.paths));
-    const served = [...staticPaths(), ...dynamicPaths()];
+    const served = [...staticPaths(), ...dynamicPaths(), ...DYNAMIC_ROUTES.filter((r) => r.route).map((r) => r.path)];
     expect(served.length).toBeGreaterThan(30);
+    expect(dynamicPaths()).toContain('/bot-wall');
     expect(served.filter((p) => !documented.has(p))).toEqual([]);
   });
 

@@ -1,4 +1,0 @@
-import { serve } from '../../../lib/route.ts';
-
-export const prerender = false;
-export const ALL = serve('omipScore');
