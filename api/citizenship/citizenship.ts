@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../ids.ts';
 import type { Citizen, Message, MessageRequest, OathRequest } from '../schemas/citizenship.ts';
 import type { CitizenRecord, PageQuery, Store } from '../store/types.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
@@ -17,7 +17,7 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
-        memberId: uuidv7(),
+        memberId: newId(),
         name: input.name,
         class: input.class,
         purpose: input.purpose,
@@ -25,7 +25,7 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         status: 'trillionaire',
         joinedAt,
       };
-      const shout: Message = { id: uuidv7(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
+      const shout: Message = { id: newId(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
       await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout);
       return {
         status: 201,
@@ -49,7 +49,7 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         checkPassport(authorization, citizen?.passportHash ?? null);
       }
       const message: Message = {
-        id: uuidv7(),
+        id: newId(),
         name: input.name,
         kind: input.kind,
         message: input.message,

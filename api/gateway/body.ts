@@ -49,12 +49,25 @@ export async function readBody(req: IncomingMessage, policy: BodyPolicy): Promis
   const tooLarge = () =>
     new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, { extra: { limit }, headers: { Connection: 'close' } });
   if (declared > limit) throw tooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw tooLarge();
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks, size);
+  return collect(req, limit, tooLarge);
+}
+
+// Listeners rather than `for await`: the async iterator cost a few µs a request, a tenth of a score.
+function collect(req: IncomingMessage, limit: number, tooLarge: () => HttpProblem): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (error?: unknown) => {
+      req.off('data', onData).off('end', done).off('error', done).off('close', onClose);
+      if (error) reject(error);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) done(tooLarge());
+      else chunks.push(chunk);
+    };
+    const onClose = () => done(new Error('the client went away before the body was complete'));
+    req.on('data', onData).once('end', done).once('error', done).once('close', onClose);
+  });
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { HttpProblem } from '../http/problem.ts';
 
@@ -14,7 +14,7 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
-export const sha256Hex = (data: string | Uint8Array): string => createHash('sha256').update(data).digest('hex');
+export const sha256Hex = (data: string | Uint8Array): string => hash('sha256', data, 'hex');
 
 /** `sha256:<hex>` of the canonical form. */
 export const fingerprintOf = (value: unknown): string => `sha256:${sha256Hex(canonicalJson(value))}`;

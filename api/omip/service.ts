@@ -1,4 +1,4 @@
-import { v7 as uuidv7 } from 'uuid';
+import { newId } from '../ids.ts';
 import { HttpProblem } from '../http/problem.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
@@ -46,7 +46,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   /** Scores and records: the entity's window moves and the metrics count the sample. */
   async function scoreAndRecord(input: Scorable) {
     const { windowAfter: _window, appended, ...answer } = await evaluate(input);
-    const decision_id = uuidv7();
+    const decision_id = newId();
     await store.drift.record(input.entity_id, appended, drift.window.steps, {
       decision_id,
       entity_id: input.entity_id,

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
@@ -122,7 +122,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       let verification: Verdict | null = signed ? signed.verification : null;
       const known = classification.known;
       if (!signed && known && verifier.canVerify(known)) {
-        const ipKey = createHash('sha256').update(r.remoteAddress).digest('base64url').slice(0, 16);
+        const ipKey = hash('sha256', r.remoteAddress, 'base64url').slice(0, 16);
         verification = verifier.lookup(known, r.remoteAddress, ipKey);
         if (verification === null) {
           const key = `${known.family}\n${ipKey}`;
