@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
@@ -137,7 +137,7 @@ export interface EmbeddedStoreOptions {
   logger: Logger;
   /** Compact the journal into the snapshot after this many entries... */
   compactEvery?: number;
-  /** ...or once the journal file is this large. */
+  /** ...or once the journal file is this large; either way, only once the journal is as large as the snapshot. */
   compactBytes?: number;
 }
 
@@ -227,8 +227,14 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   await mkdir(dir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
   });
-  const db = new Low<State>(new DurableJSONFile<State>(join(dir, 'snapshot.json')), emptyState());
+  const snapshotPath = join(dir, 'snapshot.json');
+  const db = new Low<State>(new DurableJSONFile<State>(snapshotPath), emptyState());
   await db.read();
+  // A compaction rewrites the whole register, so it waits until the journal is as large as the
+  // snapshot: its cost per write then stays the same however large the register grows, and a start
+  // replays at most about as much journal as snapshot.
+  const sizeOfSnapshot = () => stat(snapshotPath).then((s) => s.size, () => 0);
+  let snapshotBytes = await sizeOfSnapshot();
   const journal = new Journal(dir);
   const base = db.data.seq;
   const entries = await journal.replay((file, line) => logger.warn({ file, line }, 'journal: skipped a torn or corrupt line'));
@@ -256,6 +262,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     const old = await journal.rotate(upTo + 1);
     db.data = memory.snapshot(Date.now());
     await db.write();
+    snapshotBytes = await sizeOfSnapshot();
     await journal.remove(old);
     logger.info({ seq: upTo }, 'store compacted');
   }
@@ -270,7 +277,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       throw new StoreUnavailableError(error);
     }
     memory.apply(entry);
-    if ((++sinceSnapshot >= compactEvery || journal.size >= compactBytes) && !compacting) {
+    if ((++sinceSnapshot >= compactEvery || journal.size >= compactBytes) && journal.size >= snapshotBytes && !compacting) {
       sinceSnapshot = 0;
       compacting = compact()
         .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))

@@ -1,3 +1,4 @@
+import { constants } from 'node:fs';
 import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { syncDir } from './durable-file.ts';
@@ -8,6 +9,10 @@ export interface JournalEntry {
   op: string;
   v: unknown;
 }
+
+// O_DSYNC: a write returns once its bytes are on disk, as write + fdatasync would, in one system call
+// (one trip to libuv's thread pool per group instead of two).
+const APPEND_DSYNC = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC;
 
 const NAME = /^journal-(\d{12})\.jsonl$/;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
@@ -95,7 +100,7 @@ export class Journal {
 
   async #reopen(): Promise<FileHandle> {
     if (!this.#file) throw new Error('journal has no current file');
-    const handle = await open(this.#file, 'a');
+    const handle = await open(this.#file, APPEND_DSYNC);
     this.#size = (await handle.stat()).size;
     return handle;
   }
@@ -125,7 +130,6 @@ export class Journal {
         const handle = (this.#handle ??= await this.#reopen());
         const { bytesWritten } = await handle.write(data, 0, data.length, null);
         if (bytesWritten !== data.length) throw new Error('short write');
-        await handle.datasync();
         this.#diskWrites++;
         this.#size += data.length;
         for (const p of group) p.resolve();

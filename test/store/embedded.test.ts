@@ -91,6 +91,23 @@ describe('embedded store on disk', () => {
     await reopened.close();
   });
 
+  it('compacts only once the journal is as large as the snapshot, so the register size does not make writes dearer', async () => {
+    const dir = fresh();
+    const compactions = () => (logger.flush(), lines.join('').split('store compacted').length - 1);
+    const before = compactions();
+    const store = await openEmbeddedStore({ dir, logger, compactEvery: 10 });
+    for (let i = 0; i < 320; i++) await store.citizens.add(citizen());
+    await store.close();
+    // Every 10 entries would be 32 compactions; waiting for the journal to reach the snapshot's size
+    // doubles the gap each time (10, 20, 40, ... entries).
+    const made = compactions() - before;
+    expect(made).toBeGreaterThanOrEqual(3);
+    expect(made).toBeLessThanOrEqual(8);
+    const reopened = await openEmbeddedStore({ dir, logger });
+    expect((await reopened.citizens.stats()).total).toBe(320);
+    await reopened.close();
+  });
+
   it('keeps every write made while a snapshot is being written, exactly once', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger, compactEvery: 300 });
