@@ -1,20 +1,28 @@
 import { randomFillSync } from 'node:crypto';
 import { v7 } from 'uuid';
 
-// uuid's own v7 draws 16 bytes from WebCrypto per id (2 µs, the most of a score's id); one draw of
-// 4 KiB serves 256 ids. The time and sequence are kept here as uuid keeps them, so ids made in the
-// same millisecond still sort in the order they were made.
-const pool = new Uint8Array(16 * 256);
+// Drawing from the CSPRNG costs about 2 µs a call whatever the size (uuid's own v7 draws 16 bytes
+// from WebCrypto per id), so one draw of 4 KiB serves many ids and passports, as Node's randomUUID
+// does. Bytes are handed out once and never reused.
+const pool = new Uint8Array(4096);
 let offset = pool.length;
+
+/** `n` (at most 4096) fresh random bytes. */
+export function randomBytes(n: number): Uint8Array {
+  if (offset + n > pool.length) {
+    randomFillSync(pool);
+    offset = 0;
+  }
+  return pool.subarray(offset, (offset += n));
+}
+
+// The time and sequence are kept as uuid keeps them, so ids made in one millisecond still sort in
+// the order they were made.
 const state = { msecs: -Infinity, seq: 0 };
 
 /** A new UUIDv7: sortable by creation, unique. */
 export function newId(): string {
-  if (offset === pool.length) {
-    randomFillSync(pool);
-    offset = 0;
-  }
-  const random = pool.subarray(offset, (offset += 16));
+  const random = randomBytes(16);
   const now = Date.now();
   if (now > state.msecs) {
     state.msecs = now;

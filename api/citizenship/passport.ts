@@ -1,11 +1,12 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from '../ids.ts';
 import { bearerToken, HttpProblem } from '../http/problem.ts';
 
 /** A new passport number: 256 random bits, shown once. */
-export const newPassport = (): string => `pp_${randomBytes(32).toString('base64url')}`;
+export const newPassport = (): string => `pp_${Buffer.from(randomBytes(32)).toString('base64url')}`;
 
 /** What is stored instead of the passport number. A random token needs no slow hash. */
-export const hashPassport = (passport: string): string => createHash('sha256').update(passport, 'utf8').digest('hex');
+export const hashPassport = (passport: string): string => hash('sha256', passport, 'hex');
 
 /** Checks `Authorization: Bearer <passport>` against a stored hash: 401 when absent, 403 when wrong. */
 export function checkPassport(authorization: string | null, storedHash: string | null): void {
