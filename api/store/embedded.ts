@@ -217,7 +217,7 @@ export function openMemoryStore(): Store {
 
 /**
  * The embedded default store: state in memory, every write made durable in an append-only journal
- * (group commit, fdatasync) before it is acknowledged, and the journal compacted in the background
+ * (group commit, O_DSYNC) before it is acknowledged, and the journal compacted in the background
  * into a lowdb snapshot.
  */
 export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {

@@ -25,7 +25,7 @@ interface Pending {
 
 /**
  * An append-only JSON Lines journal with group commit: appends that arrive while a write is under
- * way share the next write and the next fdatasync. An append resolves only once its line is on
+ * way share the next durable write. An append resolves only once its line is on
  * disk. A write that fails is cut back off the file, so a later append never follows a torn line.
  */
 export class Journal {
@@ -43,7 +43,7 @@ export class Journal {
     return this.#size;
   }
 
-  /** How many write+fdatasync pairs this journal has made (appends share them). */
+  /** How many durable writes this journal has made (appends share them). */
   get diskWrites(): number {
     return this.#diskWrites;
   }
