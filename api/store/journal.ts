@@ -12,7 +12,20 @@ export interface JournalEntry {
 
 // O_DSYNC: a write returns once its bytes are on disk, as write + fdatasync would, in one system call
 // (one trip to libuv's thread pool per group instead of two).
-const APPEND_DSYNC = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_DSYNC;
+const WRITE_DSYNC = constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC;
+/**
+ * Journal files are filled with zeros ahead of the writes, as PostgreSQL fills its WAL segments:
+ * a durable write into blocks the file already has need not also make its new length durable, which
+ * took about a tenth of an oath's throughput. The data ends at the first zero byte (JSON text has none).
+ */
+export const PREALLOCATE_BYTES = 4 * 1024 * 1024;
+
+/** Where a journal file's data ends: at its first zero byte, or its end. */
+function endOfData(content: Buffer): number {
+  const end = content.indexOf(0);
+  return end === -1 ? content.length : end;
+}
+const dataOf = (content: Buffer): string => content.toString('utf8', 0, endOfData(content));
 
 const NAME = /^journal-(\d{12})\.jsonl$/;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
@@ -33,6 +46,10 @@ export class Journal {
   #handle: FileHandle | undefined;
   #file = '';
   #size = 0;
+  /** Bytes of the current file already on disk (data and zeros). */
+  #allocated = 0;
+  /** Off after the disk refused zeros, until the next file: a nearly full disk is not asked again each write. */
+  #preallocating = true;
   #pending: Pending[] = [];
   #writing: Promise<void> | undefined;
   #rotating: Promise<void> | undefined;
@@ -57,7 +74,7 @@ export class Journal {
     const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
     const entries: JournalEntry[] = [];
     for (const file of files) {
-      const lines = (await readFile(join(this.dir, file), 'utf8')).split('\n');
+      const lines = dataOf(await readFile(join(this.dir, file))).split('\n');
       lines.forEach((line, i) => {
         if (line === '') return;
         try {
@@ -81,6 +98,7 @@ export class Journal {
       const previous = this.#handle;
       this.#file = join(this.dir, fileName(firstSeq));
       this.#handle = undefined;
+      this.#preallocating = true;
       await previous?.close();
       this.#handle = await this.#reopen();
       await syncDir(this.dir);
@@ -100,9 +118,24 @@ export class Journal {
 
   async #reopen(): Promise<FileHandle> {
     if (!this.#file) throw new Error('journal has no current file');
-    const handle = await open(this.#file, APPEND_DSYNC);
-    this.#size = (await handle.stat()).size;
+    const handle = await open(this.#file, WRITE_DSYNC);
+    const content = await handle.readFile();
+    this.#allocated = content.length;
+    this.#size = endOfData(content);
     return handle;
+  }
+
+  /** Zeros for the next writes; when the disk has no room for them, writes simply grow the file. */
+  async #preallocate(handle: FileHandle, needed: number): Promise<void> {
+    const length = Math.max(PREALLOCATE_BYTES, needed);
+    try {
+      const { bytesWritten } = await handle.write(Buffer.alloc(length), 0, length, this.#allocated);
+      if (bytesWritten !== length) throw new Error('short write');
+      this.#allocated += length;
+    } catch {
+      this.#preallocating = false;
+      await handle.truncate(this.#allocated).catch(() => undefined);
+    }
   }
 
   /** Removes journal files whose entries a snapshot now holds. */
@@ -128,13 +161,15 @@ export class Journal {
       try {
         // A journal that could not be opened (read-only or full disk) is retried on each write.
         const handle = (this.#handle ??= await this.#reopen());
-        const { bytesWritten } = await handle.write(data, 0, data.length, null);
+        if (this.#preallocating && this.#size + data.length > this.#allocated) await this.#preallocate(handle, data.length);
+        const { bytesWritten } = await handle.write(data, 0, data.length, this.#size);
         if (bytesWritten !== data.length) throw new Error('short write');
         this.#diskWrites++;
         this.#size += data.length;
         for (const p of group) p.resolve();
       } catch (error) {
         await this.#handle?.truncate(this.#size).catch(() => undefined);
+        this.#allocated = Math.min(this.#allocated, this.#size);
         for (const p of group) p.reject(error);
       }
     }

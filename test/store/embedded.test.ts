@@ -1,11 +1,11 @@
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
-import { Journal } from '../../api/store/journal.ts';
+import { Journal, PREALLOCATE_BYTES } from '../../api/store/journal.ts';
 import { jsonChunks } from '../../api/store/durable-file.ts';
 import fc from 'fast-check';
 import { citizen, message, runStoreContract } from './contract.ts';
@@ -13,6 +13,18 @@ import { citizen, message, runStoreContract } from './contract.ts';
 const lines: string[] = [];
 const { logger } = createLogging('info', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
 const fresh = () => mkdtempSync(join(tmpdir(), 'embedded-'));
+/** A journal file's data: up to its first zero byte (the rest is preallocated zeros). */
+const journalData = (path: string) => {
+  const content = readFileSync(path);
+  const end = content.indexOf(0);
+  return content.toString('utf8', 0, end === -1 ? content.length : end);
+};
+/** Writes bytes where the journal's data ends, as a write cut short by a crash would leave them. */
+function tear(path: string, text: string): void {
+  const fd = openSync(path, 'r+');
+  writeSync(fd, text, Buffer.byteLength(journalData(path)));
+  closeSync(fd);
+}
 
 runStoreContract('embedded', async () => {
   const dir = fresh();
@@ -26,7 +38,7 @@ describe('embedded store on disk', () => {
     await Promise.all(Array.from({ length: 100 }, () => store.citizens.add(citizen())));
     await store.close();
     const journal = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
-    expect(readFileSync(join(dir, journal), 'utf8').trim().split('\n')).toHaveLength(100);
+    expect(journalData(join(dir, journal)).trim().split('\n')).toHaveLength(100);
   });
 
   it('groups concurrent appends into shared disk writes (group commit)', async () => {
@@ -38,6 +50,23 @@ describe('embedded store on disk', () => {
     await journal.append({ seq: 101, op: 'x', v: 0 });
     expect(journal.diskWrites).toBeLessThan(11);
     await journal.close();
+  });
+
+  it('fills its file with zeros ahead of the writes and, reopened, goes on where the data ends', async () => {
+    const dir = fresh();
+    const first = new Journal(dir);
+    await first.rotate(1);
+    await first.append({ seq: 1, op: 'x', v: 'a' });
+    await first.append({ seq: 2, op: 'x', v: 'b' });
+    await first.close();
+    const [file] = readdirSync(dir);
+    expect(statSync(join(dir, file!)).size).toBeGreaterThanOrEqual(PREALLOCATE_BYTES);
+    const again = new Journal(dir);
+    await again.rotate(1);
+    expect(again.size).toBe(Buffer.byteLength(journalData(join(dir, file!))));
+    await again.append({ seq: 3, op: 'x', v: 'c' });
+    expect((await again.replay(() => expect.unreachable())).map((e) => e.v)).toEqual(['a', 'b', 'c']);
+    await again.close();
   });
 
   it('rotates while a write is under way and the next write is chained onto it, without waiting forever', async () => {
@@ -64,7 +93,7 @@ describe('embedded store on disk', () => {
     await store.citizens.add(citizen({ name: 'before-the-crash' }));
     await store.close();
     const journal = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
-    appendFileSync(join(dir, journal), '{"seq":2,"op":"citizen.add","v":{"memberId":"01a1');
+    tear(join(dir, journal), '{"seq":2,"op":"citizen.add","v":{"memberId":"01a1');
     lines.length = 0;
     const reopened = await openEmbeddedStore({ dir, logger });
     expect((await reopened.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual(['before-the-crash']);
