@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { HttpProblem, isHttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
-import type { RouteAnswer, RouteHandler } from '../http/route.ts';
+import { header, type RouteAnswer, type RouteHandler } from '../http/route.ts';
 import { readBody, type BodyPolicy } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
@@ -19,11 +19,6 @@ export interface ObservedRequest {
   /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
   signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value.join(', ') : value;
-};
 
 /** Astro's node handler (`@astrojs/node` middleware mode). */
 export type RenderHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void, locals?: object) => Promise<void>;

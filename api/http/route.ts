@@ -31,8 +31,8 @@ export interface RouteAnswer {
 }
 export type RouteHandler = (request: RouteRequest) => Promise<RouteAnswer>;
 
-/** One request header (repeated ones joined), or undefined. */
-export function header(request: RouteRequest, name: string): string | undefined {
+/** One request header (repeated ones joined), or undefined; of a RouteRequest or a Node request. */
+export function header(request: Pick<RouteRequest, 'headers'>, name: string): string | undefined {
   const value = request.headers[name];
   return Array.isArray(value) ? value.join(', ') : value;
 }
@@ -61,7 +61,10 @@ export function webRequest(request: RouteRequest, origin: string): Request {
 
 /** The answer of a WHATWG Response (read whole: the routes that make one answer JSON). */
 export async function answerOf(response: Response): Promise<RouteAnswer> {
-  return { status: response.status, headers: Object.fromEntries(response.headers), body: new Uint8Array(await response.arrayBuffer()) };
+  const body = new Uint8Array(await response.arrayBuffer());
+  // The transport sets the length of the body it writes.
+  const { 'content-length': _length, 'transfer-encoding': _encoding, ...headers } = Object.fromEntries(response.headers);
+  return { status: response.status, headers, body };
 }
 
 /** Every live JSON answer is this type and is never cached. */
