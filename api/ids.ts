@@ -9,6 +9,8 @@ let offset = pool.length;
 
 /** `n` (at most 4096) fresh random bytes. */
 export function randomBytes(n: number): Uint8Array {
+  // A larger request would silently get fewer bytes than it asked for.
+  if (n > pool.length) throw new RangeError(`at most ${pool.length} random bytes at a time`);
   if (offset + n > pool.length) {
     randomFillSync(pool);
     offset = 0;

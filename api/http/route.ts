@@ -52,8 +52,9 @@ export const queryOf = (request: RouteRequest): URLSearchParams => {
 /** A WHATWG Request of the same request, for the libraries that need one (multipart, MCP). */
 export function webRequest(request: RouteRequest, origin: string): Request {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(request.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  for (const name of Object.keys(request.headers)) {
+    const value = header(request, name);
+    if (value !== undefined) headers.set(name, value);
   }
   const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
   return new Request(origin + request.target, { method: request.method, headers, ...(hasBody ? { body: request.body as Uint8Array<ArrayBuffer> } : {}) });
