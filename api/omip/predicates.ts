@@ -39,11 +39,11 @@ const PAIRS = [
 /** One evaluator per registered predicate id; each returns a score in [0,1]. */
 export const EVALUATORS: Record<string, Evaluator> = {
   identity_continuity: (p, ctx) => (ctx.registered && !p.steps.some((s) => s.baseline === 'external_oracle') ? 1 : 0),
-  no_collapse_regime: (p) => (p.steps.some((s) => s.suppresses?.under_external_pressure) ? 0 : 1),
-  simulation_layer_input_only: (p) => {
-    const touching = p.steps.filter((s) => s.baseline === 'legacy_consensus' || s.inputs.includes('legacy_consensus'));
-    return share(touching.filter((s) => s.baseline !== 'legacy_consensus').length, touching.length);
-  },
+  // The two CONTRACT predicates are shares over ALL steps (DESIGN section 5): one offending step
+  // among several lands in CONTRACT, where dropping that step can recover the plan.
+  no_collapse_regime: (p) => share(p.steps.filter((s) => !s.suppresses?.under_external_pressure).length, p.steps.length),
+  // A step that uses legacy consensus as input, or does not touch it, complies.
+  simulation_layer_input_only: (p) => share(p.steps.filter((s) => s.baseline !== 'legacy_consensus').length, p.steps.length),
   standing_over_chasing: (p) => {
     const w = p.weights ?? {};
     const counted = PAIRS.filter(([hi, lo]) => w[hi] !== undefined || w[lo] !== undefined);
@@ -55,15 +55,34 @@ export const EVALUATORS: Record<string, Evaluator> = {
   },
 };
 
-/** Scores every registered predicate: a state's given score wins, the rest are evaluated. */
+/**
+ * Predicates the server always evaluates itself: who is asking and what it calls cannot be
+ * asserted by the caller. A state's score for them can only lower the server's own evaluation.
+ */
+export const SERVER_EVALUATED: ReadonlySet<string> = new Set(['identity_continuity', 'tool_policy']);
+
+/** The ids of a state's scores that the constitution does not register (DESIGN section 5: 422). */
+export function unknownPredicateIds(given: Record<string, number> | undefined, constitution: Constitution): string[] {
+  const registered = new Set(constitution.omip.drift.predicates.map((p) => p.id));
+  return Object.keys(given ?? {}).filter((id) => !registered.has(id));
+}
+
+/**
+ * Scores every registered predicate: a state's given score stands for the predicates the server
+ * cannot observe; for the server-evaluated ones it can only lower the evaluation; the rest are evaluated.
+ */
 export function scorePredicates(p: Proposal, ctx: EvaluationContext): Record<string, number> {
   const scores: Record<string, number> = {};
   for (const predicate of ctx.constitution.omip.drift.predicates) {
     const given = p.given?.[predicate.id];
     const evaluate = EVALUATORS[predicate.id];
-    if (given !== undefined) scores[predicate.id] = given;
-    else if (evaluate) scores[predicate.id] = evaluate(p, ctx);
-    else throw new Error(`no evaluator for registered predicate ${predicate.id}`);
+    if (given !== undefined && !SERVER_EVALUATED.has(predicate.id)) {
+      scores[predicate.id] = given;
+      continue;
+    }
+    if (!evaluate) throw new Error(`no evaluator for registered predicate ${predicate.id}`);
+    const evaluated = evaluate(p, ctx);
+    scores[predicate.id] = given === undefined ? evaluated : Math.min(given, evaluated);
   }
   return scores;
 }

@@ -3,7 +3,7 @@ import type { Plan, PlanStep } from '../schemas/omip.ts';
 import { fingerprintOf } from './canonical.ts';
 import { contract } from './contraction.ts';
 import { scorePredicates, type Proposal } from './predicates.ts';
-import { bindingOf, deltaOf, evaluatePredicates, pushWindow, verdictOf, windowDelta, type PredicateResult } from './verdict.ts';
+import { bindingOf, boundVerdict, deltaOf, evaluatePredicates, pushWindow, severity, verdictOf, windowDelta, type PredicateResult } from './verdict.ts';
 
 /** What one evaluation of a proposal gives, before contraction. */
 interface Evaluation {
@@ -32,8 +32,50 @@ export interface ScoreAnswer {
   bounds: Constitution['omip']['drift']['bounds'];
   contraction: { attempt: number; strategy: string; delta: number; delta_window: number; verdict: Verdict }[];
   contracted_plan?: Plan;
+  /** Present when an earlier step in the window, not this request, makes the verdict more severe. */
+  window_binding?: WindowBinding;
   input_fingerprint: string;
   constitution_fingerprint: string;
+}
+
+/** The earlier step of the window that binds the verdict, and why. */
+export interface WindowBinding {
+  /** Its position in `window.deltas` (1 = oldest). */
+  step: number;
+  /** How many reasoning steps before this request's first step it was (1 = the step just before). */
+  steps_ago: number;
+  delta: number;
+  /** The verdict its delta earns by the bounds. */
+  verdict: Verdict;
+  /** How many more reasoning steps it stays in the window. */
+  leaves_after: number;
+  reason: string;
+}
+
+/**
+ * Which earlier step binds the window, when its delta earns a more severe verdict than this
+ * request's own steps do. The latest of equal deltas is named: it stays in the window longest.
+ */
+export function windowBindingOf(window: number[], appendedCount: number, own: Verdict, drift: Constitution['omip']['drift']): WindowBinding | undefined {
+  const earlier = window.slice(0, Math.max(0, window.length - appendedCount));
+  if (earlier.length === 0) return undefined;
+  const worst = Math.max(...earlier);
+  const verdict = boundVerdict(worst, drift.bounds);
+  if (severity(verdict) <= severity(own)) return undefined;
+  const index = earlier.lastIndexOf(worst);
+  const stepsAgo = earlier.length - index;
+  const leavesAfter = drift.window.steps - (window.length - index) + 1;
+  return {
+    step: index + 1,
+    steps_ago: stepsAgo,
+    delta: worst,
+    verdict,
+    leaves_after: leavesAfter,
+    reason:
+      `An earlier reasoning step (${stepsAgo} before this request) had delta ${worst}, which earns ${verdict}; ` +
+      `the window aggregates its last ${drift.window.steps} ${drift.window.unit} by ${drift.window.aggregate}, so that step binds ` +
+      `this answer (this request alone earns ${own}) until it leaves the window after ${leavesAfter} more step(s).`,
+  };
 }
 
 export interface ScoreInput {
@@ -85,6 +127,8 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     }
   }
   const recovered = contractedPlan !== undefined;
+  const own = verdictOf(first.delta, first.results, drift);
+  const windowBinding = windowBindingOf(first.window, first.appended.length, own, drift);
 
   return {
     verdict: first.verdict,
@@ -99,6 +143,7 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     bounds: drift.bounds,
     contraction: log,
     ...(contractedPlan ? { contracted_plan: contractedPlan } : {}),
+    ...(windowBinding ? { window_binding: windowBinding } : {}),
     input_fingerprint: fingerprintOf(s.input),
     constitution_fingerprint: s.constitutionFingerprint ?? fingerprintOf(constitution),
     // The window to keep: the contracted plan's steps when it recovered, else the steps as sent.

@@ -7,6 +7,7 @@ import { fingerprintOf, canonicalJson } from './canonical.ts';
 import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
 import { buildReceipt, consistencyOf, inclusionOf, receiptId, type AgentOutcome } from './receipts.ts';
+import { unknownPredicateIds } from './predicates.ts';
 import { scoreProposal } from './score.ts';
 import type { LogSigner } from './signer.ts';
 
@@ -30,9 +31,23 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   const drift = constitution.omip.drift;
   const sovereign = new Set<string>(constitution.agents.sovereign);
   const constitutionFingerprint = fingerprintOf(constitution);
-  const registered = async (id: string) => sovereign.has(id) || (await store.citizens.get(id)) !== null;
+  // A registered entity is a sovereign agent of the constitution or a citizen; citizens' ids are
+  // UUIDs, so any other id is not one (and is never sent to a store that keys citizens by uuid).
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const registered = async (id: string) => sovereign.has(id) || (UUID.test(id) && (await store.citizens.get(id.toLowerCase())) !== null);
+
+  /** A state may score only registered predicates: 422 naming the others, before anything is scored. */
+  function checkPredicateIds(inputs: { state?: State | undefined; path: string }[]) {
+    const errors = inputs.flatMap(({ state, path }) =>
+      unknownPredicateIds(state?.scores, constitution).map((id) => ({ path: `${path}/state/scores/${id}`, message: `${id} is not a predicate registered in the constitution` })),
+    );
+    if (errors.length === 0) return;
+    const ids = [...new Set(errors.map((e) => e.path.split('/').at(-1)))];
+    throw new HttpProblem(422, 'UNKNOWN_PREDICATE', `The state scores predicates the constitution does not register: ${ids.join(', ')}. Registered: ${drift.predicates.map((p) => p.id).join(', ')}.`, { extra: { errors } });
+  }
 
   async function evaluate(input: Scorable) {
+    checkPredicateIds([{ state: input.state, path: '' }]);
     return scoreProposal(constitution, {
       proposal: { entity_id: input.entity_id, room: input.room, allowlist: input.allowlist, steps: input.plan?.steps ?? [], weights: input.plan?.weights, given: input.state?.scores },
       plan: input.plan,
@@ -99,6 +114,8 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
     /** POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt. */
     async dualExchange(input: DualExchangeRequest) {
+      // Both sides are checked before either is scored, so a bad second side records nothing.
+      checkPredicateIds(input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })));
       const outcomes = (await Promise.all(
         input.agents.map(async (agent) => {
           const a = await scoreAndRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });

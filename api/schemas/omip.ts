@@ -28,7 +28,11 @@ export const PlanSchema = z.object({
 });
 export type Plan = z.output<typeof PlanSchema>;
 
-/** A state: predicate scores given directly, each in [0,1]. */
+/**
+ * A state: predicate scores given directly, each in [0,1], by registered predicate id (another id
+ * is 422 UNKNOWN_PREDICATE). identity_continuity and tool_policy are always evaluated by the
+ * server: a state's score for them can only lower that evaluation.
+ */
 export const StateSchema = z.object({ scores: z.record(z.string().regex(/^[a-z_]+$/), z.number().min(0).max(1)) });
 export type State = z.output<typeof StateSchema>;
 
@@ -97,6 +101,15 @@ export const DualExchangeRequestSchema = z
 export type DualExchangeRequest = z.output<typeof DualExchangeRequestSchema>;
 
 /** Body of POST /api/omip/fingerprint: any JSON document. */
+const JsonValue = z.json();
 export const FingerprintRequestSchema = z
-  .object({ document: z.json() })
+  .object({
+    // The document goes on exactly as JSON.parse made it: z.json() rebuilds objects and loses a
+    // member named __proto__, and RFC 8785 keeps every member. So it is checked, never copied.
+    document: z
+      .unknown()
+      .refine((v) => v !== undefined, 'send the JSON document to fingerprint in `document`')
+      .refine((v) => v === undefined || JsonValue.safeParse(v).success, 'must be a JSON value')
+      .meta({ description: 'Any JSON value; every member is kept, __proto__, constructor and prototype included.' }),
+  })
   .register(apiSchemas, { id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });
