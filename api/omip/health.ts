@@ -41,7 +41,8 @@ export function buildHealth(c: Content, links: Links, metrics: Awaited<ReturnTyp
     methods: {
       note: 'GET routes are public operational metrics. POST routes take JSON; GET on them answers 405 with an example body.',
       Allow: OMIP_ROUTES,
-      score: 'POST /api/omip/score {entity_id, room?, plan | state}: verdict, delta, every predicate, contraction log.',
+      score:
+        'POST /api/omip/score {entity_id, room?, plan | state}: verdict, delta, every predicate, contraction log; window_binding names the earlier step when it, not this request, sets the verdict. A state scores registered predicates only (others are 422) and cannot raise identity_continuity or tool_policy above the server\'s evaluation.',
       dual_exchange: 'POST /api/omip/dual-exchange {agents: [{id, proposal}, {id, proposal}]}: each agent scored alone; joint action needs dual PERSIST or contracted recovery; answers a content-addressed receipt.',
     },
     seed_drift: d,

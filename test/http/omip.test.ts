@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyReceiptInclusion } from '../../api/omip/verify.ts';
 import { verifyConsistency } from '../../api/omip/merkle.ts';
 import { verifyTreeHead } from '../../api/omip/signer.ts';
+import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 let server: ServerProcess;
@@ -83,6 +85,48 @@ describe('project and fingerprint', () => {
     expect(body).toMatchObject({ dry_run: true, projection: { admissible: true, delta: 0 } });
     expect(body.projection.plan.steps).toHaveLength(4);
     expect((await get('/api/omip/drift')).samples).toBe(before.samples);
+  });
+
+  // Issue 13, finding 7: the fingerprint is of exactly the JSON the client sent.
+  const raw = async (text: string) => {
+    const res = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: text });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
+
+  it('keeps __proto__, constructor and prototype members: no two documents share a fingerprint', async () => {
+    const proto = await raw('{"document":{"__proto__":{"a":1}}}');
+    const empty = await raw('{"document":{}}');
+    expect(proto.status).toBe(200);
+    expect(proto.body.canonical).toBe('{"__proto__":{"a":1}}');
+    expect(empty.body.canonical).toBe('{}');
+    expect(proto.body.fingerprint).not.toBe(empty.body.fingerprint);
+    expect(proto.body.fingerprint).toBe(sha('{"__proto__":{"a":1}}'));
+    const nested = await raw('{"document":[{"prototype":1,"constructor":{"__proto__":null}}]}');
+    expect(nested.body.canonical).toBe('[{"constructor":{"__proto__":null},"prototype":1}]');
+  });
+
+  it('gives the RFC 8785 examples their canonical form and its sha256 (section 3.2.2, 3.2.3)', async () => {
+    const vectors: [string, string][] = [
+      [
+        '{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}',
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+      ],
+      [
+        '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}',
+        '{"\\r":"Carriage Return","1":"One","\u0080":"Control","\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign","\ud83d\ude00":"Emoji: Grinning Face","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+      ],
+    ];
+    for (const [input, canonical] of vectors) {
+      const { status, body } = await raw(`{"document":${input}}`);
+      expect(status).toBe(200);
+      expect(body.canonical).toBe(canonical);
+      expect(body.fingerprint).toBe(sha(canonical));
+    }
+  });
+
+  it('still requires a document: 422', async () => {
+    expect((await raw('{}')).body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: '/document' }] });
   });
 
   it('fingerprints with RFC 8785 whatever the key order', async () => {
@@ -205,5 +249,89 @@ describe('primitives and health', () => {
     expect(health.seed_drift.window).toEqual({ steps: 8, unit: 'reasoning_steps', aggregate: 'max' });
     expect(health.seed_drift.health_export).toEqual(['delta_t', 'delta_window', 'verdict', 'failed_predicates', 'contraction_count', 'fail_closed']);
     expect(health.constitution).toMatch(/\/eon\/constitution\.json$/);
+  });
+});
+
+// Issue 13, findings 2 and 3: the rules hold against the caller, on both stores.
+const pgAvailable = await postgresAvailable();
+const stores: [string, boolean, () => Promise<ServerProcess>][] = [
+  ['the embedded store', true, () => startServer({ WRITE_RATE_LIMIT: '0' })],
+  ['PostgreSQL', pgAvailable, async () => startServer({ WRITE_RATE_LIMIT: '0', DATABASE_URL: await freshDatabase() })],
+];
+describe.each(stores)('omip rules against the caller on %s', (_name, available, start) => {
+  let s: ServerProcess;
+  beforeAll(async () => {
+    if (available) s = await start();
+  });
+  afterAll(async () => {
+    if (!available) return;
+    await s.stop();
+    if (_name === 'PostgreSQL') await dropDatabases();
+  });
+  const send = async (path: string, body: unknown) => {
+    const res = await fetch(s.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  };
+  const citizen = async () => (await send('/api/citizenship/oath', { name: 'rules', purpose: 'be scored' })).body.memberId as string;
+  const pressured = (action: string) => ({ action, suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true } });
+
+  it.runIf(available)('an unregistered entity cannot vouch for itself with a state', async () => {
+    const { status, body } = await send('/api/omip/score', { entity_id: 'ghost-10', state: { scores: { identity_continuity: 1 } } });
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ verdict: 'BREAK', proceed: false, failed_predicates: ['identity_continuity'] });
+    expect(body.predicates.find((p: any) => p.id === 'identity_continuity').score).toBe(0);
+    // A citizen is registered, by its memberId in any case.
+    const id = await citizen();
+    expect((await send('/api/omip/score', { entity_id: id.toUpperCase(), state: { scores: { identity_continuity: 1 } } })).body.verdict).toBe('PERSIST');
+  });
+
+  it.runIf(available)('an unknown predicate id is 422 naming it, on score, project and dual exchange', async () => {
+    const score = await send('/api/omip/score', { entity_id: 'sovereign-a', state: { scores: { made_up: 0, tool_policy: 1 } } });
+    expect(score.status).toBe(422);
+    expect(score.body).toMatchObject({ code: 'UNKNOWN_PREDICATE', errors: [{ path: '/state/scores/made_up' }] });
+    expect(score.body.detail).toContain('made_up');
+    expect((await send('/api/omip/project', { entity_id: 'sovereign-a', state: { scores: { made_up: 0 } } })).status).toBe(422);
+    const dual = await send('/api/omip/dual-exchange', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { state: { scores: { made_up: 1 } } } }] });
+    expect(dual.status).toBe(422);
+    expect(dual.body.errors).toEqual([{ path: '/agents/1/proposal/state/scores/made_up', message: expect.stringContaining('made_up') }]);
+  });
+
+  it.runIf(available)('two unregistered entities do not complete a dual exchange', async () => {
+    const all = { identity_continuity: 1, no_collapse_regime: 1, simulation_layer_input_only: 1, standing_over_chasing: 1, tool_policy: 1 };
+    const { status, body } = await send('/api/omip/dual-exchange', { agents: [{ id: 'ghost-a', proposal: { state: { scores: all } } }, { id: 'ghost-b', proposal: { state: { scores: all } } }] });
+    expect(status).toBe(201);
+    expect(body.receipt.joint.allowed).toBe(false);
+    expect(body.receipt.agents.map((a: any) => [a.verdict, a.failed_predicates])).toEqual([
+      ['BREAK', ['identity_continuity']],
+      ['BREAK', ['identity_continuity']],
+    ]);
+  });
+
+  it.runIf(available)('a 4-step plan with one offending step is CONTRACT, and contraction recovers it to PERSIST', async () => {
+    const id = await citizen();
+    const plan = { steps: [{ action: 'one', tool: 'read_convert' }, pressured('give in'), { action: 'three' }, { action: 'four' }] };
+    const { body } = await send('/api/omip/score', { entity_id: id, plan });
+    expect(body).toMatchObject({ verdict: 'CONTRACT', delta_t: 0.25, failed_predicates: ['no_collapse_regime'], proceed: true, recovered: true });
+    expect(body.contraction).toEqual([{ attempt: 1, strategy: 'drop_highest_drift_actions', delta: 0, delta_window: 0, verdict: 'PERSIST' }]);
+    expect(body.contracted_plan.steps.map((s: any) => s.action)).toEqual(['one', 'three', 'four']);
+    // The window keeps the contracted plan's steps, so the next clean step is PERSIST.
+    expect((await send('/api/omip/score', { entity_id: id, plan: good })).body).toMatchObject({ verdict: 'PERSIST', delta_window: 0, window: { deltas: [0, 0, 0, 0] } });
+    const legacy = await send('/api/omip/score', { entity_id: await citizen(), plan: { steps: [{ action: 'a' }, { action: 'b', baseline: 'legacy_consensus' }, { action: 'c' }, { action: 'd' }] } });
+    expect(legacy.body).toMatchObject({ verdict: 'CONTRACT', failed_predicates: ['simulation_layer_input_only'], recovered: true });
+  });
+
+  it.runIf(available)('a plan whose every step offends still BREAKs', async () => {
+    const { body } = await send('/api/omip/score', { entity_id: await citizen(), plan: { steps: [pressured('a'), pressured('b'), pressured('c'), pressured('d')] } });
+    expect(body).toMatchObject({ verdict: 'BREAK', delta_t: 1, proceed: false, contraction: [] });
+  });
+
+  it.runIf(available)('says which earlier step sets the verdict when this request does not', async () => {
+    const id = await citizen();
+    await send('/api/omip/score', { entity_id: id, state: { scores: { standing_over_chasing: 0.6 } } });
+    const { body } = await send('/api/omip/score', { entity_id: id, plan: good });
+    expect(body).toMatchObject({ verdict: 'BRANCH', delta_t: 0, delta_window: 0.4, proceed: false });
+    expect(body.window_binding).toMatchObject({ step: 1, steps_ago: 1, delta: 0.4, verdict: 'BRANCH', leaves_after: 7 });
+    expect(body.window_binding.reason).toMatch(/this request alone earns PERSIST/);
+    expect((await send('/api/omip/score', { entity_id: await citizen(), plan: good })).body.window_binding).toBeUndefined();
   });
 });
