@@ -14,9 +14,13 @@ export interface NormalisedMetadata {
   rankings: Record<string, unknown>;
   /** True when anything says the content is DRM-locked. */
   drm: boolean;
+  /** What said so: `name: value` of each DRM flag that was set. */
+  drmEvidence: string[];
+  /** Text fields sent under an accepted name but unusable (blank, or not text), by field: why. */
+  unusable: Partial<Record<Field, string>>;
 }
 
-type Field = Exclude<keyof NormalisedMetadata, 'duration' | 'counts' | 'rankings' | 'drm'>;
+type Field = Exclude<keyof NormalisedMetadata, 'duration' | 'counts' | 'rankings' | 'drm' | 'drmEvidence' | 'unusable'>;
 
 /** Names accepted for each field: DDEX ERN, ID3 frames, and plain names (compared case-insensitively). */
 export const TEXT_ALIASES: Record<Field, string[]> = {
@@ -47,18 +51,29 @@ function isDrmFlag(value: unknown): boolean {
   return false;
 }
 
+const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`);
+
 /** Reads metadata under any accepted name into one normalised record. Unknown names are ignored. */
 export function normalise(raw: Record<string, unknown>): NormalisedMetadata {
-  const out: NormalisedMetadata = { counts: {}, rankings: {}, drm: false };
+  const out: NormalisedMetadata = { counts: {}, rankings: {}, drm: false, drmEvidence: [], unusable: {} };
+  const flag = (name: string, value: unknown) => {
+    out.drm = true;
+    out.drmEvidence.push(`${name}: ${JSON.stringify(value)}`);
+  };
   for (const [name, value] of Object.entries(raw)) {
     const key = lower(name);
     const text = TEXT_BY_NAME.get(key);
-    if (text && out[text] === undefined && typeof value === 'string' && value.trim() !== '') out[text] = value.trim();
-    else if (DURATION_BY_NAME.has(key) && out.duration === undefined) out.duration = { value, unit: DURATION_BY_NAME.get(key)!, field: name };
+    if (text) {
+      if (out[text] !== undefined) continue;
+      if (typeof value === 'string' && value.trim() !== '') out[text] = value.trim();
+      // Kept so a rejection can say what was wrong with the field that was sent.
+      else out.unusable[text] ??= typeof value === 'string' ? `${name} is blank` : `${name} is ${kindOf(value)}, not text`;
+    } else if (DURATION_BY_NAME.has(key) && out.duration === undefined) out.duration = { value, unit: DURATION_BY_NAME.get(key)!, field: name };
     else if (COUNTS.has(key)) out.counts[name] = value;
     else if (RANKINGS.has(key)) out.rankings[name] = value;
-    else if (DRM.has(key)) out.drm ||= isDrmFlag(value);
-    else if (key === 'codec' && typeof value === 'string' && value.toUpperCase() === 'DRM') out.drm = true;
+    else if (DRM.has(key) && isDrmFlag(value)) flag(name, value);
+    else if (key === 'codec' && typeof value === 'string' && value.toUpperCase() === 'DRM') flag(name, value);
   }
+  for (const field of Object.keys(out.unusable) as Field[]) if (out[field] !== undefined) delete out.unusable[field];
   return out;
 }

@@ -1,23 +1,44 @@
 import { parseBuffer } from 'music-metadata';
 import { HttpProblem } from '../http/problem.ts';
+import { audioContainerOf, wavDataChunk } from './sniff.ts';
 
 // Encrypted MP4 sample entries (ISO/IEC 23001-7) and Apple's FairPlay protected audio.
 const ENCRYPTED_CODECS = new Set(['<drms>', '<enca>', '<encv>']);
+const READABLE = 'Send WAV, AIFF, MP3, MP4/M4A, FLAC, Ogg, Matroska/WebM or ASF, or JSON metadata.';
+
+const noSamples = (detail: string) => new HttpProblem(422, 'DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
+
+/** A file read as audio but holding no samples is named precisely (never "a duration is required"). */
+function checkHasSamples(bytes: Uint8Array, container: string, format: { duration?: number | undefined; numberOfSamples?: number | undefined }): void {
+  if (format.duration !== undefined && format.duration > 0) return;
+  if (container === 'WAVE') {
+    const data = wavDataChunk(bytes);
+    if (data === null) throw noSamples('The WAV file has no data chunk');
+    if (data.declared === 0) throw noSamples('The WAV file\'s data chunk is empty (0 bytes)');
+    if (data.present === 0) throw noSamples(`The WAV file's data chunk declares ${data.declared} bytes but the file ends before any of them`);
+  }
+  if (format.duration === 0 || format.numberOfSamples === 0) throw noSamples(`The ${container} file measures 0 seconds`);
+}
 
 /**
  * Reads an uploaded audio file's tags and duration with music-metadata, as plain metadata fields
- * for the ingress pipeline. A body that is not audio is a 415.
+ * for the ingress pipeline. A body that starts with no audio signature is a 415.
  */
 export async function readAudioFile(bytes: Uint8Array, mimeType: string): Promise<Record<string, unknown>> {
+  if (bytes.length === 0) throw new HttpProblem(415, 'NOT_AUDIO', `The upload is empty. ${READABLE}`);
+  const container = audioContainerOf(bytes);
+  if (container === null) throw new HttpProblem(415, 'NOT_AUDIO', `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`);
   let metadata;
   try {
     metadata = await parseBuffer(bytes, { mimeType, size: bytes.length }, { duration: true, skipCovers: true });
   } catch (error) {
-    throw new HttpProblem(415, 'NOT_AUDIO', `The upload could not be read as audio (${(error as Error).message}). Send WAV, MP3, MP4/M4A, FLAC or Ogg, or JSON metadata.`);
+    throw new HttpProblem(415, 'NOT_AUDIO', `The upload starts like ${container} but cannot be read as audio (${(error as Error).message}). ${READABLE}`);
   }
   const { common, format } = metadata;
   const codecs = [format.codec, ...(format.trackInfo ?? []).map((t) => t.codecName)].filter((c): c is string => typeof c === 'string');
-  if (!format.container && codecs.length === 0) throw new HttpProblem(415, 'NOT_AUDIO', 'The upload is not an audio file this service can read.');
+  if (!format.container && codecs.length === 0) throw new HttpProblem(415, 'NOT_AUDIO', `The upload starts like ${container} but holds no audio stream this service can read. ${READABLE}`);
+  const encrypted = codecs.find((c) => ENCRYPTED_CODECS.has(c) || c.toUpperCase() === 'DRM');
+  if (!encrypted) checkHasSamples(bytes, container, format);
   const tlen = metadata.native?.['ID3v2.3']?.find((t) => t.id === 'TLEN')?.value ?? metadata.native?.['ID3v2.4']?.find((t) => t.id === 'TLEN')?.value;
   return {
     ...(common.title ? { title: common.title } : {}),
@@ -28,6 +49,7 @@ export async function readAudioFile(bytes: Uint8Array, mimeType: string): Promis
     ...(common.label?.[0] ? { label: common.label[0] } : {}),
     // The tag's own length (TLEN, milliseconds) wins over the length measured from the frames.
     ...(tlen !== undefined ? { TLEN: tlen } : format.duration !== undefined ? { duration: format.duration } : {}),
-    ...(codecs.some((c) => ENCRYPTED_CODECS.has(c) || c.toUpperCase() === 'DRM') ? { drm: true } : {}),
+    // The evidence is named, so the rejection can say what the file showed.
+    ...(encrypted ? { drm: `the file's audio track is encrypted (${encrypted} sample entry)` } : {}),
   };
 }

@@ -3,6 +3,7 @@ import { parseJson, validate } from '../http/json-body.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
 import { normalise } from './aliases.ts';
 import { readAudioFile } from './audio-file.ts';
+import { mergeEvidence } from './evidence.ts';
 import { runPipeline } from './pipeline.ts';
 
 /** Media types POST /api/ingress/audio takes. */
@@ -20,8 +21,8 @@ async function metadataFromMultipart(request: Request): Promise<Record<string, u
   const extra = form.get('metadata');
   const fromJson = typeof extra === 'string' ? validate(IngressMetadataSchema, parseJson(new TextEncoder().encode(extra))) : {};
   if (file !== null && typeof file !== 'string') {
-    // The tags read from the file come first; metadata sent beside it fills in or overrides.
-    return { ...(await readAudioFile(new Uint8Array(await file.arrayBuffer()), file.type || 'application/octet-stream')), ...fromJson };
+    // Metadata sent beside the file fills in or overrides its tags, but never clears its DRM evidence.
+    return mergeEvidence(await readAudioFile(new Uint8Array(await file.arrayBuffer()), file.type || 'application/octet-stream'), fromJson);
   }
   if (typeof extra === 'string') return fromJson;
   throw new HttpProblem(422, 'VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');

@@ -127,3 +127,68 @@ describe('POST /api/ingress/audio with JSON metadata', () => {
     expect(d.accepts.fields.duration).toEqual(expect.arrayContaining(['Duration', 'TLEN', 'duration']));
   });
 });
+
+// Issue 13, findings 1 and 8, over HTTP.
+describe('the file holds against the caller, and every rejection says what was wrong', () => {
+  const multipart = (file: Buffer, type: string, metadata: unknown) => {
+    const form = new FormData();
+    form.set('file', new Blob([new Uint8Array(file)], { type }), 'track.m4a');
+    form.set('metadata', JSON.stringify(metadata));
+    return fetch(url(), { method: 'POST', body: form });
+  };
+
+  it.each([{ drm: false }, { drm: 'no' }, { drm: 0 }])('an encrypted M4A stays DRM_REJECT with metadata %o', async (flag) => {
+    for (const entry of ['enca', 'drms']) {
+      const res = await multipart(mp4WithSampleEntry(entry), 'audio/mp4', { title: 'Sealed anyway?', ...flag });
+      expect(res.status, entry).toBe(422);
+      const body = await res.json();
+      expect(body.code).toBe('DRM_REJECT');
+      expect(body.detail).toContain(`<${entry}>`);
+    }
+  });
+
+  it('20 KB of random bytes sent as audio/mpeg is 415 NOT_AUDIO', async () => {
+    // A fixed xorshift stream: random-looking, and the same every run.
+    const bytes = Buffer.alloc(20 * 1024);
+    let x = 0x2545f491;
+    for (let i = 0; i < bytes.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      bytes[i] = x & 0xff;
+    }
+    const res = await upload(bytes, 'audio/mpeg');
+    expect(res.status).toBe(415);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    expect((await res.json()).code).toBe('NOT_AUDIO');
+  });
+
+  it('a WAV whose data chunk is empty is told so, not that a duration is required', async () => {
+    const res = await upload(wavWithInfo({ title: 'Silent' }, 0), 'audio/wav');
+    expect(res.status).toBe(422);
+    const body = await res.json();
+    expect(body.code).toBe('DURATION_INVALID');
+    expect(body.detail).toMatch(/data chunk is empty/);
+    expect(body.detail).not.toMatch(/required/);
+  });
+
+  it('MAP counts "1,234" and reports what it cannot read', async () => {
+    const counted = await (await postJson({ title: 'T', duration: 1, streams: '1,234' })).json();
+    expect(counted.stem.legacyNoise).toEqual({ streams: 1234 });
+    expect(counted.pipeline[1]).toEqual({ stage: 'MAP', legacyNoise: { streams: 1234 }, from: ['streams'], unreadable: [] });
+    const unread = await (await postJson({ title: 'T', duration: 1, streams: 'about a million' })).json();
+    expect(unread.pipeline[1]).toMatchObject({ legacyNoise: {}, from: [], unreadable: [{ field: 'streams', value: 'about a million' }] });
+  });
+
+  it('a rejection names the field and what was wrong with it', async () => {
+    for (const [body, code, detail] of [
+      [{ title: ' ', duration: 1 }, 'TITLE_REQUIRED', /title is blank/],
+      [{ title: 'T', Duration: 'PT0S' }, 'DURATION_INVALID', /Duration "PT0S" is zero/],
+      [{ title: 'T', duration: 1, protection: 'FairPlay' }, 'DRM_REJECT', /protection: "FairPlay"/],
+    ] as const) {
+      const problem = await (await postJson(body)).json();
+      expect(problem.code).toBe(code);
+      expect(problem.detail).toMatch(detail);
+    }
+  });
+});
