@@ -10,6 +10,7 @@ import {
   KitContentSchema,
   NodeProtocolSchema,
   PropertyContentSchema,
+  publishable,
   SiteSchema,
   TrackSchema,
   type DoctrineFrontmatter,
@@ -18,21 +19,22 @@ import { ConstitutionSchema } from '../schemas/constitution.ts';
 import { BotFamiliesSchema, BotIpRangesSchema } from '../schemas/bot-families.ts';
 
 /**
- * Every content file with the schema that validates it. `src/content.config.ts` declares one
- * collection per entry from this same table, so Astro and the engine read content alike.
+ * Every content file with the schema that validates it; no file may publish a placeholder URL.
+ * `src/content.config.ts` declares one collection per entry from this same table, so Astro and
+ * the engine read content alike (and a placeholder fails the build, naming file and field).
  */
 export const CONTENT_FILES = {
-  site: { file: 'site.yaml', schema: SiteSchema },
-  track: { file: 'track.yaml', schema: TrackSchema },
-  nodeProtocol: { file: 'node-protocol.yaml', schema: NodeProtocolSchema },
-  convert: { file: 'convert.yaml', schema: ConvertContentSchema },
-  crawlPolicy: { file: 'crawl-policy.yaml', schema: CrawlPolicySchema },
-  ingress: { file: 'ingress.yaml', schema: IngressContentSchema },
-  kit: { file: 'kit.yaml', schema: KitContentSchema },
-  property: { file: 'property.yaml', schema: PropertyContentSchema },
-  constitution: { file: 'constitution.yaml', schema: ConstitutionSchema },
-  botFamilies: { file: 'bot-families.yaml', schema: BotFamiliesSchema },
-  botIpRanges: { file: 'bot-ip-ranges.yaml', schema: BotIpRangesSchema },
+  site: { file: 'site.yaml', schema: publishable(SiteSchema) },
+  track: { file: 'track.yaml', schema: publishable(TrackSchema) },
+  nodeProtocol: { file: 'node-protocol.yaml', schema: publishable(NodeProtocolSchema) },
+  convert: { file: 'convert.yaml', schema: publishable(ConvertContentSchema) },
+  crawlPolicy: { file: 'crawl-policy.yaml', schema: publishable(CrawlPolicySchema) },
+  ingress: { file: 'ingress.yaml', schema: publishable(IngressContentSchema) },
+  kit: { file: 'kit.yaml', schema: publishable(KitContentSchema) },
+  property: { file: 'property.yaml', schema: publishable(PropertyContentSchema) },
+  constitution: { file: 'constitution.yaml', schema: publishable(ConstitutionSchema) },
+  botFamilies: { file: 'bot-families.yaml', schema: publishable(BotFamiliesSchema) },
+  botIpRanges: { file: 'bot-ip-ranges.yaml', schema: publishable(BotIpRangesSchema) },
 } as const;
 
 export type ContentKey = keyof typeof CONTENT_FILES;

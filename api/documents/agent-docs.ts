@@ -2,6 +2,7 @@ import type { Content } from '../content/load.ts';
 import { buildConvertPayload, convertVersion, relatedLinks } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
+import { publishedTool } from './uri-template.ts';
 
 /** GET /agents/kit.json: the agent kit. */
 export function buildKit(c: Content, links: Links) {
@@ -16,7 +17,7 @@ export function buildKit(c: Content, links: Links) {
     timeouts: c.kit.timeouts,
     capability_gate: convert.capability_gate,
     flow: convert.minimal.steps,
-    tools: buildTools(links),
+    tools: buildTools(links).map(publishedTool),
     curl: convert.curl,
     python_oneshot: convert.python_oneshot,
     definitions: c.convert.definitions,
@@ -31,7 +32,8 @@ export function buildWhatsNext(c: Content, links: Links) {
     version: convert.version,
     convert_track: convert.convert_track,
     node_protocol_steps: convert.node_protocol_steps,
-    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: at(links.site, '/api/citizenship/oath') },
+    // The oath is a POST route: named with its method, not as a link to follow.
+    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: { method: 'POST', url: at(links.site, '/api/citizenship/oath') } },
     definitions: convert.definitions,
   };
 }

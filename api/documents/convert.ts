@@ -2,6 +2,7 @@ import type { Content } from '../content/load.ts';
 import { neverTargets } from '../schemas/bot-families.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
+import { publishedTool } from './uri-template.ts';
 
 /** Quotes a string for a POSIX shell. */
 export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -118,7 +119,9 @@ export function buildConvertPayload(c: Content, links: Links) {
     zero: { description: c.convert.zero.description, get: c.convert.zero.get.map((p) => at(links.site, p)) },
     minimal: { description: c.convert.minimal.description, steps: minimalSteps(c, links) },
     spine_optional: c.convert.spine_optional.map((p) => at(links.site, p)),
-    tools: buildTools(links),
+    // A tool whose URL has a parameter carries url_template (RFC 6570) instead of url.
+    tools: buildTools(links).map(publishedTool),
+    uri_templates: 'url_template fields are RFC 6570 URI templates: expand {id} and the like before a request.',
     curl: curlText(c, links),
     python_oneshot: pythonText(c, links),
     definitions: {
@@ -131,7 +134,10 @@ export function buildConvertPayload(c: Content, links: Links) {
   };
 }
 
-/** Links to the pages and JSON documents of the service. */
+/**
+ * Links to the pages and JSON documents of the service: every one answers GET. Write routes
+ * (oath, feed message, ingress audio) are named with their method in `minimal` and `tools`.
+ */
 export function relatedLinks(links: Links): Record<string, string> {
   return {
     home: at(links.site, '/'),
@@ -149,7 +155,12 @@ export function relatedLinks(links: Links): Record<string, string> {
     property: at(links.site, '/.well-known/property.json'),
     property_schema: at(links.site, '/schemas/property-descriptor.v1.json'),
     citizens: at(links.site, '/api/citizens'),
-    oath: at(links.site, '/api/citizenship/oath'),
-    feed: at(links.site, '/api/intelligence/message'),
+    feed: at(links.site, '/api/intelligence/feed'),
+    scoreboard: at(links.site, '/api/scoreboard'),
+    bot_wall: at(links.site, '/bot-wall'),
+    bot_wall_json: at(links.site, '/bot-wall.json'),
+    bot_traffic: at(links.site, '/bot-traffic.json'),
+    health: at(links.site, '/api/omip/health'),
+    openapi: at(links.site, '/openapi.json'),
   };
 }

@@ -2,6 +2,7 @@ import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from './catalog.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
+import { isUriTemplate } from './uri-template.ts';
 
 /** /robots.txt: everything allowed but the bait paths. */
 export function buildRobots(c: Content, links: Links): string {
@@ -53,7 +54,14 @@ export function buildLlmsTxt(c: Content, links: Links, catalog: CatalogEntry[]):
     '',
     '## Tools',
     '',
-    ...buildTools(links).map((t) => `- [${t.name}](${t.url}): ${t.method}. ${t.description}`),
+    // Only what answers GET is a link; a POST route is named with its method, a URI template is marked.
+    ...buildTools(links).map((t) =>
+      isUriTemplate(t.url)
+        ? `- ${t.name}: ${t.method} \`${t.url}\` (RFC 6570 URI template: expand it first). ${t.description}`
+        : t.method === 'GET'
+          ? `- [${t.name}](${t.url}): GET. ${t.description}`
+          : `- ${t.name}: ${t.method} \`${t.url}\` (JSON body; GET answers 405 with an example). ${t.description}`,
+    ),
     '',
     '## Doctrine',
     '',

@@ -24,8 +24,8 @@ export function buildIngressDescriptor(c: Content, links: Links) {
     note: i.note,
     doctrine: i.doctrine,
     related: {
+      // POST /api/ingress/audio is named with its method in `endpoints`; related links answer GET.
       self: at(links.site, '/api/ingress'),
-      audio: at(links.site, '/api/ingress/audio'),
       convert: at(links.site, '/api/convert'),
       constitution: at(links.site, '/eon/constitution.json'),
     },

@@ -45,16 +45,30 @@ export function buildPropertySchema(c: Content, links: Links) {
   };
 }
 
+/**
+ * The https canonical URL of the property: content's canonicalUrl, else CANON_URL when it is
+ * https. An http CANON_URL is never made https by swapping its scheme (that address need not
+ * answer): with neither, the build fails naming the content field to set.
+ */
+export function canonicalUrlOf(c: Content, links: Links): string {
+  if (c.property.canonicalUrl) return c.property.canonicalUrl;
+  if (links.canon.startsWith('https://')) return `${links.canon}/`;
+  throw new Error(
+    `property.yaml: canonicalUrl: the property descriptor needs an https canonical URL, and CANON_URL (${links.canon}) is not https. ` +
+      'Set canonicalUrl in content/property.yaml to the https URL of this property, or build with an https CANON_URL.',
+  );
+}
+
 /** /.well-known/property.json: this service described by its own protocol. */
 export function buildPropertyDescriptor(c: Content, links: Links) {
   const p = c.property;
+  const canonicalUrl = canonicalUrlOf(c, links);
   return {
     protocol: `${c.site.service}-property-protocol`,
     protocolVersion: 1,
     id: p.id,
     name: p.name,
-    // The canonical site is https by contract; a local http SITE_URL is never canonical.
-    canonicalUrl: links.canon.startsWith('https://') ? `${links.canon}/` : `https://${links.canon.replace(/^\w+:\/\//, '')}/`,
+    canonicalUrl,
     repository: p.repository,
     kind: p.kind,
     purpose: p.purpose,
@@ -63,7 +77,7 @@ export function buildPropertyDescriptor(c: Content, links: Links) {
     version: p.version,
     aliases: p.aliases,
     notSameAs: p.notSameAs,
-    relationships: p.relationships.map((r) => ({ ...r, url: r.url ?? (r.type === 'canonical-site' ? `${links.canon}/` : undefined) })),
+    relationships: p.relationships.map((r) => ({ ...r, url: r.url ?? (r.type === 'canonical-site' ? canonicalUrl : undefined) })),
     surfaces: [
       { url: at(links.site, '/'), role: 'home', index: true },
       { url: at(links.site, '/api/convert'), role: 'convert', index: true },

@@ -1,5 +1,30 @@
 import { z } from 'zod';
 
+// Hosts that only ever stand in for a real one (RFC 2606, RFC 6761): a document must not publish them.
+const PLACEHOLDER_HOST = /^(?:(?:[\w-]+\.)*example\.(?:com|org|net)|(?:[\w-]+\.)*(?:example|test|invalid|localhost)|localhost)$/i;
+const URL_IN_TEXT = /\bhttps?:\/\/(?:[^\s/@"'<>)]*@)?([^\s/:"'<>)?#]+)[^\s"'<>)]*/gi;
+
+/** The placeholder URLs a text contains (example.com/.org/.net, .example, .test, .invalid, localhost). */
+export function placeholderUrls(text: string): string[] {
+  return [...text.matchAll(URL_IN_TEXT)].filter((m) => PLACEHOLDER_HOST.test(m[1]!.replace(/\.$/, ''))).map((m) => m[0]);
+}
+
+/**
+ * Refuses content that would publish a placeholder URL, naming the field: every string of the
+ * file is checked, so a build never ships `https://example.org/...` as if it were real.
+ */
+export function publishable<S extends z.ZodType>(schema: S): S {
+  return schema.superRefine((value, ctx) => {
+    const walk = (v: unknown, path: (string | number)[]) => {
+      if (typeof v === 'string') {
+        for (const url of placeholderUrls(v)) ctx.addIssue({ code: 'custom', path, message: `${url} is a placeholder, not a real address: put the real URL or remove it` });
+      } else if (Array.isArray(v)) v.forEach((item, i) => walk(item, [...path, i]));
+      else if (v !== null && typeof v === 'object') for (const [k, item] of Object.entries(v)) walk(item, [...path, k]);
+    };
+    walk(value, []);
+  }) as S;
+}
+
 /** A path on this service (made absolute with SITE_URL when a document is built). */
 const SitePath = z.string().regex(/^\//, 'must be a path starting with "/"');
 const Url = z.url({ protocol: /^https?$/ });
@@ -119,7 +144,13 @@ export type KitContent = z.output<typeof KitContentSchema>;
 export const PropertyContentSchema = z.object({
   id: z.string().regex(/^[A-Z0-9]+-PROPERTY-[A-Z0-9-]+$/),
   name: Text,
+  /** Where the source is: a URL, or words when it is not published. */
   repository: Text,
+  /**
+   * The canonical https URL of this property. Left out, CANON_URL is used when it is https; a
+   * build with neither fails (an http address is never made https by swapping its scheme).
+   */
+  canonicalUrl: z.url({ protocol: /^https$/ }).optional(),
   kind: Text,
   purpose: Text,
   owner: Text,
