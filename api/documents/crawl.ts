@@ -41,6 +41,7 @@ export function buildAiTxt(c: Content, links: Links): string {
 /** /llms.txt in the llmstxt.org form: H1, a summary quote, H2 link lists. */
 export function buildLlmsTxt(c: Content, links: Links, catalog: CatalogEntry[]): string {
   const line = (e: CatalogEntry) => `- [${e.title}](${at(e.canon ? links.canon : links.site, e.path)}): ${e.about}`;
+  const reference = at(links.site, '/docs/api');
   return [
     `# ${c.site.name}`,
     '',
@@ -54,13 +55,14 @@ export function buildLlmsTxt(c: Content, links: Links, catalog: CatalogEntry[]):
     '',
     '## Tools',
     '',
-    // Only what answers GET is a link; a POST route is named with its method, a URI template is marked.
+    // Only what answers GET is a link: a POST route or a URI template links to the API reference
+    // and names its method and address beside it.
     ...buildTools(links).map((t) =>
       isUriTemplate(t.url)
-        ? `- ${t.name}: ${t.method} \`${t.url}\` (RFC 6570 URI template: expand it first). ${t.description}`
+        ? `- [${t.name}](${reference}): ${t.method} \`${t.url}\` (an RFC 6570 URI template: expand it first). ${t.description}`
         : t.method === 'GET'
           ? `- [${t.name}](${t.url}): GET. ${t.description}`
-          : `- ${t.name}: ${t.method} \`${t.url}\` (JSON body; GET answers 405 with an example). ${t.description}`,
+          : `- [${t.name}](${reference}): ${t.method} \`${t.url}\` with a JSON body (GET there answers 405 with an example). ${t.description}`,
     ),
     '',
     '## Doctrine',

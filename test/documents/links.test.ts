@@ -76,7 +76,8 @@ describe('every link a document publishes answers GET', () => {
     const linked = [...llms.matchAll(/\]\(([^)]+)\)/g)].map((m) => new URL(m[1]!).pathname);
     expect(linked).not.toContain('/api/citizenship/oath');
     expect(linked).not.toContain('/api/omip/score');
-    expect(llms).toMatch(/take_oath: POST `[^`]+\/api\/citizenship\/oath`/);
+    expect(llms).toMatch(/- \[take_oath\]\([^)]+\/docs\/api\): POST `[^`]+\/api\/citizenship\/oath`/);
+    expect(llms).toMatch(/- \[get_receipt\]\([^)]+\/docs\/api\): GET `[^`]+\/api\/omip\/receipts\/\{id\}` \(an RFC 6570 URI template/);
     for (const path of linked.filter((p) => !p.includes('{'))) expect((await fetch(server.url + path)).status, path).toBe(200);
   });
 

@@ -66,7 +66,7 @@ describe('GET /api/convert (spec 2.1)', () => {
     expect(feed.headers.Authorization).toMatch(/^Bearer /);
     expect([citizens.step, citizens.method, new URL(citizens.url).pathname]).toEqual([3, 'GET', '/api/citizens']);
     expect(p.spine_optional.every((u: string) => u.startsWith('http'))).toBe(true);
-    const tools = p.tools.map((t: any) => `${t.method} ${new URL(t.url).pathname}`);
+    const tools = p.tools.map((t: any) => `${t.method} ${new URL(t.url ?? t.url_template).pathname}`);
     expect(tools).toEqual(expect.arrayContaining(['GET /whats-next.json', 'POST /api/citizenship/oath', 'POST /api/intelligence/message', 'GET /agents/kit.json', 'GET /api/convert']));
     expect(Object.keys(p.definitions)).toEqual(expect.arrayContaining(['catch', 'presence', 'convert', 'trillionaire']));
     expect(p.definitions.trillionaire).toMatch(/not a net-worth/);
