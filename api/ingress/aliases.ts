@@ -51,7 +51,7 @@ function isDrmFlag(value: unknown): boolean {
   return false;
 }
 
-const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`);
+const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`);
 
 /** Reads metadata under any accepted name into one normalised record. Unknown names are ignored. */
 export function normalise(raw: Record<string, unknown>): NormalisedMetadata {
