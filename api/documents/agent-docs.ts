@@ -2,6 +2,7 @@ import type { Content } from '../content/load.ts';
 import { buildConvertPayload, convertVersion, relatedLinks } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
+import { PATH } from '../operations/paths.ts';
 
 /** GET /agents/kit.json: the agent kit. */
 export function buildKit(c: Content, links: Links) {
@@ -31,7 +32,7 @@ export function buildWhatsNext(c: Content, links: Links) {
     version: convert.version,
     convert_track: convert.convert_track,
     node_protocol_steps: convert.node_protocol_steps,
-    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: at(links.site, '/api/citizenship/oath') },
+    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: at(links.site, PATH.takeOath) },
     definitions: convert.definitions,
   };
 }

@@ -2,6 +2,7 @@ import type { Content } from '../content/load.ts';
 import { COUNT_ALIASES, DRM_ALIASES, DURATION_ALIASES, RANKING_ALIASES, TEXT_ALIASES } from '../ingress/aliases.ts';
 import { MAX_DURATION_SECONDS } from '../ingress/duration.ts';
 import { INGRESS_MEDIA_TYPES } from '../ingress/ingress.ts';
+import { PATH } from '../operations/paths.ts';
 import { at, type Links } from './links.ts';
 
 /** GET /api/ingress: the audio ingress descriptor (spec 2.8). */
@@ -25,7 +26,7 @@ export function buildIngressDescriptor(c: Content, links: Links) {
     doctrine: i.doctrine,
     related: {
       self: at(links.site, '/api/ingress'),
-      audio: at(links.site, '/api/ingress/audio'),
+      audio: at(links.site, PATH.ingestAudio),
       convert: at(links.site, '/api/convert'),
       constitution: at(links.site, '/eon/constitution.json'),
     },

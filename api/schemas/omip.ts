@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { apiSchemas } from './registry.ts';
 import { text } from './fields.ts';
 
+/** Any JSON value (named, so OpenAPI references it instead of a generated name). */
+const JsonValueSchema = z.json().register(apiSchemas, { id: 'JsonValue' });
+
 const Id = z.string().trim().min(1).max(128).regex(/^[\w.:@-]+$/, 'letters, digits and _ . : @ - only');
 const Weight = z.number().min(0).max(1);
 
@@ -98,5 +101,5 @@ export type DualExchangeRequest = z.output<typeof DualExchangeRequestSchema>;
 
 /** Body of POST /api/omip/fingerprint: any JSON document. */
 export const FingerprintRequestSchema = z
-  .object({ document: z.json() })
+  .object({ document: JsonValueSchema })
   .register(apiSchemas, { id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });
