@@ -59,7 +59,7 @@ describe('GET /openapi.json', () => {
     expect(oath.responses['201'].headers).toHaveProperty('RateLimit');
     expect(oath.responses['422'].content).toHaveProperty('application/problem+json');
     expect(oath.parameters.map((p: any) => p.name)).toContain('Idempotency-Key');
-    expect(spec.paths['/api/citizens'].get.parameters.map((p: any) => p.name)).toEqual(['limit', 'cursor']);
+    expect(spec.paths['/api/citizens'].get.parameters.map((p: any) => p.name)).toEqual(['cursor', 'limit']);
     expect(spec.paths['/api/intelligence/message'].post.security).toEqual([{}, { bearer: [] }]);
     expect(spec.paths['/api/omip/score'].get.responses).toHaveProperty('405');
     expect(JSON.stringify(spec.components.schemas.OathRequest)).toContain('"maxLength":100');
