@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -101,7 +102,7 @@ describe('passports', () => {
 
 describe('idempotency, rate limits and paging', () => {
   it('replays a repeated Idempotency-Key and refuses it with another body', async () => {
-    const headers = { 'idempotency-key': 'routes-key-1' };
+    const headers = { 'idempotency-key': randomUUID() };
     const first = await request(app, 'POST', '/api/citizenship/oath', { body: { ...OATH, name: 'idem' }, headers });
     const again = await request(app, 'POST', '/api/citizenship/oath', { body: { ...OATH, name: 'idem' }, headers });
     expect(again.body).toEqual(first.body);
