@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, Role, TaskState, type Part } from '@a2a-js/sdk';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { AgentEvent, DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type AgentExecutor, type RequestContext } from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
 import { header, json, type RouteHandler } from '../http/route.ts';
@@ -19,6 +20,8 @@ export interface A2aDeps {
 }
 
 const CALLER = 'agentnode.caller';
+/** The version a request without an A2A-Version header speaks (A2A v1.0, section 3.6). */
+export const LEGACY_VERSION = '0.3';
 const decoder = new TextDecoder();
 
 const dataPart = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
@@ -82,19 +85,23 @@ function executor(deps: A2aDeps): AgentExecutor {
 }
 
 /**
- * A2A's JSON-RPC binding (v1.0) at POST /a2a, served by the official SDK's request handler and
- * JSON-RPC transport handler, called from our route without a web framework.
+ * A2A's JSON-RPC binding at POST /a2a, served by the official SDK's request handler and JSON-RPC
+ * transport handlers, called from our route without a web framework: v1.0 (`SendMessage`, header
+ * `A2A-Version: 1.0`) and, without the header, v0.3 (`message/send`), as the SDK's legacy
+ * compatibility layer does.
  */
 export function createA2aRoute(deps: A2aDeps): RouteHandler {
   const card = AgentCard.fromJSON(deps.card);
   const handler = new DefaultRequestHandler(card, new BoundedTaskStore(), executor(deps));
   const transport = new JsonRpcTransportHandler(handler);
+  const legacy = new LegacyJsonRpcTransportHandler(handler);
   return async (request) => {
     const context = new ServerCallContext({ state: new Map<string, unknown>([['headers', request.headers], [CALLER, { client: request.client, userAgent: header(request, 'user-agent') ?? '' }]]), requestedVersion: header(request, 'a2a-version') || undefined });
     let answer;
     try {
       validateVersion(context.requestedVersion, card, 'JSONRPC');
-      answer = await transport.handle(decoder.decode(request.body), context);
+      const body = decoder.decode(request.body);
+      answer = await (context.requestedVersion === LEGACY_VERSION ? legacy.handle(body, context) : transport.handle(body, context));
     } catch (error) {
       answer = { jsonrpc: '2.0', id: null, error: JsonRpcTransportHandler.mapToJSONRPCError(error) };
     }

@@ -111,3 +111,18 @@ describe('the same flow through all three doors', () => {
     for (const list of [httpList, mcpList, a2aList]) expect(list.citizens.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(names));
   });
 });
+
+describe('the v0.3 method names, for clients that send no A2A-Version', () => {
+  it('runs a skill from message/send with a data part and answers in the v0.3 shape', async () => {
+    const res = await fetch(`${server.url}/a2a`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { skill: 'list_citizens', arguments: { limit: 1 } } }] } } }),
+    });
+    const answer = await res.json();
+    checkAnswer('POST', '/a2a', res.status, res.headers.get('content-type') ?? '', answer);
+    expect(answer.result.kind).toBe('message');
+    const data = answer.result.parts.find((p: { kind: string }) => p.kind === 'data').data;
+    checkAnswer('GET', '/api/citizens', 200, 'application/json', data);
+  });
+});

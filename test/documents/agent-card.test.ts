@@ -16,7 +16,7 @@ describe('/.well-known/agent-card.json (A2A v1.0)', () => {
   it('has the shape of the official SDK type (checked by tsc)', async () => {
     // `satisfies` makes the type check fail the build if a required field is missing or mistyped.
     const card = buildAgentCard(await loadContent('content'), { site: 'http://x', canon: 'https://y' }) satisfies AgentCard;
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC']);
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'JSONRPC']);
   });
 
   it('is served with ETag and Cache-Control, and its interfaces answer', async () => {
