@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from '../documents/catalog.ts';
 import { exampleOf } from '../http/route.ts';
+import { methodNotAllowed } from '../operations/dispatch.ts';
 import type { AnyOperation } from '../operations/operation.ts';
 import { OPERATIONS } from '../operations/table.ts';
 import { PROBLEMS, SHARED_PROBLEMS, type ProblemCode } from '../problems/table.ts';
@@ -114,7 +115,7 @@ function getRefusal(op: AnyOperation) {
     summary: `405 with an example body for ${op.path}`,
     tags: [op.tag],
     'x-problem-codes': ['METHOD_NOT_ALLOWED'],
-    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema: PROBLEM_REF, example: { code: 'METHOD_NOT_ALLOWED', status: 405, example: exampleOf(op.body!) } } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
+    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema: PROBLEM_REF, example: methodNotAllowed(op.path, ['POST']).body(op.path) } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
   };
 }
 
