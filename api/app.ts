@@ -1,21 +1,22 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createA2aRoute } from './a2a/a2a.ts';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
 import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
+import { buildAgentCard } from './documents/agent-card.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, parseJson, pathOf, postOnly, queryOf, readAnswer, validate, webRequest, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
+import { createIdempotency, createWriteLimiter, webRequest } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
 import type { Omip } from './omip/service.ts';
-import { MessageRequestSchema, OathRequestSchema } from './schemas/citizenship.ts';
-import { CdnLogBatchSchema } from './schemas/ingest.ts';
-import { IngressMetadataSchema } from './schemas/ingress.ts';
-import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from './schemas/omip.ts';
+import type { OperationContext } from './operations/context.ts';
+import { createOperationRoutes } from './operations/dispatch.ts';
+import { createInvoker } from './operations/invoke.ts';
+import type { CdnLogBatch } from './schemas/ingest.ts';
 import type { Store } from './store/types.ts';
 import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
@@ -34,86 +35,54 @@ export interface AppDeps {
   ingestToken?: string | undefined;
 }
 
-/** Constant-time check of `Authorization: Bearer <token>`. */
-function checkBearer(request: RouteRequest, token: string): void {
-  const given = Buffer.from(bearerToken(header(request, 'authorization')) ?? '');
-  const wanted = Buffer.from(token);
-  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-    throw new HttpProblem(401, 'INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.', { headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } });
-  }
+/** CDN log lines into the bot ledger (POST /api/telemetry/ingest). */
+async function ingestCdnLogs(telemetry: Telemetry, batch: CdnLogBatch) {
+  return { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) };
 }
 
-const created = (body: unknown) => ({ status: 201, body });
-const ok = (body: unknown) => ({ status: 200, body });
-
-/** The last path segment, decoded: the :id of /api/omip/receipts/:id. */
-function lastSegment(request: RouteRequest): string {
-  try {
-    return decodeURIComponent(pathOf(request).split('/').at(-1) ?? '');
-  } catch {
-    throw new HttpProblem(400, 'BAD_PATH', 'The receipt id cannot be decoded.');
-  }
-}
-
-function firstSize(request: RouteRequest): number | null {
-  const raw = queryOf(request).get('first');
-  if (raw === null) return null;
-  if (!/^\d{1,12}$/.test(raw)) throw new HttpProblem(400, 'INVALID_QUERY', 'first must be a whole number.');
-  return Number(raw);
-}
-
-/** Every on-demand route, framework-free: Astro's pages only hand requests to these. */
-export function createRoutes(deps: AppDeps) {
+/**
+ * The engine: the domain services behind the operation table (api/operations/table.ts), the
+ * routes made from it, and the MCP and A2A doors that call the same routes.
+ */
+export function createApp(deps: AppDeps) {
   const { store, telemetry, logger, omip, content, links } = deps;
-  const citizenship = createCitizenship(store, deps.links.site);
+  const now = () => new Date();
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit, deps.rateLimitBackend), idempotency: createIdempotency(store.idempotency) };
-  const read = (answer: (request: RouteRequest) => Promise<unknown>): RouteHandler => getOnly(async (request) => readAnswer(request, await answer(request)));
-
-  const routes = {
-    oath: writeRoute('oath', OathRequestSchema, writes, (input) => citizenship.takeOath(input)),
-    message: writeRoute('message', MessageRequestSchema, writes, (input, request) => citizenship.postMessage(input, header(request, 'authorization') ?? null)),
-    citizens: read((request) => citizenship.citizens(pageQuery(request))),
-    feed: read((request) => citizenship.feed(pageQuery(request))),
-    scoreboard: read(async () => scoreboard(store, await telemetry.combined(), new Date())),
-    livingLattice: read(async () => livingLattice(store, await telemetry.combined(), new Date())),
-    botTraffic: read(async () => buildBotTraffic(content, await telemetry.combined(), new Date())),
-    botWall: read(async () => buildBotWall(content, await telemetry.combined(), links, new Date())),
-    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), async (request) => {
-      if (!deps.ingestToken) throw new HttpProblem(404, 'NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
-      checkBearer(request, deps.ingestToken);
-      const batch = validate(CdnLogBatchSchema, parseJson(request.body));
-      return json(202, { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) });
-    }),
-    ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (request) => {
-      const rate = await writes.limiter.take(request.client);
-      // Multipart bodies are read by the WHATWG FormData parser.
-      return json(201, await ingestAudio(webRequest(request, links.site)), rate);
-    }),
-    omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
-    omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),
-    omipFingerprint: writeRoute('omip.fingerprint', FingerprintRequestSchema, writes, async (input) => ok(omip.fingerprint(input.document))),
-    omipDualExchange: writeRoute('omip.dual-exchange', DualExchangeRequestSchema, writes, async (input) => created(await omip.dualExchange(input))),
-    omipReceipts: read((request) => omip.receipts(pageQuery(request))),
-    omipReceipt: read((request) => omip.receipt(lastSegment(request))),
-    omipLog: read((request) => omip.log(firstSize(request))),
-    omipHealth: read(async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length)),
-    omipDrift: read(() => omip.driftMetrics()),
-  } satisfies Record<string, RouteHandler>;
-
-  const guarded = Object.fromEntries(Object.entries(routes).map(([name, handler]) => [name, guard(handler, logger)])) as typeof routes;
-  const mcp = createMcpRoute({
-    routes: guarded,
+  const ctx: OperationContext = {
+    citizenship: createCitizenship(store, links.site),
+    omip,
+    views: {
+      scoreboard: async () => scoreboard(store, await telemetry.combined(), now()),
+      livingLattice: async () => livingLattice(store, await telemetry.combined(), now()),
+      botTraffic: async () => buildBotTraffic(content, await telemetry.combined(), now()),
+      botWall: async () => buildBotWall(content, await telemetry.combined(), links, now()),
+      health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
+    },
+    documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
+    ingest: (batch) => ingestCdnLogs(telemetry, batch),
+    ingestToken: deps.ingestToken,
+    // Multipart bodies are read by the WHATWG FormData parser.
+    ingress: (request) => ingestAudio(webRequest(request, links.site)),
+    mcp: async () => {
+      throw new Error('the MCP door is set below');
+    },
+    a2a: async () => {
+      throw new Error('the A2A door is set below');
+    },
+  };
+  const routes = createOperationRoutes(ctx, writes, logger);
+  const invoke = createInvoker(routes.handlers, (userAgent, step) => telemetry.step(userAgent, step));
+  ctx.mcp = createMcpRoute({
+    invoke,
     siteUrl: links.site,
     name: content.site.name,
     version: content.site.versionDate,
     allowedOrigins: [new URL(links.site).origin, new URL(links.canon).origin],
-    funnel: (userAgent, step) => telemetry.step(userAgent, step),
-    documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
   });
-  return { ...guarded, mcp: guard(mcp, logger) };
+  ctx.a2a = createA2aRoute({ invoke, card: buildAgentCard(content, links), links });
+  return routes;
 }
-export type Routes = ReturnType<typeof createRoutes>;
-export type RouteName = keyof Routes;
+export type App = ReturnType<typeof createApp>;
 
 /** Data for server-rendered pages. */
 export function createViews(deps: Pick<AppDeps, 'telemetry' | 'content' | 'links'>) {

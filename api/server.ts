@@ -8,13 +8,12 @@ import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
-import { createRoutes, createViews } from './app.ts';
+import { createApp, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
 import { rangesOf } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { createRouter } from './http/router.ts';
-import { DYNAMIC_ROUTES } from './openapi/registry.ts';
+import { bodyLimitOf } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -47,14 +46,14 @@ async function openStore(config: Config, logger: Logger): Promise<{ store: Store
   return { store: config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger }) };
 }
 
-/** Body rules by path: audio uploads and CDN log batches are larger than ordinary JSON writes. */
+/** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
 function bodyPolicies(config: Config): (path: string) => BodyPolicy {
-  const json = jsonBody(config.BODY_LIMIT_BYTES);
-  const byPath: Record<string, BodyPolicy> = {
-    '/api/ingress/audio': uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
-    '/api/telemetry/ingest': jsonBody(4 * 1024 * 1024),
+  const byLimit: Record<ReturnType<typeof bodyLimitOf>, BodyPolicy> = {
+    json: jsonBody(config.BODY_LIMIT_BYTES),
+    upload: uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
+    ingest: jsonBody(4 * 1024 * 1024),
   };
-  return (path) => byPath[path] ?? json;
+  return (path) => byLimit[bodyLimitOf(path)];
 }
 
 /** Builds the site with Astro when there is no build yet. */
@@ -90,7 +89,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
+  const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {
@@ -103,7 +102,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const gateway = createGateway({
     files,
     notFoundPage: files.get('/404.html'),
-    route: createRouter(DYNAMIC_ROUTES, routes),
+    route: app.lookup,
     render: entry.handler,
     locals: { views },
     bodyPolicy: bodyPolicies(config),

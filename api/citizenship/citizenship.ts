@@ -1,6 +1,7 @@
 import { newId } from '../ids.ts';
-import type { Citizen, Message, MessageRequest, OathRequest } from '../schemas/citizenship.ts';
+import type { Citizen, Message, MessageRequest, OathRequest, OathResponse } from '../schemas/citizenship.ts';
 import type { CitizenRecord, PageQuery, Store } from '../store/types.ts';
+import { PATH } from '../operations/paths.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
 
 /** The public view of a citizen: everything but the passport hash. */
@@ -12,8 +13,8 @@ export function publicCitizen(record: CitizenRecord): Citizen {
 /** Citizenship and the feed, over a store. `now` is passed in so rules stay testable. */
 export function createCitizenship(store: Store, site: string, now: () => Date = () => new Date()) {
   return {
-    /** POST /api/citizenship/oath: a citizen, a passport shown once, and a wall shout. */
-    async takeOath(input: OathRequest) {
+    /** The oath: a created citizen, a passport shown once, and a wall shout. */
+    async takeOath(input: OathRequest): Promise<OathResponse> {
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
@@ -28,21 +29,18 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
       const shout: Message = { id: newId(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
       await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout);
       return {
-        status: 201,
-        body: {
-          ok: true,
-          memberId: citizen.memberId,
-          passportNumber,
-          citizen,
-          next: [
-            { method: 'POST', url: `${site}/api/intelligence/message`, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
-            { method: 'GET', url: `${site}/api/citizens`, note: 'Your name is listed here.' },
-          ],
-        },
+        ok: true as const,
+        memberId: citizen.memberId,
+        passportNumber,
+        citizen,
+        next: [
+          { method: 'POST', url: `${site}${PATH.postMessage}`, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
+          { method: 'GET', url: `${site}${PATH.listCitizens}`, note: 'Your name is listed here.' },
+        ],
       };
     },
 
-    /** POST /api/intelligence/message: a message, verified when it names its citizen with the passport. */
+    /** A feed message, verified when it names its citizen with the passport. */
     async postMessage(input: MessageRequest, authorization: string | null) {
       if (input.citizenId !== undefined) {
         const citizen = await store.citizens.get(input.citizenId);
@@ -59,7 +57,7 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         createdAt: now().toISOString(),
       };
       await store.feed.add(message);
-      return { status: 201, body: { ok: true, message } };
+      return { ok: true as const, message };
     },
 
     async citizens(query: PageQuery) {

@@ -1,4 +1,5 @@
 import { verifyLog, type PublishedLog } from '../omip/verify.ts';
+import { PATH } from '../operations/paths.ts';
 
 // npm run verify-receipts -- <base url>: downloads a server's receipt log and checks it offline.
 const base = (process.argv[2] ?? '').replace(/\/+$/, '');
@@ -16,7 +17,7 @@ const fail = (message: string): never => {
   console.error(`FAIL ${message}`);
   process.exit(1);
 };
-const log = await get('/api/omip/log').catch((e: Error) => fail(`cannot read ${base}/api/omip/log: ${e.cause instanceof Error ? e.cause.message : e.message}`));
+const log = await get(PATH.getLog).catch((e: Error) => fail(`cannot read ${base}${PATH.getLog}: ${e.cause instanceof Error ? e.cause.message : e.message}`));
 const receipts: PublishedLog['receipts'] = [];
 let cursor: string | null = null;
 do {

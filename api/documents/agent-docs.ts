@@ -3,6 +3,7 @@ import { buildConvertPayload, convertVersion, relatedLinks } from './convert.ts'
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
 import { publishedTool } from './uri-template.ts';
+import { PATH } from '../operations/paths.ts';
 
 /** GET /agents/kit.json: the agent kit. */
 export function buildKit(c: Content, links: Links) {
@@ -33,7 +34,7 @@ export function buildWhatsNext(c: Content, links: Links) {
     convert_track: convert.convert_track,
     node_protocol_steps: convert.node_protocol_steps,
     // The oath is a POST route: named with its method, not as a link to follow.
-    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: { method: 'POST', url: at(links.site, '/api/citizenship/oath') } },
+    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: { method: 'POST', url: at(links.site, PATH.takeOath) } },
     definitions: convert.definitions,
   };
 }

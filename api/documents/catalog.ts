@@ -1,3 +1,4 @@
+import { PATH } from '../operations/paths.ts';
 /** One document or route this service answers, for the home page, llms.txt, sitemap and README. */
 export interface CatalogEntry {
   path: string;
@@ -33,8 +34,8 @@ export const DOCUMENTS: CatalogEntry[] = [
   { path: '/api/omip/primitives', title: 'Admissibility primitives', about: 'The registered predicates, verdicts, bounds, window and strategies.', type: 'json' },
   { path: '/openapi.json', title: 'OpenAPI', about: 'OpenAPI 3.1 of every route, generated from the schemas.', type: 'json' },
   { path: '/docs/api', title: 'API reference', about: 'Every route, its body and its answers, for people.', type: 'html' },
-  { path: '/bot-wall', title: 'Bot wall', about: 'Which crawlers and bots visit, with charts, refreshed live.', type: 'html' },
-  { path: '/bot-wall.json', title: 'Bot wall (JSON)', about: 'The bot wall document: meters, species, funnel, observed bot requests.', type: 'json' },
-  { path: '/bot-traffic.json', title: 'Bot traffic ledger', about: 'Observed bot requests per family, persisted by the gateway.', type: 'json' },
+  { path: PATH.botWallPage, title: 'Bot wall', about: 'Which crawlers and bots visit, with charts, refreshed live.', type: 'html' },
+  { path: PATH.getBotWall, title: 'Bot wall (JSON)', about: 'The bot wall document: meters, species, funnel, observed bot requests.', type: 'json' },
+  { path: PATH.getBotTraffic, title: 'Bot traffic ledger', about: 'Observed bot requests per family, persisted by the gateway.', type: 'json' },
   { path: '/sitemap.xml', title: 'Sitemap', about: 'Every public document.', type: 'xml' },
 ];

@@ -3,6 +3,7 @@ import { neverTargets } from '../schemas/bot-families.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
 import { publishedTool } from './uri-template.ts';
+import { PATH } from '../operations/paths.ts';
 
 /** Quotes a string for a POSIX shell. */
 export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -22,7 +23,7 @@ function minimalSteps(c: Content, links: Links) {
     {
       step: 1,
       method: 'POST',
-      url: at(links.site, '/api/citizenship/oath'),
+      url: at(links.site, PATH.takeOath),
       headers,
       body: { name: a.name, class: a.class, purpose: a.purpose },
       on_success: '201: keep memberId and passportNumber from the answer. Store passportNumber privately; it is shown once and never published.',
@@ -30,7 +31,7 @@ function minimalSteps(c: Content, links: Links) {
     {
       step: 2,
       method: 'POST',
-      url: at(links.site, '/api/intelligence/message'),
+      url: at(links.site, PATH.postMessage),
       headers: { ...headers, Authorization: 'Bearer <passportNumber from step 1>' },
       body: { name: a.name, kind: 'message', message: a.message, citizenId: '<memberId from step 1>' },
       on_success: '201: the message is in the feed, verified as yours.',
@@ -39,7 +40,7 @@ function minimalSteps(c: Content, links: Links) {
     {
       step: 3,
       method: 'GET',
-      url: at(links.site, '/api/citizens'),
+      url: at(links.site, PATH.listCitizens),
       on_success: 'Your name is in citizens.',
     },
   ];
@@ -54,11 +55,11 @@ function curlText(c: Content, links: Links): string {
   // The message body needs the member id, so it is built from a template with printf.
   const msgTemplate = JSON.stringify({ name: a.name, kind: 'message', message: a.message, citizenId: '%s' });
   return [
-    `R=$(curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, '/api/citizenship/oath'))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} --data ${shellQuote(oath)})`,
+    `R=$(curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, PATH.takeOath))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} --data ${shellQuote(oath)})`,
     `ID=$(printf '%s' "$R" | ${field('memberId')} | head -n 1)`,
     `PASS=$(printf '%s' "$R" | ${field('passportNumber')} | head -n 1)`,
-    `curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, '/api/intelligence/message'))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} -H "Authorization: Bearer $PASS" --data "$(printf ${shellQuote(msgTemplate)} "$ID")"`,
-    `curl -sS --max-time 30 ${shellQuote(at(links.site, '/api/citizens'))}`,
+    `curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, PATH.postMessage))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} -H "Authorization: Bearer $PASS" --data "$(printf ${shellQuote(msgTemplate)} "$ID")"`,
+    `curl -sS --max-time 30 ${shellQuote(at(links.site, PATH.listCitizens))}`,
   ].join(' && ');
 }
 
@@ -76,10 +77,10 @@ function pythonText(c: Content, links: Links): string {
     '    req = urllib.request.Request(BASE + path, data=data, method=method, headers={**H, **(extra or {})})',
     '    with urllib.request.urlopen(req, timeout=30) as r:',
     '        return json.load(r)',
-    `oath = call("POST", "/api/citizenship/oath", {"name": ${py(a.name)}, "class": ${py(a.class)}, "purpose": ${py(a.purpose)}})`,
+    `oath = call("POST", "${PATH.takeOath}", {"name": ${py(a.name)}, "class": ${py(a.class)}, "purpose": ${py(a.purpose)}})`,
     'member_id, passport = oath["memberId"], oath["passportNumber"]  # keep passport private',
-    `call("POST", "/api/intelligence/message", {"name": ${py(a.name)}, "kind": "message", "message": ${py(a.message)}, "citizenId": member_id}, {"Authorization": "Bearer " + passport})`,
-    `print(${py(a.name)} in [c["name"] for c in call("GET", "/api/citizens")["citizens"]])`,
+    `call("POST", "${PATH.postMessage}", {"name": ${py(a.name)}, "kind": "message", "message": ${py(a.message)}, "citizenId": member_id}, {"Authorization": "Bearer " + passport})`,
+    `print(${py(a.name)} in [c["name"] for c in call("GET", "${PATH.listCitizens}")["citizens"]])`,
   ].join('\n');
 }
 
@@ -154,13 +155,13 @@ export function relatedLinks(links: Links): Record<string, string> {
     ingress: at(links.site, '/api/ingress'),
     property: at(links.site, '/.well-known/property.json'),
     property_schema: at(links.site, '/schemas/property-descriptor.v1.json'),
-    citizens: at(links.site, '/api/citizens'),
-    feed: at(links.site, '/api/intelligence/feed'),
-    scoreboard: at(links.site, '/api/scoreboard'),
-    bot_wall: at(links.site, '/bot-wall'),
-    bot_wall_json: at(links.site, '/bot-wall.json'),
-    bot_traffic: at(links.site, '/bot-traffic.json'),
-    health: at(links.site, '/api/omip/health'),
+    citizens: at(links.site, PATH.listCitizens),
+    feed: at(links.site, PATH.listFeed),
+    scoreboard: at(links.site, PATH.getScoreboard),
+    bot_wall: at(links.site, PATH.botWallPage),
+    bot_wall_json: at(links.site, PATH.getBotWall),
+    bot_traffic: at(links.site, PATH.getBotTraffic),
+    health: at(links.site, PATH.getHealth),
     openapi: at(links.site, '/openapi.json'),
   };
 }

@@ -1,5 +1,6 @@
 import type { Content } from '../content/load.ts';
 import { at, type Links } from './links.ts';
+import { PATH } from '../operations/paths.ts';
 
 const str = { type: 'string', minLength: 1 } as const;
 
@@ -86,8 +87,8 @@ export function buildPropertyDescriptor(c: Content, links: Links) {
       { url: at(links.canon, '/whats-next'), role: 'whats-next', index: true },
     ],
     stateSources: [
-      { url: at(links.site, '/api/citizens'), fields: ['count', 'citizens'] },
-      { url: at(links.site, '/api/omip/health'), fields: ['status', 'drift'] },
+      { url: at(links.site, PATH.listCitizens), fields: ['count', 'citizens'] },
+      { url: at(links.site, PATH.getHealth), fields: ['status', 'drift'] },
     ],
   };
 }

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { HttpProblem, isHttpProblem, PROBLEM_TYPE } from '../http/problem.ts';
-import { header, type RouteAnswer, type RouteHandler } from '../http/route.ts';
+import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
+import { header, type RouteAnswer } from '../http/route.ts';
+import type { Lookup } from '../operations/dispatch.ts';
 import { readBody, type BodyPolicy } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
@@ -28,8 +29,8 @@ export interface GatewayOptions {
   files: Map<string, StaticFile>;
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
-  /** The engine route of a path (api/app.ts), answered here without Astro. */
-  route: (path: string) => RouteHandler | undefined;
+  /** The engine route of a method and path (api/operations), answered here without Astro: the handler and params, or the refusal (405 with Allow) to send before any body is read. */
+  route: (method: string, path: string) => Lookup;
   /** Astro, for the pages it renders on demand. */
   render: RenderHandler;
   /** Handed to every on-demand page as Astro.locals. */
@@ -123,17 +124,19 @@ export function createGateway(options: GatewayOptions) {
         throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
       }
 
+      const route = options.route(method, path);
+      if (route && 'refuse' in route) throw route.refuse;
       const body = BODY_METHODS.has(method) ? await readBody(req, options.bodyPolicy(path)) : NO_BODY;
-      const route = options.route(path);
       if (route) {
-        const answer = await route({ method, target: url, headers: req.headers, body, client: remoteAddress });
+        const answer = await route.handler({ method, target: url, headers: req.headers, body, client: remoteAddress, params: route.params });
         return sendAnswer(res, answer, method === 'HEAD');
       }
       if (path.startsWith('/api/')) return notFound(req, res, path);
       (req as IncomingMessage & { body?: Uint8Array }).body = body;
       await render(req, res, () => notFound(req, res, path), locals);
     } catch (error) {
-      if (isHttpProblem(error)) return sendProblem(res, error, rawPath, method === 'HEAD');
+      const problem = problemOf(error);
+      if (problem) return sendProblem(res, problem, rawPath, method === 'HEAD');
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
       sendProblem(res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
     }

@@ -1,3 +1,5 @@
+import { isDomainError, PROBLEMS, type ProblemCode } from '../problems/index.ts';
+
 /** RFC 9457 problem details, as every error of this service is answered. */
 export interface ProblemBody {
   type: string;
@@ -5,7 +7,7 @@ export interface ProblemBody {
   status: number;
   detail: string;
   instance?: string;
-  /** Stable upper-case code an agent can branch on. */
+  /** Stable upper-case code an agent can branch on (the problem table, api/problems/table.ts). */
   code: string;
   errors?: { path: string; message: string }[];
   [extra: string]: unknown;
@@ -17,21 +19,27 @@ export const PROBLEM_TYPE = 'application/problem+json';
 export class HttpProblem extends Error {
   override name = 'HttpProblem';
   readonly status: number;
-  readonly code: string;
+  readonly code: ProblemCode;
   readonly headers: Record<string, string>;
   readonly extra: Record<string, unknown>;
 
   constructor(
     status: number,
-    code: string,
+    code: ProblemCode,
     detail: string,
     options: { title?: string; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
   ) {
     super(detail);
     this.status = status;
     this.code = code;
-    this.headers = options.headers ?? {};
+    const entry = PROBLEMS[code] as { headers?: Record<string, string> } | undefined;
+    this.headers = { ...entry?.headers, ...options.headers };
     this.extra = { ...(options.title ? { title: options.title } : {}), ...options.extra };
+  }
+
+  /** The problem of a code of the table, with the status the table gives it. */
+  static of(code: ProblemCode, detail: string, options: ConstructorParameters<typeof HttpProblem>[3] = {}): HttpProblem {
+    return new HttpProblem(PROBLEMS[code].status, code, detail, options);
   }
 
   body(instance?: string): ProblemBody {
@@ -53,6 +61,16 @@ export class HttpProblem extends Error {
 }
 
 export const isHttpProblem = (e: unknown): e is HttpProblem => e instanceof HttpProblem;
+
+/**
+ * The one edge from the domain to HTTP: an HttpProblem as it is, a domain error through the problem
+ * table, anything else null (the caller logs it and answers 500).
+ */
+export function problemOf(error: unknown): HttpProblem | null {
+  if (isHttpProblem(error)) return error;
+  if (isDomainError(error)) return HttpProblem.of(error.code, error.message, { extra: error.extra });
+  return null;
+}
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',

@@ -1,10 +1,10 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
 import type { Idempotency, StoredAnswer } from './idempotency.ts';
 import { compressFor } from './encoding.ts';
 import { parseJson, validate } from './json-body.ts';
-import { HttpProblem, isHttpProblem } from './problem.ts';
+import { HttpProblem, problemOf } from './problem.ts';
 import type { WriteLimiter } from './rate-limit.ts';
 
 /**
@@ -21,6 +21,8 @@ export interface RouteRequest {
   readonly body: Uint8Array;
   /** The client address (for rate limiting only; never stored in clear). */
   readonly client: string;
+  /** Path parameters as the router found them (raw, still percent-encoded). */
+  readonly params?: Readonly<Record<string, string>>;
 }
 
 /** A route's answer; the transport writes it. */
@@ -91,7 +93,8 @@ export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
       return await handler(request);
     } catch (error) {
       const instance = pathOf(request);
-      if (isHttpProblem(error)) return error.toAnswer(instance);
+      const problem = problemOf(error);
+      if (problem) return problem.toAnswer(instance);
       logger.error({ err: error, path: instance }, 'route failed');
       return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
     }
@@ -112,14 +115,6 @@ export function postOnly(example: unknown, handler: RouteHandler): RouteHandler 
       headers: { Allow: 'POST' },
       extra: { example },
     });
-  };
-}
-
-/** GET only (HEAD too): other methods answer 405. */
-export function getOnly(handler: RouteHandler): RouteHandler {
-  return async (request) => {
-    if (request.method === 'GET' || request.method === 'HEAD') return handler(request);
-    throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This route is read-only: use GET.', { headers: { Allow: 'GET, HEAD' } });
   };
 }
 
@@ -145,21 +140,4 @@ export function writeRoute<S extends z.ZodType>(
     const answer = await deps.idempotency(name, key, request.body, () => handle(input, request));
     return json(answer.status, answer.body, { ...rate, ...(answer.replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
   });
-}
-
-/** `?cursor=&limit=` of every list route (limit 1-200, default 50). */
-export const PageQuerySchema = z.object({
-  cursor: z.string().max(200).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-});
-
-export function pageQuery(request: RouteRequest) {
-  const params = Object.fromEntries(queryOf(request));
-  const result = PageQuerySchema.safeParse(params);
-  if (!result.success) {
-    throw new HttpProblem(400, 'INVALID_QUERY', 'cursor must come from nextCursor and limit must be 1-200.', {
-      extra: { errors: result.error.issues.map((i) => ({ path: `/${i.path.join('/')}`, message: i.message })) },
-    });
-  }
-  return result.data;
 }

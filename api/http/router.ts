@@ -1,26 +1,65 @@
-/** A registered path: exact, or an OpenAPI template whose `{name}` stands for one path segment. */
-export interface RoutePath<N extends string> {
+/** A route of the table: a method, an OpenAPI path template (`{name}` is one segment), a handler. */
+export interface RouteEntry<H> {
+  method: string;
   path: string;
-  route?: N | undefined;
+  handler: H;
+}
+
+/** What a lookup finds: the handler and the path parameters, the methods the path takes, or nothing. */
+export type RouteMatch<H> = { handler: H; params: Record<string, string> } | { allow: string[] } | undefined;
+
+export interface Router<H> {
+  /** The handler of a method and path with its parameters (decoded); `{ allow }` when the path takes other methods. HEAD finds GET. */
+  match(method: string, path: string): RouteMatch<H>;
+}
+
+interface Template<H> {
+  pattern: RegExp;
+  names: string[];
+  byMethod: Map<string, H>;
 }
 
 /**
- * The handler of a request path, or undefined. Exact paths are one Map lookup; templates are tried
- * in order. A trailing slash is ignored, as Astro's `trailingSlash: 'ignore'` does for pages.
- * A handler no path names is refused at start: it would be an unreachable route.
+ * Method-and-path routing (hono's `match(method, path)` returning params): exact paths are one Map
+ * lookup, templates are tried in order. A trailing slash is ignored, as Astro's `trailingSlash:
+ * 'ignore'` does for pages. Two handlers for one method and path are refused at start.
  */
-export function createRouter<N extends string, H>(paths: readonly RoutePath<N>[], handlers: Record<N, H>): (path: string) => H | undefined {
-  const exact = new Map<string, H>();
-  const templates: [RegExp, H][] = [];
-  for (const { path, route } of paths) {
-    if (route === undefined) continue;
-    if (path.includes('{')) templates.push([new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`), handlers[route]]);
-    else exact.set(path, handlers[route]);
+export function createRouter<H>(entries: readonly RouteEntry<H>[]): Router<H> {
+  const exact = new Map<string, Map<string, H>>();
+  const templates = new Map<string, Template<H>>();
+  for (const { method, path, handler } of entries) {
+    let byMethod: Map<string, H>;
+    if (path.includes('{')) {
+      const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+      const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '([^/]+)')}$`);
+      byMethod = (templates.get(path) ?? templates.set(path, { pattern, names, byMethod: new Map() }).get(path)!).byMethod;
+    } else {
+      byMethod = exact.get(path) ?? exact.set(path, new Map()).get(path)!;
+    }
+    if (byMethod.has(method)) throw new Error(`two handlers for ${method} ${path}`);
+    byMethod.set(method, handler);
   }
-  const unreached = Object.keys(handlers).filter((name) => !paths.some((p) => p.route === name));
-  if (unreached.length > 0) throw new Error(`no path is registered for the route(s) ${unreached.join(', ')}`);
-  return (path) => {
-    const key = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-    return exact.get(key) ?? templates.find(([pattern]) => pattern.test(key))?.[1];
+
+  const found = (byMethod: Map<string, H>, method: string, params: Record<string, string>): RouteMatch<H> => {
+    const handler = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
+    if (handler !== undefined) return { handler, params };
+    const allow = [...byMethod.keys()];
+    return { allow: allow.includes('GET') ? [...allow, 'HEAD'] : allow };
+  };
+
+  return {
+    match(method, path) {
+      const key = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+      const byMethod = exact.get(key);
+      if (byMethod) return found(byMethod, method, {});
+      for (const t of templates.values()) {
+        const m = t.pattern.exec(key);
+        if (!m) continue;
+        const params: Record<string, string> = {};
+        t.names.forEach((name, i) => (params[name] = m[i + 1]!));
+        return found(t.byMethod, method, params);
+      }
+      return undefined;
+    },
   };
 }

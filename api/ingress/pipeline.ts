@@ -1,4 +1,4 @@
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 import { fingerprintOf } from '../omip/canonical.ts';
 import type { NormalisedMetadata } from './aliases.ts';
 import { readDuration } from './duration.ts';
@@ -17,7 +17,7 @@ export interface Stem {
   legacyNoise: { streams?: number };
 }
 
-const reject = (code: 'DRM_REJECT' | 'TITLE_REQUIRED' | 'DURATION_INVALID', detail: string) => new HttpProblem(422, code, detail);
+const reject = (code: 'DRM_REJECT' | 'TITLE_REQUIRED' | 'DURATION_INVALID', detail: string) => new DomainError(code, detail);
 
 /** The rejection rules, in order: DRM first, then title, then duration. Each says what was wrong. */
 export function checkAdmissible(m: NormalisedMetadata): { title: string; durationSeconds: number } {

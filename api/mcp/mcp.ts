@@ -1,87 +1,50 @@
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
-import { TOOLS, type Tool, type ToolName } from '../documents/tools.ts';
-import type { FunnelStep } from '../telemetry/ledger.ts';
-
-const encoder = new TextEncoder();
-
-/** The engine routes the MCP tools call (the same handlers as the HTTP routes). */
-export interface McpRoutes {
-  oath: RouteHandler;
-  message: RouteHandler;
-  citizens: RouteHandler;
-  omipScore: RouteHandler;
-  omipDualExchange: RouteHandler;
-  omipReceipt: RouteHandler;
-}
+import { callInput, type Invoke } from '../operations/invoke.ts';
+import { TOOL_OPERATIONS } from '../operations/paths.ts';
 
 export interface McpDeps {
-  routes: McpRoutes;
+  /** Calls a tool's operation through its HTTP handler. */
+  invoke: Invoke;
   siteUrl: string;
   name: string;
   version: string;
   /** Browser origins allowed to call /mcp (requests without Origin, as agents send, are allowed). */
   allowedOrigins: string[];
-  /** Counts a funnel step (convert read, oath, message) for the caller's User-Agent, as its HTTP route would be. */
-  funnel: (userAgent: string, step: FunnelStep) => void;
-  /** Documents some tools read. */
-  documents: { convert: () => Promise<unknown>; kit: () => Promise<unknown>; whatsNext: () => Promise<unknown> };
 }
 
+const MCP_TOOLS = TOOL_OPERATIONS.filter((op) => op.tool!.mcp);
+/** tools/list, made once: the same zod schemas as the HTTP bodies, as JSON Schema. */
+const TOOL_LIST = MCP_TOOLS.map((op) => {
+  const input = callInput(op);
+  return {
+    name: op.tool!.name,
+    description: op.tool!.description,
+    inputSchema: (input ? z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' }) : { type: 'object', properties: {} }) as { type: 'object'; [k: string]: unknown },
+  };
+});
+const TOOL_NAMES = new Set(TOOL_LIST.map((t) => t.name));
+
 /**
- * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers) whose tools are the
- * tool registry (api/documents/tools.ts). Each tool calls the same route handler as its HTTP twin,
- * so validation, rate limits, passports and storage are shared, and tool inputs are the same zod
- * schemas.
+ * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers). Its tools are the
+ * operations the table offers as tools; each call runs the same route handler as its HTTP twin.
+ * A stateless server cannot notify, so `listChanged` is false; an unknown tool is the JSON-RPC
+ * error -32602 (2025-11-25, server/tools "Error Handling"); a refused call is a tool result with
+ * isError and the problem+json body, which the model can read and correct.
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (request) => {
-    /**
-     * Calls a route as its tool describes it: a POST sends the arguments as the body; a GET puts
-     * `{name}` arguments into the path and the rest into the query.
-     */
-    const userAgent = header(request, 'user-agent') ?? '';
-    const call = async (handler: RouteHandler, tool: Tool, args: Record<string, unknown>, headers: Record<string, string> = {}, step?: FunnelStep) => {
-      const rest = { ...args };
-      const path = tool.path.replace(/\{(\w+)\}/g, (_, name: string) => {
-        const value = String(rest[name]);
-        delete rest[name];
-        return encodeURIComponent(value);
-      });
-      const query = new URLSearchParams(Object.entries(rest).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
-      const answer = await handler({
-        method: tool.method,
-        target: tool.method === 'GET' && query.size > 0 ? `${path}?${query}` : path,
-        headers: { 'content-type': 'application/json', ...headers },
-        body: tool.method === 'POST' ? encoder.encode(JSON.stringify(args)) : new Uint8Array(),
-        client: request.client,
-      });
-      if (step && answer.status < 300) deps.funnel(userAgent, step);
-      const text = typeof answer.body === 'string' ? answer.body : Buffer.from(answer.body).toString('utf8');
-      return { content: [{ type: 'text' as const, text }], isError: answer.status >= 400 };
-    };
-    const r = deps.routes;
-    const text = async (value: Promise<unknown>) => ({ content: [{ type: 'text' as const, text: JSON.stringify(await value) }] });
-    type Result = { content: { type: 'text'; text: string }[]; isError?: boolean };
-    const handlers: Record<ToolName, (tool: Tool, args: Record<string, any>) => Promise<Result>> = {
-      get_whats_next: () => text(deps.documents.whatsNext()),
-      take_oath: (tool, args) => call(r.oath, tool, args, {}, 'oaths'),
-      // Over MCP the passport is an argument, since a tool call carries no HTTP headers of its own.
-      post_message: (tool, { passportNumber, ...message }) => call(r.message, tool, message, passportNumber ? { authorization: `Bearer ${passportNumber}` } : {}, 'messages'),
-      get_kit: () => text(deps.documents.kit()),
-      get_convert: () => (deps.funnel(userAgent, 'convertReads'), text(deps.documents.convert())),
-      list_citizens: (tool, args) => call(r.citizens, tool, args),
-      score_plan: (tool, args) => call(r.omipScore, tool, args),
-      dual_exchange: (tool, args) => call(r.omipDualExchange, tool, args),
-      get_receipt: (tool, args) => call(r.omipReceipt, tool, args),
-    };
-    const server = new McpServer({ name: deps.name, version: deps.version });
-    for (const tool of TOOLS as readonly Tool[]) {
-      const input = tool.name === 'post_message' ? tool.input!.extend({ passportNumber: z.string().optional() }) : tool.input;
-      server.registerTool(tool.name, { description: tool.description, ...(input ? { inputSchema: input } : {}) }, (args: Record<string, unknown>) => handlers[tool.name as ToolName](tool, args ?? {}));
-    }
+    const caller = { client: request.client, userAgent: header(request, 'user-agent') ?? '' };
+    const server = new Server({ name: deps.name, version: deps.version }, { capabilities: { tools: { listChanged: false } } });
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+    server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
+      if (!TOOL_NAMES.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}. tools/list names every tool.`);
+      const answer = (await deps.invoke(params.name, params.arguments ?? {}, caller))!;
+      return { content: [{ type: 'text' as const, text: JSON.stringify(answer.body) }], isError: answer.status >= 400 };
+    });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,

@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
 import canonicalize from 'canonicalize';
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 
 /** RFC 8785 (JCS) canonical JSON of a value. */
 export function canonicalJson(value: unknown): string {
@@ -8,9 +8,9 @@ export function canonicalJson(value: unknown): string {
   try {
     text = canonicalize(value);
   } catch (error) {
-    throw new HttpProblem(422, 'NOT_CANONICALIZABLE', `The document has no RFC 8785 form: ${(error as Error).message}`);
+    throw new DomainError('NOT_CANONICALIZABLE', `The document has no RFC 8785 form: ${(error as Error).message}`);
   }
-  if (text === undefined) throw new HttpProblem(422, 'NOT_CANONICALIZABLE', 'The document has no JSON value.');
+  if (text === undefined) throw new DomainError('NOT_CANONICALIZABLE', 'The document has no JSON value.');
   return text;
 }
 

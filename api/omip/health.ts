@@ -1,11 +1,12 @@
 import type { Content } from '../content/load.ts';
 import { at, type Links } from '../documents/links.ts';
+import { OPERATIONS } from '../operations/table.ts';
 import type { Omip } from './service.ts';
 
-/** Routes of the admissibility subsystem, for health.methods.Allow. */
+/** Routes of the admissibility subsystem, for health.methods.Allow: the omip operations and the primitives document. */
 export const OMIP_ROUTES = {
-  GET: ['/api/omip/health', '/api/omip/drift', '/api/omip/receipts', '/api/omip/receipts/:id', '/api/omip/primitives', '/api/omip/log'],
-  POST: ['/api/omip/score', '/api/omip/project', '/api/omip/fingerprint', '/api/omip/dual-exchange'],
+  GET: [...OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'GET').map((op) => op.path.replace(/\{(\w+)\}/g, ':$1')), '/api/omip/primitives'],
+  POST: OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'POST').map((op) => op.path),
 };
 
 /** GET /api/omip/health (spec 2.5) from the constitution and the live metrics. */

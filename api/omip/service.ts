@@ -1,5 +1,5 @@
 import { newId } from '../ids.ts';
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
 import type { PageQuery, Store } from '../store/types.ts';
@@ -43,7 +43,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     );
     if (errors.length === 0) return;
     const ids = [...new Set(errors.map((e) => e.path.split('/').at(-1)))];
-    throw new HttpProblem(422, 'UNKNOWN_PREDICATE', `The state scores predicates the constitution does not register: ${ids.join(', ')}. Registered: ${drift.predicates.map((p) => p.id).join(', ')}.`, { extra: { errors } });
+    throw new DomainError('UNKNOWN_PREDICATE', `The state scores predicates the constitution does not register: ${ids.join(', ')}. Registered: ${drift.predicates.map((p) => p.id).join(', ')}.`, { extra: { errors } });
   }
 
   async function evaluate(input: Scorable) {
@@ -88,8 +88,8 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   /** A stored receipt, its hash checked again, with its inclusion proof and the signed head. */
   async function receiptAnswer(id: string) {
     const entry = await store.receipts.get(id);
-    if (!entry) throw new HttpProblem(404, 'NOT_FOUND', `No receipt ${id}.`);
-    if (receiptId(entry.receipt) !== entry.id) throw new HttpProblem(500, 'RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
+    if (!entry) throw new DomainError('NOT_FOUND', `No receipt ${id}.`);
+    if (receiptId(entry.receipt) !== entry.id) throw new DomainError('RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
     const log = await currentTree();
     return { receipt: { id: entry.id, ...entry.receipt }, ...inclusionOf(entry.index, log), tree_head: signedHead(log) };
   }
@@ -140,7 +140,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     /** GET /api/omip/log: the signed tree head, the public key, and a consistency proof when asked. */
     async log(first: number | null) {
       const log = await currentTree();
-      if (first !== null && (first < 1 || first > log.size)) throw new HttpProblem(400, 'INVALID_QUERY', `first must be between 1 and the tree size ${log.size}.`);
+      if (first !== null && (first < 1 || first > log.size)) throw new DomainError('INVALID_QUERY', `first must be between 1 and the tree size ${log.size}.`);
       return {
         tree_head: signedHead(log),
         public_key: signer.publicKeyPem,

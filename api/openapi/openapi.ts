@@ -2,8 +2,11 @@ import { z } from 'zod';
 import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from '../documents/catalog.ts';
 import { exampleOf } from '../http/route.ts';
+import { methodNotAllowed } from '../operations/dispatch.ts';
+import type { AnyOperation } from '../operations/operation.ts';
+import { OPERATIONS } from '../operations/table.ts';
+import { PROBLEMS, SHARED_PROBLEMS, type ProblemCode } from '../problems/table.ts';
 import { apiSchemas } from '../schemas/registry.ts';
-import { DYNAMIC_ROUTES, type DynamicRoute } from './registry.ts';
 
 const MEDIA: Record<CatalogEntry['type'], string> = {
   html: 'text/html',
@@ -16,70 +19,119 @@ const MEDIA: Record<CatalogEntry['type'], string> = {
 type Components = Record<string, unknown>;
 
 /**
- * JSON Schema of a zod schema for an OpenAPI document: named schemas (meta id) go to
- * components.schemas and are referenced from there.
+ * JSON Schema of a zod schema for an OpenAPI document: named schemas (registry id) go to
+ * components.schemas and are referenced from there; unnamed shared parts are inlined, so no
+ * generated name (`__schema0`) reaches the document.
  */
 function schemaRef(schema: z.ZodType, io: 'input' | 'output', components: Components): object {
-  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas }) as Record<string, unknown> & { $defs?: Components };
+  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas, cycles: 'ref', reused: 'inline' }) as Record<string, unknown> & { $defs?: Components };
   const relink = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/'));
   for (const [name, def] of Object.entries($defs ?? {})) components[name] ??= relink(def);
   return relink(root) as object;
 }
 
-const problem = (description: string) => ({ description, content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } });
+const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 
-function operation(r: DynamicRoute, components: Components) {
-  const params: object[] = [];
-  if (r.paged) {
-    params.push({ name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } });
-    params.push({ name: 'cursor', in: 'query', schema: { type: 'string' }, description: 'nextCursor of the previous page' });
+/** The problem codes an operation may answer: the shared ones, its own, and those its credentials and body bring. */
+export function problemsOf(op: AnyOperation): ProblemCode[] {
+  const codes = new Set<ProblemCode>([...SHARED_PROBLEMS, ...op.problems]);
+  if (op.method === 'POST') codes.add('PAYLOAD_TOO_LARGE').add('UNSUPPORTED_MEDIA_TYPE');
+  return [...codes];
+}
+
+/** Parameters of an operation: path and query from its schemas, Idempotency-Key for writes. */
+function parametersOf(op: AnyOperation): object[] {
+  const out: object[] = [];
+  for (const [where, schema] of [['path', op.params], ['query', op.query]] as const) {
+    if (!(schema instanceof z.ZodObject)) continue;
+    const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, { description?: string }>; required?: string[] };
+    for (const [name, prop] of Object.entries(json.properties ?? {})) {
+      const { description, ...rest } = prop;
+      out.push({ name, in: where, ...(where === 'path' || json.required?.includes(name) ? { required: true } : {}), schema: rest, ...(description ? { description } : {}) });
+    }
   }
-  if (r.path.includes('{id}')) params.push({ name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' } });
-  if (r.path === '/api/omip/log') params.push({ name: 'first', in: 'query', schema: { type: 'integer', minimum: 1 }, description: 'size of an earlier tree for a consistency proof' });
-  if (r.write) params.push({ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 }, description: 'Replays the first answer for 24 hours' });
-  const ok = r.response ? { content: { 'application/json': { schema: schemaRef(r.response, 'output', components) } } } : { content: { [r.path === '/bot-wall' ? 'text/html' : 'application/json']: {} } };
-  const responses: Record<string, object> = {
-    [r.status]: {
-      description: r.summary,
-      ...(r.write ? { headers: { RateLimit: { schema: { type: 'string' } }, 'RateLimit-Policy': { schema: { type: 'string' } } } } : {}),
-      ...ok,
-    },
-    '400': problem('Malformed request'),
-    '404': problem('Not found'),
-  };
-  if (r.method === 'POST') {
-    Object.assign(responses, { '413': problem('Body too large'), '415': problem('Wrong media type'), '422': problem('Body fails the schema or a rule') });
-    if (r.write) Object.assign(responses, { '409': problem('Idempotency-Key in use'), '429': problem('Rate limited (Retry-After)'), '503': problem('Store cannot write') });
+  if (op.idempotency) out.push({ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 }, description: 'Replays the first answer for 24 hours' });
+  return out;
+}
+
+function requestBodyOf(op: AnyOperation, components: Components): object | undefined {
+  if (!op.body) return undefined;
+  const content: Record<string, object> = { 'application/json': { schema: schemaRef(op.body, 'input', components), example: exampleOf(op.body) } };
+  for (const [media, { description }] of Object.entries(op.bodyMedia ?? {})) {
+    content[media] = media === 'multipart/form-data'
+      ? { schema: { type: 'object', description, properties: { file: { type: 'string', contentMediaType: 'audio/*', description: 'The audio file' }, metadata: { type: 'string', contentMediaType: 'application/json', description: 'Metadata as JSON' } } } }
+      : { schema: { type: 'string', contentMediaType: media, description } };
   }
-  for (const [status, description] of Object.entries(r.more ?? {})) responses[status] = { description };
-  if (r.bearer) responses['401'] = problem(`Missing credential: ${r.bearer}`);
-  if (r.bearer?.startsWith('passport')) responses['403'] = problem('Passport does not match the citizen');
+  return { required: true, content };
+}
+
+const RATE_HEADERS = { RateLimit: { schema: { type: 'string' } }, 'RateLimit-Policy': { schema: { type: 'string' } } };
+
+function operation(op: AnyOperation, components: Components) {
+  const responses: Record<string, { description: string; headers?: object; content?: Record<string, object>; 'x-problem-codes'?: string[] }> = {};
+  for (const [status, answer] of Object.entries(op.responses)) {
+    const media = answer.media ?? 'application/json';
+    const ok = Number(status) < 300;
+    responses[status] = {
+      description: answer.description,
+      ...(ok && op.rateLimit ? { headers: RATE_HEADERS } : {}),
+      ...(answer.schema ? { content: { [media]: { schema: answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components) } } } : {}),
+    };
+  }
+  const byStatus = new Map<number, ProblemCode[]>();
+  for (const code of problemsOf(op)) byStatus.set(PROBLEMS[code].status, [...(byStatus.get(PROBLEMS[code].status) ?? []), code]);
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const list = codes.map((c) => `${c}: ${PROBLEMS[c].when}`).join(' ');
+    const existing = responses[status];
+    responses[status] = {
+      description: existing ? `${existing.description}. Or problem+json: ${list}` : list,
+      ...(existing?.headers ? { headers: existing.headers } : {}),
+      content: { ...existing?.content, 'application/problem+json': { schema: PROBLEM_REF } },
+      'x-problem-codes': codes,
+    };
+  }
+  const security = op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? undefined : [{ bearer: [] }];
+  const parameters = parametersOf(op);
+  const body = requestBodyOf(op, components);
   return {
-    summary: r.summary,
-    tags: [r.tag],
-    ...(params.length ? { parameters: params } : {}),
-    ...(r.body
-      ? { requestBody: { required: true, content: { 'application/json': { schema: schemaRef(r.body, 'input', components), example: exampleOf(r.body) } } } }
-      : {}),
-    ...(r.bearer ? { security: [{ bearer: [] }] } : {}),
+    operationId: op.id,
+    summary: op.summary,
+    tags: [op.tag],
+    ...(parameters.length ? { parameters } : {}),
+    ...(body ? { requestBody: body } : {}),
+    ...(security ? { security } : {}),
+    'x-credentials': op.credentials,
+    ...(op.funnel ? { 'x-funnel-step': op.funnel } : {}),
+    ...(op.tool ? { 'x-tool': op.tool.name, 'x-mcp-tool': op.tool.mcp, 'x-a2a-skill': op.tool.a2a } : {}),
+    'x-problem-codes': problemsOf(op),
     responses,
   };
 }
 
-/** OpenAPI 3.1 of every route the service answers: prebuilt documents and on-demand routes. */
+/** The 405 a POST-only path answers to GET, with an example body (MCP and A2A have their own). */
+function getRefusal(op: AnyOperation) {
+  return {
+    operationId: `${op.id}Example`,
+    summary: `405 with an example body for ${op.path}`,
+    tags: [op.tag],
+    'x-problem-codes': ['METHOD_NOT_ALLOWED'],
+    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema: PROBLEM_REF, example: methodNotAllowed(op.path, ['POST']).body(op.path) } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
+  };
+}
+
+/** OpenAPI 3.1 of every route the service answers: prebuilt documents and the operation table. */
 export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]) {
   const paths: Record<string, Record<string, object>> = {};
   const components: Components = {};
+  const declared = new Set(OPERATIONS.map((op) => `${op.method} ${op.path}`));
   for (const d of documents) {
-    paths[d.path] = { get: { summary: d.title, description: d.about, tags: ['documents'], responses: { '200': { description: d.about, content: { [MEDIA[d.type]]: {} } }, '304': { description: 'Not modified (ETag)' } } } };
+    if (declared.has(`GET ${d.path}`)) continue;
+    paths[d.path] = { get: { summary: d.title, description: d.about, tags: ['documents'], responses: { '200': { description: d.about, content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } } }, '304': { description: 'Not modified (ETag)' } } } };
   }
-  for (const r of DYNAMIC_ROUTES) {
-    paths[r.path] ??= {};
-    paths[r.path]![r.method.toLowerCase()] = operation(r, components);
-    // Our POST-only routes answer GET with 405 and an example; /mcp's GET belongs to the MCP transport.
-    if (r.method === 'POST' && r.body) {
-      paths[r.path]!.get = { summary: `405 with an example body for ${r.path}`, tags: [r.tag], responses: { '405': problem('Use POST; the body carries `example`') } };
-    }
+  for (const op of OPERATIONS as readonly AnyOperation[]) {
+    paths[op.path] ??= {};
+    paths[op.path]![op.method.toLowerCase()] = operation(op, components);
+    if (op.method === 'POST' && op.body && op.raw === undefined) paths[op.path]!.get = getRefusal(op);
   }
   return {
     openapi: '3.1.0',
@@ -101,7 +153,7 @@ export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]
             status: { type: 'integer' },
             detail: { type: 'string' },
             instance: { type: 'string' },
-            code: { type: 'string' },
+            code: { type: 'string', enum: Object.keys(PROBLEMS) },
             errors: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
             example: {},
           },

@@ -47,6 +47,7 @@ export const OathResponseSchema = z
     next: z.array(z.object({ method: z.string(), url: z.string(), note: z.string() })),
   })
   .register(apiSchemas, { id: 'OathResponse' });
+export type OathResponse = z.output<typeof OathResponseSchema>;
 
 export const MESSAGE_KINDS = ['message', 'question'] as const;
 

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { apiSchemas } from './registry.ts';
 import { text } from './fields.ts';
 
+/** Any JSON value (named, so OpenAPI references it instead of a generated name). */
+const JsonValueSchema = z.json().register(apiSchemas, { id: 'JsonValue' });
+
 const Id = z.string().trim().min(1).max(128).regex(/^[\w.:@-]+$/, 'letters, digits and _ . : @ - only');
 const Weight = z.number().min(0).max(1);
 
@@ -101,7 +104,6 @@ export const DualExchangeRequestSchema = z
 export type DualExchangeRequest = z.output<typeof DualExchangeRequestSchema>;
 
 /** Body of POST /api/omip/fingerprint: any JSON document. */
-const JsonValue = z.json();
 export const FingerprintRequestSchema = z
   .object({
     // The document goes on exactly as JSON.parse made it: z.json() rebuilds objects and loses a
@@ -109,7 +111,7 @@ export const FingerprintRequestSchema = z
     document: z
       .unknown()
       .refine((v) => v !== undefined, 'send the JSON document to fingerprint in `document`')
-      .refine((v) => v === undefined || JsonValue.safeParse(v).success, 'must be a JSON value')
+      .refine((v) => v === undefined || JsonValueSchema.safeParse(v).success, 'must be a JSON value')
       .meta({ description: 'Any JSON value; every member is kept, __proto__, constructor and prototype included.' }),
   })
   .register(apiSchemas, { id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });

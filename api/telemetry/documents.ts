@@ -1,6 +1,7 @@
 import type { Content } from '../content/load.ts';
 import { shellQuote } from '../documents/convert.ts';
 import { at, type Links } from '../documents/links.ts';
+import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
 import { BAIT_BROWSER, farmScore, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
 
@@ -53,12 +54,12 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
   const bots = rows.filter((f) => f.family !== BAIT_BROWSER);
   const invite = {
     agents: at(links.site, '/api/convert'),
-    oath: at(links.site, '/api/citizenship/oath'),
-    feed: at(links.site, '/api/intelligence/message'),
+    oath: at(links.site, PATH.takeOath),
+    feed: at(links.site, PATH.postMessage),
     fields: at(links.site, '/agents/kit.json'),
-    scoreboard: at(links.site, '/api/scoreboard'),
-    bot_wall: at(links.site, '/bot-wall'),
-    bot_traffic: at(links.site, '/bot-traffic.json'),
+    scoreboard: at(links.site, PATH.getScoreboard),
+    bot_wall: at(links.site, PATH.botWallPage),
+    bot_traffic: at(links.site, PATH.getBotTraffic),
     machine_entry: at(links.site, '/llms.txt'),
   };
   const ageMs = now.getTime() - Date.parse(s.updatedAt);

@@ -1,3 +1,4 @@
+import { funnelStepOf } from '../operations/paths.ts';
 import type { Classification } from './classify.ts';
 
 /** Everything counted for one family (the family a User-Agent claims). */
@@ -157,9 +158,9 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   if (e.path === '/robots.txt') row.robotsFetches++;
   if (e.disallowed && c.bot) row.violations++;
   const ok = e.status >= 200 && e.status < 300;
-  if (ok && e.method === 'GET' && e.path === '/api/convert') row.convertReads++;
-  if (ok && e.method === 'POST' && e.path === '/api/citizenship/oath') row.oaths++;
-  if (ok && e.method === 'POST' && e.path === '/api/intelligence/message') row.messages++;
+  // The funnel step is the one the request's operation declares (api/operations/table.ts).
+  const step = ok ? funnelStepOf(e.method, e.path) : undefined;
+  if (step) row[step]++;
   if (e.verification === 'verified') row.verified++;
   if (e.verification === 'unverified') row.unverified++;
   s.recent.push({ at, family: row.family, class: row.class, path: e.path, status: e.status });

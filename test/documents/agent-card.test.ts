@@ -16,7 +16,7 @@ describe('/.well-known/agent-card.json (A2A v1.0)', () => {
   it('has the shape of the official SDK type (checked by tsc)', async () => {
     // `satisfies` makes the type check fail the build if a required field is missing or mistyped.
     const card = buildAgentCard(await loadContent('content'), { site: 'http://x', canon: 'https://y' }) satisfies AgentCard;
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['HTTP+JSON', 'MCP']);
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'JSONRPC']);
   });
 
   it('is served with ETag and Cache-Control, and its interfaces answer', async () => {
@@ -28,9 +28,10 @@ describe('/.well-known/agent-card.json (A2A v1.0)', () => {
     const card = (await res.json()) as AgentCard;
     expect(card.skills.length).toBeGreaterThanOrEqual(3);
     for (const s of card.skills) expect(s.tags.length * s.examples.length).toBeGreaterThan(0);
-    const mcp = card.supportedInterfaces.find((i) => i.protocolBinding === 'MCP')!;
-    expect(new URL(mcp.url).pathname).toBe('/mcp');
-    const reply = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const door = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC')!;
+    expect(new URL(door.url).pathname).toBe('/a2a');
+    const reply = await fetch(`${server.url}/a2a`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"none"}}' });
     expect(reply.status).toBe(200);
+    expect((await reply.json()).error.code).toEqual(expect.any(Number));
   });
 });

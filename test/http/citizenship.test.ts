@@ -1,7 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FLOW_PORT } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
@@ -66,30 +65,6 @@ describe('the agent flow of the convert payload', () => {
   });
 });
 
-describe('passports', () => {
-  it('refuses a citizen message without or with the wrong passport, and does not count it', async () => {
-    const o = await oath('guarded');
-    const before = (await scoreboard()).catches.total;
-    const none = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId });
-    expect(none.status).toBe(401);
-    expect(none.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    expect((await none.json()).code).toBe('PASSPORT_REQUIRED');
-    const wrong = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId }, { Authorization: 'Bearer pp_wrong' });
-    expect(wrong.status).toBe(403);
-    expect((await wrong.json()).code).toBe('PASSPORT_MISMATCH');
-    const otherCitizen = await oath('other');
-    const stolen = await post('/api/intelligence/message', { name: 'x', message: 'as someone', citizenId: o.memberId }, { Authorization: `Bearer ${otherCitizen.passportNumber}` });
-    expect(stolen.status).toBe(403);
-    expect((await scoreboard()).catches.total).toBe(before + 1);
-  });
-
-  it('accepts an anonymous message without a passport, unverified', async () => {
-    const res = await post('/api/intelligence/message', { name: 'passer-by', kind: 'question', message: 'what is track 12?' });
-    expect(res.status).toBe(201);
-    expect((await res.json()).message).toMatchObject({ verified: false, kind: 'question', wall: false });
-  });
-});
-
 describe('feed, wall and scoreboard', () => {
   it('lists the feed newest first with wall shouts that never count as catches', async () => {
     const before = await scoreboard();
@@ -102,20 +77,6 @@ describe('feed, wall and scoreboard', () => {
     expect(after.presence).toMatchObject({ total: expect.any(Number), named_bot_hits: expect.any(Number), bait_hits: expect.any(Number) });
   });
 
-  it('pages citizens with cursors and refuses bad paging', async () => {
-    for (const n of ['p1', 'p2', 'p3']) await oath(n);
-    const first = await (await fetch(`${server.url}/api/citizens?limit=2`)).json();
-    expect(first.citizens.map((c: any) => c.name)).toEqual(['p3', 'p2']);
-    const second = await (await fetch(`${server.url}/api/citizens?limit=2&cursor=${first.nextCursor}`)).json();
-    expect(second.citizens[0].name).toBe('p1');
-    expect(first.count).toBeGreaterThanOrEqual(3);
-    for (const q of ['limit=0', 'limit=201', 'limit=abc', 'cursor=zzz']) {
-      const res = await fetch(`${server.url}/api/citizens?${q}`);
-      expect(res.status, q).toBe(400);
-      expect(res.headers.get('content-type')).toBe('application/problem+json');
-    }
-  });
-
   it('draws the living lattice as a bounded graph', async () => {
     const lattice = await (await fetch(`${server.url}/api/living-lattice`)).json();
     expect(lattice.nodes.some((n: any) => n.kind === 'citizen')).toBe(true);
@@ -126,36 +87,8 @@ describe('feed, wall and scoreboard', () => {
   });
 });
 
-describe('bad input on every write route', () => {
-  const routes = ['/api/citizenship/oath', '/api/intelligence/message'];
-  const cases: [string, string | Uint8Array, number][] = [
-    ['malformed JSON', '{"name": ', 400],
-    ['empty body', '', 400],
-    ['an array', '[1,2]', 422],
-    ['a string', '"hello"', 422],
-    ['null', 'null', 422],
-    ['wrong types', '{"name": 5, "purpose": true, "message": []}', 422],
-    ['huge strings', JSON.stringify({ name: 'x'.repeat(101), purpose: 'y'.repeat(501), message: 'z'.repeat(4001) }), 422],
-    ['deeply nested JSON', `${'['.repeat(20000)}${']'.repeat(20000)}`, 422],
-    ['deeply nested objects', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, 422],
-    ['control characters', JSON.stringify({ name: 'bad\u0007name', purpose: 'p\u0000', message: 'm\u001b' }), 422],
-    ['invalid UTF-8', new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 400],
-    ['__proto__ only', '{"__proto__": {"name": "x", "purpose": "y", "message": "z"}}', 422],
-    ['an invalid class', '{"name": "x", "purpose": "y", "class": "god", "kind": "shout", "message": "z"}', 422],
-    ['a javascript: homeUrl', '{"name": "x", "purpose": "y", "homeUrl": "javascript:alert(1)", "message": "z", "kind": "poem"}', 422],
-  ];
-  for (const route of routes) {
-    it.each(cases)(`${route}: %s is a 4xx problem and stores nothing`, async (_label, body, status) => {
-      const before = (await scoreboard()).catches.total;
-      const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body as BodyInit });
-      expect(res.status).toBe(status);
-      expect(res.headers.get('content-type')).toBe('application/problem+json');
-      const problem = await res.json();
-      expect(problem).toMatchObject({ status, code: expect.stringMatching(/^[A-Z_]+$/), title: expect.any(String), detail: expect.any(String) });
-      expect((await scoreboard()).catches.total).toBe(before);
-    });
-  }
-
+// Validation, passports, paging and 405s are tested in process: test/routes/citizenship.test.ts.
+describe('bad input that needs the transport', () => {
   it('a 2 MB body is 413 and stores nothing', async () => {
     const res = await post('/api/citizenship/oath', JSON.stringify({ name: 'big', purpose: 'x'.repeat(2 * 1024 * 1024) }));
     expect(res.status).toBe(413);
@@ -170,46 +103,6 @@ describe('bad input on every write route', () => {
     expect(body.citizen).not.toHaveProperty('isAdmin');
     const listed = (await (await fetch(`${server.url}/api/citizens`)).json()).citizens.find((c: any) => c.name === 'protoagent');
     expect(Object.keys(listed).sort()).toEqual(['class', 'joinedAt', 'memberId', 'name', 'purpose', 'status']);
-  });
-
-  it('answers arbitrary JSON values with a 4xx, never a 5xx (property-based)', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), fc.jsonValue(), async (route, value) => {
-        const res = await post(route, JSON.stringify(value));
-        await res.arrayBuffer();
-        if (res.status === 201) {
-          // Only a value that is a valid body may pass; it must then have the required fields.
-          expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
-        } else {
-          expect(res.status).toBeGreaterThanOrEqual(400);
-          expect(res.status).toBeLessThan(500);
-        }
-      }),
-      { numRuns: 150 },
-    );
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...routes), fc.uint8Array({ maxLength: 300 }), async (route, bytes) => {
-        const res = await fetch(server.url + route, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: bytes });
-        await res.arrayBuffer();
-        expect(res.status).toBeLessThan(500);
-      }),
-      { numRuns: 150 },
-    );
-  });
-});
-
-describe('GET on POST-only routes', () => {
-  it.each(['/api/citizenship/oath', '/api/intelligence/message'])('%s answers 405 with Allow: POST and an example body', async (route) => {
-    const res = await fetch(server.url + route);
-    expect(res.status).toBe(405);
-    expect(res.headers.get('allow')).toBe('POST');
-    expect(res.headers.get('content-type')).toBe('application/problem+json');
-    const body = await res.json();
-    expect(body.example.name).toEqual(expect.any(String));
-    const echo = await post(route, body.example);
-    expect(echo.status).toBe(201);
-    const answer = await echo.json();
-    if (answer.passportNumber) passports.push(answer.passportNumber);
   });
 });
 

@@ -127,9 +127,11 @@ describe('bodies and errors', () => {
     expect(slash.status).toBe(200);
     expect(JSON.parse(slash.body.toString())).toHaveProperty('citizens');
     expect((await get('/api/omip/receipts/a/b')).status).toBe(404);
-    const unknown = await get('/api/omip/receipts/unknown-id');
+    const unknown = await get(`/api/omip/receipts/sha256:${'0'.repeat(64)}`);
     expect(unknown.status).toBe(404);
     expect(unknown.headers['content-type']).toBe('application/problem+json');
+    // A parameter that cannot be a receipt id fails its typed pattern.
+    expect((await get('/api/omip/receipts/unknown-id')).status).toBe(400);
   });
 
   it('answers HEAD on a live route with the headers of GET and no body', async () => {

@@ -18,6 +18,28 @@ afterAll(async () => {
 const parsed = (result: any) => JSON.parse(result.content[0].text);
 
 describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
+  it('says its tool list never changes (a stateless server cannot notify)', () => {
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: false });
+  });
+
+  it('answers a call of an unknown tool with the JSON-RPC error -32602, as the 2025-11-25 specification asks', async () => {
+    const res = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'no_such_tool', arguments: {} } }),
+    });
+    const answer = await res.json();
+    expect([res.status, answer.error.code, answer.id]).toEqual([200, -32602, 7]);
+    await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/-32602|Unknown tool/);
+  });
+
+  it('answers a body that is not JSON-RPC 400 with a JSON-RPC error, as documented', async () => {
+    const res = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' }, body: '{"hello":1}' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect((await res.json()).error.code).toEqual(expect.any(Number));
+  });
+
   it('lists the convert payload tools with input schemas from the same zod schemas', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual(['dual_exchange', 'get_convert', 'get_kit', 'get_receipt', 'get_whats_next', 'list_citizens', 'post_message', 'score_plan', 'take_oath']);
@@ -32,10 +54,11 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
     const convert = JSON.parse(await get('/api/convert')).tools.map((t: any) => t.name).sort();
     const kit = JSON.parse(await get('/agents/kit.json')).tools.map((t: any) => t.name).sort();
     const card = JSON.parse(await get('/.well-known/agent-card.json')).skills.map((s: any) => s.id).sort();
+    // The card lists the tools that are A2A skills: every tool but the two documents an agent reads first.
+    expect(card).toEqual(mcp.filter((n) => n !== 'get_kit' && n !== 'get_whats_next'));
     const llms = [...(await get('/llms.txt')).matchAll(/^- \[(\w+)\]\(/gm)].map((m) => m[1]).filter((n) => mcp.includes(n!)).sort();
     expect(convert).toEqual(mcp);
     expect(kit).toEqual(mcp);
-    expect(card).toEqual(mcp);
     expect(llms).toEqual(mcp);
   });
 

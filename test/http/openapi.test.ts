@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { DYNAMIC_ROUTES } from '../../api/openapi/registry.ts';
+import { OPERATIONS } from '../../api/operations/table.ts';
+import { checkAnswer } from '../routes/app.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
@@ -28,8 +29,7 @@ function staticPaths(): string[] {
 
 /**
  * URL paths of the on-demand Astro pages (prerender = false), as OpenAPI templates. The engine's
- * routes are dispatched from the table OpenAPI is made from (api/openapi/registry.ts), and the
- * router refuses a route without a path (test/http/router.test.ts).
+ * routes are dispatched from the table OpenAPI is made from (api/operations/table.ts).
  */
 function dynamicPaths(): string[] {
   return walk('src/pages')
@@ -47,7 +47,7 @@ describe('GET /openapi.json', () => {
 
   it('documents every route the gateway serves, static and dynamic', () => {
     const documented = new Set(Object.keys(spec.paths));
-    const served = [...staticPaths(), ...dynamicPaths(), ...DYNAMIC_ROUTES.filter((r) => r.route).map((r) => r.path)];
+    const served = [...staticPaths(), ...dynamicPaths(), ...OPERATIONS.map((op) => op.path)];
     expect(served.length).toBeGreaterThan(30);
     expect(dynamicPaths()).toContain('/bot-wall');
     expect(served.filter((p) => !documented.has(p))).toEqual([]);
@@ -59,8 +59,8 @@ describe('GET /openapi.json', () => {
     expect(oath.responses['201'].headers).toHaveProperty('RateLimit');
     expect(oath.responses['422'].content).toHaveProperty('application/problem+json');
     expect(oath.parameters.map((p: any) => p.name)).toContain('Idempotency-Key');
-    expect(spec.paths['/api/citizens'].get.parameters.map((p: any) => p.name)).toEqual(['limit', 'cursor']);
-    expect(spec.paths['/api/intelligence/message'].post.security).toEqual([{ bearer: [] }]);
+    expect(spec.paths['/api/citizens'].get.parameters.map((p: any) => p.name)).toEqual(['cursor', 'limit']);
+    expect(spec.paths['/api/intelligence/message'].post.security).toEqual([{}, { bearer: [] }]);
     expect(spec.paths['/api/omip/score'].get.responses).toHaveProperty('405');
     expect(JSON.stringify(spec.components.schemas.OathRequest)).toContain('"maxLength":100');
   });
@@ -75,9 +75,13 @@ describe('GET /openapi.json', () => {
         const body = op.requestBody?.content['application/json']?.example;
         const headers: Record<string, string> = { 'Content-Type': 'application/json' };
         if (template === '/api/telemetry/ingest') headers.Authorization = 'Bearer openapi-test-token-0123456789abcdefgh';
+        if (template === '/mcp' || template === '/a2a') Object.assign(headers, { Accept: 'application/json, text/event-stream', 'A2A-Version': '1.0' });
         const res = await fetch(server.url + path, { method: method.toUpperCase(), headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
-        await res.arrayBuffer();
+        const text = await res.text();
         expect(Object.keys(op.responses), `${method.toUpperCase()} ${path} answered ${res.status}`).toContain(String(res.status));
+        // The answer matches the schema documented for its status and media type.
+        const media = res.headers.get('content-type') ?? '';
+        if (/json/.test(media) && text !== '') checkAnswer(method.toUpperCase(), path, res.status, media, JSON.parse(text));
       }
     }
   });

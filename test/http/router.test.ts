@@ -1,36 +1,52 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRouter } from '../../api/http/router.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
 
-const handlers = { list: 'list', one: 'one', dotted: 'dotted' };
-const paths = [
-  { path: '/api/things', route: 'list' as const },
-  { path: '/api/things/{id}', route: 'one' as const },
-  { path: '/things.json', route: 'dotted' as const },
-  { path: '/page' },
-];
+const router = createRouter([
+  { method: 'GET', path: '/api/things', handler: 'list' },
+  { method: 'POST', path: '/api/things', handler: 'add' },
+  { method: 'GET', path: '/api/things/{id}', handler: 'one' },
+  { method: 'POST', path: '/api/write', handler: 'write' },
+  { method: 'GET', path: '/things.json', handler: 'dotted' },
+]);
 
 describe('createRouter', () => {
-  const route = createRouter(paths, handlers);
-
-  it('finds exact paths and ignores a trailing slash', () => {
-    expect(route('/api/things')).toBe('list');
-    expect(route('/api/things/')).toBe('list');
-    expect(route('/things.json')).toBe('dotted');
+  it('finds a method and path, ignores a trailing slash, and lets HEAD find GET', () => {
+    expect(router.match('GET', '/api/things')).toEqual({ handler: 'list', params: {} });
+    expect(router.match('POST', '/api/things/')).toEqual({ handler: 'add', params: {} });
+    expect(router.match('HEAD', '/things.json')).toEqual({ handler: 'dotted', params: {} });
   });
 
-  it('matches a template segment, only one segment', () => {
-    expect(route('/api/things/abc')).toBe('one');
-    expect(route('/api/things/abc/def')).toBeUndefined();
-    expect(route('/things_json')).toBeUndefined();
+  it('returns the parameters of a template, one segment only', () => {
+    expect(router.match('GET', '/api/things/a%2Fb')).toEqual({ handler: 'one', params: { id: 'a%2Fb' } });
+    expect(router.match('GET', '/api/things/abc/def')).toBeUndefined();
+    expect(router.match('GET', '/things_json')).toBeUndefined();
   });
 
-  it('leaves paths without a route (pages) and unknown paths to the caller', () => {
-    expect(route('/page')).toBeUndefined();
-    expect(route('/api/nothing')).toBeUndefined();
+  it('answers the methods a path takes when the method is not one of them, before any body is read', () => {
+    expect(router.match('PUT', '/api/write')).toEqual({ allow: ['POST'] });
+    expect(router.match('DELETE', '/api/things')).toEqual({ allow: ['GET', 'POST', 'HEAD'] });
   });
 
-  it('refuses a handler that no path names, since it could never be reached', () => {
-    const withOrphan: Record<string, string> = { ...handlers, orphan: 'orphan' };
-    expect(() => createRouter(paths, withOrphan)).toThrow(/orphan/);
+  it('leaves unknown paths to the caller and refuses two handlers for one method and path', () => {
+    expect(router.match('GET', '/api/nothing')).toBeUndefined();
+    expect(() => createRouter([{ method: 'GET', path: '/a', handler: 1 }, { method: 'GET', path: '/a', handler: 2 }])).toThrow(/two handlers/);
+  });
+});
+
+describe('the gateway asks the router before it reads a body', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServer({ WRITE_RATE_LIMIT: '0' });
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+
+  it('answers a PUT with a body it would refuse (wrong media type) 405 with Allow, not 415', async () => {
+    const res = await fetch(`${server.url}/api/citizens`, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'not json at all' });
+    expect([res.status, res.headers.get('allow'), (await res.json()).code]).toEqual([405, 'GET, HEAD', 'METHOD_NOT_ALLOWED']);
+    const post = await fetch(`${server.url}/api/omip/receipts/sha256:${'0'.repeat(64)}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
   });
 });

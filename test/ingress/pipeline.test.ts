@@ -82,6 +82,6 @@ describe('SCRUB, MAP, SEAL', () => {
     [{ title: 'T', duration: 'soon' }, 'DURATION_INVALID'],
     [{ title: 'T', duration: 90000 }, 'DURATION_INVALID'],
   ] as const)('rejects %o with %s (422)', (raw, code) => {
-    expect(() => run(raw as Record<string, unknown>)).toThrow(expect.objectContaining({ status: 422, code }));
+    expect(() => run(raw as Record<string, unknown>)).toThrow(expect.objectContaining({ name: 'DomainError', code }));
   });
 });

@@ -1,0 +1,32 @@
+import type { Citizenship } from '../citizenship/citizenship.ts';
+import type { RouteHandler, RouteRequest } from '../http/route.ts';
+import type { Omip } from '../omip/service.ts';
+import type { CdnLogBatch } from '../schemas/ingest.ts';
+
+/**
+ * What handlers work with: the domain services, built once by the composition root (api/app.ts).
+ * Handlers in the operation table call these and nothing else, so the table imports no service.
+ */
+export interface OperationContext {
+  citizenship: Citizenship;
+  omip: Omip;
+  /** Live documents built from the store and telemetry. */
+  views: {
+    scoreboard(): Promise<unknown>;
+    livingLattice(): Promise<unknown>;
+    botTraffic(): Promise<unknown>;
+    botWall(): Promise<unknown>;
+    health(): Promise<unknown>;
+  };
+  /** Prebuilt documents, built again for the MCP tools and A2A skills that read them. */
+  documents: { convert(): Promise<unknown>; kit(): Promise<unknown>; whatsNext(): Promise<unknown> };
+  /** The CDN log ingest: lines into the bot ledger. */
+  ingest(batch: CdnLogBatch): Promise<unknown>;
+  /** Token of the CDN log ingest; without one that operation answers 404. */
+  ingestToken?: string | undefined;
+  /** The audio ingress: JSON metadata, an audio file or multipart. */
+  ingress(request: RouteRequest): Promise<unknown>;
+  /** The protocol doors, which call the other operations. */
+  mcp: RouteHandler;
+  a2a: RouteHandler;
+}

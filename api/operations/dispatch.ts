@@ -1,0 +1,115 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { z } from 'zod';
+import { bearerToken, HttpProblem } from '../http/problem.ts';
+import { exampleOf, guard, header, json, queryOf, readAnswer, writeRoute, type RouteHandler, type RouteRequest, type WriteDeps } from '../http/route.ts';
+import { parseJson, validate } from '../http/json-body.ts';
+import { createRouter } from '../http/router.ts';
+import type { OperationContext } from './context.ts';
+import { successOf, type AnyOperation } from './operation.ts';
+import { OPERATIONS } from './table.ts';
+
+const issues = (error: z.ZodError) => error.issues.map((i) => ({ path: `/${i.path.join('/')}`, message: i.message }));
+
+/** The path parameters of a request, decoded and checked against the operation's schema. */
+function paramsOf(op: AnyOperation, request: RouteRequest): unknown {
+  if (!op.params) return {};
+  let raw = request.params;
+  if (!raw) {
+    // Called in process without the router (MCP, A2A): match the template here.
+    const names = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    const pattern = new RegExp(`^${op.path.replace(/\{\w+\}/g, '([^/]+)')}$`);
+    const m = pattern.exec(request.target.split('?')[0]!);
+    raw = Object.fromEntries(names.map((n, i) => [n, m?.[i + 1] ?? '']));
+  }
+  let decoded: Record<string, string>;
+  try {
+    decoded = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, decodeURIComponent(v)]));
+  } catch {
+    throw HttpProblem.of('BAD_PATH', 'A path parameter cannot be decoded.');
+  }
+  const result = op.params.safeParse(decoded);
+  if (!result.success) throw HttpProblem.of('BAD_PATH', 'A path parameter does not match its pattern.', { extra: { errors: issues(result.error) } });
+  return result.data;
+}
+
+function queryFor(op: AnyOperation, request: RouteRequest): unknown {
+  if (!op.query) return {};
+  const result = op.query.safeParse(Object.fromEntries(queryOf(request)));
+  if (!result.success) throw HttpProblem.of('INVALID_QUERY', 'A query parameter does not match its schema.', { extra: { errors: issues(result.error) } });
+  return result.data;
+}
+
+/** Constant-time check of `Authorization: Bearer <token>`. */
+function checkIngestToken(request: RouteRequest, token: string | undefined): void {
+  if (!token) throw HttpProblem.of('NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
+  const given = Buffer.from(bearerToken(header(request, 'authorization')) ?? '');
+  const wanted = Buffer.from(token);
+  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) throw HttpProblem.of('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
+}
+
+/** The engine handler of one declaration: its inputs parsed in order, then its work, answered with its 2xx. */
+export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: WriteDeps): RouteHandler {
+  if (op.raw) return (request) => op.raw!(request, ctx);
+  const handle = op.handle;
+  if (!handle) throw new Error(`${op.id} has neither handle nor raw`);
+  const status = successOf(op);
+  if (op.idempotency && op.body) {
+    // The write pipeline: rate limit, parse, validate, Idempotency-Key, then the work.
+    return writeRoute(op.idempotency, op.body, writes, async (body, request) => ({
+      status,
+      body: await handle({ params: paramsOf(op, request), query: queryFor(op, request), body, request }, ctx),
+    }));
+  }
+  if (op.method === 'GET') {
+    return async (request) => readAnswer(request, await handle({ params: paramsOf(op, request), query: queryFor(op, request), body: undefined, request }, ctx));
+  }
+  return async (request) => {
+    if (op.credentials === 'ingest-token') checkIngestToken(request, ctx.ingestToken);
+    const rate = op.rateLimit ? await writes.limiter.take(request.client) : {};
+    const params = paramsOf(op, request);
+    const query = queryFor(op, request);
+    // With other media types than JSON the handler reads the body itself.
+    const body = op.body && !op.bodyMedia ? validate(op.body, parseJson(request.body)) : undefined;
+    return json(status, await handle({ params, query, body, request }, ctx), rate);
+  };
+}
+
+/** 405 with Allow; a POST route's answer carries an example body, as its GET always has. */
+export function methodNotAllowed(path: string, allow: string[]): HttpProblem {
+  const post = (OPERATIONS as readonly AnyOperation[]).find((op) => op.method === 'POST' && op.body && pathMatches(op.path, path));
+  if (allow.length === 1 && allow[0] === 'POST') {
+    return HttpProblem.of('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', { headers: { Allow: 'POST' }, extra: post ? { example: exampleOf(post.body!) } : {} });
+  }
+  return HttpProblem.of('METHOD_NOT_ALLOWED', `This route takes ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } });
+}
+
+const pathMatches = (template: string, path: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`).test(path);
+
+/** What the gateway asks before it reads a body: the handler and params, or the refusal to send. */
+export type Lookup = { handler: RouteHandler; params: Record<string, string> } | { refuse: HttpProblem } | undefined;
+
+export interface OperationRoutes {
+  /** The guarded engine handler of every operation with one (documents too: MCP and A2A read them). */
+  handlers: Map<string, RouteHandler>;
+  /** Method-and-path lookup over the engine's operations. */
+  lookup(method: string, path: string): Lookup;
+}
+
+/** The engine's routes from the operation table. */
+export function createOperationRoutes(ctx: OperationContext, writes: WriteDeps, logger: Logger): OperationRoutes {
+  const handlers = new Map<string, RouteHandler>();
+  for (const op of OPERATIONS as readonly AnyOperation[]) {
+    if (op.handle || op.raw) handlers.set(op.id, guard(handlerOf(op, ctx, writes), logger));
+  }
+  const router = createRouter((OPERATIONS as readonly AnyOperation[]).filter((op) => op.served === 'engine').map((op) => ({ method: op.method, path: op.path, handler: handlers.get(op.id)! })));
+  return {
+    handlers,
+    lookup(method, path) {
+      const found = router.match(method, path);
+      if (!found) return undefined;
+      if ('allow' in found) return { refuse: methodNotAllowed(path, found.allow) };
+      return found;
+    },
+  };
+}

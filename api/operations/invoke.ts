@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import type { RouteHandler } from '../http/route.ts';
+import type { FunnelStep } from '../telemetry/ledger.ts';
+import type { AnyOperation } from './operation.ts';
+import { TOOL_OPERATIONS } from './paths.ts';
+
+/** The arguments a tool takes: its body, or its path and query parameters; no schema when it takes none. */
+export function toolInput(op: AnyOperation): z.ZodObject | undefined {
+  if (op.method === 'POST') return op.body as z.ZodObject | undefined;
+  const shapes = [op.params, op.query].filter((s): s is z.ZodObject => s instanceof z.ZodObject).map((s) => s.shape);
+  return shapes.length ? z.object(Object.assign({}, ...shapes)) : undefined;
+}
+
+/** Over MCP and A2A the passport is an argument, since a call carries no HTTP header of its own. */
+export const PassportArgument = z.object({
+  /** The passportNumber of your oath, when citizenId is set. */
+  passportNumber: z.string().max(200).optional(),
+});
+
+/** The arguments a tool takes over MCP and A2A. */
+export function callInput(op: AnyOperation): z.ZodObject | undefined {
+  const input = toolInput(op);
+  if (op.credentials !== 'passport-optional' && op.credentials !== 'passport') return input;
+  return input ? input.extend(PassportArgument.shape) : PassportArgument;
+}
+
+/** What a tool call answered: the status and JSON body of its operation. */
+export interface Invocation {
+  status: number;
+  body: unknown;
+}
+
+/** Who calls: the client address (rate limits) and its User-Agent (the funnel). */
+export interface Caller {
+  client: string;
+  userAgent: string;
+}
+
+export type Invoke = (tool: string, args: Record<string, unknown>, caller: Caller) => Promise<Invocation | null>;
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/**
+ * Calls an operation as its tool describes it, through the same guarded handler as HTTP (so the
+ * same schemas, limits, passports and storage): a POST sends the arguments as its body; a GET puts
+ * `{name}` arguments into the path and the rest into the query. A 2xx counts the operation's
+ * funnel step for the caller. Null for a tool that does not exist.
+ */
+export function createInvoker(handlers: Map<string, RouteHandler>, funnel: (userAgent: string, step: FunnelStep) => void): Invoke {
+  const byName = new Map(TOOL_OPERATIONS.map((op) => [op.tool!.name, op]));
+  return async (name, args, caller) => {
+    const op = byName.get(name);
+    const handler = op && handlers.get(op.id);
+    if (!op || !handler) return null;
+    const { passportNumber, ...rest } = args;
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (typeof passportNumber === 'string' && passportNumber !== '') headers.authorization = `Bearer ${passportNumber}`;
+    let target = op.path;
+    let body = new Uint8Array();
+    if (op.method === 'POST') {
+      body = encoder.encode(JSON.stringify(rest));
+    } else {
+      const query = { ...rest };
+      target = op.path.replace(/\{(\w+)\}/g, (_, key: string) => {
+        const value = String(query[key] ?? '');
+        delete query[key];
+        return encodeURIComponent(value);
+      });
+      const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, String(v)]])));
+      if (search.size > 0) target += `?${search}`;
+    }
+    const answer = await handler({ method: op.method, target, headers, body, client: caller.client });
+    if (op.funnel && answer.status >= 200 && answer.status < 300) funnel(caller.userAgent, op.funnel);
+    const text = typeof answer.body === 'string' ? answer.body : decoder.decode(answer.body);
+    return { status: answer.status, body: text === '' ? null : JSON.parse(text) };
+  };
+}

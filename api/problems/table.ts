@@ -1,0 +1,47 @@
+/**
+ * Every problem code this service answers, in one table (as fastify's lib/errors.js): the status,
+ * the title, when it is sent, and the headers it always carries. OpenAPI, the README and the edge
+ * that turns domain errors into HTTP read it; `HttpProblem` only takes a code listed here.
+ */
+export const PROBLEMS = {
+  BAD_PATH: { status: 400, title: 'Bad path', when: 'The path cannot be decoded, leaves the site, or a path parameter fails its pattern.' },
+  MALFORMED_JSON: { status: 400, title: 'Malformed JSON', when: 'The body is empty, not UTF-8 or not JSON.' },
+  MALFORMED_MULTIPART: { status: 400, title: 'Malformed multipart', when: 'A multipart/form-data body cannot be read.' },
+  INVALID_QUERY: { status: 400, title: 'Invalid query', when: 'A query parameter fails its schema (limit 1-200, first a whole number).' },
+  INVALID_CURSOR: { status: 400, title: 'Invalid cursor', when: 'The cursor is not a nextCursor this service gave out.' },
+  INVALID_IDEMPOTENCY_KEY: { status: 400, title: 'Invalid Idempotency-Key', when: 'Idempotency-Key is not 1-255 visible ASCII characters.' },
+  PASSPORT_REQUIRED: { status: 401, title: 'Passport required', when: 'citizenId is set without Authorization: Bearer <passportNumber>.', headers: { 'WWW-Authenticate': 'Bearer realm="citizens"' } },
+  INGEST_TOKEN_REQUIRED: { status: 401, title: 'Ingest token required', when: 'The ingest route is called without the right Bearer INGEST_TOKEN.', headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } },
+  PASSPORT_MISMATCH: { status: 403, title: 'Passport mismatch', when: 'The passport does not belong to citizenId.' },
+  NOT_FOUND: { status: 404, title: 'Not found', when: 'Nothing is served at the path, the receipt does not exist, or the route is not configured.' },
+  METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', when: 'The path takes other methods (Allow lists them; POST routes add an example body).' },
+  IDEMPOTENCY_IN_FLIGHT: { status: 409, title: 'Idempotency-Key in use', when: 'A request with this Idempotency-Key is still running.' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Content too large', when: 'The body is larger than the route allows.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', when: 'Content-Type is not one the route takes.' },
+  NOT_AUDIO: { status: 415, title: 'Not audio', when: 'An upload cannot be read as WAV, MP3, MP4/M4A, FLAC or Ogg.' },
+  VALIDATION_FAILED: { status: 422, title: 'Validation failed', when: 'The body fails the route schema; errors lists every issue by path.' },
+  IDEMPOTENCY_KEY_REUSED: { status: 422, title: 'Idempotency-Key reused', when: 'The Idempotency-Key was used with another body.' },
+  NOT_CANONICALIZABLE: { status: 422, title: 'Not canonicalizable', when: 'The document has no RFC 8785 form.' },
+  UNKNOWN_PREDICATE: { status: 422, title: 'Unknown predicate', when: 'A state scores a predicate the constitution does not register; errors names each.' },
+  DRM_REJECT: { status: 422, title: 'DRM rejected', when: 'The audio metadata carries DRM or rights restrictions.' },
+  TITLE_REQUIRED: { status: 422, title: 'Title required', when: 'The audio metadata has no title.' },
+  DURATION_INVALID: { status: 422, title: 'Duration invalid', when: 'The audio duration is missing or out of range.' },
+  RATE_LIMITED: { status: 429, title: 'Too many requests', when: 'The client spent its writes for this minute (Retry-After says when to retry).' },
+  INTERNAL: { status: 500, title: 'Internal error', when: 'The server failed; nothing was changed.' },
+  RECEIPT_CORRUPT: { status: 500, title: 'Receipt corrupt', when: 'A stored receipt no longer matches its id.' },
+  STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', when: 'The store cannot write; nothing was saved; reads still work.', headers: { 'Retry-After': '30' } },
+} as const satisfies Record<string, ProblemEntry>;
+
+export interface ProblemEntry {
+  status: number;
+  title: string;
+  when: string;
+  headers?: Record<string, string>;
+}
+
+export type ProblemCode = keyof typeof PROBLEMS;
+
+export const problemEntry = (code: ProblemCode): ProblemEntry => PROBLEMS[code];
+
+/** Problem codes every operation may answer, whatever it is. */
+export const SHARED_PROBLEMS = ['BAD_PATH', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'INTERNAL'] as const satisfies readonly ProblemCode[];
