@@ -70,8 +70,8 @@ export function createRoutes(deps: AppDeps) {
   const read = (answer: (request: RouteRequest) => Promise<unknown>): RouteHandler => getOnly(async (request) => readAnswer(request, await answer(request)));
 
   const routes = {
-    oath: writeRoute('oath', OathRequestSchema, writes, (input) => citizenship.takeOath(input)),
-    message: writeRoute('message', MessageRequestSchema, writes, (input, request) => citizenship.postMessage(input, header(request, 'authorization') ?? null)),
+    oath: writeRoute('oath', OathRequestSchema, writes, (input, _request, keep) => citizenship.takeOath(input, keep)),
+    message: writeRoute('message', MessageRequestSchema, writes, (input, request, keep) => citizenship.postMessage(input, header(request, 'authorization') ?? null, keep)),
     citizens: read((request) => citizenship.citizens(pageQuery(request))),
     feed: read((request) => citizenship.feed(pageQuery(request))),
     scoreboard: read(async () => scoreboard(store, await telemetry.combined(), new Date())),
@@ -89,10 +89,10 @@ export function createRoutes(deps: AppDeps) {
       // Multipart bodies are read by the WHATWG FormData parser.
       return json(201, await ingestAudio(webRequest(request, links.site)), rate);
     }),
-    omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
+    omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input, _request, keep) => ok(await omip.score(input, keep))),
     omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),
     omipFingerprint: writeRoute('omip.fingerprint', FingerprintRequestSchema, writes, async (input) => ok(omip.fingerprint(input.document))),
-    omipDualExchange: writeRoute('omip.dual-exchange', DualExchangeRequestSchema, writes, async (input) => created(await omip.dualExchange(input))),
+    omipDualExchange: writeRoute('omip.dual-exchange', DualExchangeRequestSchema, writes, async (input, _request, keep) => created(await omip.dualExchange(input, keep)), (kept) => omip.replayDualExchange(kept)),
     omipReceipts: read((request) => omip.receipts(pageQuery(request))),
     omipReceipt: read((request) => omip.receipt(lastSegment(request))),
     omipLog: read((request) => omip.log(firstSize(request))),

@@ -1,5 +1,7 @@
 import { newId } from '../ids.ts';
-import type { Citizen, Message, MessageRequest, OathRequest } from '../schemas/citizenship.ts';
+import type { Keep } from '../http/idempotency.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRequest } from '../schemas/citizenship.ts';
 import type { CitizenRecord, PageQuery, Store } from '../store/types.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
 
@@ -9,11 +11,29 @@ export function publicCitizen(record: CitizenRecord): Citizen {
   return citizen;
 }
 
+/**
+ * The name a message goes by: a verified one carries its citizen's registered name (given exactly,
+ * or left out); an anonymous one the name it gives.
+ */
+export function speakerName(given: string | undefined, citizen: Pick<CitizenRecord, 'name'> | null): string {
+  if (citizen === null) {
+    // The schema asks for a name without citizenId; this guards the rule's other callers.
+    if (given === undefined) throw new HttpProblem(422, 'VALIDATION_FAILED', 'A message without citizenId needs a name.');
+    return given;
+  }
+  if (given !== undefined && given !== citizen.name) {
+    throw new HttpProblem(422, 'NAME_MISMATCH', `A verified message carries its citizen's registered name, ${JSON.stringify(citizen.name)}: send exactly that name, or leave name out.`, {
+      extra: { registeredName: citizen.name },
+    });
+  }
+  return citizen.name;
+}
+
 /** Citizenship and the feed, over a store. `now` is passed in so rules stay testable. */
 export function createCitizenship(store: Store, site: string, now: () => Date = () => new Date()) {
   return {
-    /** POST /api/citizenship/oath: a citizen, a passport shown once, and a wall shout. */
-    async takeOath(input: OathRequest) {
+    /** POST /api/citizenship/oath: a citizen, a passport shown once, and a wall shout; `keep` seals the answer into the same write. */
+    async takeOath(input: OathRequest, keep?: Keep) {
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
@@ -25,9 +45,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         status: 'trillionaire',
         joinedAt,
       };
-      const shout: Message = { id: newId(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
-      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout);
-      return {
+      const shout: Message = { id: newId(), name: WALL_NAME, kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
+      const answer = {
         status: 201,
         body: {
           ok: true,
@@ -40,17 +59,20 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
           ],
         },
       };
+      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout, keep?.(answer));
+      return answer;
     },
 
     /** POST /api/intelligence/message: a message, verified when it names its citizen with the passport. */
-    async postMessage(input: MessageRequest, authorization: string | null) {
+    async postMessage(input: MessageRequest, authorization: string | null, keep?: Keep) {
+      let citizen: CitizenRecord | null = null;
       if (input.citizenId !== undefined) {
-        const citizen = await store.citizens.get(input.citizenId);
+        citizen = await store.citizens.get(input.citizenId);
         checkPassport(authorization, citizen?.passportHash ?? null);
       }
       const message: Message = {
         id: newId(),
-        name: input.name,
+        name: speakerName(input.name, citizen),
         kind: input.kind,
         message: input.message,
         ...(input.citizenId !== undefined ? { citizenId: input.citizenId } : {}),
@@ -58,8 +80,9 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         wall: false,
         createdAt: now().toISOString(),
       };
-      await store.feed.add(message);
-      return { status: 201, body: { ok: true, message } };
+      const answer = { status: 201, body: { ok: true, message } };
+      await store.feed.add(message, keep?.(answer));
+      return answer;
     },
 
     async citizens(query: PageQuery) {

@@ -2,7 +2,8 @@ import { newId } from '../ids.ts';
 import { HttpProblem } from '../http/problem.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
-import type { PageQuery, Store } from '../store/types.ts';
+import type { Keep } from '../http/idempotency.ts';
+import type { DriftWrite, PageQuery, Store } from '../store/types.ts';
 import { fingerprintOf, canonicalJson } from './canonical.ts';
 import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
@@ -43,22 +44,27 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     });
   }
 
-  /** Scores and records: the entity's window moves and the metrics count the sample. */
-  async function scoreAndRecord(input: Scorable) {
+  /** Scores for the record: the answer, and the write that moves the entity's window and counts the sample. */
+  async function scoreForRecord(input: Scorable) {
     const { windowAfter: _window, appended, ...answer } = await evaluate(input);
     const decision_id = newId();
-    await store.drift.record(input.entity_id, appended, drift.window.steps, {
-      decision_id,
-      entity_id: input.entity_id,
-      verdict: answer.verdict,
-      delta_t: answer.delta_t,
-      delta_window: answer.delta_window,
-      failed_predicates: answer.failed_predicates,
-      contraction_attempts: answer.contraction.length,
-      fail_closed: !answer.proceed,
-      at: now().toISOString(),
-    });
-    return { decision_id, ...answer };
+    const write: DriftWrite = {
+      entityId: input.entity_id,
+      appended,
+      keep: drift.window.steps,
+      sample: {
+        decision_id,
+        entity_id: input.entity_id,
+        verdict: answer.verdict,
+        delta_t: answer.delta_t,
+        delta_window: answer.delta_window,
+        failed_predicates: answer.failed_predicates,
+        contraction_attempts: answer.contraction.length,
+        fail_closed: !answer.proceed,
+        at: now().toISOString(),
+      },
+    };
+    return { answer: { decision_id, ...answer }, write };
   }
 
   const tree = new MerkleLog();
@@ -80,8 +86,12 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   }
 
   return {
-    /** POST /api/omip/score. */
-    score: (input: ScoreRequest) => scoreAndRecord(input),
+    /** POST /api/omip/score; `keep` seals the answer into the same write. */
+    async score(input: ScoreRequest, keep?: Keep) {
+      const { answer, write } = await scoreForRecord(input);
+      await store.drift.record(write.entityId, write.appended, write.keep, write.sample, keep?.({ status: 200, body: answer }));
+      return answer;
+    },
 
     /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
     async project(input: ScoreRequest) {
@@ -97,20 +107,34 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       return { canonical, fingerprint: fingerprintOf(document), algorithm: 'sha256', canonicalization: 'RFC 8785' };
     },
 
-    /** POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt. */
-    async dualExchange(input: DualExchangeRequest) {
-      const outcomes = (await Promise.all(
+    /**
+     * POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt.
+     * Both steps, the receipt and the idempotency record are one write. The record keeps the
+     * receipt's id: a replay answers that receipt with its proof against the current tree head.
+     */
+    async dualExchange(input: DualExchangeRequest, keep?: Keep) {
+      const scored = await Promise.all(
         input.agents.map(async (agent) => {
-          const a = await scoreAndRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
-          return { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+          const { answer: a, write } = await scoreForRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
+          const outcome = { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+          return { outcome, write };
         }),
-      )) as [AgentOutcome, AgentOutcome];
+      );
+      const outcomes = scored.map((s) => s.outcome) as [AgentOutcome, AgentOutcome];
       const at = now().toISOString();
-      const entry = await store.receipts.append((prev) => {
-        const receipt = buildReceipt(outcomes, constitutionFingerprint, at, prev);
-        return { id: receiptId(receipt), receipt };
-      });
+      const entry = await store.receipts.append(
+        (prev) => {
+          const receipt = buildReceipt(outcomes, constitutionFingerprint, at, prev);
+          return { id: receiptId(receipt), receipt };
+        },
+        { drift: scored.map((s) => s.write), ...(keep ? { idempotency: (e) => keep({ status: 201, body: { receipt_id: e.id } }) } : {}) },
+      );
       return receiptAnswer(entry.id);
+    },
+
+    /** The answer a repeated dual exchange gives from what its Idempotency-Key kept. */
+    async replayDualExchange(kept: { status: number; body: unknown }) {
+      return { status: kept.status, body: await receiptAnswer((kept.body as { receipt_id: string }).receipt_id) };
     },
 
     receipt: receiptAnswer,
