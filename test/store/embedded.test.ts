@@ -32,6 +32,18 @@ runStoreContract('embedded', async () => {
 }, { shared: false });
 
 describe('embedded store on disk', () => {
+  it('journals a citizen, its shout and its idempotency record as one entry', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    const c = citizen();
+    await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), { keyHash: 'one', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() });
+    await store.close();
+    const journal = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
+    const lines = journalData(join(dir, journal)).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).v.map((w: { op: string }) => w.op)).toEqual(['citizen.add', 'message.add', 'idempotency.put']);
+  });
+
   it('keeps every one of 100 concurrent writes in the journal', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
