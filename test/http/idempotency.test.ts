@@ -99,7 +99,7 @@ describe('unguessable Idempotency-Keys (issue 13, finding 5)', () => {
       () => randomBytes(32).toString('base64url'),
     ];
     fc.assert(
-      fc.property(fc.constantFrom(...forms), fc.integer(), (make) => isUnguessableKey(make())),
+      fc.property(fc.constantFrom(...forms), (make) => isUnguessableKey(make())),
       { numRuns: 5000 },
     );
   });
