@@ -179,7 +179,7 @@ describe('a keyed write and its idempotency record are one unit (issue 13, findi
     const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
     const writes: [string, unknown, Record<string, string>][] = [
       ['/api/citizenship/oath', { name: 'keyed-oath', purpose: 'p' }, {}],
-      ['/api/intelligence/message', { message: 'keyed message', citizenId: citizen.memberId }, auth],
+      ['/api/intelligence/message', { name: 'speaker', message: 'keyed message', citizenId: citizen.memberId }, auth],
       ['/api/omip/score', { entity_id: citizen.memberId, plan }, {}],
       ['/api/omip/dual-exchange', { agents: [{ id: citizen.memberId, proposal: { plan } }, { id: 'sovereign-a', proposal: { plan } }] }, {}],
     ];
