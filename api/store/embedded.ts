@@ -281,6 +281,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       replayed++;
     }
   }
+  // The journal brings back records that expired while the process was down.
+  memory.pruneIdempotency(Date.now());
   let seq = memory.state.seq;
   let sinceSnapshot = replayed;
   try {
