@@ -134,7 +134,10 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
     /** The answer a repeated dual exchange gives from what its Idempotency-Key kept. */
     async replayDualExchange(kept: { status: number; body: unknown }) {
-      return { status: kept.status, body: await receiptAnswer((kept.body as { receipt_id: string }).receipt_id) };
+      const id = (kept.body as { receipt_id?: unknown }).receipt_id;
+      // A record kept before receipts were kept by id holds the whole answer.
+      if (typeof id !== 'string') return kept;
+      return { status: kept.status, body: await receiptAnswer(id) };
     },
 
     receipt: receiptAnswer,
