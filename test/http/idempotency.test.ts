@@ -179,6 +179,37 @@ describe('what a key keeps is bounded and leaves when it expires (issue 14, row 
 });
 
 describe('over HTTP', () => {
+  it('every keyed write runs once and replays: oath, message, score, dual exchange, project, fingerprint', async () => {
+    const server = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const post = (path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...headers }, body: JSON.stringify(body) });
+    const oath = await (await post('/api/citizenship/oath', randomUUID(), { name: 'replayer', purpose: 'p' })).json();
+    const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
+    const writes: [string, unknown, Record<string, string>][] = [
+      ['/api/intelligence/message', { message: 'once', citizenId: oath.memberId }, { Authorization: `Bearer ${oath.passportNumber}` }],
+      ['/api/omip/score', { entity_id: oath.memberId, plan }, {}],
+      ['/api/omip/dual-exchange', { agents: [{ id: oath.memberId, proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] }, {}],
+      ['/api/omip/project', { entity_id: oath.memberId, plan }, {}],
+      ['/api/omip/fingerprint', { document: { a: 1 } }, {}],
+    ];
+    const drift = async () => (await (await fetch(`${server.url}/api/omip/drift`)).json()).samples;
+    const counts = async () => [(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json()).messages.length, await drift(), (await (await fetch(`${server.url}/api/omip/receipts`)).json()).receipts.length];
+    for (const [path, body, headers] of writes) {
+      const key = randomUUID();
+      const first = await post(path, key, body, headers);
+      expect([200, 201], path).toContain(first.status);
+      const before = await counts();
+      const again = await post(path, key, body, headers);
+      expect(again.status, path).toBe(first.status);
+      expect(again.headers.get('idempotent-replayed'), path).toBe('true');
+      const [a, b] = [await first.json(), await again.json()];
+      if (path.endsWith('dual-exchange')) expect(b.receipt).toEqual(a.receipt);
+      else expect(b, path).toEqual(a);
+      expect(await counts(), path).toEqual(before);
+    }
+    await server.stop();
+  });
+
   it('60 KB fingerprint documents under 30 keys keep a few hundred bytes a key on disk', async () => {
     const server = await startServer({ WRITE_RATE_LIMIT: '0' });
     const journalBytes = () =>
