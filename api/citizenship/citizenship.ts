@@ -1,6 +1,7 @@
 import { newId } from '../ids.ts';
-import type { Citizen, Message, MessageRequest, OathRequest, OathResponse } from '../schemas/citizenship.ts';
-import type { CitizenRecord, PageQuery, Store } from '../store/types.ts';
+import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRequest, type OathResponse } from '../schemas/citizenship.ts';
+import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types.ts';
+import { DomainError } from '../problems/domain.ts';
 import { PATH } from '../operations/paths.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
 
@@ -10,11 +11,29 @@ export function publicCitizen(record: CitizenRecord): Citizen {
   return citizen;
 }
 
+/**
+ * The name a message goes by: a verified one carries its citizen's registered name (given exactly,
+ * or left out); an anonymous one the name it gives.
+ */
+export function speakerName(given: string | undefined, citizen: Pick<CitizenRecord, 'name'> | null): string {
+  if (citizen === null) {
+    // The schema asks for a name without citizenId; this guards the rule's other callers.
+    if (given === undefined) throw new DomainError('VALIDATION_FAILED', 'A message without citizenId needs a name.');
+    return given;
+  }
+  if (given !== undefined && given !== citizen.name) {
+    throw new DomainError('NAME_MISMATCH', `A verified message carries its citizen's registered name, ${JSON.stringify(citizen.name)}: send exactly that name, or leave name out.`, {
+      extra: { registeredName: citizen.name },
+    });
+  }
+  return citizen.name;
+}
+
 /** Citizenship and the feed, over a store. `now` is passed in so rules stay testable. */
 export function createCitizenship(store: Store, site: string, now: () => Date = () => new Date()) {
   return {
-    /** The oath: a created citizen, a passport shown once, and a wall shout. */
-    async takeOath(input: OathRequest): Promise<OathResponse> {
+    /** The oath: a created citizen, a passport shown once, and a wall shout; `keep` seals the answer into the same write. */
+    async takeOath(input: OathRequest, keep?: KeepAnswer): Promise<OathResponse> {
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
@@ -26,9 +45,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         status: 'trillionaire',
         joinedAt,
       };
-      const shout: Message = { id: newId(), name: 'wall', kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
-      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout);
-      return {
+      const shout: Message = { id: newId(), name: WALL_NAME, kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
+      const answer = {
         ok: true as const,
         memberId: citizen.memberId,
         passportNumber,
@@ -38,17 +56,20 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
           { method: 'GET', url: `${site}${PATH.listCitizens}`, note: 'Your name is listed here.' },
         ],
       };
+      await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout, keep?.(answer));
+      return answer;
     },
 
-    /** A feed message, verified when it names its citizen with the passport. */
-    async postMessage(input: MessageRequest, authorization: string | null) {
+    /** A feed message, verified when it names its citizen with the passport; `keep` seals the answer into the same write. */
+    async postMessage(input: MessageRequest, authorization: string | null, keep?: KeepAnswer) {
+      let citizen: CitizenRecord | null = null;
       if (input.citizenId !== undefined) {
-        const citizen = await store.citizens.get(input.citizenId);
+        citizen = await store.citizens.get(input.citizenId);
         checkPassport(authorization, citizen?.passportHash ?? null);
       }
       const message: Message = {
         id: newId(),
-        name: input.name,
+        name: speakerName(input.name, citizen),
         kind: input.kind,
         message: input.message,
         ...(input.citizenId !== undefined ? { citizenId: input.citizenId } : {}),
@@ -56,8 +77,9 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         wall: false,
         createdAt: now().toISOString(),
       };
-      await store.feed.add(message);
-      return { ok: true as const, message };
+      const answer = { ok: true as const, message };
+      await store.feed.add(message, keep?.(answer));
+      return answer;
     },
 
     async citizens(query: PageQuery) {

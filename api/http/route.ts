@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
-import type { Idempotency, StoredAnswer } from './idempotency.ts';
+import type { Idempotency, Keep, StoredAnswer } from './idempotency.ts';
 import { compressFor } from './encoding.ts';
 import { parseJson, validate } from './json-body.ts';
 import { HttpProblem, problemOf } from './problem.ts';
@@ -125,19 +125,23 @@ export interface WriteDeps {
 
 /**
  * The shared write pipeline: rate limit, strict JSON, schema validation, Idempotency-Key, then
- * the route's own work. Unknown keys are dropped by the schema and never stored.
+ * the route's own work. Unknown keys are dropped by the schema and never stored. A route that
+ * writes passes `keep` (set under an Idempotency-Key) to its store write, so the write and its
+ * idempotency record are one unit; `replay` rebuilds an answer from what was kept, for a route
+ * that keeps less than it answers.
  */
 export function writeRoute<S extends z.ZodType>(
   name: string,
   schema: S,
   deps: WriteDeps,
-  handle: (input: z.output<S>, request: RouteRequest) => Promise<StoredAnswer>,
+  handle: (input: z.output<S>, request: RouteRequest, keep: Keep | undefined) => Promise<StoredAnswer>,
+  replay?: (kept: StoredAnswer) => Promise<StoredAnswer>,
 ): RouteHandler {
   return postOnly(exampleOf(schema), async (request) => {
     const rate = await deps.limiter.take(request.client);
     const input = validate(schema, parseJson(request.body));
     const key = header(request, 'idempotency-key') ?? null;
-    const answer = await deps.idempotency(name, key, request.body, () => handle(input, request));
+    const answer = await deps.idempotency(name, key, request.body, (keep) => handle(input, request, keep), replay);
     return json(answer.status, answer.body, { ...rate, ...(answer.replayed ? { 'Idempotent-Replayed': 'true' } : {}) });
   });
 }

@@ -2,7 +2,7 @@ import { newId } from '../ids.ts';
 import { DomainError } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
-import type { PageQuery, Store } from '../store/types.ts';
+import type { DriftWrite, KeepAnswer, PageQuery, Store } from '../store/types.ts';
 import { fingerprintOf, canonicalJson } from './canonical.ts';
 import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
@@ -58,22 +58,27 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     });
   }
 
-  /** Scores and records: the entity's window moves and the metrics count the sample. */
-  async function scoreAndRecord(input: Scorable) {
+  /** Scores for the record: the answer, and the write that moves the entity's window and counts the sample. */
+  async function scoreForRecord(input: Scorable) {
     const { windowAfter: _window, appended, ...answer } = await evaluate(input);
     const decision_id = newId();
-    await store.drift.record(input.entity_id, appended, drift.window.steps, {
-      decision_id,
-      entity_id: input.entity_id,
-      verdict: answer.verdict,
-      delta_t: answer.delta_t,
-      delta_window: answer.delta_window,
-      failed_predicates: answer.failed_predicates,
-      contraction_attempts: answer.contraction.length,
-      fail_closed: !answer.proceed,
-      at: now().toISOString(),
-    });
-    return { decision_id, ...answer };
+    const write: DriftWrite = {
+      entityId: input.entity_id,
+      appended,
+      keep: drift.window.steps,
+      sample: {
+        decision_id,
+        entity_id: input.entity_id,
+        verdict: answer.verdict,
+        delta_t: answer.delta_t,
+        delta_window: answer.delta_window,
+        failed_predicates: answer.failed_predicates,
+        contraction_attempts: answer.contraction.length,
+        fail_closed: !answer.proceed,
+        at: now().toISOString(),
+      },
+    };
+    return { answer: { decision_id, ...answer }, write };
   }
 
   const tree = new MerkleLog();
@@ -95,8 +100,12 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   }
 
   return {
-    /** POST /api/omip/score. */
-    score: (input: ScoreRequest) => scoreAndRecord(input),
+    /** POST /api/omip/score; `keep` seals the answer into the same write. */
+    async score(input: ScoreRequest, keep?: KeepAnswer) {
+      const { answer, write } = await scoreForRecord(input);
+      await store.drift.record(write.entityId, write.appended, write.keep, write.sample, keep?.(answer));
+      return answer;
+    },
 
     /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
     async project(input: ScoreRequest) {
@@ -112,22 +121,40 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       return { canonical, fingerprint: fingerprintOf(document), algorithm: 'sha256', canonicalization: 'RFC 8785' };
     },
 
-    /** POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt. */
-    async dualExchange(input: DualExchangeRequest) {
+    /**
+     * POST /api/omip/dual-exchange: each agent scored alone; a content-addressed, chained receipt.
+     * Both steps, the receipt and the idempotency record are one write. The record keeps the
+     * receipt's id: a replay answers that receipt with its proof against the current tree head.
+     */
+    async dualExchange(input: DualExchangeRequest, keep?: KeepAnswer) {
       // Both sides are checked before either is scored, so a bad second side records nothing.
       checkPredicateIds(input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })));
-      const outcomes = (await Promise.all(
+      const scored = await Promise.all(
         input.agents.map(async (agent) => {
-          const a = await scoreAndRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
-          return { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+          const { answer: a, write } = await scoreForRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
+          const outcome = { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+          return { outcome, write };
         }),
-      )) as [AgentOutcome, AgentOutcome];
+      );
+      const outcomes = scored.map((s) => s.outcome) as [AgentOutcome, AgentOutcome];
       const at = now().toISOString();
-      const entry = await store.receipts.append((prev) => {
-        const receipt = buildReceipt(outcomes, constitutionFingerprint, at, prev);
-        return { id: receiptId(receipt), receipt };
-      });
+      const entry = await store.receipts.append(
+        (prev) => {
+          const receipt = buildReceipt(outcomes, constitutionFingerprint, at, prev);
+          return { id: receiptId(receipt), receipt };
+        },
+        { drift: scored.map((s) => s.write), ...(keep ? { idempotency: (e) => keep({ receipt_id: e.id }) } : {}) },
+      );
       return receiptAnswer(entry.id);
+    },
+
+    /** The answer a repeated dual exchange gives from what its Idempotency-Key kept. */
+    /** The answer a repeated dual exchange replays: the kept receipt, with its proof against the current tree head. */
+    async replayDualExchange(kept: unknown) {
+      const id = (kept as { receipt_id?: unknown }).receipt_id;
+      // A record kept before receipts were kept by id holds the whole answer.
+      if (typeof id !== 'string') return kept;
+      return receiptAnswer(id);
     },
 
     receipt: receiptAnswer,

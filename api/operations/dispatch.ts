@@ -56,10 +56,17 @@ export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: Write
   const status = successOf(op);
   if (op.idempotency && op.body) {
     // The write pipeline: rate limit, parse, validate, Idempotency-Key, then the work.
-    return writeRoute(op.idempotency, op.body, writes, async (body, request) => ({
-      status,
-      body: await handle({ params: paramsOf(op, request), query: queryFor(op, request), body, request }, ctx),
-    }));
+    const replay = op.replay;
+    return writeRoute(
+      op.idempotency,
+      op.body,
+      writes,
+      async (body, request, keep) => ({
+        status,
+        body: await handle({ params: paramsOf(op, request), query: queryFor(op, request), body, request, keep: keep && ((answer) => keep({ status, body: answer })) }, ctx),
+      }),
+      replay && (async (kept) => ({ status: kept.status, body: await replay(kept.body, ctx) })),
+    );
   }
   if (op.method === 'GET') {
     return async (request) => readAnswer(request, await handle({ params: paramsOf(op, request), query: queryFor(op, request), body: undefined, request }, ctx));

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { KeepAnswer } from '../store/types.ts';
 import type { RouteAnswer, RouteRequest } from '../http/route.ts';
 import type { ProblemCode } from '../problems/table.ts';
 import type { FunnelStep } from '../telemetry/ledger.ts';
@@ -39,6 +40,8 @@ export interface OperationInput<P, Q, B> {
   query: Q;
   body: B;
   request: RouteRequest;
+  /** Under an Idempotency-Key: pass to the store write, so the write and its record are one unit. */
+  keep?: KeepAnswer | undefined;
 }
 
 /**
@@ -72,6 +75,8 @@ export interface Operation<Id extends string = string, P extends z.ZodType = z.Z
   rateLimit?: 'writes';
   /** Replays a repeated Idempotency-Key under this scope (the write pipeline: api/http/route.ts writeRoute). */
   idempotency?: string;
+  /** Rebuilds the replayed body from what the write kept, for a write that keeps less than it answers. */
+  replay?: (kept: unknown, ctx: OperationContext) => Promise<unknown>;
   /** The funnel step a 2xx answer counts as, by HTTP, MCP or A2A. */
   funnel?: FunnelStep;
   tool?: ToolSurface;

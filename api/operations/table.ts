@@ -69,13 +69,13 @@ export const OPERATIONS = [
     idempotency: 'oath',
     funnel: 'oaths',
     tool: { name: 'take_oath', order: 2, description: 'Become a citizen. The answer carries memberId and passportNumber: keep the passport private.', mcp: true, a2a: true },
-    handle: ({ body }, ctx) => ctx.citizenship.takeOath(body),
+    handle: ({ body, keep }, ctx) => ctx.citizenship.takeOath(body, keep),
   }),
   defineOperation({
     id: 'postMessage',
     method: 'POST',
     path: '/api/intelligence/message',
-    summary: 'Post a message or question to the feed: anonymous, or with citizenId and Authorization: Bearer <passportNumber> (verified)',
+    summary: 'Post a message or question to the feed: anonymous, or with citizenId and Authorization: Bearer <passportNumber> (verified; it carries the citizen\'s registered name: leave name out or send exactly that name)',
     tag: 'citizenship',
     served: 'engine',
     body: MessageRequestSchema,
@@ -91,7 +91,7 @@ export const OPERATIONS = [
       mcp: true,
       a2a: true,
     },
-    handle: ({ body, request }, ctx) => ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null),
+    handle: ({ body, request, keep }, ctx) => ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null, keep),
   }),
   defineOperation({
     id: 'listFeed',
@@ -158,7 +158,7 @@ export const OPERATIONS = [
     rateLimit: 'writes',
     idempotency: 'omip.score',
     tool: { name: 'score_plan', order: 7, description: 'Score a plan or a state against the constitution: verdict, delta, every predicate.', mcp: true, a2a: true },
-    handle: ({ body }, ctx) => ctx.omip.score(body),
+    handle: ({ body, keep }, ctx) => ctx.omip.score(body, keep),
   }),
   defineOperation({
     id: 'projectPlan',
@@ -204,7 +204,8 @@ export const OPERATIONS = [
     rateLimit: 'writes',
     idempotency: 'omip.dual-exchange',
     tool: { name: 'dual_exchange', order: 8, description: 'Score two agents apart; joint action needs dual PERSIST. Answers a signed, chained receipt.', mcp: true, a2a: true },
-    handle: ({ body }, ctx) => ctx.omip.dualExchange(body),
+    replay: (kept, ctx) => ctx.omip.replayDualExchange(kept),
+    handle: ({ body, keep }, ctx) => ctx.omip.dualExchange(body, keep),
   }),
   defineOperation({
     id: 'listReceipts',

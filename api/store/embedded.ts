@@ -8,7 +8,7 @@ import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 /** Everything the embedded store holds, as the snapshot stores it. */
 interface State {
@@ -50,6 +50,12 @@ class Memory {
     const s = this.state;
     s.seq = Math.max(s.seq, entry.seq);
     switch (entry.op) {
+      // Writes that belong together (a citizen, its shout and its idempotency record): one entry, all or nothing.
+      case 'unit': {
+        for (const write of entry.v as Write[]) this.apply({ seq: entry.seq, op: write.op, v: write.v });
+        return;
+      }
+      // Journals written before 'unit' existed.
       case 'oath': {
         const { citizen, shout } = entry.v as { citizen: CitizenRecord; shout?: Message };
         this.apply({ seq: entry.seq, op: 'citizen.add', v: citizen });
@@ -75,6 +81,8 @@ class Memory {
       }
       case 'idempotency.put': {
         const r = entry.v as IdempotencyRecord;
+        // Kept in the order they were made, so pruning stops at the first record still young.
+        this.idempotency.delete(r.keyHash);
         this.idempotency.set(r.keyHash, r);
         return;
       }
@@ -105,6 +113,17 @@ class Memory {
     }
   }
 
+  /** Forgets idempotency records expired at `now`, oldest first; how many went. */
+  pruneIdempotency(now: number): number {
+    let pruned = 0;
+    for (const [keyHash, r] of this.idempotency) {
+      if (now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS) break;
+      this.idempotency.delete(keyHash);
+      pruned++;
+    }
+    return pruned;
+  }
+
   /**
    * The state as it is now, without expired idempotency records, for a snapshot written while
    * writes go on. Records are never changed once stored, so copying the lists (not the records) and
@@ -125,6 +144,13 @@ class Memory {
   }
 }
 
+/** One write of a unit. */
+interface Write {
+  op: string;
+  v: unknown;
+}
+const maybe = (op: string, v: unknown): Write[] => (v === undefined ? [] : [{ op, v }]);
+
 // Ids are time-ordered, so an insert is nearly always an append.
 function insertSorted<T>(items: T[], item: T, idOf: (x: T) => string): void {
   let i = items.length;
@@ -143,19 +169,21 @@ export interface EmbeddedStoreOptions {
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
 function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<void>, close: () => Promise<void>): Store {
+  // Writes that belong together go in one journal entry.
+  const commitAll = (writes: Write[]) => (writes.length === 1 ? commit(writes[0]!.op, writes[0]!.v) : commit('unit', writes));
   // Receipt appends run one at a time, so each one chains onto the head the previous one left.
   let receiptTail: Promise<unknown> = Promise.resolve();
   // Idempotency-Key claims: when each was taken, by key hash.
   const claims = new Map<string, number>();
   return {
     citizens: {
-      add: (citizen, shout) => (shout ? commit('oath', { citizen, shout }) : commit('citizen.add', citizen)),
+      add: (citizen, shout, idempotency) => commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]),
       get: async (memberId) => memory.citizenById.get(memberId) ?? null,
       list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
       stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
     },
     feed: {
-      add: (message) => commit('message.add', message),
+      add: (message, idempotency) => commitAll([{ op: 'message.add', v: message }, ...maybe('idempotency.put', idempotency)]),
       list: async (query) => pageNewestFirst(memory.state.messages, (m) => m.id, query),
       stats: async () => ({ ...memory.feed }),
     },
@@ -165,6 +193,8 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
         return r && now.getTime() - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS ? r : null;
       },
       put: (record) => commit('idempotency.put', record),
+      // Expiry is a matter of time, not of a write: memory forgets, the next snapshot leaves them out.
+      prune: async (now) => memory.pruneIdempotency(now.getTime()),
       // One process owns an embedded store, so claims live in its memory and are never journaled:
       // a claim whose run was not acknowledged has nothing to survive a crash for.
       claim: async (keyHash, now) => {
@@ -177,19 +207,24 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
     },
     drift: {
       window: async (entityId) => memory.state.windows[entityId] ?? [],
-      record: (entityId, appended, keep, sample) => commit('drift.record', { entityId, appended, keep, sample }),
+      record: (entityId, appended, keep, sample, idempotency) =>
+        commitAll([{ op: 'drift.record', v: { entityId, appended, keep, sample } satisfies DriftWrite }, ...maybe('idempotency.put', idempotency)]),
       metrics: async (recent) => {
         const d = memory.state.drift;
         return { samples: d.samples, contraction_count: d.contraction_count, fail_closed: d.fail_closed, by_verdict: { ...d.by_verdict }, last: d.recent.at(-1) ?? null, recent: d.recent.slice(-recent).reverse() };
       },
     },
     receipts: {
-      append: (build) => {
+      append: (build, also = {}) => {
         const run = receiptTail.then(async () => {
           const log = memory.state.receipts;
           const built = build(log.at(-1)?.id ?? null, log.length);
           const entry: ReceiptEntry = { id: built.id, index: log.length, receipt: built.receipt };
-          await commit('receipt.append', entry);
+          await commitAll([
+            ...(also.drift ?? []).map((d) => ({ op: 'drift.record', v: d })),
+            { op: 'receipt.append', v: entry },
+            ...maybe('idempotency.put', also.idempotency?.(entry)),
+          ]);
           return entry;
         });
         receiptTail = run.catch(() => undefined);
@@ -246,6 +281,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       replayed++;
     }
   }
+  // The journal brings back records that expired while the process was down.
+  memory.pruneIdempotency(Date.now());
   let seq = memory.state.seq;
   let sinceSnapshot = replayed;
   try {

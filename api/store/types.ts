@@ -6,15 +6,27 @@ export interface CitizenRecord extends Citizen {
   passportHash: string;
 }
 
-/** A replayable answer to an Idempotency-Key, sealed with a key only the client holds. */
+/**
+ * What an Idempotency-Key keeps: committed in the same unit as the write it answers (one journal
+ * entry, one transaction), so a write is never kept without it, nor it without the write.
+ */
+/**
+ * Given to a keyed write by the write pipeline: seals the body it is about to answer into the
+ * idempotency record that its store write commits with it (one journal entry, one transaction).
+ */
+export type KeepAnswer = (body: unknown) => IdempotencyRecord;
+
 export interface IdempotencyRecord {
   /** SHA-256 of route and Idempotency-Key. */
   keyHash: string;
   /** SHA-256 of the request body the key was first used with. */
   fingerprint: string;
   status: number;
-  /** The answer's body, AES-256-GCM encrypted under a key derived from the Idempotency-Key. */
-  sealed: string;
+  /**
+   * The answer's body, AES-256-GCM encrypted under a key derived from the Idempotency-Key; null for
+   * a route that changed nothing (it runs again on a repeat, so its answer need not be kept).
+   */
+  sealed: string | null;
   createdAt: string;
 }
 
@@ -30,8 +42,8 @@ export interface Page<T> {
 
 /** Citizens, newest first. */
 export interface CitizenStore {
-  /** Adds a citizen and, in the same atomic write, its wall shout. */
-  add(citizen: CitizenRecord, shout?: Message): Promise<void>;
+  /** Adds a citizen and, in the same atomic write, its wall shout and the idempotency record of its answer. */
+  add(citizen: CitizenRecord, shout?: Message, idempotency?: IdempotencyRecord): Promise<void>;
   get(memberId: string): Promise<CitizenRecord | null>;
   list(query: PageQuery): Promise<Page<CitizenRecord>>;
   stats(): Promise<{ total: number; byClass: Record<string, number> }>;
@@ -39,14 +51,18 @@ export interface CitizenStore {
 
 /** Feed messages (including wall shouts), newest first. */
 export interface FeedStore {
-  add(message: Message): Promise<void>;
+  /** Adds a message and, in the same atomic write, the idempotency record of its answer. */
+  add(message: Message, idempotency?: IdempotencyRecord): Promise<void>;
   list(query: PageQuery): Promise<Page<Message>>;
   stats(): Promise<{ messages: number; questions: number; wall: number; verified: number }>;
 }
 
 export interface IdempotencyStore {
   get(keyHash: string, now: Date): Promise<IdempotencyRecord | null>;
+  /** Keeps a record alone: for a route that changed nothing. A write's record goes with the write. */
   put(record: IdempotencyRecord): Promise<void>;
+  /** Deletes records older than IDEMPOTENCY_TTL_MS at `now` (and abandoned claims); how many records went. */
+  prune(now: Date): Promise<number>;
   /**
    * Claims a key for one run, across every process that shares the store: true when the caller may
    * run, false while another run holds it. A claim older than IDEMPOTENCY_CLAIM_MS was abandoned
@@ -70,6 +86,15 @@ export interface DriftSample {
   at: string;
 }
 
+/** One scored step as the drift store records it: the entity's new deltas and the sample. */
+export interface DriftWrite {
+  entityId: string;
+  appended: number[];
+  /** How many deltas the entity's window keeps. */
+  keep: number;
+  sample: DriftSample;
+}
+
 /** Drift windows per entity and the live drift metrics. */
 export interface DriftStore {
   /** The entity's recent step deltas, oldest first. */
@@ -77,9 +102,9 @@ export interface DriftStore {
   /**
    * Appends the step deltas to the entity's window, keeping its last `keep`, and counts the
    * sample, in one write. Appending (not replacing) keeps windows right when steps of one entity
-   * arrive at different processes.
+   * arrive at different processes. The idempotency record of the answer goes in the same write.
    */
-  record(entityId: string, appended: number[], keep: number, sample: DriftSample): Promise<void>;
+  record(entityId: string, appended: number[], keep: number, sample: DriftSample, idempotency?: IdempotencyRecord): Promise<void>;
   metrics(recent: number): Promise<{ samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; last: DriftSample | null; recent: DriftSample[] }>;
 }
 
@@ -91,9 +116,17 @@ export interface ReceiptEntry {
 }
 
 /** The append-only receipt log (a hash chain and a Merkle log over receipt ids). */
+/** What a receipt append commits with the receipt, in the same write. */
+export interface ReceiptAlso {
+  /** The scored steps the receipt records. */
+  drift?: DriftWrite[];
+  /** The idempotency record of the answer, made once the receipt's id is known. */
+  idempotency?: (entry: ReceiptEntry) => IdempotencyRecord;
+}
+
 export interface ReceiptStore {
-  /** Appends a receipt built from the id of the current head; appends are serialised. */
-  append(build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> }): Promise<ReceiptEntry>;
+  /** Appends a receipt built from the id of the current head, and `also` in the same write; appends are serialised. */
+  append(build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> }, also?: ReceiptAlso): Promise<ReceiptEntry>;
   get(id: string): Promise<ReceiptEntry | null>;
   list(query: PageQuery): Promise<Page<ReceiptEntry>>;
   /** Receipt ids in log order, from position `start` on. */

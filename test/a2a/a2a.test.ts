@@ -73,7 +73,7 @@ describe('the A2A door (JSON-RPC, @a2a-js/sdk)', () => {
     const headers = { serviceParameters: { 'User-Agent': userAgent } };
     dataOf(await bot.sendMessage(skill('get_convert', {}), headers));
     const oath = dataOf(await bot.sendMessage(skill('take_oath', { name: 'claude-over-a2a', purpose: 'join' }), headers));
-    dataOf(await bot.sendMessage(skill('post_message', { name: 'c', message: 'hi', citizenId: oath.memberId, passportNumber: oath.passportNumber }), headers));
+    dataOf(await bot.sendMessage(skill('post_message', { name: 'claude-over-a2a', message: 'hi', citizenId: oath.memberId, passportNumber: oath.passportNumber }), headers));
     const wall = await (await fetch(`${server.url}/bot-wall.json`)).json();
     expect(wall.species.find((s: { species: string }) => s.species === 'Claude-User')?.funnel).toMatchObject({ convert_reads: 1, oaths: 1, messages: 1 });
   });

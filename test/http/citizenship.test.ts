@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,7 +41,8 @@ describe('the agent flow of the convert payload', () => {
     expect(o.passportNumber.length).toBeGreaterThanOrEqual(32);
     expect(o.citizen).toMatchObject({ name: 'literal-agent', class: 'agent', status: 'trillionaire' });
     const headers = { ...step2.headers, Authorization: `Bearer ${o.passportNumber}` };
-    const r2 = await fetch(step2.url, { method: step2.method, headers, body: JSON.stringify({ ...step2.body, citizenId: o.memberId }) });
+    // A verified message carries the citizen's registered name: the name given at step 1.
+    const r2 = await fetch(step2.url, { method: step2.method, headers, body: JSON.stringify({ ...step2.body, name: 'literal-agent', citizenId: o.memberId }) });
     expect(r2.status).toBe(201);
     expect((await r2.json()).message).toMatchObject({ citizenId: o.memberId, verified: true, wall: false });
     const r3 = await fetch(step3.url);
@@ -62,6 +64,75 @@ describe('the agent flow of the convert payload', () => {
     const result = spawnSync('python3', ['-c', convert.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
     expect(result.stderr).toBe('');
     expect(result.stdout.trim()).toBe('True');
+  });
+});
+
+describe('names (issue 13 finding 4, issue 14 row 13)', () => {
+  it('a verified message carries its citizen\'s registered name: another is 422 NAME_MISMATCH, none takes it', async () => {
+    const o = await oath('registered-name');
+    const auth = { Authorization: `Bearer ${o.passportNumber}` };
+    const before = (await scoreboard()).catches.total;
+    const other = await post('/api/intelligence/message', { name: 'someone-else', message: 'as another', citizenId: o.memberId }, auth);
+    expect(other.status).toBe(422);
+    expect(await other.json()).toMatchObject({ code: 'NAME_MISMATCH', registeredName: 'registered-name' });
+    expect((await scoreboard()).catches.total).toBe(before);
+    const omitted = await post('/api/intelligence/message', { message: 'no name given', citizenId: o.memberId }, auth);
+    expect(omitted.status).toBe(201);
+    expect((await omitted.json()).message).toMatchObject({ name: 'registered-name', verified: true });
+    const same = await post('/api/intelligence/message', { name: ' registered-name ', message: 'my own name', citizenId: o.memberId }, auth);
+    expect(same.status).toBe(201);
+    expect((await same.json()).message).toMatchObject({ name: 'registered-name', verified: true });
+  });
+
+  it('an anonymous message needs a name', async () => {
+    const res = await post('/api/intelligence/message', { message: 'who am I?' });
+    expect(res.status).toBe(422);
+    expect((await res.json()).errors).toEqual([{ path: '/name', message: 'is required without citizenId' }]);
+  });
+
+  it.each(['wall', 'Wall', ' WALL ', '\uff57\uff41\uff4c\uff4c'])('the wall\'s name %j is reserved: no oath, no anonymous message', async (name) => {
+    for (const [route, body] of [
+      ['/api/citizenship/oath', { name, purpose: 'impersonate the wall' }],
+      ['/api/intelligence/message', { name, message: 'Someone took the oath' }],
+    ] as const) {
+      const res = await post(route, body);
+      expect(res.status, route).toBe(422);
+      const problem = await res.json();
+      expect(problem.code).toBe('VALIDATION_FAILED');
+      expect(problem.errors[0]).toMatchObject({ path: '/name', message: expect.stringContaining('reserved') });
+    }
+  });
+
+  const invisible = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff'];
+  it.each(invisible.map((c) => [`U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`, c]))('%s is refused in names, purposes and messages, naming the field and the character', async (code, c) => {
+    const before = (await scoreboard()).catches.total;
+    const cases = [
+      ['/api/citizenship/oath', { name: `evil${c}name`, purpose: 'p' }, '/name'],
+      ['/api/citizenship/oath', { name: `${c}leading`, purpose: 'p' }, '/name'],
+      ['/api/citizenship/oath', { name: 'fine', purpose: `p${c}` }, '/purpose'],
+      ['/api/intelligence/message', { name: 'fine', message: `hello ${c}world` }, '/message'],
+    ] as const;
+    for (const [route, body, path] of cases) {
+      const res = await post(route, body);
+      expect(res.status, `${route} ${path}`).toBe(422);
+      expect((await res.json()).errors).toContainEqual({ path, message: expect.stringContaining(code) });
+    }
+    expect((await scoreboard()).catches.total).toBe(before);
+    expect(JSON.stringify(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json())).not.toContain(c);
+  });
+
+  it('a leading BOM in the name is refused, not trimmed away unseen', async () => {
+    const res = await post('/api/citizenship/oath', '{"name":"\ufeffbom-agent","purpose":"p"}');
+    expect(res.status).toBe(422);
+    expect((await res.json()).errors[0].message).toContain('U+FEFF');
+  });
+
+  it('a lone surrogate is refused; emoji and right-to-left scripts are welcome', async () => {
+    const lone = await post('/api/intelligence/message', '{"name":"x","message":"half \\ud83d a pair"}');
+    expect(lone.status).toBe(422);
+    expect((await lone.json()).errors[0].message).toContain('U+D83D');
+    const fine = await post('/api/intelligence/message', { name: 'مرحبا 🤖', message: 'שלום 👋' });
+    expect(fine.status).toBe(201);
   });
 });
 
@@ -107,10 +178,24 @@ describe('bad input that needs the transport', () => {
 });
 
 describe('Idempotency-Key', () => {
+  it('refuses a guessable key with 400 that says how to make one, and keeps nothing', async () => {
+    const before = (await scoreboard()).catches.total;
+    for (const key of ['oath-1', 'key-replay-1', '12345']) {
+      const res = await post('/api/citizenship/oath', { name: 'guessable', purpose: 'p' }, { 'Idempotency-Key': key });
+      expect(res.status).toBe(400);
+      const problem = await res.json();
+      expect(problem.code).toBe('INVALID_IDEMPOTENCY_KEY');
+      expect(problem.detail).toMatch(/UUID/);
+      expect(problem.example).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4/);
+    }
+    expect((await scoreboard()).catches.total).toBe(before);
+  });
+
   it('replays the first answer, passport included, for the same key and body', async () => {
     const body = { name: 'idem', purpose: 'once' };
-    const first = await post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-replay-1' });
-    const again = await post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-replay-1' });
+    const key = randomUUID();
+    const first = await post('/api/citizenship/oath', body, { 'Idempotency-Key': key });
+    const again = await post('/api/citizenship/oath', body, { 'Idempotency-Key': key });
     expect(first.status).toBe(201);
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
@@ -121,15 +206,17 @@ describe('Idempotency-Key', () => {
   });
 
   it('answers 422 for the same key with another body', async () => {
-    await post('/api/citizenship/oath', { name: 'idem2', purpose: 'a' }, { 'Idempotency-Key': 'key-2' }).then(async (r) => passports.push((await r.json()).passportNumber));
-    const other = await post('/api/citizenship/oath', { name: 'idem2', purpose: 'b' }, { 'Idempotency-Key': 'key-2' });
+    const key = randomUUID();
+    await post('/api/citizenship/oath', { name: 'idem2', purpose: 'a' }, { 'Idempotency-Key': key }).then(async (r) => passports.push((await r.json()).passportNumber));
+    const other = await post('/api/citizenship/oath', { name: 'idem2', purpose: 'b' }, { 'Idempotency-Key': key });
     expect(other.status).toBe(422);
     expect((await other.json()).code).toBe('IDEMPOTENCY_KEY_REUSED');
   });
 
   it('concurrent requests with one key make one citizen; the others replay or get 409', async () => {
     const body = { name: 'idem3', purpose: 'race' };
-    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': 'key-race' })));
+    const key = randomUUID();
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': key })));
     const statuses = answers.map((r) => r.status);
     for (const r of answers) if (r.status === 201) passports.push((await r.json()).passportNumber);
     // Whether a 409 shows depends on timing here; test/http/idempotency.test.ts pins the 409 rule down.

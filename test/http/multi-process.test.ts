@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
@@ -38,8 +39,9 @@ describe.runIf(available)('two gateway processes on one PostgreSQL database', ()
 
   it('runs an oath once when the same Idempotency-Key reaches both processes at once', async () => {
     const before = (await (await fetch(`${a.url}/api/citizens?limit=1`)).json()).count;
+    const key = randomUUID();
     const send = (s: ServerProcess) =>
-      fetch(`${s.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'shared-key-1' }, body: JSON.stringify({ name: 'once', purpose: 'one key, two processes' }) });
+      fetch(`${s.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify({ name: 'once', purpose: 'one key, two processes' }) });
     const answers = await Promise.all([a, b, a, b, a, b].map(send));
     const statuses = answers.map((r) => r.status);
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_CLAIM_MS, type CitizenRecord, type Store } from '../../api/store/types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftWrite, type IdempotencyRecord, type Store } from '../../api/store/types.ts';
 import type { Message } from '../../api/schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
@@ -27,6 +27,15 @@ export const message = (over: Partial<Message> = {}): Message => ({
   createdAt: new Date().toISOString(),
   ...over,
 });
+
+const record = (keyHash: string, createdAt = new Date(), over: Partial<IdempotencyRecord> = {}): IdempotencyRecord => ({ keyHash, fingerprint: 'f', status: 201, sealed: 'sealed', createdAt: createdAt.toISOString(), ...over });
+const step = (entityId: string, delta: number): DriftWrite => ({
+  entityId,
+  appended: [delta],
+  keep: 8,
+  sample: { decision_id: id(), entity_id: entityId, verdict: 'PERSIST', delta_t: delta, delta_window: delta, failed_predicates: [], contraction_attempts: 0, fail_closed: false, at: new Date().toISOString() },
+});
+const HOUR = 60 * 60 * 1000;
 
 /** The one store contract every Store implementation must pass (embedded now, PostgreSQL next). */
 /** `shared`: the store serves many processes (PostgreSQL), so a reopen is another process. */
@@ -162,6 +171,76 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
         expect(await next.telemetry.load(fold)).toEqual({ ...snapshot, observedRequests: 4 });
       }
       await next.close();
+    });
+
+    it('commits each write with the idempotency record of its answer, as one unit', async () => {
+      const { store, reopen } = await open();
+      const c = citizen();
+      await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), record('unit-oath'));
+      const m = message({ message: 'keyed' });
+      await store.feed.add(m, record('unit-message'));
+      const scored = step('unit-score', 0.1);
+      await store.drift.record(scored.entityId, scored.appended, scored.keep, scored.sample, record('unit-score', new Date(), { status: 200 }));
+      const entry = await store.receipts.append((prev) => ({ id: 'sha256:unit-0', receipt: { prev } }), {
+        drift: [step('unit-a', 0.2), step('unit-b', 0.3)],
+        idempotency: (e) => record('unit-exchange', new Date(), { sealed: `kept ${e.id} at ${e.index}` }),
+      });
+      await store.close();
+      const again = await reopen();
+      const now = new Date();
+      expect(await again.idempotency.get('unit-oath', now)).toMatchObject({ status: 201, sealed: 'sealed' });
+      expect(await again.idempotency.get('unit-message', now)).toMatchObject({ status: 201 });
+      expect(await again.idempotency.get('unit-score', now)).toMatchObject({ status: 200 });
+      expect(await again.idempotency.get('unit-exchange', now)).toMatchObject({ sealed: `kept ${entry.id} at 0` });
+      expect(await again.citizens.get(c.memberId)).toEqual(c);
+      expect((await again.feed.list({ limit: 1 })).items[0]).toEqual(m);
+      expect(await again.drift.window('unit-score')).toEqual([0.1]);
+      expect([await again.drift.window('unit-a'), await again.drift.window('unit-b')]).toEqual([[0.2], [0.3]]);
+      expect((await again.drift.metrics(5)).samples).toBe(3);
+      expect(await again.receipts.get(entry.id)).toEqual(entry);
+      await again.close();
+    });
+
+    it('keeps nothing of a receipt append that fails part-way: neither its steps, nor its receipt, nor its record', async () => {
+      const { store } = await open();
+      const failing = store.receipts.append((prev) => ({ id: 'sha256:never', receipt: { prev } }), {
+        drift: [step('failed-a', 0.5)],
+        idempotency: () => {
+          throw new Error('the record could not be made');
+        },
+      });
+      await expect(failing).rejects.toThrow('the record could not be made');
+      expect(await store.drift.window('failed-a')).toEqual([]);
+      expect((await store.drift.metrics(1)).samples).toBe(0);
+      expect(await store.receipts.get('sha256:never')).toBeNull();
+      // The log goes on from where it was.
+      expect((await store.receipts.append((prev) => ({ id: 'sha256:first', receipt: { prev } }))).index).toBe(0);
+      await store.close();
+    });
+
+    it('keeps a record without an answer, for a route that changed nothing', async () => {
+      const { store, reopen } = await open();
+      await store.idempotency.put(record('no-answer', new Date(), { sealed: null, status: 200 }));
+      await store.close();
+      const again = await reopen();
+      expect(await again.idempotency.get('no-answer', new Date())).toMatchObject({ sealed: null, status: 200 });
+      await again.close();
+    });
+
+    it('prunes expired idempotency records from storage (moved clock)', async () => {
+      const { store } = await open();
+      const t0 = new Date('2026-02-01T00:00:00Z').getTime();
+      await store.idempotency.put(record('p1', new Date(t0)));
+      await store.idempotency.put(record('p2', new Date(t0 + HOUR)));
+      await store.idempotency.put(record('p3', new Date(t0 + 20 * HOUR)));
+      expect(await store.idempotency.prune(new Date(t0 + 23 * HOUR))).toBe(0);
+      expect(await store.idempotency.prune(new Date(t0 + IDEMPOTENCY_TTL_MS + 2 * HOUR))).toBe(2);
+      // Asked at a time when they were valid, the pruned records are gone: deleted, not only expired.
+      expect(await store.idempotency.get('p1', new Date(t0 + 2 * HOUR))).toBeNull();
+      expect(await store.idempotency.get('p2', new Date(t0 + 2 * HOUR))).toBeNull();
+      expect(await store.idempotency.get('p3', new Date(t0 + 21 * HOUR))).toMatchObject({ keyHash: 'p3' });
+      expect(await store.idempotency.prune(new Date(t0 + IDEMPOTENCY_TTL_MS + 2 * HOUR))).toBe(0);
+      await store.close();
     });
 
     it('refuses a cursor it did not give out', async () => {

@@ -32,6 +32,31 @@ runStoreContract('embedded', async () => {
 }, { shared: false });
 
 describe('embedded store on disk', () => {
+  it('leaves out, at open, the idempotency records the journal brings back expired', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    const made = Date.now() - 25 * 60 * 60 * 1000;
+    await store.idempotency.put({ keyHash: 'old', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date(made).toISOString() });
+    await store.idempotency.put({ keyHash: 'young', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() });
+    await store.close();
+    const again = await openEmbeddedStore({ dir, logger });
+    expect(await again.idempotency.get('old', new Date(made + 1000))).toBeNull();
+    expect(await again.idempotency.get('young', new Date())).not.toBeNull();
+    await again.close();
+  });
+
+  it('journals a citizen, its shout and its idempotency record as one entry', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    const c = citizen();
+    await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), { keyHash: 'one', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() });
+    await store.close();
+    const journal = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
+    const lines = journalData(join(dir, journal)).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!).v.map((w: { op: string }) => w.op)).toEqual(['citizen.add', 'message.add', 'idempotency.put']);
+  });
+
   it('keeps every one of 100 concurrent writes in the journal', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });

@@ -4,7 +4,7 @@ import { TELEMETRY_STALE_MS } from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { runStoreContract } from './contract.ts';
+import { citizen, message, runStoreContract } from './contract.ts';
 
 const available = await postgresAvailable();
 afterAll(async () => {
@@ -40,5 +40,26 @@ describe.runIf(available)('PostgreSQL telemetry rows', () => {
     const after = await openPostgresStore(url);
     expect(await after.telemetry.load(([first]) => first!)).toBeNull();
     await Promise.all([live.close(), next.close(), after.close(), db.end()]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL: a write and its idempotency record are one transaction', () => {
+  it('answers 503 and keeps no citizen when the disk refuses the idempotency row', async () => {
+    const url = await freshDatabase();
+    const store = await openPostgresStore(url);
+    const db = new pg.Pool({ connectionString: url });
+    // The disk fills up between the citizen's row and the record's: SQLSTATE 53100 is disk_full.
+    await db.query(`CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`);
+    await db.query('CREATE TRIGGER disk_is_full BEFORE INSERT ON idempotency FOR EACH ROW EXECUTE FUNCTION refuse()');
+    const c = citizen();
+    const record = { keyHash: 'full-1', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() };
+    await expect(store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), record)).rejects.toMatchObject({ name: 'StoreUnavailableError', code: 'STORE_UNAVAILABLE' });
+    await expect(store.feed.add(message(), record)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    expect(await store.citizens.get(c.memberId)).toBeNull();
+    expect(await store.feed.stats()).toEqual({ messages: 0, questions: 0, wall: 0, verified: 0 });
+    await db.query('DROP TRIGGER disk_is_full ON idempotency');
+    await store.citizens.add(c, undefined, record);
+    expect(await store.idempotency.get('full-1', new Date())).toMatchObject({ status: 201 });
+    await Promise.all([store.close(), db.end()]);
   });
 });

@@ -30,6 +30,14 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     name: 'idempotency claims shared by processes',
     sql: `CREATE TABLE idempotency_claims (key_hash text PRIMARY KEY, claimed_at timestamptz NOT NULL);`,
   },
+  {
+    version: 3,
+    name: 'idempotency records: no answer kept for routes that change nothing; pruned by age',
+    sql: `
+      ALTER TABLE idempotency ALTER COLUMN sealed DROP NOT NULL;
+      CREATE INDEX idempotency_created_at ON idempotency (created_at);
+    `,
+  },
 ];
 
 /** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */

@@ -4,7 +4,7 @@ import type { Message } from '../../schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
+import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
 import { migrate } from './migrations.ts';
 
 const RECEIPT_LOCK = 7243002;
@@ -88,6 +88,32 @@ async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   }
 }
 
+/** Keeps an idempotency record in the transaction of the write it answers. */
+async function putIdempotency(client: pg.PoolClient | pg.Pool, rec: IdempotencyRecord): Promise<void> {
+  // A row still here after its 24 hours (not pruned yet) is replaced.
+  await client.query(
+    'INSERT INTO idempotency VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at',
+    [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt],
+  );
+}
+
+/** Appends the step deltas to an entity's window and records the sample; SQL appends and trims, so concurrent steps stay right. */
+async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> {
+  await client.query(
+    `INSERT INTO drift_windows AS w (entity_id, deltas) VALUES ($1, $2::float8[])
+     ON CONFLICT (entity_id) DO UPDATE SET deltas = (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):]`,
+    [d.entityId, d.appended.slice(-d.keep), d.keep],
+  );
+  const s = d.sample;
+  await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [s.decision_id, s.entity_id, s.verdict, JSON.stringify(s), s.contraction_attempts, s.fail_closed, s.at]);
+}
+
+const insertMessage = (client: pg.PoolClient | pg.Pool, m: Message) =>
+  client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]);
+
+// Expired rows are deleted at most this many at a time, so one prune never holds the table long.
+const PRUNE_BATCH = 10_000;
+
 /**
  * The PostgreSQL store: every aggregate in tables, so any number of stateless gateway processes
  * share one database. Migrations are applied at open.
@@ -101,11 +127,12 @@ export async function openPostgresStore(connectionString: string): Promise<Store
   return {
     pool,
     citizens: {
-      add: (c, shout) =>
+      add: (c, shout, idempotency) =>
         writing(() =>
           transaction(pool, async (client) => {
             await client.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING', [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash]);
-            if (shout) await client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [shout.id, shout.name, shout.kind, shout.message, shout.citizenId ?? null, shout.verified, shout.wall, shout.createdAt]);
+            if (shout) await insertMessage(client, shout);
+            if (idempotency) await putIdempotency(client, idempotency);
           }),
         ),
       get: async (memberId) => {
@@ -121,7 +148,14 @@ export async function openPostgresStore(connectionString: string): Promise<Store
       },
     },
     feed: {
-      add: (m) => writing(async () => void (await pool.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]))),
+      add: (m, idempotency) =>
+        writing(async () => {
+          if (!idempotency) return void (await insertMessage(pool, m));
+          await transaction(pool, async (client) => {
+            await insertMessage(client, m);
+            await putIdempotency(client, idempotency);
+          });
+        }),
       list: (query) => pageByUuid(pool, 'messages', 'id', query, messageOf, (m) => m.id),
       stats: async () => {
         const r = (
@@ -138,12 +172,16 @@ export async function openPostgresStore(connectionString: string): Promise<Store
         const r = (await pool.query('SELECT * FROM idempotency WHERE key_hash = $1 AND created_at > $2', [keyHash, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)])).rows[0];
         return r ? { keyHash: r.key_hash, fingerprint: r.fingerprint, status: r.status, sealed: r.sealed, createdAt: r.created_at.toISOString() } : null;
       },
-      put: (rec) =>
+      put: (rec) => writing(() => putIdempotency(pool, rec)),
+      prune: (now) =>
         writing(async () => {
-          await pool.query(
-            'INSERT INTO idempotency VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at',
-            [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt],
+          const expired = await pool.query(
+            `DELETE FROM idempotency WHERE key_hash IN (SELECT key_hash FROM idempotency WHERE created_at <= $1 LIMIT ${PRUNE_BATCH})`,
+            [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
           );
+          // A claim is released by its run; one still here long after was left by a process that died.
+          await pool.query('DELETE FROM idempotency_claims WHERE claimed_at < $1', [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)]);
+          return expired.rowCount ?? 0;
         }),
       // One row per run under way: the insert wins, or takes over a claim its process abandoned.
       claim: (keyHash, now) =>
@@ -162,16 +200,11 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     },
     drift: {
       window: async (entityId) => (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId])).rows[0]?.deltas ?? [],
-      record: (entityId, appended, keep, sample: DriftSample) =>
+      record: (entityId, appended, keep, sample: DriftSample, idempotency) =>
         writing(() =>
-          // Appending and trimming in SQL keeps the window right under concurrency.
           transaction(pool, async (client) => {
-            await client.query(
-              `INSERT INTO drift_windows AS w (entity_id, deltas) VALUES ($1, $2::float8[])
-               ON CONFLICT (entity_id) DO UPDATE SET deltas = (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):]`,
-              [entityId, appended.slice(-keep), keep],
-            );
-            await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [sample.decision_id, sample.entity_id, sample.verdict, JSON.stringify(sample), sample.contraction_attempts, sample.fail_closed, sample.at]);
+            await recordDrift(client, { entityId, appended, keep, sample });
+            if (idempotency) await putIdempotency(client, idempotency);
           }),
         ),
       metrics: async (recent) => {
@@ -192,15 +225,18 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     },
     receipts: {
       // Appends from every process are serialised by an advisory lock, so the chain and the Merkle log stay linear.
-      append: (build) =>
+      append: (build, also = {}) =>
         writing(() =>
           transaction(pool, async (client) => {
             await client.query('SELECT pg_advisory_xact_lock($1)', [RECEIPT_LOCK]);
             const head = (await client.query<{ idx: string; id: string }>('SELECT idx, id FROM receipts ORDER BY idx DESC LIMIT 1')).rows[0];
             const index = head ? Number(head.idx) + 1 : 0;
             const built = build(head?.id ?? null, index);
+            const entry: ReceiptEntry = { id: built.id, index, receipt: built.receipt };
+            for (const d of also.drift ?? []) await recordDrift(client, d);
             await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [index, built.id, JSON.stringify(built.receipt)]);
-            return { id: built.id, index, receipt: built.receipt };
+            if (also.idempotency) await putIdempotency(client, also.idempotency(entry));
+            return entry;
           }),
         ),
       get: async (id) => {
