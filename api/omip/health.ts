@@ -2,9 +2,9 @@ import type { Content } from '../content/load.ts';
 import { at, type Links } from '../documents/links.ts';
 import type { Omip } from './service.ts';
 
-/** Routes of the admissibility subsystem, for health.methods.Allow. */
+/** Routes of the admissibility subsystem, for health.methods.Allow; a parameter is an RFC 6570 expression. */
 export const OMIP_ROUTES = {
-  GET: ['/api/omip/health', '/api/omip/drift', '/api/omip/receipts', '/api/omip/receipts/:id', '/api/omip/primitives', '/api/omip/log'],
+  GET: ['/api/omip/health', '/api/omip/drift', '/api/omip/receipts', '/api/omip/receipts/{id}', '/api/omip/primitives', '/api/omip/log'],
   POST: ['/api/omip/score', '/api/omip/project', '/api/omip/fingerprint', '/api/omip/dual-exchange'],
 };
 
