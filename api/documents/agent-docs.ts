@@ -2,7 +2,7 @@ import type { Content } from '../content/load.ts';
 import { buildConvertPayload, convertVersion, relatedLinks } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
-import { publishedTool } from './uri-template.ts';
+import { publishedTool, URI_TEMPLATE_NOTE } from './uri-template.ts';
 import { PATH } from '../operations/paths.ts';
 
 /** GET /agents/kit.json: the agent kit. */
@@ -19,6 +19,7 @@ export function buildKit(c: Content, links: Links) {
     capability_gate: convert.capability_gate,
     flow: convert.minimal.steps,
     tools: buildTools(links).map(publishedTool),
+    uri_templates: URI_TEMPLATE_NOTE,
     curl: convert.curl,
     python_oneshot: convert.python_oneshot,
     definitions: c.convert.definitions,

@@ -2,7 +2,7 @@ import type { Content } from '../content/load.ts';
 import { neverTargets } from '../schemas/bot-families.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
-import { publishedTool } from './uri-template.ts';
+import { publishedTool, URI_TEMPLATE_NOTE } from './uri-template.ts';
 import { PATH } from '../operations/paths.ts';
 
 /** Quotes a string for a POSIX shell. */
@@ -122,7 +122,7 @@ export function buildConvertPayload(c: Content, links: Links) {
     spine_optional: c.convert.spine_optional.map((p) => at(links.site, p)),
     // A tool whose URL has a parameter carries url_template (RFC 6570) instead of url.
     tools: buildTools(links).map(publishedTool),
-    uri_templates: 'url_template fields are RFC 6570 URI templates: expand {id} and the like before a request.',
+    uri_templates: URI_TEMPLATE_NOTE,
     curl: curlText(c, links),
     python_oneshot: pythonText(c, links),
     definitions: {

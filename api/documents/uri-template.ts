@@ -1,3 +1,6 @@
+/** Says what a `url_template` is, beside every tool list that may carry one. */
+export const URI_TEMPLATE_NOTE = 'A url_template is an RFC 6570 URI template: expand {id} and the like before the request.';
+
 /** True when a URL has an RFC 6570 expression such as `{id}`: it is a template, not an address. */
 export const isUriTemplate = (url: string): boolean => /\{[^}]+\}/.test(url);
 

@@ -63,7 +63,8 @@ export function audioContainerOf(bytes: Uint8Array): string | null {
   if (ascii(bytes, 0, 'ID3')) return 'ID3';
   if (ascii(bytes, 0, 'fLaC')) return 'FLAC';
   if (ascii(bytes, 0, 'OggS')) return 'Ogg';
-  if (ascii(bytes, 4, 'ftyp')) return 'MP4';
+  // ISO BMFF: `ftyp` first as a rule; older QuickTime-style files may open with another top-level box.
+  if (['ftyp', 'moov', 'mdat', 'wide', 'free', 'skip'].some((box) => ascii(bytes, 4, box))) return 'MP4';
   if (bytes[0] === 0x1a && bytes[1] === 0x45 && bytes[2] === 0xdf && bytes[3] === 0xa3) return 'Matroska';
   if ([0x30, 0x26, 0xb2, 0x75, 0x8e, 0x66, 0xcf, 0x11].every((b, i) => bytes[i] === b)) return 'ASF';
   if (ascii(bytes, 0, 'MAC ')) return 'APE';

@@ -3,9 +3,9 @@ import { at, type Links } from '../documents/links.ts';
 import { OPERATIONS } from '../operations/table.ts';
 import type { Omip } from './service.ts';
 
-/** Routes of the admissibility subsystem, for health.methods.Allow: the omip operations and the primitives document. */
+/** Routes of the admissibility subsystem, for health.methods.Allow; a parameter is an RFC 6570 expression. */
 export const OMIP_ROUTES = {
-  GET: [...OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'GET').map((op) => op.path.replace(/\{(\w+)\}/g, ':$1')), '/api/omip/primitives'],
+  GET: [...OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'GET').map((op) => op.path), '/api/omip/primitives'],
   POST: OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'POST').map((op) => op.path),
 };
 

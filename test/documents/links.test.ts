@@ -88,6 +88,7 @@ describe('every link a document publishes answers GET', () => {
     expect(receipt.url_template).toBe(`${FLOW_SITE_URL}/api/omip/receipts/{id}`);
     for (const t of tools) if (t.url !== undefined) expect(t.url).not.toMatch(/[{}]/);
     expect((await getJson('/agents/kit.json')).tools.find((t: any) => t.name === 'get_receipt').url_template).toBe(receipt.url_template);
+    expect((await getJson('/api/omip/health')).methods.Allow.GET).toContain('/api/omip/receipts/{id}');
     const made = await fetch(`${server.url}/api/omip/dual-exchange`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
