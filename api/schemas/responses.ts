@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { CitizenSchema, MessageSchema } from './citizenship.ts';
 import { apiSchemas } from './registry.ts';
+import { VERDICTS } from './constitution.ts';
 
 /**
  * The answers of the on-demand routes, one schema each, as OpenAPI documents them and the tests
  * check every answer against them. Deep, content-driven parts are loose objects.
  */
 
-const Verdict = z.enum(['PERSIST', 'CONTRACT', 'BREAK']);
+const Verdict = z.enum(VERDICTS);
 const Iso = z.iso.datetime();
 const NextCursor = z.string().nullable().describe('Pass as ?cursor= for the next page; null on the last page.');
 const Sha256Id = z.string().regex(/^sha256:[0-9a-f]{64}$/);
