@@ -25,6 +25,7 @@ import {
   ScoreResultSchema,
   JsonRpcRequestSchema,
   JsonRpcResponseSchema,
+  A2aRequestSchema,
 } from '../schemas/responses.ts';
 import { defineOperation } from './operation.ts';
 
@@ -365,7 +366,7 @@ export const OPERATIONS = [
     summary: 'A2A v1.0 JSON-RPC binding: SendMessage runs the skill a DataPart names',
     tag: 'agents',
     served: 'engine',
-    body: JsonRpcRequestSchema,
+    body: A2aRequestSchema,
     responses: { 200: ok('A JSON-RPC answer: the message or task, or an A2A error', JsonRpcResponseSchema) },
     problems: ['PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'],
     credentials: 'none',

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { CitizenSchema, MessageSchema } from './citizenship.ts';
 import { apiSchemas } from './registry.ts';
+import { VERDICTS } from './constitution.ts';
 
 /**
  * The answers of the on-demand routes, one schema each, as OpenAPI documents them and the tests
  * check every answer against them. Deep, content-driven parts are loose objects.
  */
 
-const Verdict = z.enum(['PERSIST', 'CONTRACT', 'BREAK']);
+const Verdict = z.enum(VERDICTS);
 const Iso = z.iso.datetime();
 const NextCursor = z.string().nullable().describe('Pass as ?cursor= for the next page; null on the last page.');
 const Sha256Id = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -236,3 +237,16 @@ export const JsonRpcResponseSchema = z
     error: z.looseObject({ code: z.number().int(), message: z.string() }).optional(),
   })
   .register(apiSchemas, { id: 'JsonRpcResponse' });
+
+/** A JSON-RPC request to the A2A door: SendMessage with a DataPart naming a skill (v1.0 names; v0.3's message/send without A2A-Version). */
+export const A2aRequestSchema = JsonRpcRequestSchema.extend({}).register(apiSchemas, {
+  id: 'A2aRequest',
+  examples: [
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: '0190a6d2-8e1f-7c3a-9b1e-2f6a1c9d4e70', role: 'ROLE_USER', parts: [{ data: { skill: 'list_citizens', arguments: { limit: 5 } } }] } },
+    },
+  ],
+});

@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { checkAnswer } from '../helpers/answers.ts';
 
 let server: ServerProcess;
 let client: Client;
@@ -66,11 +67,13 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
     const convert = parsed(await client.callTool({ name: 'get_convert', arguments: {} }));
     expect(convert.convert_track.n).toBe(12);
     const oath = parsed(await client.callTool({ name: 'take_oath', arguments: { name: 'mcp-agent', purpose: 'join over MCP' } }));
-    expect(oath.passportNumber).toEqual(expect.any(String));
+    // A tool's answer is its operation's documented answer.
+    checkAnswer('POST', '/api/citizenship/oath', 201, 'application/json', oath);
     const message = await client.callTool({ name: 'post_message', arguments: { name: 'mcp-agent', message: 'hello over MCP', citizenId: oath.memberId, passportNumber: oath.passportNumber } });
     expect(message.isError).toBeFalsy();
     expect(parsed(message).message).toMatchObject({ verified: true, citizenId: oath.memberId });
     const citizens = parsed(await client.callTool({ name: 'list_citizens', arguments: { limit: 5 } }));
+    checkAnswer('GET', '/api/citizens', 200, 'application/json', citizens);
     expect(citizens.citizens.map((c: any) => c.name)).toContain('mcp-agent');
     const scoreboard = await (await fetch(`${server.url}/api/scoreboard`)).json();
     expect(scoreboard.catches).toMatchObject({ oaths: 1, messages: 1 });
@@ -100,6 +103,7 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP)', () => {
     const refused = await client.callTool({ name: 'post_message', arguments: { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' } });
     expect(refused.isError).toBe(true);
     expect(parsed(refused).code).toBe('PASSPORT_MISMATCH');
+    checkAnswer('POST', '/api/intelligence/message', 403, 'application/problem+json', parsed(refused));
   });
 
   it('scores, runs a dual exchange and fetches its receipt', async () => {

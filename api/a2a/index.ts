@@ -1,0 +1,2 @@
+export * from './a2a.ts';
+export * from './task-store.ts';
