@@ -7,7 +7,7 @@ import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, parseJson, pathOf, postOnly, queryOf, readAnswer, validate, webRequest, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
+import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, parseJson, pathOf, postOnly, queryOf, readAnswer, validate, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
@@ -86,8 +86,7 @@ export function createRoutes(deps: AppDeps) {
     }),
     ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (request) => {
       const rate = await writes.limiter.take(request.client);
-      // Multipart bodies are read by the WHATWG FormData parser.
-      return json(201, await ingestAudio(webRequest(request, links.site)), rate);
+      return json(201, await ingestAudio(request), rate);
     }),
     omipScore: writeRoute('omip.score', ScoreRequestSchema, writes, async (input) => ok(await omip.score(input))),
     omipProject: writeRoute('omip.project', ScoreRequestSchema, writes, async (input) => ok(await omip.project(input))),

@@ -14,10 +14,11 @@ import { rangesOf } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
 import { createRouter } from './http/router.ts';
-import { DYNAMIC_ROUTES } from './openapi/registry.ts';
+import { DYNAMIC_ROUTES, type DynamicRoute } from './openapi/registry.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
-import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
@@ -57,6 +58,12 @@ function bodyPolicies(config: Config): (path: string) => BodyPolicy {
   return (path) => byPath[path] ?? json;
 }
 
+/** The Allow header of each engine route's path, from the route table. */
+function allowOf(): (path: string) => string | undefined {
+  const allow = Object.fromEntries(DYNAMIC_ROUTES.filter((r) => r.route).map((r) => [r.route!, r.method === 'GET' ? 'GET, HEAD' : r.method])) as Record<NonNullable<DynamicRoute['route']>, string>;
+  return createRouter(DYNAMIC_ROUTES, allow);
+}
+
 /** Builds the site with Astro when there is no build yet. */
 export function ensureBuild(config: Config, logger: Logger): void {
   if (existsSync(join(config.DIST_DIR, 'server', 'entry.mjs'))) return;
@@ -90,7 +97,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
+  // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
+  // an upload from a client with nothing left before reading its body).
+  const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+  const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
+  const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {
@@ -104,9 +115,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     files,
     notFoundPage: files.get('/404.html'),
     route: createRouter(DYNAMIC_ROUTES, routes),
+    allow: allowOf(),
     render: entry.handler,
     locals: { views },
     bodyPolicy: bodyPolicies(config),
+    uploads: {
+      maxConcurrent: config.UPLOAD_CONCURRENCY,
+      maxPerClient: config.UPLOAD_CONCURRENCY_PER_CLIENT,
+      idleMs: config.BODY_IDLE_TIMEOUT_MS,
+      tmpDir: config.UPLOAD_TMP_DIR,
+      admit: (client) => uploadLimiter.peek(client),
+    },
     observe,
     logger,
   });

@@ -21,6 +21,8 @@ export interface RouteRequest {
   readonly body: Uint8Array;
   /** The client address (for rate limiting only; never stored in clear). */
   readonly client: string;
+  /** An upload body, streamed by the gateway to a temporary file instead of `body` (api/gateway/body.ts). */
+  readonly upload?: import('../gateway/body.ts').UploadedBody;
 }
 
 /** A route's answer; the transport writes it. */

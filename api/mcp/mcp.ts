@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
+import { HttpProblem } from '../http/problem.ts';
 import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
 import { TOOLS, type Tool, type ToolName } from '../documents/tools.ts';
 import type { FunnelStep } from '../telemetry/ledger.ts';
@@ -38,6 +39,11 @@ export interface McpDeps {
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (request) => {
+    // Stateless: no server-sent stream to open (GET) and no session to end (DELETE); the transport
+    // would hold a GET open forever. Streamable HTTP allows 405 here.
+    if (request.method !== 'POST') {
+      throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This MCP endpoint is stateless: send JSON-RPC messages with POST.', { headers: { Allow: 'POST' } });
+    }
     /**
      * Calls a route as its tool describes it: a POST sends the arguments as the body; a GET puts
      * `{name}` arguments into the path and the rest into the query.
