@@ -204,7 +204,14 @@ export function createGateway(options: GatewayOptions) {
 
       const route = options.route(path);
       if (!route) {
-        if (path.startsWith('/api/')) return notFound(req, res, path);
+        if (path.startsWith('/api/')) {
+          // Body rules hold on every path: an oversized body is 413 even where nothing is served.
+          if (BODY_METHODS.has(method)) {
+            const rules = checkBody(req, options.bodyPolicy(path));
+            await readBody(req, rules.limit, uploads.idleMs);
+          }
+          return notFound(req, res, path);
+        }
         // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
         if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
