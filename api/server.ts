@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
@@ -131,6 +131,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
 
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void gateway(req, res));
+  server.on('connect', refuseConnect);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, resolve);

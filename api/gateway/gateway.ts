@@ -148,6 +148,19 @@ function secureRender(res: ServerResponse): void {
 const NO_BODY = new Uint8Array();
 
 /**
+ * CONNECT never reaches the request handler (node hands it to the server's 'connect' event and,
+ * with no listener, leaves the socket open): this answers it 405 and closes the connection.
+ */
+export function refuseConnect(req: IncomingMessage, socket: Socket): void {
+  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(req.url ?? ''));
+  const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
+  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.on('error', () => socket.destroy());
+  socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${head}\r\n${body}`);
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
+/**
  * The one HTTP edge: serves prebuilt files from memory, enforces body and upload rules, calls the
  * engine's routes, hands the on-demand pages to Astro, answers 404s, and reports each request once
  * when it is finished (499 when its client left first).

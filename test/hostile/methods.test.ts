@@ -35,6 +35,14 @@ describe('row 7: methods', () => {
     expect(bodyOf(answer).code).toBe('METHOD_NOT_ALLOWED');
   });
 
+  it('CONNECT (node keeps it from the request handler) answers 405 and closes, instead of holding the socket', async () => {
+    const client = await rawClient(server);
+    client.socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    await client.closed;
+    expect(statusOf(client.received())).toBe(405);
+    expect(bodyOf(client.received()).code).toBe('METHOD_NOT_ALLOWED');
+  });
+
   it.each([
     ['PROPFIND', '/'],
     ['MKCOL', '/bot-wall'],
