@@ -59,19 +59,29 @@ export interface GatewayOptions {
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
-/** How long a connection whose body was left unread is read and discarded after its answer, so the client sees the answer and not a reset. */
-const LINGER_MS = 2000;
+/**
+ * How long, and how many bytes, a connection whose body was left unread is read and discarded after
+ * its answer, so that the client reads the answer instead of a reset (nginx: lingering_close).
+ */
+const LINGER_MS = 5000;
+const LINGER_BYTES = 8 * 1024 * 1024;
 
 /**
  * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
  * `Connection: close`; node would then close the socket with the client's bytes unread, which
  * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
- * what still comes for LINGER_MS (as nginx's lingering close), then close.
+ * what still comes (at most LINGER_BYTES, for at most LINGER_MS), then close.
  */
 function lingerAfterAnswer(req: IncomingMessage): void {
   const socket = req.socket as Socket & { destroySoon?: () => void };
   socket.destroySoon = function lingeringClose(this: Socket) {
     this.end();
+    let drained = 0;
+    this.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      // A client still sending this much after its answer is not listening: let it block.
+      if (drained > LINGER_BYTES) this.pause();
+    });
     this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TEST_DIST } from '../helpers/env.ts';
 import { HTML_CSP, OTHER_CSP } from '../../api/http/security-headers.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
@@ -51,5 +54,14 @@ describe('row 12: security headers', () => {
     const res = await fetch(`${server.url}/bot-wall`);
     expect(res.headers.get('content-security-policy')!.split(',')).toHaveLength(1);
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it("writes them into the build's _headers for a CDN: every path, and the stricter policy on JSON", () => {
+    const rules = readFileSync(join(TEST_DIST, 'client', '_headers'), 'utf8');
+    const block = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}\n((?:  .*\n)+)`, 'm').exec(rules)?.[1] ?? '';
+    expect(block('/*')).toContain('  X-Content-Type-Options: nosniff\n');
+    expect(block('/*')).toContain(`  Content-Security-Policy: ${html}\n`);
+    expect(block('/*')).toContain('  Referrer-Policy: strict-origin-when-cross-origin\n');
+    expect(block('/api/convert')).toContain(`  Content-Security-Policy: ${OTHER_CSP}\n`);
   });
 });
