@@ -8,7 +8,7 @@ import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildAgentCard } from './documents/agent-card.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { createIdempotency, createWriteLimiter, webRequest } from './http/index.ts';
+import { createIdempotency, createWriteLimiter } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
@@ -61,8 +61,8 @@ export function createApp(deps: AppDeps) {
     documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
     ingest: (batch) => ingestCdnLogs(telemetry, batch),
     ingestToken: deps.ingestToken,
-    // Multipart bodies are read by the WHATWG FormData parser.
-    ingress: (request) => ingestAudio(webRequest(request, links.site)),
+    // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
+    ingress: (request) => ingestAudio(request),
     mcp: async () => {
       throw new Error('the MCP door is set below');
     },

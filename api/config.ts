@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 
@@ -28,6 +29,17 @@ export const ConfigSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
   /** Largest audio upload to POST /api/ingress/audio, in bytes. */
   INGRESS_UPLOAD_LIMIT_BYTES: z.coerce.number().int().positive().default(50 * 1024 * 1024),
+  /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
+  UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
+  /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */
+  UPLOAD_CONCURRENCY_PER_CLIENT: z.coerce.number().int().positive().default(2),
+  /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
+  BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Folder of the temporary files uploads are streamed to (removed after each answer). */
+  UPLOAD_TMP_DIR: z
+    .string()
+    .optional()
+    .transform((p) => resolve(p ? p : tmpdir())),
   /** Bearer token for POST /api/telemetry/ingest (CDN log lines); the route is off when empty. At least 32 characters. */
   INGEST_TOKEN: z
     .string()

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createApp, createViews } from './app.ts';
@@ -16,7 +16,8 @@ import { createOmip } from './omip/service.ts';
 import { bodyLimitOf } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
-import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
@@ -89,7 +90,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
+  // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
+  // an upload from a client with nothing left before reading its body).
+  const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+  const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
+  const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
   const observe = (r: ObservedRequest) => {
@@ -106,11 +111,19 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     render: entry.handler,
     locals: { views },
     bodyPolicy: bodyPolicies(config),
+    uploads: {
+      maxConcurrent: config.UPLOAD_CONCURRENCY,
+      maxPerClient: config.UPLOAD_CONCURRENCY_PER_CLIENT,
+      idleMs: config.BODY_IDLE_TIMEOUT_MS,
+      tmpDir: config.UPLOAD_TMP_DIR,
+      admit: (client) => uploadLimiter.peek(client),
+    },
     observe,
     logger,
   });
 
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void gateway(req, res));
+  server.on('connect', refuseConnect);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, resolve);

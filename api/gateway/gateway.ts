@@ -1,11 +1,17 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
-import { header, type RouteAnswer } from '../http/route.ts';
+import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
-import { readBody, type BodyPolicy } from './body.ts';
+import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
+import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
+import { createUploadSlots, type UploadLimits } from './uploads.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {
@@ -13,6 +19,7 @@ export interface ObservedRequest {
   path: string;
   host: string;
   userAgent: string;
+  /** The status answered, or 499 when the client went away before the answer was sent. */
   status: number;
   durationMs: number;
   /** The client address as the socket saw it; never stored or logged in clear. */
@@ -20,6 +27,9 @@ export interface ObservedRequest {
   /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
   signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }
+
+/** nginx's "client closed request": the client left before its answer was sent. */
+export const CLIENT_CLOSED = 499;
 
 /** Astro's node handler (`@astrojs/node` middleware mode). */
 export type RenderHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void, locals?: object) => Promise<void>;
@@ -37,28 +47,71 @@ export interface GatewayOptions {
   locals: object;
   /** The body rules of a path, or null when the path takes no body. */
   bodyPolicy: (path: string) => BodyPolicy;
+  /** Bounds on uploads (bodies a policy streams to disk); also the idle time of every body. */
+  uploads: UploadLimits;
   /** Called exactly once per request, when its answer is finished or the client went away. */
   observe: (request: ObservedRequest) => void;
   logger: Logger;
 }
 
+/** RFC 9110's methods and PATCH: a path answers 405 for those it does not take; any other method is 501. */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
+/**
+ * How long, and how many bytes, a connection whose body was left unread is read and discarded after
+ * its answer, so that the client reads the answer instead of a reset (nginx: lingering_close).
+ */
+const LINGER_MS = 5000;
+const LINGER_BYTES = 8 * 1024 * 1024;
 
-function sendProblem(res: ServerResponse, problem: HttpProblem, instance: string, head = false): void {
+/**
+ * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
+ * `Connection: close`; node would then close the socket with the client's bytes unread, which
+ * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
+ * what still comes (at most LINGER_BYTES, for at most LINGER_MS), then close.
+ */
+function lingerAfterAnswer(req: IncomingMessage): void {
+  const socket = req.socket as Socket & { destroySoon?: () => void };
+  socket.destroySoon = function lingeringClose(this: Socket) {
+    this.end();
+    let drained = 0;
+    this.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      // A client still sending this much after its answer is not listening: let it block.
+      if (drained > LINGER_BYTES) this.pause();
+    });
+    this.resume();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('close', () => clearTimeout(timer));
+  };
+}
+
+/** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
+function closing(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
+  if (req.complete) return headers;
+  lingerAfterAnswer(req);
+  return { ...headers, Connection: 'close' };
+}
+
+function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpProblem, instance: string): void {
   if (res.headersSent) return void res.destroy();
+  if (res.destroyed) return;
   const body = JSON.stringify(problem.body(instance));
-  res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': Buffer.byteLength(body), ...problem.headers });
-  res.end(head ? undefined : body);
+  res.writeHead(problem.status, closing(req, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), ...securityHeaders(PROBLEM_TYPE), ...problem.headers }));
+  res.end(req.method === 'HEAD' ? undefined : body);
 }
 
-function sendAnswer(res: ServerResponse, answer: RouteAnswer, head: boolean): void {
+function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: RouteAnswer): void {
+  if (res.destroyed) return;
   const length = typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.byteLength;
-  res.writeHead(answer.status, { ...answer.headers, 'Content-Length': length });
-  res.end(head ? undefined : answer.body);
+  const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
+  const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
+  const { 'content-type': _lower, ...rest } = answer.headers;
+  res.writeHead(answer.status, closing(req, { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(length) }));
+  res.end(req.method === 'HEAD' ? undefined : answer.body);
 }
-
-const NO_BODY = new Uint8Array();
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
   const match = req.headers['if-none-match'];
@@ -72,13 +125,58 @@ function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile,
   res.end(req.method === 'HEAD' ? undefined : coded ? file[coded] : file.body);
 }
 
+function sendOptions(res: ServerResponse, allow: string): void {
+  res.writeHead(204, { Allow: allow, ...securityHeaders(undefined) }).end();
+}
+
 /**
- * The one HTTP edge: serves prebuilt files from memory, enforces body rules, calls the engine's
- * routes, hands the on-demand pages to Astro, answers 404s, and reports each request once when it
- * is finished.
+ * Astro writes its pages with one writeHead(status, headers): the security headers that fit the
+ * page's Content-Type (and a charset on text types) are added there.
+ */
+function secureRender(res: ServerResponse): void {
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    // A flat list is one of this gateway's own prebuilt answers (the 404 page): it has them already.
+    if (rest.some(Array.isArray)) return writeHead.call(this, status, ...(rest as []));
+    const headers = rest.find((r): r is OutgoingHttpHeaders => typeof r === 'object' && r !== null);
+    const names = new Map(Object.keys(headers ?? {}).map((k) => [k.toLowerCase(), k]));
+    const key = names.get('content-type');
+    const declared = headers && key ? headers[key] : this.getHeader('content-type');
+    const type = typeof declared === 'string' ? withCharset(declared) : undefined;
+    if (headers && key && type) headers[key] = type;
+    else if (type) this.setHeader('Content-Type', type);
+    const list = securityHeaderList(type);
+    for (let i = 0; i < list.length; i += 2) {
+      const name = list[i]!;
+      if (!names.has(name.toLowerCase()) && !this.hasHeader(name)) this.setHeader(name, list[i + 1]!);
+    }
+    return writeHead.call(this, status, ...(rest as []));
+  } as typeof res.writeHead;
+}
+
+const NO_BODY = new Uint8Array();
+
+/**
+ * CONNECT never reaches the request handler (node hands it to the server's 'connect' event and,
+ * with no listener, leaves the socket open): this answers it 405 and closes the connection.
+ */
+export function refuseConnect(req: IncomingMessage, socket: Socket): void {
+  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(req.url ?? ''));
+  const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
+  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.on('error', () => socket.destroy());
+  socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${head}\r\n${body}`);
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
+}
+
+/**
+ * The one HTTP edge: serves prebuilt files from memory, enforces body and upload rules, calls the
+ * engine's routes, hands the on-demand pages to Astro, answers 404s, and reports each request once
+ * when it is finished (499 when its client left first).
  */
 export function createGateway(options: GatewayOptions) {
-  const { files, render, locals, logger } = options;
+  const { files, render, locals, logger, uploads } = options;
+  const slots = createUploadSlots(uploads);
 
   return async function gateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -98,7 +196,8 @@ export function createGateway(options: GatewayOptions) {
           path: rawPath,
           host: req.headers.host ?? '',
           userAgent: req.headers['user-agent'] ?? '',
-          status: res.statusCode,
+          // 'close' without 'finish': the client left before the answer was sent.
+          status: res.writableFinished ? res.statusCode : CLIENT_CLOSED,
           durationMs: performance.now() - started,
           remoteAddress,
         };
@@ -114,37 +213,73 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
+      if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
       const path = normalisePath(rawPath);
       if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
 
       const file = files.get(path);
       if (file) {
         if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
-        if (method === 'OPTIONS') return void res.writeHead(204, { Allow: STATIC_ALLOW }).end();
+        if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
         throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
       }
 
       const route = options.route(method, path);
-      if (route && 'refuse' in route) throw route.refuse;
-      const body = BODY_METHODS.has(method) ? await readBody(req, options.bodyPolicy(path)) : NO_BODY;
-      if (route) {
-        const answer = await route.handler({ method, target: url, headers: req.headers, body, client: remoteAddress, params: route.params });
-        return sendAnswer(res, answer, method === 'HEAD');
+      if (!route) {
+        if (path.startsWith('/api/')) {
+          // Body rules hold on every path: an oversized body is 413 even where nothing is served.
+          if (BODY_METHODS.has(method)) {
+            const rules = checkBody(req, options.bodyPolicy(path));
+            await readBody(req, rules.limit, uploads.idleMs);
+          }
+          return notFound(req, res, path);
+        }
+        // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
+        if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
+        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        secureRender(res);
+        return await render(req, res, () => notFound(req, res, path), locals);
       }
-      if (path.startsWith('/api/')) return notFound(req, res, path);
-      (req as IncomingMessage & { body?: Uint8Array }).body = body;
-      await render(req, res, () => notFound(req, res, path), locals);
+      // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
+      if ('refuse' in route) throw route.refuse;
+
+      const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { method, target: url, headers: req.headers, body: NO_BODY, client: remoteAddress, params: route.params };
+      if (BODY_METHODS.has(method)) {
+        const rules = checkBody(req, options.bodyPolicy(path));
+        if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress);
+        else request.body = await readBody(req, rules.limit, uploads.idleMs);
+      }
+      const answer = await route.handler(request);
+      return sendAnswer(req, res, answer);
     } catch (error) {
+      // Nobody is left to answer: the request is reported as 499 and is no error of the server's.
+      if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished)) return void logger.debug({ path: rawPath, method }, 'client closed request');
       const problem = problemOf(error);
-      if (problem) return sendProblem(res, problem, rawPath, method === 'HEAD');
+      if (problem) return sendProblem(req, res, problem, rawPath);
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
-      sendProblem(res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
+      sendProblem(req, res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
     }
   };
 
+  /**
+   * An upload, checked before a byte of it is read (the client's write limit, the upload slots),
+   * then streamed to a temporary file removed when the answer is finished.
+   */
+  async function receiveUpload(req: IncomingMessage, res: ServerResponse, mediaType: string, limit: number, client: string): Promise<UploadedBody> {
+    await uploads.admit(client);
+    const release = slots.acquire(client);
+    const file = join(uploads.tmpDir, `agentnode-upload-${randomUUID()}`);
+    res.once('close', () => {
+      release();
+      void rm(file, { force: true });
+    });
+    const size = await streamBody(req, file, limit, uploads.idleMs);
+    return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType };
+  }
+
   function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
     if (path.startsWith('/api/') || !options.notFoundPage) {
-      return sendProblem(res, new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path, req.method === 'HEAD');
+      return sendProblem(req, res, new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
     }
     sendStatic(req, res, options.notFoundPage, 404);
   }

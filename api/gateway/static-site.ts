@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, posix, relative, sep } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import { securityHeaderList, withCharset } from '../http/security-headers.ts';
 
 /** A prebuilt file held in memory with its precompressed forms. */
 export interface StaticFile {
@@ -16,7 +17,7 @@ export interface StaticFile {
 }
 
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
-  const common = ['Content-Type', file.type, 'ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', 'X-Content-Type-Options', 'nosniff'];
+  const common = ['Content-Type', file.type, 'ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
   const withBody = (body: Buffer, coding?: string) => [...common, ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
   return {
     identity: withBody(file.body),
@@ -79,7 +80,7 @@ export async function loadStaticSite(clientDir: string, manifest: Record<string,
     const file: Omit<StaticFile, 'headers'> = {
       body,
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-      type: type === 'text/html' ? 'text/html; charset=utf-8' : type,
+      type: withCharset(type),
       cacheControl: ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600',
     };
     if (body.length >= COMPRESS_MIN_BYTES) {

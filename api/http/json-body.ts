@@ -3,7 +3,27 @@ import { HttpProblem } from './problem.ts';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Decodes a request body as strict UTF-8 JSON; 400 MALFORMED_JSON otherwise. */
+/** Deepest nesting of arrays and objects a JSON body may have; deeper is 422 (every route parses here). */
+export const JSON_MAX_DEPTH = 64;
+
+/** The deepest nesting of `[` and `{` outside strings, stopping as soon as it passes `max`. */
+function nestingPasses(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return false;
+}
+
+/** Decodes a request body as strict UTF-8 JSON; 400 MALFORMED_JSON otherwise, 422 JSON_TOO_DEEP past JSON_MAX_DEPTH. */
 export function parseJson(bytes: Uint8Array): unknown {
   let text: string;
   try {
@@ -12,6 +32,10 @@ export function parseJson(bytes: Uint8Array): unknown {
     throw new HttpProblem(400, 'MALFORMED_JSON', 'The body is not valid UTF-8.');
   }
   if (text.trim() === '') throw new HttpProblem(400, 'MALFORMED_JSON', 'The body is empty; send a JSON object.');
+  // Recursion over a deep document (validation, canonical form) would exhaust the stack: refuse it first.
+  if (text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH)) {
+    throw new HttpProblem(422, 'JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, { extra: { limit: JSON_MAX_DEPTH } });
+  }
   try {
     return JSON.parse(text);
   } catch (error) {

@@ -23,6 +23,8 @@ export interface RouteRequest {
   readonly client: string;
   /** Path parameters as the router found them (raw, still percent-encoded). */
   readonly params?: Readonly<Record<string, string>>;
+  /** An upload body, streamed by the gateway to a temporary file instead of `body` (api/gateway/body.ts). */
+  readonly upload?: import('../gateway/body.ts').UploadedBody;
 }
 
 /** A route's answer; the transport writes it. */

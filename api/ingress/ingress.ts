@@ -1,8 +1,14 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
+import type { UploadedBody } from '../gateway/body.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { parseJson, validate } from '../http/json-body.ts';
+import type { RouteRequest } from '../http/route.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
 import { normalise } from './aliases.ts';
-import { readAudioFile } from './audio-file.ts';
+import { readAudioFileAt } from './audio-file.ts';
 import { mergeEvidence } from './evidence.ts';
 import { runPipeline } from './pipeline.ts';
 
@@ -10,30 +16,107 @@ import { runPipeline } from './pipeline.ts';
 export const INGRESS_MEDIA_TYPES = ['application/json', 'audio/*', 'multipart/form-data (field "file", optional field "metadata" as JSON)'];
 export const isUploadType = (t: string) => t.startsWith('audio/') || t === 'multipart/form-data' || t === 'application/octet-stream';
 
-async function metadataFromMultipart(request: Request): Promise<Record<string, unknown>> {
-  let form: FormData;
+/**
+ * Bounds of a multipart upload: the form has a "file" and a "metadata" part, so a few parts are
+ * plenty; past them the upload is refused (413) without reading the rest, however many parts it has.
+ */
+export const MULTIPART_LIMITS = { parts: 4, files: 2, fields: 2, fieldSize: 64 * 1024, fieldNameSize: 100, headerPairs: 20 } as const;
+
+const tooMuch = (what: string, limit: number) =>
+  new HttpProblem(413, 'MULTIPART_TOO_LARGE', `The multipart body has more ${what} than the ${limit} this route reads. Send a "file" part and a "metadata" part.`, {
+    extra: { limit },
+  });
+
+interface MultipartBody {
+  file?: { path: string; size: number; mimeType: string };
+  /** The "metadata" part, sent as a field or as a file. */
+  metadata?: string;
+}
+
+/**
+ * Reads the parts of a multipart upload from the gateway's temporary file as they come: the audio
+ * part is streamed to a file of its own, the metadata part is kept (at most fieldSize bytes).
+ */
+function readMultipart(upload: UploadedBody, scratch: string): Promise<MultipartBody> {
+  return new Promise((resolve, reject) => {
+    let parser: busboy.Busboy;
+    try {
+      parser = busboy({ headers: { 'content-type': upload.contentType }, limits: MULTIPART_LIMITS });
+    } catch {
+      return reject(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read: its Content-Type has no boundary.'));
+    }
+    const source = createReadStream(upload.file);
+    const result: MultipartBody = {};
+    const writes: Promise<unknown>[] = [];
+    const parts: NodeJS.ReadableStream[] = [];
+    let failed = false;
+    const fail = (problem: HttpProblem) => {
+      if (failed) return;
+      failed = true;
+      source.unpipe(parser);
+      source.destroy();
+      for (const part of parts) (part as unknown as { destroy(): void }).destroy();
+      reject(problem);
+    };
+    parser.on('field', (name, value, info) => {
+      if (info.valueTruncated) return fail(tooMuch('bytes in the field "' + name.slice(0, 100) + '"', MULTIPART_LIMITS.fieldSize));
+      if (name === 'metadata') result.metadata = value;
+    });
+    parser.on('file', (name, stream, info) => {
+      parts.push(stream);
+      if (name === 'file' && !result.file) {
+        const file = { path: scratch, size: 0, mimeType: info.mimeType };
+        result.file = file;
+        stream.on('data', (chunk: Buffer) => void (file.size += chunk.length));
+        writes.push(pipeline(stream, createWriteStream(scratch, { flags: 'wx', mode: 0o600 })).catch(() => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The "file" part cannot be read.'))));
+      } else if (name === 'metadata') {
+        // A metadata part sent as a file (curl -F metadata=@meta.json) is read like a field.
+        const chunks: Buffer[] = [];
+        let size = 0;
+        stream.on('data', (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > MULTIPART_LIMITS.fieldSize) return fail(tooMuch('bytes in the part "metadata"', MULTIPART_LIMITS.fieldSize));
+          chunks.push(chunk);
+        });
+        stream.on('end', () => void (result.metadata = Buffer.concat(chunks).toString('utf8')));
+      } else stream.resume();
+    });
+    parser.on('partsLimit', () => fail(tooMuch('parts', MULTIPART_LIMITS.parts)));
+    parser.on('filesLimit', () => fail(tooMuch('files', MULTIPART_LIMITS.files)));
+    parser.on('fieldsLimit', () => fail(tooMuch('fields', MULTIPART_LIMITS.fields)));
+    parser.on('error', () => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
+    parser.on('close', () => {
+      void Promise.all(writes).then(() => {
+        if (!failed) resolve(result);
+      });
+    });
+    source.on('error', () => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
+    source.pipe(parser);
+  });
+}
+
+async function metadataFromMultipart(upload: UploadedBody): Promise<Record<string, unknown>> {
+  const scratch = `${upload.file}.file`;
   try {
-    form = await request.formData();
-  } catch {
-    throw new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read.');
+    const { file, metadata: extra } = await readMultipart(upload, scratch);
+    const fromJson = typeof extra === 'string' ? validate(IngressMetadataSchema, parseJson(new TextEncoder().encode(extra))) : {};
+    if (file) {
+      // Metadata sent beside the file fills in or overrides its tags, but never clears its DRM evidence.
+      return mergeEvidence(await readAudioFileAt(file.path, file.size, file.mimeType || 'application/octet-stream'), fromJson);
+    }
+    if (typeof extra === 'string') return fromJson;
+    throw new HttpProblem(422, 'VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');
+  } finally {
+    await rm(scratch, { force: true });
   }
-  const file = form.get('file');
-  const extra = form.get('metadata');
-  const fromJson = typeof extra === 'string' ? validate(IngressMetadataSchema, parseJson(new TextEncoder().encode(extra))) : {};
-  if (file !== null && typeof file !== 'string') {
-    // Metadata sent beside the file fills in or overrides its tags, but never clears its DRM evidence.
-    return mergeEvidence(await readAudioFile(new Uint8Array(await file.arrayBuffer()), file.type || 'application/octet-stream'), fromJson);
-  }
-  if (typeof extra === 'string') return fromJson;
-  throw new HttpProblem(422, 'VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');
 }
 
 /** POST /api/ingress/audio: metadata (JSON) or an audio file → SCRUB → MAP → SEAL. Writes nothing. */
-export async function ingestAudio(request: Request) {
-  const type = (request.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+export async function ingestAudio(request: RouteRequest) {
+  const upload = request.upload;
   let raw: Record<string, unknown>;
-  if (type === 'multipart/form-data') raw = await metadataFromMultipart(request);
-  else if (type.startsWith('audio/') || type === 'application/octet-stream') raw = await readAudioFile(new Uint8Array(await request.arrayBuffer()), type);
-  else raw = validate(IngressMetadataSchema, parseJson(new Uint8Array(await request.arrayBuffer())));
+  if (upload?.mediaType === 'multipart/form-data') raw = await metadataFromMultipart(upload);
+  else if (upload) raw = await readAudioFileAt(upload.file, upload.size, upload.mediaType);
+  else raw = validate(IngressMetadataSchema, parseJson(request.body));
   return runPipeline(normalise(raw));
 }

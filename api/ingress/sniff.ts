@@ -78,14 +78,15 @@ export function audioContainerOf(bytes: Uint8Array): string | null {
 
 /**
  * The size of a WAV file's `data` chunk: what it declares and how many of those bytes the file
- * holds; null when the RIFF chunk list has no data chunk.
+ * holds; null when the RIFF chunk list has no data chunk. `bytes` may be the file's head only, with
+ * `total` the size of the whole file.
  */
-export function wavDataChunk(bytes: Uint8Array): { declared: number; present: number } | null {
+export function wavDataChunk(bytes: Uint8Array, total = bytes.length): { declared: number; present: number } | null {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 12;
   while (at + 8 <= bytes.length) {
     const size = view.getUint32(at + 4, true);
-    if (ascii(bytes, at, 'data')) return { declared: size, present: Math.max(0, Math.min(size, bytes.length - at - 8)) };
+    if (ascii(bytes, at, 'data')) return { declared: size, present: Math.max(0, Math.min(size, total - at - 8)) };
     at += 8 + size + (size % 2);
   }
   return null;

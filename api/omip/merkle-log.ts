@@ -1,4 +1,4 @@
-import { consistencyProof, leafHash, nodeHash, rootOf } from './merkle.ts';
+import { leafHash, nodeHash, rootOf } from './merkle.ts';
 
 /**
  * An append-only RFC 9162 tree kept in memory: leaf hashes are computed once, and the roots of
@@ -53,9 +53,18 @@ export class MerkleLog {
     return path(m, 0, size);
   }
 
-  /** PROOF(m, D[size]); the reference implementation over the cached leaves. */
+  /**
+   * PROOF(m, D[size]) (RFC 9162 2.1.4.1) using cached subtree roots: O(log n) nodes, each the root
+   * of a subtree that is either cached or made of cached complete subtrees.
+   */
   consistency(m: number, size = this.size): Buffer[] {
-    return consistencyProof(m, this.#leaves.slice(0, size));
+    if (m < 1 || m > size || size > this.size) throw new RangeError('sizes out of range');
+    const sub = (m: number, start: number, n: number, complete: boolean): Buffer[] => {
+      if (m === n) return complete ? [] : [this.#root(start, n)];
+      const k = 2 ** Math.floor(Math.log2(n - 1));
+      return m <= k ? [...sub(m, start, k, complete), this.#root(start + k, n - k)] : [...sub(m - k, start + k, n - k, false), this.#root(start, k)];
+    };
+    return sub(m, 0, size, true);
   }
 
 }

@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import type { AstroIntegration } from 'astro';
+import { COMMON_SECURITY_HEADERS, HTML_CSP, securityHeaders } from '../../api/http/security-headers.ts';
 
 /** Name of the manifest the gateway reads: URL path -> response headers of prerendered routes. */
 export const STATIC_MANIFEST = 'static-manifest.json';
@@ -19,7 +20,13 @@ export default function staticManifest(): AstroIntegration {
           if (type) manifest[pathname] = { 'content-type': type };
         }
         await writeFile(new URL(`../${STATIC_MANIFEST}`, dir), JSON.stringify(manifest, null, 2));
-        const cdn = Object.entries(manifest).map(([path, h]) => `${path}\n${Object.entries(h).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+        // Every answer gets the security headers with the HTML policy; a CDN adds the rules of every
+        // matching path, so a non-HTML document adds the stricter policy, and the two together allow
+        // only what both allow (api/http/security-headers.ts).
+        const all = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': HTML_CSP };
+        const extra = (type: string): Record<string, string> => (/^text\/html\b/.test(type) ? {} : { 'Content-Security-Policy': securityHeaders(type)['Content-Security-Policy']! });
+        const entries: [string, Record<string, string>][] = [['/*', all], ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [path, { ...h, ...extra(h['content-type']!) }])];
+        const cdn = entries.map(([path, h]) => `${path}\n${Object.entries(h).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
         await writeFile(new URL('_headers', dir), `${cdn.join('\n')}\n`);
       },
     },

@@ -1,0 +1,46 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+// Issue 14 row 6: a deeply nested document is a 422 on every route, never a 500 and a stack.
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+
+describe('row 6: JSON nesting depth', () => {
+  it.each([
+    ['/api/omip/fingerprint', (d: string) => `{"document":${d}}`],
+    ['/api/omip/score', (d: string) => `{"entity_id":"sovereign-a","plan":${d}}`],
+    ['/api/citizenship/oath', (d: string) => `{"name":"deep","x":${d}}`],
+    ['/api/ingress/audio', (d: string) => `{"title":${d}}`],
+  ])('POST %s with a document 3,000 deep answers 422 JSON_TOO_DEEP', async (path, wrap) => {
+    const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: wrap(nested(3000)) });
+    expect(res.status).toBe(422);
+    expect(res.headers.get('content-type')).toBe('application/problem+json');
+    const problem = await res.json();
+    expect(problem.code).toBe('JSON_TOO_DEEP');
+    expect(problem.limit).toBe(64);
+  });
+
+  it('takes a document at the documented depth (64), and counts brackets inside strings as text', async () => {
+    const deep = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"document":{"a":${nested(62)}}}` });
+    expect(deep.status).toBe(200);
+    const deeper = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"document":{"a":${nested(63)}}}` });
+    expect(deeper.status).toBe(422);
+    const text = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ document: { s: '['.repeat(5000) + '\\"{' } }) });
+    expect(text.status).toBe(200);
+  });
+
+  it('writes no error-level line for them', async () => {
+    const from = server.logs.length;
+    for (let i = 0; i < 20; i++) await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"document":${nested(3000)}}` });
+    await fetch(`${server.url}/llms.txt`);
+    for (let i = 0; i < 100 && !server.logs.slice(from).some((l) => l.includes('"path":"/llms.txt"')); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(server.logs.slice(from).filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
+  });
+});

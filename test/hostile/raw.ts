@@ -1,0 +1,66 @@
+import { connect, type Socket } from 'node:net';
+import type { ServerProcess } from '../helpers/server.ts';
+
+/** A raw connection to the server: what it sends is written as is, what comes back is collected. */
+export interface RawClient {
+  socket: Socket;
+  /** Everything received so far (latin1). */
+  received(): string;
+  /** Resolves with what was received once it matches `pattern` (or rejects after `ms`). */
+  until(pattern: RegExp, ms?: number): Promise<string>;
+  /** Resolves when the server closed the connection; `error` is the socket error, if any. */
+  closed: Promise<{ error?: NodeJS.ErrnoException }>;
+}
+
+export function rawClient(server: ServerProcess): Promise<RawClient> {
+  const { port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1');
+    let out = '';
+    const waiters = new Set<() => void>();
+    socket.on('data', (d) => {
+      out += d.toString('latin1');
+      for (const w of waiters) w();
+    });
+    let error: NodeJS.ErrnoException | undefined;
+    socket.on('error', (e) => (error = e));
+    const closed = new Promise<{ error?: NodeJS.ErrnoException }>((done) => socket.once('close', () => done(error ? { error } : {})));
+    const until = (pattern: RegExp, ms = 5000) =>
+      new Promise<string>((done, fail) => {
+        const check = () => {
+          if (!pattern.test(out)) return;
+          cleanup();
+          done(out);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          fail(new Error(`no ${pattern} within ${ms} ms; received: ${out.slice(0, 300) || '(nothing)'}`));
+        }, ms);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        void closed.then(() => setTimeout(check, 0));
+        check();
+      });
+    socket.once('connect', () => resolve({ socket, received: () => out, until, closed }));
+    socket.once('error', reject);
+  });
+}
+
+/** The status code at the start of a raw answer. */
+export const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1]);
+/** The JSON body of a raw answer with Content-Length. */
+export const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+
+/** Waits until a log line matches (the server flushes its log every 200 ms), or fails after `ms`. */
+export async function logLine(server: ServerProcess, from: number, match: (line: string) => boolean, ms = 5000): Promise<string> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const line = server.logs.slice(from).find(match);
+    if (line) return line;
+    if (Date.now() > end) throw new Error(`no matching log line within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { wavWithInfo } from '../helpers/audio-files.ts';
+import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
+
+// Issue 14 row 4: upload rules run before the body is read, uploads are capped, and a stalled one is dropped.
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '3', UPLOAD_CONCURRENCY: '3', UPLOAD_CONCURRENCY_PER_CLIENT: '2', BODY_IDLE_TIMEOUT_MS: '1000' });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+const MB = 1024 * 1024;
+const head = (length: number, type = 'audio/mpeg') => `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`;
+
+/** Starts an upload of `declared` bytes and sends only `sent` of them. */
+async function partialUpload(declared: number, sent: number): Promise<RawClient> {
+  const client = await rawClient(server);
+  client.socket.write(head(declared));
+  client.socket.write(Buffer.alloc(sent, 0xff));
+  return client;
+}
+
+/** Sends an upload of `total` bytes as fast as the server takes it, stopping as soon as an answer arrives. */
+async function floodUpload(total: number): Promise<RawClient> {
+  const client = await rawClient(server);
+  client.socket.write(head(total));
+  const chunk = Buffer.alloc(64 * 1024, 0xff);
+  let sent = 0;
+  const pump = () => {
+    while (sent < total && client.received() === '' && !client.socket.destroyed) {
+      sent += chunk.length;
+      if (!client.socket.write(chunk)) return void client.socket.once('drain', pump);
+    }
+  };
+  pump();
+  return client;
+}
+
+describe('row 4: uploads', () => {
+  it('refuses a stalled upload with 408 after the idle time, not after 300 s', async () => {
+    const client = await partialUpload(10 * MB, 64 * 1024);
+    const started = Date.now();
+    const answer = await client.until(/\r\n\r\n\{.*\}$/s, 4000);
+    expect(statusOf(answer)).toBe(408);
+    expect(bodyOf(answer).code).toBe('BODY_STALLED');
+    expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+    expect(Date.now() - started).toBeLessThan(3000);
+    await client.closed;
+  });
+
+  it('caps uploads per client (429) while two are in progress, and frees the slots when they end', async () => {
+    const first = await partialUpload(10 * MB, 1024);
+    const second = await partialUpload(10 * MB, 1024);
+    const third = await floodUpload(50 * MB);
+    const answer = await third.until(/\r\n\r\n\{.*\}$/s, 3000);
+    expect(statusOf(answer)).toBe(429);
+    expect(bodyOf(answer).code).toBe('TOO_MANY_UPLOADS');
+    // The answer reached the client while it was still sending, and the connection then closed without a reset.
+    expect((await third.closed).error).toBeUndefined();
+    first.socket.destroy();
+    second.socket.destroy();
+    await Promise.all([first.closed, second.closed]);
+    // The slots are free again: a real upload goes through (the server may need a moment to see the closes).
+    let status = 0;
+    for (let i = 0; i < 20 && status !== 201; i++) {
+      const res = await fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'audio/wav' }, body: new Uint8Array(wavWithInfo({ title: 'Freed', artist: 'A' }, 1)) });
+      status = res.status;
+      if (status === 429) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(status).toBe(201);
+  });
+
+  it('answers a client over its write limit 429 at once, before reading its 50 MB body, as an answer and not a reset', async () => {
+    // The budget is 3 writes a minute; the upload above took one.
+    for (let i = 0; i < 3; i++) await fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"spend"}' });
+    const attempts = await Promise.all(Array.from({ length: 8 }, () => floodUpload(50 * MB)));
+    for (const client of attempts) {
+      const answer = await client.until(/\r\n\r\n\{.*\}$/s, 3000);
+      expect(statusOf(answer)).toBe(429);
+      expect(bodyOf(answer).code).toBe('RATE_LIMITED');
+      expect(answer).toMatch(/\r\nRetry-After: \d+\r\n/i);
+      expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+      expect((await client.closed).error).toBeUndefined();
+    }
+  });
+});
+
+describe('row 4: the overall cap', () => {
+  let busy: ServerProcess;
+  beforeAll(async () => {
+    busy = await startServer({ DATA_DIR: ':memory:', UPLOAD_CONCURRENCY: '2', UPLOAD_CONCURRENCY_PER_CLIENT: '5' });
+  });
+  afterAll(async () => {
+    await busy.stop();
+  });
+
+  it('answers 503 with Retry-After past UPLOAD_CONCURRENCY uploads in progress', async () => {
+    const open: RawClient[] = [];
+    for (let i = 0; i < 2; i++) {
+      const c = await rawClient(busy);
+      c.socket.write(head(10 * MB));
+      c.socket.write(Buffer.alloc(1024));
+      open.push(c);
+    }
+    // Let the two reach the gateway before the third.
+    await fetch(`${busy.url}/llms.txt`);
+    const third = await rawClient(busy);
+    third.socket.write(head(10 * MB));
+    third.socket.write(Buffer.alloc(1024));
+    const answer = await third.until(/\r\n\r\n\{.*\}$/s, 3000);
+    expect(statusOf(answer)).toBe(503);
+    expect(bodyOf(answer).code).toBe('UPLOADS_BUSY');
+    expect(answer).toMatch(/\r\nRetry-After: \d+\r\n/i);
+    for (const c of [...open, third]) c.socket.destroy();
+  });
+});
