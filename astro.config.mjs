@@ -8,7 +8,9 @@ export default defineConfig({
   outDir: process.env.DIST_DIR ?? './dist',
   output: 'static',
   trailingSlash: 'ignore',
-  build: { format: 'directory' },
+  // The CSP allows no inline style or script: every stylesheet and script is its own file.
+  build: { format: 'directory', inlineStylesheets: 'never' },
+  vite: { build: { assetsInlineLimit: 0 } },
   // The gateway (api/gateway) serves static files and owns the HTTP edge; Astro renders.
   adapter: node({ mode: 'middleware', staticHeaders: true }),
   integrations: [staticManifest()],
