@@ -58,14 +58,27 @@ export async function launchChromium(extraArgs: string[] = []): Promise<Chromium
  */
 export async function enforceCsp(page: Page): Promise<string[]> {
   const violations: string[] = [];
+  // Every load goes to the server (a 304 would be served from the cache without our header).
+  await page.setCacheEnabled(false);
   const cdp = await page.createCDPSession();
   await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Response' }] });
   cdp.on('Fetch.requestPaused', (e) => {
     const headers = e.responseHeaders ?? [];
     const isHtml = headers.some((h) => h.name.toLowerCase() === 'content-type' && h.value.includes('text/html'));
     const has = headers.some((h) => h.name.toLowerCase() === 'content-security-policy');
-    const responseHeaders = isHtml && !has ? [...headers, { name: 'Content-Security-Policy', value: CSP }] : headers;
-    void cdp.send('Fetch.continueResponse', { requestId: e.requestId, responseCode: e.responseStatusCode ?? 200, responseHeaders }).catch(() => {});
+    if (!isHtml || has) return void cdp.send('Fetch.continueRequest', { requestId: e.requestId }).catch(() => {});
+    // Fetch.continueResponse drops changed headers for documents; fulfilling with the same body keeps them.
+    void cdp
+      .send('Fetch.getResponseBody', { requestId: e.requestId })
+      .then((b) =>
+        cdp.send('Fetch.fulfillRequest', {
+          requestId: e.requestId,
+          responseCode: e.responseStatusCode ?? 200,
+          responseHeaders: [...headers, { name: 'Content-Security-Policy', value: CSP }],
+          body: b.base64Encoded ? b.body : Buffer.from(b.body).toString('base64'),
+        }),
+      )
+      .catch(() => {});
   });
   await page.exposeFunction('__cspViolation', (text: string) => void violations.push(text));
   await page.evaluateOnNewDocument(() => {

@@ -19,9 +19,9 @@ export function niceCeil(n: number): number {
 }
 
 const table = (caption: string, head: [string, string], rows: [string, number][]) =>
-  `<table class="visually-hidden"><caption>${esc(caption)}</caption><thead><tr><th scope="col">${esc(head[0])}</th><th scope="col" class="num">${esc(head[1])}</th></tr></thead><tbody>${rows
+  `<div class="visually-hidden"><table><caption>${esc(caption)}</caption><thead><tr><th scope="col">${esc(head[0])}</th><th scope="col" class="num">${esc(head[1])}</th></tr></thead><tbody>${rows
     .map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td class="num">${v}</td></tr>`)
-    .join('')}</tbody></table>`;
+    .join('')}</tbody></table></div>`;
 
 export interface Column {
   label: string;

@@ -25,6 +25,8 @@ async function openWall(query = ''): Promise<{ page: Page; csp: string[] }> {
   const page = await chromium.browser.newPage();
   const csp = await enforceCsp(page);
   await page.setViewport({ width: 1280, height: 900 });
+  // A person's browser: HeadlessChrome would be counted as a bot family of its own.
+  await page.setUserAgent({ userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36' });
   const res = await page.goto(`${server.url}/bot-wall?every=2${query}`);
   expect(res?.status()).toBe(200);
   await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
