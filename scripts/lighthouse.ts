@@ -18,8 +18,10 @@ const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: 
 const rows: string[] = [];
 const failing: string[] = [];
 try {
+  // ONLY=bot-wall,home runs some pages (names as in scripts/browser.ts).
+  const only = process.env.ONLY?.split(',');
   for (const { name, path } of PAGES) {
-    if (path === '/no-such-page') continue;
+    if (path === '/no-such-page' || (only && !only.includes(name))) continue;
     const result = await lighthouse(server.url + path, { port: chrome.port, output: 'json', logLevel: 'error', onlyCategories: [...CATEGORIES] });
     if (!result) throw new Error(`no result for ${path}`);
     writeFileSync(`${out}/${name}.json`, result.report as string);

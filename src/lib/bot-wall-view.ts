@@ -140,7 +140,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
   const seriesTotals = new Map(starts.map((t) => [t, 0]));
   let bucketed = false;
 
-  const families: FamilyView[] = arr(traffic.families).map((raw) => {
+  const counted: (Omit<FamilyView, 'requests'> & { requests: number | null })[] = arr(traffic.families).map((raw) => {
     const f = obj(raw);
     const name = String(f.family ?? 'unnamed');
     const s = species.get(name) ?? {};
@@ -152,7 +152,8 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       buckets = new Map();
       for (const [t, n] of hourly) buckets.set(floorTo(t, DAY), (buckets.get(floorTo(t, DAY)) ?? 0) + n);
     }
-    let requests = total;
+    // Null until the second pass: a family without buckets counts its total only if no family has any.
+    let requests: number | null = null;
     if (buckets) {
       bucketed = true;
       requests = 0;
@@ -181,6 +182,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       funnel: s.funnel ? { presence: num(funnel.presence), convertReads: num(funnel.convert_reads), oaths: num(funnel.oaths), messages: num(funnel.messages) } : null,
     };
   });
+  const families: FamilyView[] = counted.map((f) => ({ ...f, requests: f.requests ?? (bucketed ? 0 : f.total) }));
   families.sort((a, b) => b.requests - a.requests || b.total - a.total || a.family.localeCompare(b.family));
 
   const seen = families.filter((f) => f.requests > 0);
