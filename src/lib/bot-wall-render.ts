@@ -34,7 +34,7 @@ export function renderMeters(v: WallView): string {
 
 export function renderCharts(v: WallView): string {
   const per = v.bucket === 'hour' ? 'hour' : 'day';
-  const timeTitle = `Requests per ${per}, ${rangeText(v)} (UTC)`;
+  const timeTitle = `Requests per ${per}, ${rangeText(v)} (UTC)${v.folded ? ': the document has hourly buckets only, so days before yesterday are empty' : ''}`;
   const time = v.bucketed
     ? columnChart('time', timeTitle, v.series.map((s) => ({ label: s.label, value: s.requests, title: v.bucket === 'hour' ? `${s.start.slice(0, 13).replace('T', ' ')}:00 UTC` : s.start.slice(0, 10) })), 'requests')
     : `<figure class="chart" data-chart="time"><figcaption>${esc(timeTitle)}</figcaption><p class="empty">The document carries no time buckets: counts are since the window started.</p></figure>`;

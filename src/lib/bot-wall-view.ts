@@ -69,6 +69,8 @@ export interface WallView {
   bucket: 'hour' | 'day';
   /** False when the document holds no buckets for the range (counts then are since window start). */
   bucketed: boolean;
+  /** True when days were folded from hourly buckets, which reach back 48 hours only. */
+  folded: boolean;
   totals: { requests: number; families: number; verified: number; failed: number; unverifiable: number; robotsTxtFetches: number; disallowedHits: number; baitHits: number };
   classes: { class: string; label: string; about: string; requests: number; families: { family: string; requests: number }[] }[];
   statuses: { status: string; requests: number }[];
@@ -139,6 +141,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
   const first = starts[0]!;
   const seriesTotals = new Map(starts.map((t) => [t, 0]));
   let bucketed = false;
+  let folded = false;
 
   const counted: (Omit<FamilyView, 'requests'> & { requests: number | null })[] = arr(traffic.families).map((raw) => {
     const f = obj(raw);
@@ -150,6 +153,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
     if (bucket === 'day' && !buckets && hourly) {
       // No daily buckets in the document: fold the hourly ones (they reach back 48 hours only).
       buckets = new Map();
+      folded = true;
       for (const [t, n] of hourly) buckets.set(floorTo(t, DAY), (buckets.get(floorTo(t, DAY)) ?? 0) + n);
     }
     // Null until the second pass: a family without buckets counts its total only if no family has any.
@@ -200,6 +204,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
     series: starts.map((t) => ({ start: new Date(t).toISOString(), label: bucketLabel(t, bucket), requests: seriesTotals.get(t)! })),
     bucket,
     bucketed,
+    folded,
     totals: {
       // The meter is the sum of the chart's columns, so the two always agree.
       requests: sum((f) => f.requests),

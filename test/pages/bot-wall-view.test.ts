@@ -41,6 +41,8 @@ describe('toWallView', () => {
     expect(week.bucket).toBe('day');
     expect(week.series).toHaveLength(8);
     expect(week.series.at(-1)).toMatchObject({ start: '2026-11-22T00:00:00.000Z', requests: 14 });
+    expect(week.folded).toBe(true);
+    expect(renderCharts(week)).toContain('hourly buckets only');
   });
 
   it('reads the richer shape: hourly and daily lists, verification method, robots fields', () => {
