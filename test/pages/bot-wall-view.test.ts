@@ -62,6 +62,7 @@ describe('toWallView', () => {
     const [first, second] = v.families;
     expect(first).toMatchObject({ family: 'Newbot', requests: 7, operator: 'Example Inc.', class: 'Intelligence', robotsTxtFetches: 2, disallowedHits: 1 });
     expect(first!.verification).toEqual({ method: 'reverse-dns', verified: 5, failed: 1, unverifiable: 0 });
+    expect(familyItem(first!, v)).toContain('83% verified</span> by reverse DNS with forward confirmation (5 of 6, <span class="warn">1 failed</span>)');
     // Outside the 8 days: not counted.
     expect(v.totals.requests).toBe(7);
     expect(second!.verification.method).toBe('none');
