@@ -18,18 +18,24 @@ export function when(iso: string | null): string {
 const rangeText = (v: WallView) => RANGES[v.range].label.toLowerCase();
 const pct = (part: number, whole: number) => (whole > 0 ? `${Math.round((100 * part) / whole)}%` : '–');
 
+/** Two groups of meters: what the range's buckets hold, and what the window holds. */
 export function renderMeters(v: WallView): string {
   const t = v.totals;
   const checked = t.verified + t.failed;
-  const items: [string, string][] = [
-    [`Bot requests, ${rangeText(v)}`, String(t.requests)],
-    [`Families seen, ${rangeText(v)}`, String(t.families)],
-    ['Verified share of checked claims', checked > 0 ? `${pct(t.verified, checked)} of ${checked}` : 'none checked'],
-    ['Requests that cannot be verified', String(t.unverifiable)],
-    ['robots.txt fetches', String(t.robotsTxtFetches)],
-    ['Hits on disallowed paths', String(t.disallowedHits)],
-  ];
-  return items.map(([label, value]) => `<li><span class="label">${esc(label)}</span><span class="value">${esc(value)}</span></li>`).join('');
+  const group = (title: string, items: [string, string][]) =>
+    `<h3 class="meter-h">${esc(title)}</h3><ul class="meters">${items.map(([label, value]) => `<li><span class="label">${esc(label)}</span><span class="value">${esc(value)}</span></li>`).join('')}</ul>`;
+  return (
+    group(`In the range: ${rangeText(v)}`, [
+      ['Bot requests', String(t.requests)],
+      ['Families seen', String(t.families)],
+    ]) +
+    group('Since the window started', [
+      ['Verified share of checked claims', checked > 0 ? `${pct(t.verified, checked)} of ${checked}` : 'none checked'],
+      ['Requests that cannot be verified', String(t.unverifiable)],
+      ['robots.txt fetches', String(t.robotsTxtFetches)],
+      ['Hits on disallowed paths', String(t.disallowedHits)],
+    ])
+  );
 }
 
 export function renderCharts(v: WallView): string {
