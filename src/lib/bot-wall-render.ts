@@ -66,7 +66,7 @@ function verificationLine(f: FamilyView): string {
   if (v.method === 'none') return `<span class="muted">cannot be verified</span>`;
   const checked = v.verified + v.failed;
   const how = v.method === 'unknown' ? '' : ` by ${esc(METHOD_TEXT[v.method])}`;
-  return checked === 0 ? `not checked yet${how}` : `<span class="ok">${pct(v.verified, checked)} verified</span>${how} (${v.verified} of ${checked}${v.failed > 0 ? `, <span class="warn">${v.failed} failed</span>` : ''})`;
+  return checked === 0 ? `not checked yet${how}` : `<span class="${v.verified >= v.failed ? 'ok' : 'warn'}">${pct(v.verified, checked)} verified</span>${how} (${v.verified} of ${checked}${v.failed > 0 ? `, <span class="warn">${v.failed} failed</span>` : ''})`;
 }
 
 /** The always-visible line of a family: name, class, requests in the range, verification. */
