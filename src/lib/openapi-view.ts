@@ -32,6 +32,8 @@ export interface Problem {
   status: string;
   description: string;
   codes: string[];
+  /** Each code with its own explanation, when the description gives one per code. */
+  explained: { code: string; text: string }[] | null;
 }
 
 export interface Operation {
@@ -191,7 +193,10 @@ function bodyOf(doc: Json, mediaType: string, media: Json, description: string |
   };
 }
 
-/** Problem codes a response declares: `x-problem-codes`, examples' `code`, or the schema's enum. */
+/**
+ * Problem codes a response declares: `x-problem-codes`, its examples' `code`, or, for a schema of
+ * its own, the `code` property's const or enum (a shared Problem schema lists every code there is).
+ */
 function codesOf(doc: Json, response: Json): string[] {
   const codes = new Set<string>();
   for (const key of ['x-problem-codes', 'x-codes']) for (const c of arr(response[key])) codes.add(String(c));
@@ -199,11 +204,23 @@ function codesOf(doc: Json, response: Json): string[] {
     const m = obj(media);
     const examples = [m.example, ...Object.values(obj(m.examples)).map((e) => obj(e).value)];
     for (const e of examples) if (typeof obj(e).code === 'string') codes.add(obj(e).code as string);
-    const code = deref(doc, obj(deref(doc, m.schema).properties).code);
+  }
+  if (codes.size) return [...codes];
+  for (const media of Object.values(obj(response.content))) {
+    const schema = obj(obj(media).schema);
+    if (schema.$ref) continue;
+    const code = deref(doc, obj(deref(doc, schema).properties).code);
     for (const c of arr(code.enum)) codes.add(String(c));
     if (typeof code.const === 'string') codes.add(code.const);
   }
   return [...codes];
+}
+
+/** "CODE: what it means. OTHER: ..." descriptions split per code, when every code is explained so. */
+function explain(description: string, codes: string[]): { code: string; text: string }[] | null {
+  if (!codes.length) return null;
+  const parts = [...description.matchAll(/([A-Z][A-Z0-9_]+): (.*?)(?=\s+[A-Z][A-Z0-9_]+: |$)/gs)].map((m) => ({ code: m[1]!, text: m[2]!.trim() }));
+  return codes.every((c) => parts.some((p) => p.code === c)) ? codes.map((c) => parts.find((p) => p.code === c)!) : null;
 }
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -257,7 +274,10 @@ export function operationsOf(document: unknown): Operation[] {
         const r = deref(doc, raw);
         const description = String(r.description ?? '');
         const media = Object.entries(obj(r.content));
-        if (/^[45]/.test(status) || media.some(([t]) => t.includes('problem'))) problems.push({ status, description, codes: codesOf(doc, r) });
+        if (/^[45]/.test(status) || media.some(([t]) => t.includes('problem'))) {
+          const codes = codesOf(doc, r);
+          problems.push({ status, description, codes, explained: explain(description, codes) });
+        }
         else success.push({ status, description, bodies: media.map(([t, m]) => bodyOf(doc, t, obj(m), null)).filter((b) => b.fields.length || b.rootType || (b.example !== null && b.example !== undefined)) });
       }
       const security = arr(op.security ?? doc.security);

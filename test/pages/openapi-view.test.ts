@@ -26,7 +26,11 @@ const doc = {
         summary: 'Make a thing',
         security: [{ bearer: [] }],
         requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/NewThing' } } } },
-        responses: { '201': { description: 'Made' }, '422': { description: 'Invalid', 'x-problem-codes': ['NAME_TOO_LONG'] } },
+        responses: {
+          '201': { description: 'Made' },
+          '422': { description: 'NAME_TOO_LONG: The name has more than 100 characters. VALIDATION_FAILED: The body fails the schema.', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }, 'x-problem-codes': ['VALIDATION_FAILED', 'NAME_TOO_LONG'] },
+          '429': { description: 'Slow down', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+        },
       },
     },
   },
@@ -43,7 +47,8 @@ const doc = {
         },
       },
       Thing: { allOf: [{ $ref: '#/components/schemas/NewThing' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }] },
-      Problem: { type: 'object', properties: { code: { type: 'string' } } },
+      // A shared Problem lists every code: it says nothing about one answer's codes.
+      Problem: { type: 'object', properties: { code: { type: 'string', enum: ['THING_NOT_FOUND', 'NAME_TOO_LONG', 'VALIDATION_FAILED'] } } },
     },
   },
 };
@@ -83,9 +88,17 @@ describe('operationsOf', () => {
     expect(get.curl).toBe(`curl -sS 'https://node.example/things/sha256:${'0'.repeat(64)}'`);
   });
 
-  it('collects problem codes from examples and x-problem-codes', () => {
-    expect(get.problems).toEqual([{ status: '404', description: 'Not found', codes: ['THING_NOT_FOUND'] }]);
-    expect(post.problems).toEqual([{ status: '422', description: 'Invalid', codes: ['NAME_TOO_LONG'] }]);
+  it('collects problem codes from examples and x-problem-codes, explained one by one when the description does', () => {
+    expect(get.problems).toEqual([{ status: '404', description: 'Not found', codes: ['THING_NOT_FOUND'], explained: null }]);
+    expect(post.problems[0]).toMatchObject({
+      status: '422',
+      codes: ['VALIDATION_FAILED', 'NAME_TOO_LONG'],
+      explained: [
+        { code: 'VALIDATION_FAILED', text: 'The body fails the schema.' },
+        { code: 'NAME_TOO_LONG', text: 'The name has more than 100 characters.' },
+      ],
+    });
+    expect(post.problems[1]).toEqual({ status: '429', description: 'Slow down', codes: [], explained: null });
   });
 
   it('survives cycles and empty documents', () => {
