@@ -93,19 +93,20 @@ export function typeText(doc: Json, schema: unknown, depth = 0): string {
   return 'any';
 }
 
+const n = (v: unknown, noun: string) => `${v} ${noun}${v === 1 ? '' : 's'}`;
 const LIMITS: [string, (v: unknown) => string][] = [
-  ['minLength', (v) => `at least ${v} characters`],
-  ['maxLength', (v) => `at most ${v} characters`],
+  ['minLength', (v) => `at least ${n(v, 'character')}`],
+  ['maxLength', (v) => `at most ${n(v, 'character')}`],
   ['minimum', (v) => `≥ ${v}`],
   ['exclusiveMinimum', (v) => `> ${v}`],
   ['maximum', (v) => `≤ ${v}`],
   ['exclusiveMaximum', (v) => `< ${v}`],
   ['multipleOf', (v) => `multiple of ${v}`],
-  ['minItems', (v) => `at least ${v} items`],
-  ['maxItems', (v) => `at most ${v} items`],
+  ['minItems', (v) => `at least ${n(v, 'item')}`],
+  ['maxItems', (v) => `at most ${n(v, 'item')}`],
   ['uniqueItems', (v) => (v ? 'unique items' : '')],
-  ['minProperties', (v) => `at least ${v} keys`],
-  ['maxProperties', (v) => `at most ${v} keys`],
+  ['minProperties', (v) => `at least ${n(v, 'key')}`],
+  ['maxProperties', (v) => `at most ${n(v, 'key')}`],
   ['pattern', (v) => `pattern ${v}`],
   ['default', (v) => `default ${JSON.stringify(v)}`],
 ];

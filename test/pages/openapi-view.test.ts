@@ -71,7 +71,7 @@ describe('operationsOf', () => {
       ['tags', 'array of "x" | "y"', false],
       ['owner', 'object', false],
     ]);
-    expect(fields[0]!.limits).toEqual(['at least 1 characters', 'at most 100 characters']);
+    expect(fields[0]!.limits).toEqual(['at least 1 character', 'at most 100 characters']);
     expect(fields[0]!.description).toBe('What to call it');
     expect(fields[1]!.limits).toEqual(['≥ 1', '≤ 10', 'default 3']);
     expect(fields[3]!.children).toEqual([expect.objectContaining({ name: 'email', type: 'string (email)', required: true })]);
