@@ -8,7 +8,11 @@ export default defineConfig({
   outDir: process.env.DIST_DIR ?? './dist',
   output: 'static',
   trailingSlash: 'ignore',
-  build: { format: 'directory' },
+  // The CSP allows no inline style or script: every stylesheet and script is its own file.
+  build: { format: 'directory', inlineStylesheets: 'never' },
+  vite: { build: { assetsInlineLimit: 0 } },
+  // Highlighters colour code with style attributes, which the CSP refuses: notes get plain code blocks.
+  markdown: { syntaxHighlight: false },
   // The gateway (api/gateway) serves static files and owns the HTTP edge; Astro renders.
   adapter: node({ mode: 'middleware', staticHeaders: true }),
   integrations: [staticManifest()],

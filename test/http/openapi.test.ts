@@ -24,6 +24,8 @@ function staticPaths(): string[] {
   return walk(join(TEST_DIST, 'client'))
     .map((f) => `/${relative(join(TEST_DIST, 'client'), f).split(sep).join('/')}`)
     .filter((p) => p !== '/_headers' && p !== '/404.html')
+    // The pages' own assets (stylesheet, scripts, icons) are not documents of the API.
+    .filter((p) => !p.startsWith('/_astro/') && !/^\/favicon\.(svg|ico)$/.test(p))
     .map((p) => (p === '/index.html' ? '/' : p.replace(/\/index\.html$/, '')));
 }
 
