@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createCitizenship } from './citizenship/citizenship.ts';
@@ -7,7 +6,7 @@ import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildConvertPayload } from './documents/convert.ts';
 import type { Links } from './documents/links.ts';
-import { bearerToken, createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, parseJson, pathOf, postOnly, queryOf, readAnswer, validate, webRequest, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
+import { createIdempotency, createWriteLimiter, exampleOf, getOnly, guard, header, HttpProblem, json, pageQuery, pathOf, postOnly, queryOf, readAnswer, webRequest, writeRoute, type RouteHandler, type RouteRequest } from './http/index.ts';
 import { ingestAudio } from './ingress/ingress.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './omip/health.ts';
@@ -19,6 +18,7 @@ import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema
 import type { Store } from './store/types.ts';
 import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
+import { createLogIngest } from './telemetry/log-formats/ingest.ts';
 
 export interface AppDeps {
   store: Store;
@@ -30,17 +30,8 @@ export interface AppDeps {
   writeRateLimit: number;
   /** Where write limits are kept (PostgreSQL when processes share a database); memory when left out. */
   rateLimitBackend?: RateLimiterAbstract | undefined;
-  /** Token of the CDN log-ingest route; the route answers 404 without one. */
+  /** Token of the log-ingest route; the route answers 404 without one. */
   ingestToken?: string | undefined;
-}
-
-/** Constant-time check of `Authorization: Bearer <token>`. */
-function checkBearer(request: RouteRequest, token: string): void {
-  const given = Buffer.from(bearerToken(header(request, 'authorization')) ?? '');
-  const wanted = Buffer.from(token);
-  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-    throw new HttpProblem(401, 'INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.', { headers: { 'WWW-Authenticate': 'Bearer realm="ingest"' } });
-  }
 }
 
 const created = (body: unknown) => ({ status: 201, body });
@@ -78,12 +69,7 @@ export function createRoutes(deps: AppDeps) {
     livingLattice: read(async () => livingLattice(store, await telemetry.combined(), new Date())),
     botTraffic: read(async () => buildBotTraffic(content, await telemetry.combined(), new Date())),
     botWall: read(async () => buildBotWall(content, await telemetry.combined(), links, new Date())),
-    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), async (request) => {
-      if (!deps.ingestToken) throw new HttpProblem(404, 'NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
-      checkBearer(request, deps.ingestToken);
-      const batch = validate(CdnLogBatchSchema, parseJson(request.body));
-      return json(202, { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) });
-    }),
+    telemetryIngest: postOnly(exampleOf(CdnLogBatchSchema), createLogIngest({ token: deps.ingestToken, count: (lines) => telemetry.ingest(lines), idempotency: writes.idempotency })),
     ingressAudio: postOnly(exampleOf(IngressMetadataSchema), async (request) => {
       const rate = await writes.limiter.take(request.client);
       // Multipart bodies are read by the WHATWG FormData parser.

@@ -21,6 +21,7 @@ import { RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flex
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
+import { logBatchBody } from './telemetry/log-formats/ingest.ts';
 
 export interface RunningServer {
   server: Server;
@@ -52,7 +53,7 @@ function bodyPolicies(config: Config): (path: string) => BodyPolicy {
   const json = jsonBody(config.BODY_LIMIT_BYTES);
   const byPath: Record<string, BodyPolicy> = {
     '/api/ingress/audio': uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
-    '/api/telemetry/ingest': jsonBody(4 * 1024 * 1024),
+    '/api/telemetry/ingest': logBatchBody(config.INGEST_BATCH_BYTES),
   };
   return (path) => byPath[path] ?? json;
 }
