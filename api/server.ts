@@ -22,6 +22,8 @@ import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
 import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import type { RouteHandler } from './http/route.ts';
 
 export interface RunningServer {
   server: Server;
@@ -38,15 +40,19 @@ export interface StartOptions {
 }
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract }> {
+async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck }> {
   if (config.DATABASE_URL) {
     const store = await openPostgresStore(config.DATABASE_URL);
     // Write limits hold across every process that shares the database.
     const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend };
+    return { store, rateLimitBackend, writable: databaseAnswers((sql) => store.pool.query(sql)) };
   }
-  return { store: config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger }) };
+  if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
+  return { store: await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal }), writable: folderWritable(config.DATA_DIR) };
 }
+
+/** Paths the probes and metrics answer, as metric operations. */
+const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
 /** Body rules by path: audio uploads and CDN log batches are larger than ordinary JSON writes. */
 function bodyPolicies(config: Config): (path: string) => BodyPolicy {
@@ -77,7 +83,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
 
   const content = await loadContent(config.CONTENT_DIR);
-  const { store, rateLimitBackend } = await openStore(config, logger);
+  // Metrics cost a little per request, so they exist only where someone can read them.
+  const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer(DYNAMIC_ROUTES, (p) => files.has(p), OPS_PATHS)) : undefined;
+  const { store, rateLimitBackend, writable } = await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
@@ -94,17 +102,32 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const routes = createRoutes({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
+  metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight() });
+  let closing = false;
+  const readiness = createReadiness([
+    condition('build', () => files.size > 0, 'no build loaded'),
+    condition('accepting', () => !closing, 'shutting down'),
+    ...(writable ? [writable] : []),
+  ]);
+  const ops = new Map<string, RouteHandler>([
+    ['/livez', livez],
+    ['/readyz', readyz(readiness)],
+    ...(metrics && config.METRICS_TOKEN ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const) : []),
+  ]);
+  const engine = createRouter(DYNAMIC_ROUTES, routes);
+
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.
     requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
     telemetry.observe(r);
+    metrics?.observe(r);
     options.observe?.(r);
   };
 
   const gateway = createGateway({
     files,
     notFoundPage: files.get('/404.html'),
-    route: createRouter(DYNAMIC_ROUTES, routes),
+    route: (path) => ops.get(path) ?? engine(path),
     render: entry.handler,
     locals: { views },
     bodyPolicy: bodyPolicies(config),
@@ -120,13 +143,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://127.0.0.1:${port}`;
-  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR }, 'listening');
+  const metricsServer = metrics && config.METRICS_PORT !== undefined ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)) : undefined;
+  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'listening');
   // Supervisors and tests wait for this line: do not leave it in the buffer.
   logger.flush();
 
-  let closing: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
   const close = () =>
-    (closing ??= new Promise<void>((resolve) => {
+    (closed ??= new Promise<void>((resolve) => {
+      closing = true;
+      metricsServer?.server.close();
       server.close(() => {
         void telemetry
           .close()
