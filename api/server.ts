@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
@@ -37,6 +37,28 @@ export interface StartOptions {
   /** Extra observer of finished requests (tests use it to prove one call per request). */
   observe?: (request: ObservedRequest) => void;
   logDestination?: LogSink;
+  /** Pages and documents from elsewhere than the build (`npm run dev`: Astro's dev server). */
+  site?: Site;
+  /** A store to use instead of the configured one (`npm run dev` keeps its memory store across restarts). */
+  store?: Store;
+}
+
+/** What serves pages and documents: the build's files and renderer, or Astro's dev server. */
+export interface Site {
+  files: Map<string, StaticFile>;
+  render: RenderHandler;
+  notFoundPage?: StaticFile | undefined;
+  /** True when the renderer also answers documents under /api/ (Astro's dev server). */
+  renderApi?: boolean;
+}
+
+/** The build: prebuilt files in memory and Astro's handler for on-demand pages. */
+async function loadBuild(config: Config, logger: Logger): Promise<Site> {
+  ensureBuild(config, logger);
+  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
+  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
@@ -76,16 +98,12 @@ export function ensureBuild(config: Config, logger: Logger): void {
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
-  ensureBuild(config, logger);
-
-  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
   const content = await loadContent(config.CONTENT_DIR);
   // Metrics cost a little per request, so they exist only where someone can read them.
   const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer(DYNAMIC_ROUTES, (p) => files.has(p), OPS_PATHS)) : undefined;
-  const { store, rateLimitBackend, writable } = await openStore(config, logger, metrics);
+  const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
@@ -105,7 +123,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight() });
   let closing = false;
   const readiness = createReadiness([
-    condition('build', () => files.size > 0, 'no build loaded'),
+    condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
     condition('accepting', () => !closing, 'shutting down'),
     ...(writable ? [writable] : []),
   ]);
@@ -126,9 +144,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const gateway = createGateway({
     files,
-    notFoundPage: files.get('/404.html'),
+    notFoundPage,
     route: (path) => ops.get(path) ?? engine(path),
-    render: entry.handler,
+    render,
+    renderApi: options.site?.renderApi ?? false,
     locals: { views },
     bodyPolicy: bodyPolicies(config),
     observe,

@@ -32,6 +32,8 @@ export interface GatewayOptions {
   route: (path: string) => RouteHandler | undefined;
   /** Astro, for the pages it renders on demand. */
   render: RenderHandler;
+  /** Hands /api/ paths that are no engine route to the renderer too (dev: Astro renders the documents the build prebuilds). */
+  renderApi?: boolean;
   /** Handed to every on-demand page as Astro.locals. */
   locals: object;
   /** The body rules of a path, or null when the path takes no body. */
@@ -129,7 +131,7 @@ export function createGateway(options: GatewayOptions) {
         const answer = await route({ method, target: url, headers: req.headers, body, client: remoteAddress });
         return sendAnswer(res, answer, method === 'HEAD');
       }
-      if (path.startsWith('/api/')) return notFound(req, res, path);
+      if (path.startsWith('/api/') && !options.renderApi) return notFound(req, res, path);
       (req as IncomingMessage & { body?: Uint8Array }).body = body;
       await render(req, res, () => notFound(req, res, path), locals);
     } catch (error) {
