@@ -73,10 +73,6 @@ const handlerOf = (r: RunningServer) => r.server.listeners('request')[0] as Hand
 let known = await checkContent(config.CONTENT_DIR);
 let running: RunningServer = await startEngine();
 let engine: Promise<Handler> = Promise.resolve(handlerOf(running));
-const front = createServer((req, res) => void engine.then((handle) => handle(req, res)));
-await new Promise<void>((resolve) => front.listen(config.PORT, config.HOST, resolve));
-running.logger.info({ url: `http://${config.HOST}:${config.PORT}`, content: config.CONTENT_DIR, data: config.DATA_DIR }, 'dev server ready');
-running.logger.flush();
 
 /** Restarts the engine on new content: requests that arrive meanwhile wait for the new one. */
 let restarting: Promise<void> = Promise.resolve();
@@ -150,6 +146,12 @@ async function settled(): Promise<void> {
   // A broken file is shown at once: Astro will not rewrite its store for it.
   if (!contentError) await settling;
 }
+
+// Listening last: every request finds the checks above set up.
+const front = createServer((req, res) => void engine.then((handle) => handle(req, res)));
+await new Promise<void>((resolve) => front.listen(config.PORT, config.HOST, resolve));
+running.logger.info({ url: `http://${config.HOST}:${config.PORT}`, content: config.CONTENT_DIR, data: config.DATA_DIR }, 'dev server ready');
+running.logger.flush();
 
 let stopping = false;
 const stop = async (signal: string) => {
