@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
@@ -107,4 +111,36 @@ describe('/metrics', () => {
       await separate.stop();
     }
   });
+
+  it('counts store errors when the disk refuses a write', async () => {
+    // A small tmpfs, filled up while the server runs.
+    const dir = mkdtempSync(join(tmpdir(), 'metrics-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', dir]);
+    const full = await startServer({ DATA_DIR: dir, METRICS_TOKEN: TOKEN, WRITE_RATE_LIMIT: '0' });
+    try {
+      const errors = async () => {
+        const res = await fetch(`${full.url}/metrics`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+        return value(parseExposition(await res.text()).samples, 'agentnode_store_errors_total');
+      };
+      expect(await errors()).toBe(0);
+      try {
+        writeFileSync(join(dir, 'filler'), Buffer.alloc(1024 * 1024));
+      } catch {
+        // ENOSPC: the filler took what was left, which is the point.
+      }
+      // The journal's preallocated blocks may still take a few: write until the disk says no.
+      let refused = 0;
+      for (let i = 0; i < 200 && refused === 0; i++) {
+        const res = await fetch(`${full.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: `full-${i}`, purpose: 'metrics' }) });
+        await res.arrayBuffer();
+        if (res.status === 503) refused++;
+      }
+      expect(refused).toBe(1);
+      expect(await errors()).toBe(1);
+      rmSync(join(dir, 'filler'));
+    } finally {
+      await full.stop();
+      execFileSync('umount', ['-l', dir]);
+    }
+  }, 60_000);
 });
