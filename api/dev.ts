@@ -39,7 +39,13 @@ async function astroApiPages(root: string): Promise<Set<string>> {
 }
 const apiPages = await astroApiPages(process.cwd());
 
-const astro = await dev({ root: process.cwd(), logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } });
+// Broken content at start leaves nothing to serve: say which file and field, as the build would.
+const startFailed = (error: unknown): never => {
+  console.error(`content error: ${error instanceof Error ? error.message : String(error)}\nFix it and run npm run dev again.`);
+  process.exit(1);
+};
+let known = await checkContent(config.CONTENT_DIR).catch(startFailed);
+const astro = await dev({ root: process.cwd(), logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } }).catch(startFailed);
 const LOCALS = Symbol.for('astro.locals');
 /** Astro's dev server as the gateway's renderer: locals go on the request, where Astro dev reads them. */
 const render: RenderHandler = async (req: IncomingMessage, res: ServerResponse, _next, locals) => {
@@ -70,7 +76,7 @@ const startEngine = () => startServer(engineConfig, { site, ...(store ? { store 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const handlerOf = (r: RunningServer) => r.server.listeners('request')[0] as Handler;
 
-let known = await checkContent(config.CONTENT_DIR);
+
 let running: RunningServer = await startEngine();
 let engine: Promise<Handler> = Promise.resolve(handlerOf(running));
 
