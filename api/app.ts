@@ -16,10 +16,10 @@ import type { Omip } from './omip/service.ts';
 import type { OperationContext } from './operations/context.ts';
 import { createOperationRoutes } from './operations/dispatch.ts';
 import { createInvoker } from './operations/invoke.ts';
-import type { CdnLogBatch } from './schemas/ingest.ts';
 import type { Store } from './store/types.ts';
 import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
+import { createLogIngest } from './telemetry/log-formats/ingest.ts';
 
 export interface AppDeps {
   store: Store;
@@ -31,13 +31,8 @@ export interface AppDeps {
   writeRateLimit: number;
   /** Where write limits are kept (PostgreSQL when processes share a database); memory when left out. */
   rateLimitBackend?: RateLimiterAbstract | undefined;
-  /** Token of the CDN log-ingest route; the route answers 404 without one. */
+  /** Token of the log-ingest route; the route answers 404 without one. */
   ingestToken?: string | undefined;
-}
-
-/** CDN log lines into the bot ledger (POST /api/telemetry/ingest). */
-async function ingestCdnLogs(telemetry: Telemetry, batch: CdnLogBatch) {
-  return { accepted: batch.lines.length, counted: telemetry.ingest(batch.lines) };
 }
 
 /**
@@ -59,8 +54,7 @@ export function createApp(deps: AppDeps) {
       health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
     },
     documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
-    ingest: (batch) => ingestCdnLogs(telemetry, batch),
-    ingestToken: deps.ingestToken,
+    ingestLogs: createLogIngest({ token: deps.ingestToken, count: (lines) => telemetry.ingest(lines), idempotency: writes.idempotency, records: store.idempotency }),
     // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
     ingress: (request) => ingestAudio(request),
     mcp: async () => {

@@ -46,6 +46,16 @@ export const ConfigSchema = z.object({
     .optional()
     .transform((v) => (v ? v : undefined))
     .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /** Largest body of one POST /api/telemetry/ingest batch, in bytes (at most 10,000 records either way). */
+  INGEST_BATCH_BYTES: z.coerce.number().int().positive().default(4 * 1024 * 1024),
+  /** Bearer token for GET /metrics on the main port; without it (and without METRICS_PORT) there are no metrics. At least 32 characters. */
+  METRICS_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) => (v ? v : undefined))
+    .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+  /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
   /**
    * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
    * the same file; without it each data folder makes its own key at first start.

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
+import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { promises as dns } from 'node:dns';
 import { createApp, createViews } from './app.ts';
@@ -21,6 +21,10 @@ import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createClassifier } from './telemetry/classify.ts';
+import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import type { RouteHandler } from './http/route.ts';
+import type { Lookup } from './operations/dispatch.ts';
 
 export interface RunningServer {
   server: Server;
@@ -34,25 +38,51 @@ export interface StartOptions {
   /** Extra observer of finished requests (tests use it to prove one call per request). */
   observe?: (request: ObservedRequest) => void;
   logDestination?: LogSink;
+  /** Pages and documents from elsewhere than the build (`npm run dev`: Astro's dev server). */
+  site?: Site;
+  /** A store to use instead of the configured one (`npm run dev` keeps its memory store across restarts). */
+  store?: Store;
+}
+
+/** What serves pages and documents: the build's files and renderer, or Astro's dev server. */
+export interface Site {
+  files: Map<string, StaticFile>;
+  render: RenderHandler;
+  notFoundPage?: StaticFile | undefined;
+  /** True when the renderer also answers documents under /api/ (Astro's dev server). */
+  renderApi?: boolean;
+}
+
+/** The build: prebuilt files in memory and Astro's handler for on-demand pages. */
+async function loadBuild(config: Config, logger: Logger): Promise<Site> {
+  ensureBuild(config, logger);
+  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
+  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract }> {
+async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck }> {
   if (config.DATABASE_URL) {
     const store = await openPostgresStore(config.DATABASE_URL);
     // Write limits hold across every process that shares the database.
     const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend };
+    return { store, rateLimitBackend, writable: databaseAnswers((sql) => store.pool.query(sql)) };
   }
-  return { store: config.DATA_DIR === ':memory:' ? openMemoryStore() : await openEmbeddedStore({ dir: config.DATA_DIR, logger }) };
+  if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
+  return { store: await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal }), writable: folderWritable(config.DATA_DIR) };
 }
+
+/** Paths the probes and metrics answer, as metric operations. */
+const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
 /** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
 function bodyPolicies(config: Config): (path: string) => BodyPolicy {
   const byLimit: Record<ReturnType<typeof bodyLimitOf>, BodyPolicy> = {
     json: jsonBody(config.BODY_LIMIT_BYTES),
     upload: uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
-    ingest: jsonBody(4 * 1024 * 1024),
+    ingest: logBatchBody(config.INGEST_BATCH_BYTES),
   };
   return (path) => byLimit[bodyLimitOf(path)];
 }
@@ -69,14 +99,12 @@ export function ensureBuild(config: Config, logger: Logger): void {
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
-  ensureBuild(config, logger);
-
-  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
   const content = await loadContent(config.CONTENT_DIR);
-  const { store, rateLimitBackend } = await openStore(config, logger);
+  // Metrics cost a little per request, so they exist only where someone can read them.
+  const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
+  const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
@@ -97,18 +125,38 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
+  metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight() });
+  let closing = false;
+  const readiness = createReadiness([
+    condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
+    condition('accepting', () => !closing, 'shutting down'),
+    ...(writable ? [writable] : []),
+  ]);
+  const ops = new Map<string, RouteHandler>([
+    ['/livez', livez],
+    ['/readyz', readyz(readiness)],
+    ...(metrics && config.METRICS_TOKEN ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const) : []),
+  ]);
+  // Probes and metrics are for the operator, not part of the agents' contract: beside the table.
+  const route = (method: string, path: string): Lookup => {
+    const probe = ops.get(path);
+    return probe ? { handler: probe, params: {} } : app.lookup(method, path);
+  };
+
   const observe = (r: ObservedRequest) => {
     // Path without query string, no address, no headers: nothing secret reaches the log.
     requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
     telemetry.observe(r);
+    metrics?.observe(r);
     options.observe?.(r);
   };
 
   const gateway = createGateway({
     files,
-    notFoundPage: files.get('/404.html'),
-    route: app.lookup,
-    render: entry.handler,
+    notFoundPage,
+    route,
+    render,
+    renderApi: options.site?.renderApi ?? false,
     locals: { views },
     bodyPolicy: bodyPolicies(config),
     uploads: {
@@ -131,13 +179,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://127.0.0.1:${port}`;
-  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR }, 'listening');
+  const metricsServer = metrics && config.METRICS_PORT !== undefined ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)) : undefined;
+  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'listening');
   // Supervisors and tests wait for this line: do not leave it in the buffer.
   logger.flush();
 
-  let closing: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
   const close = () =>
-    (closing ??= new Promise<void>((resolve) => {
+    (closed ??= new Promise<void>((resolve) => {
+      closing = true;
+      metricsServer?.server.close();
       server.close(() => {
         void telemetry
           .close()

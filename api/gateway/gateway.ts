@@ -43,6 +43,8 @@ export interface GatewayOptions {
   route: (method: string, path: string) => Lookup;
   /** Astro, for the pages it renders on demand. */
   render: RenderHandler;
+  /** Hands /api/ paths that are no engine route to the renderer too (dev: Astro renders the documents the build prebuilds). */
+  renderApi?: boolean;
   /** Handed to every on-demand page as Astro.locals. */
   locals: object;
   /** The body rules of a path, or null when the path takes no body. */
@@ -226,7 +228,7 @@ export function createGateway(options: GatewayOptions) {
 
       const route = options.route(method, path);
       if (!route) {
-        if (path.startsWith('/api/')) {
+        if (path.startsWith('/api/') && !options.renderApi) {
           // Body rules hold on every path: an oversized body is 413 even where nothing is served.
           if (BODY_METHODS.has(method)) {
             const rules = checkBody(req, options.bodyPolicy(path));

@@ -4,3 +4,4 @@ export * from './rate-limit.ts';
 export * from './idempotency.ts';
 export * from './route.ts';
 export * from './router.ts';
+export * from './bearer.ts';

@@ -1,7 +1,6 @@
 import type { Citizenship } from '../citizenship/citizenship.ts';
 import type { RouteHandler, RouteRequest } from '../http/route.ts';
 import type { Omip } from '../omip/service.ts';
-import type { CdnLogBatch } from '../schemas/ingest.ts';
 
 /**
  * What handlers work with: the domain services, built once by the composition root (api/app.ts).
@@ -20,10 +19,8 @@ export interface OperationContext {
   };
   /** Prebuilt documents, built again for the MCP tools and A2A skills that read them. */
   documents: { convert(): Promise<unknown>; kit(): Promise<unknown>; whatsNext(): Promise<unknown> };
-  /** The CDN log ingest: lines into the bot ledger. */
-  ingest(batch: CdnLogBatch): Promise<unknown>;
-  /** Token of the CDN log ingest; without one that operation answers 404. */
-  ingestToken?: string | undefined;
+  /** The log ingest (api/telemetry/log-formats): records of any supported format into the bot ledger. */
+  ingestLogs: RouteHandler;
   /** The audio ingress: JSON metadata, an audio file or multipart. */
   ingress(request: RouteRequest): Promise<unknown>;
   /** The protocol doors, which call the other operations. */

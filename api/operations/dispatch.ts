@@ -1,8 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
-import { bearerToken, HttpProblem } from '../http/problem.ts';
-import { exampleOf, guard, header, json, queryOf, readAnswer, writeRoute, type RouteHandler, type RouteRequest, type WriteDeps } from '../http/route.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { exampleOf, guard, json, queryOf, readAnswer, writeRoute, type RouteHandler, type RouteRequest, type WriteDeps } from '../http/route.ts';
 import { parseJson, validate } from '../http/json-body.ts';
 import { createRouter } from '../http/router.ts';
 import type { OperationContext } from './context.ts';
@@ -40,14 +39,6 @@ function queryFor(op: AnyOperation, request: RouteRequest): unknown {
   return result.data;
 }
 
-/** Constant-time check of `Authorization: Bearer <token>`. */
-function checkIngestToken(request: RouteRequest, token: string | undefined): void {
-  if (!token) throw HttpProblem.of('NOT_FOUND', 'CDN log ingest is not configured (INGEST_TOKEN).');
-  const given = Buffer.from(bearerToken(header(request, 'authorization')) ?? '');
-  const wanted = Buffer.from(token);
-  if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) throw HttpProblem.of('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
-}
-
 /** The engine handler of one declaration: its inputs parsed in order, then its work, answered with its 2xx. */
 export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: WriteDeps): RouteHandler {
   if (op.raw) return (request) => op.raw!(request, ctx);
@@ -72,7 +63,6 @@ export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: Write
     return async (request) => readAnswer(request, await handle({ params: paramsOf(op, request), query: queryFor(op, request), body: undefined, request }, ctx));
   }
   return async (request) => {
-    if (op.credentials === 'ingest-token') checkIngestToken(request, ctx.ingestToken);
     const rate = op.rateLimit ? await writes.limiter.take(request.client) : {};
     const params = paramsOf(op, request);
     const query = queryFor(op, request);

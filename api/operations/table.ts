@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { header } from '../http/route.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
-import { CdnLogBatchSchema } from '../schemas/ingest.ts';
+import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
+import { FORMATS } from '../telemetry/log-formats/types.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
 import { DualExchangeRequestSchema, FingerprintRequestSchema, ScoreRequestSchema } from '../schemas/omip.ts';
 import {
@@ -13,7 +14,6 @@ import {
   FeedSchema,
   FingerprintSchema,
   HealthSchema,
-  IngestResultSchema,
   IngressResultSchema,
   LivingLatticeSchema,
   LogSchema,
@@ -295,15 +295,21 @@ export const OPERATIONS = [
     id: 'ingestCdnLogs',
     method: 'POST',
     path: '/api/telemetry/ingest',
-    summary: 'CDN log lines into the bot ledger (needs INGEST_TOKEN)',
+    summary: 'Log records into the bot ledger (needs INGEST_TOKEN): our JSON lines, NCSA combined/common, Cloudflare Logpush, CloudFront standard logs or a JSON drain (format declared by ?format= or recognised); client addresses are verified, never stored; a repeated Idempotency-Key counts once',
     tag: 'telemetry',
     served: 'engine',
+    query: z.object({ format: z.enum(FORMATS).optional().meta({ description: 'The records\' format; recognised from the content when left out.' }) }),
     body: CdnLogBatchSchema,
+    bodyMedia: {
+      'application/x-ndjson': { description: 'One JSON record a line (Cloudflare Logpush, drains, our JSON lines)' },
+      'text/plain': { description: 'Log lines as a web server or CDN writes them (combined, common, CloudFront)' },
+    },
     bodyLimit: 'ingest',
-    responses: { 202: ok('Lines taken and counted', IngestResultSchema) },
-    problems: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'VALIDATION_FAILED', 'INGEST_TOKEN_REQUIRED'],
+    responses: { 202: ok('Records read, counted and skipped by reason', IngestResultSchema) },
+    problems: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'BATCH_TOO_LARGE', 'INVALID_QUERY', 'VALIDATION_FAILED', 'INGEST_TOKEN_REQUIRED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_FLIGHT'],
     credentials: 'ingest-token',
-    handle: ({ body }, ctx) => ctx.ingest(body),
+    // Its body may be text or NDJSON, and its token and batch key are its own: the handler reads the request.
+    raw: (request, ctx) => ctx.ingestLogs(request),
   }),
   defineOperation({
     id: 'getBotTraffic',

@@ -1,20 +1,40 @@
 import { z } from 'zod';
+import { FORMATS } from '../telemetry/log-formats/types.ts';
 import { apiSchemas } from './registry.ts';
 
-/** One request a CDN served, as its log line says. */
-export const CdnLogLineSchema = z.object({
-  method: z.string().regex(/^[A-Z]{3,10}$/),
-  /** Path without the query string. */
-  path: z.string().startsWith('/').max(2048),
-  host: z.string().max(255).default(''),
-  userAgent: z.string().max(1024).default(''),
-  status: z.number().int().min(100).max(599),
-  /** When the CDN served it (ISO 8601); defaults to the time of ingest. */
-  time: z.iso.datetime().optional(),
-});
+/** Most records in one batch to POST /api/telemetry/ingest (bytes: INGEST_BATCH_BYTES, 4 MiB by default). */
+export const INGEST_MAX_LINES = 10_000;
 
-/** Body of POST /api/telemetry/ingest: a batch of CDN log lines. */
+/**
+ * Body of POST /api/telemetry/ingest as JSON: log records of one format, each a line of text (combined,
+ * CloudFront, NDJSON) or an object (our JSON line, a Cloudflare Logpush record, a drain record).
+ * Records that cannot be read are skipped and counted by reason; they never fail the batch.
+ */
 export const CdnLogBatchSchema = z
-  .object({ lines: z.array(CdnLogLineSchema).min(1).max(1000) })
-  .register(apiSchemas, { id: 'CdnLogBatch', examples: [{ lines: [{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 }] }] });
+  .object({
+    /** The records' format; recognised from the content when left out. */
+    format: z.enum(FORMATS).optional(),
+    /** Up to 10,000 records. */
+    lines: z.array(z.union([z.string(), z.record(z.string(), z.unknown())])).min(1).max(INGEST_MAX_LINES),
+  })
+  .register(apiSchemas, {
+    id: 'CdnLogBatch',
+    examples: [
+      { lines: [{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 }] },
+      { format: 'combined', lines: ['66.249.66.1 - - [21/Nov/2026:10:00:00 +0000] "GET /llms.txt HTTP/1.1" 200 5123 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"'] },
+    ],
+  });
 export type CdnLogBatch = z.output<typeof CdnLogBatchSchema>;
+
+/** The answer: records read as requests, how many the ledger counted (bots and bait hits), and skips by reason. */
+export const IngestResultSchema = z
+  .object({
+    /** Records read as requests. */
+    accepted: z.number().int(),
+    /** Requests the ledger counted (bots and bait hits). */
+    counted: z.number().int(),
+    /** Records skipped, by reason. */
+    skipped: z.record(z.string(), z.number().int()),
+  })
+  .register(apiSchemas, { id: 'IngestResult' });
+export type IngestResult = z.output<typeof IngestResultSchema>;

@@ -190,16 +190,6 @@ export const IngressResultSchema = z
   })
   .register(apiSchemas, { id: 'IngressResult' });
 
-/** 202 of POST /api/telemetry/ingest. */
-export const IngestResultSchema = z
-  .object({
-    /** Lines taken. */
-    accepted: z.number().int(),
-    /** Lines counted as bots or bait hits. */
-    counted: z.number().int(),
-  })
-  .register(apiSchemas, { id: 'IngestResult' });
-
 /** GET /bot-traffic.json (spec 2.9 botTraffic). */
 export const BotTrafficSchema = z
   .looseObject({

@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
 import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
-import { Journal, type JournalEntry } from './journal.ts';
+import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
@@ -165,6 +165,8 @@ export interface EmbeddedStoreOptions {
   compactEvery?: number;
   /** ...or once the journal file is this large; either way, only once the journal is as large as the snapshot. */
   compactBytes?: number;
+  /** Told of each durable write and each refused one (metrics). */
+  observer?: JournalObserver | undefined;
 }
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
@@ -270,7 +272,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // replays at most about as much journal as snapshot.
   const sizeOfSnapshot = () => stat(snapshotPath).then((s) => s.size, () => 0);
   let snapshotBytes = await sizeOfSnapshot();
-  const journal = new Journal(dir);
+  const journal = new Journal(dir, options.observer);
   const base = db.data.seq;
   const entries = await journal.replay((file, line) => logger.warn({ file, line }, 'journal: skipped a torn or corrupt line'));
   const memory = new Memory(db.data);

@@ -30,6 +30,14 @@ const dataOf = (content: Buffer): string => content.toString('utf8', 0, endOfDat
 const NAME = /^journal-(\d{12})\.jsonl$/;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
 
+/** An optional observer of durable writes (metrics): the journal reports, it does not know who listens. */
+export interface JournalObserver {
+  /** A group of appends made durable in one write. */
+  written(seconds: number, groupSize: number): void;
+  /** A group of appends the disk refused. */
+  failed(groupSize: number): void;
+}
+
 interface Pending {
   line: string;
   resolve: () => void;
@@ -65,8 +73,11 @@ export class Journal {
     return this.#diskWrites;
   }
 
-  constructor(dir: string) {
+  readonly #observer: JournalObserver | undefined;
+
+  constructor(dir: string, observer?: JournalObserver) {
     this.dir = dir;
+    this.#observer = observer;
   }
 
   /** Reads every journal file in order; a line that does not parse is reported and skipped. */
@@ -158,6 +169,7 @@ export class Journal {
       const group = this.#pending;
       this.#pending = [];
       const data = Buffer.from(group.map((p) => p.line).join(''));
+      const started = performance.now();
       try {
         // A journal that could not be opened (read-only or full disk) is retried on each write.
         const handle = (this.#handle ??= await this.#reopen());
@@ -166,10 +178,12 @@ export class Journal {
         if (bytesWritten !== data.length) throw new Error('short write');
         this.#diskWrites++;
         this.#size += data.length;
+        this.#observer?.written((performance.now() - started) / 1000, group.length);
         for (const p of group) p.resolve();
       } catch (error) {
         await this.#handle?.truncate(this.#size).catch(() => undefined);
         this.#allocated = Math.min(this.#allocated, this.#size);
+        this.#observer?.failed(group.length);
         for (const p of group) p.reject(error);
       }
     }

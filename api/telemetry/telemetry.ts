@@ -102,13 +102,32 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
+  /** A claimed family's verdict for an address; null while a check is under way (settled later). */
+  function verify(classification: Classification, address: string): Verdict | null {
+    const known = classification.known;
+    if (!known || !verifier.canVerify(known)) return null;
+    const ipKey = hash('sha256', address, 'base64url').slice(0, 16);
+    const verification = verifier.lookup(known, address, ipKey);
+    if (verification === null) {
+      const key = `${known.family}\n${ipKey}`;
+      waiting.set(key, (waiting.get(key) ?? 0) + 1);
+    }
+    return verification;
+  }
+
   return {
-    /** Counts requests a CDN served (no client address, so no verification). */
-    ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined }[]): number {
+    /**
+     * Counts requests a CDN or another server logged. A line's client address is verified exactly as
+     * a live request's (ranges first, then bounded reverse DNS) and, like it, never stored.
+     */
+    ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined; clientAddress?: string | undefined }[]): number {
       let counted = 0;
       for (const l of lines) {
         const path = readable(l.path);
-        if (countRequest(l, o.classify(l.userAgent), under(path, o.baitPaths), path, l.time ? new Date(l.time) : now(), null)) counted++;
+        const classification = o.classify(l.userAgent);
+        const bait = under(path, o.baitPaths);
+        const verification = l.clientAddress && (classification.bot || bait) ? verify(classification, l.clientAddress) : null;
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), verification)) counted++;
       }
       return counted;
     },
@@ -119,22 +138,15 @@ export async function createTelemetry(o: TelemetryOptions) {
       const path = readable(r.path);
       const bait = under(path, o.baitPaths);
       if (!classification.bot && !bait) return;
-      let verification: Verdict | null = signed ? signed.verification : null;
-      const known = classification.known;
-      if (!signed && known && verifier.canVerify(known)) {
-        const ipKey = hash('sha256', r.remoteAddress, 'base64url').slice(0, 16);
-        verification = verifier.lookup(known, r.remoteAddress, ipKey);
-        if (verification === null) {
-          const key = `${known.family}\n${ipKey}`;
-          waiting.set(key, (waiting.get(key) ?? 0) + 1);
-        }
-      }
+      const verification = signed ? signed.verification : verify(classification, r.remoteAddress);
       countRequest(r, classification, bait, path, now(), verification);
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
       dirty = countStep(ledger, o.classify(userAgent), step, now()) || dirty;
     },
+    /** Verification checks under way (family and address pairs awaiting DNS), for metrics. */
+    verificationsInFlight: (): number => waiting.size,
     /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,
     /** This process's live ledger added to what the other processes last saved. */

@@ -1,0 +1,176 @@
+import { createReadStream, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { parseArgs } from 'node:util';
+import { createGunzip } from 'node:zlib';
+import { createBatcher, type LogBatch } from '../telemetry/log-formats/batches.ts';
+import { detectFormat } from '../telemetry/log-formats/detect.ts';
+import { FORMATS, type LogFormat } from '../telemetry/log-formats/types.ts';
+
+// npm run ingest-logs -- [--url URL] [--format F] FILE... : reads web server or CDN logs (plain,
+// .gz, or - for standard input) and sends them in batches to a running service's ingest route.
+const USAGE = `usage: INGEST_TOKEN=... npm run ingest-logs -- [--url http://127.0.0.1:4321] [--format ${FORMATS.join('|')}] [--batch-lines 5000] [--json] FILE... (- reads standard input)`;
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    url: { type: 'string', default: process.env.INGEST_URL ?? `http://127.0.0.1:${process.env.PORT ?? 4321}` },
+    format: { type: 'string' },
+    'batch-lines': { type: 'string', default: '5000' },
+    'batch-bytes': { type: 'string', default: String(1024 * 1024) },
+    concurrency: { type: 'string', default: '2' },
+    json: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+const fail = (message: string): never => {
+  console.error(message);
+  process.exit(2);
+};
+if (values.help || positionals.length === 0) fail(USAGE);
+const token = process.env.INGEST_TOKEN ?? fail('INGEST_TOKEN is not set: give the token the service was started with.');
+if (values.format !== undefined && !(FORMATS as readonly string[]).includes(values.format)) fail(`--format must be one of ${FORMATS.join(', ')}`);
+const endpoint = `${values.url.replace(/\/+$/, '')}/api/telemetry/ingest`;
+const batchLines = Number(values['batch-lines']);
+const batchBytes = Number(values['batch-bytes']);
+const concurrency = Math.max(1, Number(values.concurrency));
+
+const summary = { files: 0, linesRead: 0, accepted: 0, counted: 0, skipped: {} as Record<string, number>, alreadyLoaded: { batches: 0, lines: 0 }, seconds: 0 };
+
+// The progress bar goes to a terminal only, on stderr, so that output piped or captured stays clean.
+const progress = (() => {
+  if (!process.stderr.isTTY || values.json) return { update: (_done: number, _total: number, _label: string) => undefined, clear: () => undefined };
+  let last = 0;
+  return {
+    update(done: number, total: number, label: string) {
+      if (Date.now() - last < 100) return;
+      last = Date.now();
+      const width = 30;
+      const share = total > 0 ? Math.min(1, done / total) : 0;
+      const bar = total > 0 ? `[${'#'.repeat(Math.round(share * width)).padEnd(width, '.')}] ${Math.round(share * 100)}%` : '';
+      process.stderr.write(`\r${bar} ${summary.linesRead} lines, ${summary.counted} counted  ${label}`.slice(0, (process.stderr.columns ?? 80) - 1).padEnd((process.stderr.columns ?? 80) - 1));
+    },
+    clear: () => process.stderr.write(`\r${' '.repeat((process.stderr.columns ?? 80) - 1)}\r`),
+  };
+})();
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Sends one batch; retries what is worth retrying; a batch the server refuses is reported, never fatal. */
+async function send(batch: LogBatch, format: LogFormat | undefined): Promise<void> {
+  const url = format ? `${endpoint}?format=${format}` : endpoint;
+  for (let attempt = 1; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method: 'POST',
+        headers: { 'Content-Type': 'text/plain; charset=utf-8', Authorization: `Bearer ${token}`, 'Idempotency-Key': batch.key },
+        body: batch.body,
+        signal: AbortSignal.timeout(60_000),
+      });
+    } catch (error) {
+      if (attempt >= 5) fail(`cannot reach ${endpoint}: ${error instanceof Error ? (error.cause as Error | undefined)?.message ?? error.message : String(error)}`);
+      await sleep(250 * 2 ** attempt);
+      continue;
+    }
+    if (res.status === 401 || res.status === 404) fail(`${endpoint} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    // 409: the same batch is being counted (another run); 429/503: the service asks to wait.
+    if ((res.status === 409 || res.status === 429 || res.status >= 500) && attempt < 6) {
+      await res.arrayBuffer();
+      await sleep(Number(res.headers.get('retry-after') ?? 0) * 1000 || 250 * 2 ** attempt);
+      continue;
+    }
+    if (res.status !== 202) {
+      const reason = `batch refused (${res.status})`;
+      summary.skipped[reason] = (summary.skipped[reason] ?? 0) + batch.records;
+      await res.arrayBuffer();
+      return;
+    }
+    const answer = (await res.json()) as { accepted: number; counted: number; skipped: Record<string, number> };
+    if (res.headers.get('idempotent-replayed') === 'true') {
+      summary.alreadyLoaded.batches++;
+      summary.alreadyLoaded.lines += batch.records;
+      return;
+    }
+    summary.accepted += answer.accepted;
+    summary.counted += answer.counted;
+    for (const [reason, n] of Object.entries(answer.skipped)) summary.skipped[reason] = (summary.skipped[reason] ?? 0) + n;
+    return;
+  }
+}
+
+/** A file's lines (gunzipped when its name ends in .gz), and the bytes read so far for the bar. */
+function open(file: string): { input: Readable; size: number; read: () => number } {
+  // stat first: a missing file is an error here, not an unhandled stream event.
+  const size = file === '-' ? 0 : statSync(file).size;
+  const raw = file === '-' ? process.stdin : createReadStream(file);
+  let read = 0;
+  raw.on('data', (chunk: Buffer) => (read += chunk.length));
+  if (!file.endsWith('.gz')) return { input: raw, size, read: () => read };
+  const input = raw.pipe(createGunzip());
+  raw.once('error', (error: Error) => input.destroy(error));
+  return { input, size, read: () => read };
+}
+
+async function ingestFile(file: string): Promise<void> {
+  const { input, size, read } = open(file);
+  const batcher = createBatcher({ maxLines: batchLines, maxBytes: batchBytes });
+  let format = values.format as LogFormat | undefined;
+  const sample: string[] = [];
+  const queue: LogBatch[] = [];
+  const inFlight = new Set<Promise<void>>();
+  const dispatch = async (batch: LogBatch) => {
+    const sending = send(batch, format).finally(() => inFlight.delete(sending));
+    inFlight.add(sending);
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  };
+  const take = async (batches: LogBatch[]) => {
+    for (const batch of batches) {
+      // The format is decided once per file, from its first lines, before anything is sent.
+      if (format === undefined && sample.length < 20) {
+        queue.push(batch);
+        continue;
+      }
+      await dispatch(batch);
+    }
+  };
+  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+    if (line.trim() !== '' && !line.startsWith('#')) summary.linesRead++;
+    if (format === undefined && sample.length < 20 && line.trim() !== '') {
+      sample.push(line);
+      if (sample.length === 20) format = detectFormat(sample) ?? undefined;
+    }
+    const done = batcher.push(line);
+    if (done.length) await take(done);
+    if (format !== undefined && queue.length) for (const batch of queue.splice(0)) await dispatch(batch);
+    progress.update(read(), size, file);
+  }
+  format ??= detectFormat(sample) ?? undefined;
+  for (const batch of [...queue.splice(0), ...[batcher.end()].filter((b) => b !== null)]) await dispatch(batch);
+  await Promise.all(inFlight);
+  summary.files++;
+}
+
+const started = performance.now();
+for (const file of positionals) {
+  try {
+    await ingestFile(file);
+  } catch (error) {
+    // A file that cannot be read (missing, not gzip after all) is reported; the others still load.
+    progress.clear();
+    console.error(`${file}: ${error instanceof Error ? error.message : String(error)}`);
+    summary.skipped['unreadable file'] = (summary.skipped['unreadable file'] ?? 0) + 1;
+  }
+}
+summary.seconds = Math.round((performance.now() - started) / 10) / 100;
+progress.clear();
+
+if (values.json) {
+  console.log(JSON.stringify(summary));
+} else {
+  const skipped = Object.entries(summary.skipped).sort((a, b) => b[1] - a[1]);
+  const total = skipped.reduce((n, [, c]) => n + c, 0);
+  console.log(`read ${summary.linesRead} lines from ${summary.files} file(s) in ${summary.seconds} s`);
+  console.log(`counted ${summary.counted} (crawler and bait reads) of ${summary.accepted} requests accepted`);
+  console.log(`skipped ${total}${total ? `: ${skipped.map(([r, c]) => `${r} ${c}`).join(', ')}` : ''}`);
+  if (summary.alreadyLoaded.batches) console.log(`already loaded before: ${summary.alreadyLoaded.lines} lines in ${summary.alreadyLoaded.batches} batch(es), not counted again`);
+}

@@ -1,0 +1,92 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ObservedRequest } from '../gateway/gateway.ts';
+import type { JournalObserver } from '../store/journal.ts';
+import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
+
+/** What the metrics read when scraped; set once telemetry exists. */
+export interface MetricSources {
+  ledger(): TelemetrySnapshot;
+  verificationsInFlight(): number;
+}
+
+const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
+
+/**
+ * The service's Prometheus metrics (prom-client): requests by operation and status class with
+ * latency, journal writes, store errors, rate-limit refusals, the ledger's size, verifications in
+ * flight, and prom-client's default process and event-loop metrics. Operations are named by the
+ * caller (route names, `document`, `page`, `other`), never by raw path, so label sets stay bounded.
+ */
+export function createMetrics(operationOf: (method: string, path: string) => string) {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  let sources: MetricSources | undefined;
+
+  const requests = new Counter({ name: 'agentnode_http_requests_total', help: 'Finished HTTP requests by operation and status class.', labelNames: ['operation', 'status_class'], registers: [registry] });
+  const latency = new Histogram({
+    name: 'agentnode_http_request_duration_seconds',
+    help: 'Time from the request to its finished answer, by operation.',
+    labelNames: ['operation'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const rateLimited = new Counter({ name: 'agentnode_rate_limit_refusals_total', help: 'Requests refused with 429 by the write rate limit.', registers: [registry] });
+  const journalWrite = new Histogram({ name: 'agentnode_journal_write_seconds', help: 'Durable journal writes (one per group of appends), embedded store.', buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers: [registry] });
+  const journalGroup = new Histogram({ name: 'agentnode_journal_group_size', help: 'Appends made durable by one journal write (group commit).', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers: [registry] });
+  const storeErrors = new Counter({ name: 'agentnode_store_errors_total', help: 'Store writes the disk refused (each answered 503).', registers: [registry] });
+  new Gauge({
+    name: 'agentnode_ledger_families',
+    help: 'Bot families in this process\'s telemetry ledger.',
+    registers: [registry],
+    collect() {
+      if (sources) this.set(Object.keys(sources.ledger().families).length);
+    },
+  });
+  new Gauge({
+    name: 'agentnode_ledger_bytes',
+    help: 'Size of this process\'s telemetry ledger as saved (JSON bytes).',
+    registers: [registry],
+    collect() {
+      if (sources) this.set(Buffer.byteLength(JSON.stringify(sources.ledger())));
+    },
+  });
+  new Gauge({
+    name: 'agentnode_verifications_in_flight',
+    help: 'Crawler verifications (reverse DNS) under way.',
+    registers: [registry],
+    collect() {
+      if (sources) this.set(sources.verificationsInFlight());
+    },
+  });
+
+  const journal: JournalObserver = {
+    written(seconds, groupSize) {
+      journalWrite.observe(seconds);
+      journalGroup.observe(groupSize);
+    },
+    failed(groupSize) {
+      storeErrors.inc(groupSize);
+    },
+  };
+
+  return {
+    registry,
+    journal,
+    /** Connects the scrape-time readings once telemetry is up. */
+    watch(s: MetricSources): void {
+      sources = s;
+    },
+    /** One finished request (the gateway's observer). */
+    observe(r: ObservedRequest): void {
+      const operation = operationOf(r.method, r.path);
+      requests.inc({ operation, status_class: statusClass(r.status) });
+      latency.observe({ operation }, r.durationMs / 1000);
+      if (r.status === 429) rateLimited.inc();
+    },
+    /** The exposition text and its Content-Type. */
+    async scrape(): Promise<{ contentType: string; body: string }> {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,65 @@
+import { finish } from './normalise.ts';
+import type { Parsed } from './types.ts';
+
+// NCSA common and combined, as nginx (`log_format combined`) and Apache (`LogFormat ... combined`)
+// write them by default, optionally led by Apache's vhost_combined `%v:%p`:
+//   [vhost:port] $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent ["$http_referer" "$http_user_agent"]
+const QUOTED = '"((?:[^"\\\\]|\\\\.)*)"';
+const LINE = new RegExp(`^(?:(\\S+):\\d+ )?(\\S+) \\S+ (?:\\S+|${QUOTED}) \\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (?:\\d+|-)(?: ${QUOTED} ${QUOTED})?`);
+const MONTHS: Record<string, string> = { Jan: '01', Feb: '02', Mar: '03', Apr: '04', May: '05', Jun: '06', Jul: '07', Aug: '08', Sep: '09', Oct: '10', Nov: '11', Dec: '12' };
+const TIME = /^(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/;
+
+/** `10/Oct/2000:13:55:36 -0700` as ISO 8601, or null. */
+export function clfTime(text: string): string | null {
+  const m = TIME.exec(text);
+  const month = m && MONTHS[m[2]!];
+  if (!m || !month) return null;
+  const date = new Date(`${m[3]}-${month}-${m[1]}T${m[4]}:${m[5]}:${m[6]}${m[7]}${m[8]}:${m[9]}`);
+  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+}
+
+const SIMPLE: Record<string, number> = { '"': 0x22, '\\': 0x5c, n: 0x0a, r: 0x0d, t: 0x09 };
+
+/**
+ * Undoes the escapes both servers write inside quotes: `\"`, `\\`, `\n`, `\t`, and `\xHH` for other
+ * bytes (nginx escapes every byte of a UTF-8 character apart, so bytes are gathered, then decoded).
+ */
+export function unescapeQuoted(text: string): string {
+  if (!text.includes('\\')) return text;
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '\\' && i + 1 < text.length) {
+      const next = text[i + 1]!;
+      if (next === 'x' && /^[0-9a-fA-F]{2}$/.test(text.slice(i + 2, i + 4))) {
+        bytes.push(parseInt(text.slice(i + 2, i + 4), 16));
+        i += 3;
+        continue;
+      }
+      if (next in SIMPLE) {
+        bytes.push(SIMPLE[next]!);
+        i++;
+        continue;
+      }
+    }
+    bytes.push(...Buffer.from(c, 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
+}
+
+/** Whether a line has the shape of common or combined log format (for recognising a file). */
+export const looksCombined = (text: string): boolean => LINE.test(text);
+
+/** One common or combined log line. */
+export function parseCombined(text: string): Parsed | null {
+  if (text.trim() === '') return null;
+  const m = LINE.exec(text);
+  if (!m) return { skip: 'unparseable' };
+  const [, vhost, address, , time, request, status, , userAgent] = m;
+  // `"$request"` is `METHOD target PROTOCOL`; `-` or bytes of a TLS handshake are not a request.
+  const parts = unescapeQuoted(request!).split(' ');
+  if (parts.length < 2 || parts.length > 3) return { skip: 'not-a-request' };
+  const when = clfTime(time!);
+  if (!when) return { skip: 'bad-time' };
+  return finish({ method: parts[0], target: parts[1], host: vhost ?? '', userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent), status, time: when, clientAddress: address });
+}

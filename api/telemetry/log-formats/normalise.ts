@@ -1,0 +1,93 @@
+import { isIP } from 'node:net';
+import type { LogLine, Parsed } from './types.ts';
+
+/** The raw fields a parser found, before the common checks. */
+export interface RawLine {
+  method: unknown;
+  /** Path, path with query, or an absolute URL. */
+  target: unknown;
+  host?: unknown;
+  userAgent?: unknown;
+  status: unknown;
+  /** A Date, an ISO string, or a number (seconds, milliseconds, microseconds or nanoseconds since 1970). */
+  time?: unknown;
+  clientAddress?: unknown;
+}
+
+const METHOD = /^[A-Z]{3,10}$/;
+const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
+// `-` is how the text formats write an absent value.
+const present = (v: unknown): string => {
+  const s = str(v).trim();
+  return s === '-' ? '' : s;
+};
+
+/** Epoch numbers by magnitude: Cloudflare's unix, unixnano, and the milliseconds drains send. */
+export function timeOf(value: unknown): Date | null {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
+  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+(\.\d+)?$/.test(value) ? Number(value) : null;
+  if (n !== null) {
+    const ms = n >= 1e17 ? n / 1e6 : n >= 1e14 ? n / 1e3 : n >= 1e11 ? n : n * 1000;
+    const date = new Date(ms);
+    return Number.isNaN(date.getTime()) ? null : date;
+  }
+  if (typeof value !== 'string' || value === '') return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** The path of a request target (query dropped) and the host an absolute URL names. */
+function targetOf(target: string): { path: string; host: string } | null {
+  if (target.startsWith('/')) {
+    const end = target.search(/[?#]/);
+    return { path: end === -1 ? target : target.slice(0, end), host: '' };
+  }
+  if (/^https?:\/\//i.test(target)) {
+    try {
+      const url = new URL(target);
+      return { path: url.pathname, host: url.host };
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** The common checks every format ends with, as the JSON line schema states them. */
+export function finish(raw: RawLine): Parsed {
+  const method = present(raw.method).toUpperCase();
+  if (!METHOD.test(method)) return { skip: 'bad-method' };
+  const target = targetOf(present(raw.target));
+  if (!target || target.path.length > 2048) return { skip: 'bad-path' };
+  const status = typeof raw.status === 'number' ? raw.status : /^\d{3}$/.test(present(raw.status)) ? Number(present(raw.status)) : NaN;
+  if (!Number.isInteger(status) || status < 100 || status > 599) return { skip: 'bad-status' };
+  const line: LogLine = {
+    method,
+    path: target.path,
+    host: (present(raw.host) || target.host).slice(0, 255),
+    userAgent: present(raw.userAgent).slice(0, 1024),
+    status,
+  };
+  if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
+    const time = timeOf(raw.time);
+    if (!time) return { skip: 'bad-time' };
+    line.time = time.toISOString();
+  }
+  // Only a well-formed address can be verified; anything else (a proxy chain, `unknown`) is left out.
+  const address = present(raw.clientAddress).replace(/^\[|\]$/g, '');
+  if (isIP(address)) line.clientAddress = address;
+  return { line };
+}
+
+/** An object of NDJSON or already parsed; null for a blank line, 'unparseable' for anything but an object. */
+export function jsonRecord(record: string | Record<string, unknown>): Record<string, unknown> | 'unparseable' | null {
+  if (typeof record !== 'string') return record;
+  if (record.trim() === '') return null;
+  try {
+    const value: unknown = JSON.parse(record);
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // falls through to the skip
+  }
+  return 'unparseable';
+}
