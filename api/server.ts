@@ -78,7 +78,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const content = await loadContent(config.CONTENT_DIR);
   const { store, rateLimitBackend } = await openStore(config, logger);
   const telemetry = await createTelemetry({
-    classify: createClassifier(content.botFamilies.families),
+    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
     resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,

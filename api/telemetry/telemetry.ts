@@ -1,12 +1,12 @@
 import { hash } from 'node:crypto';
-import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import { classificationOf, type Classification, type Classifier } from './classify.ts';
-import { count, countStep, emptySnapshot, mergeSnapshots, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
-import { createVerifier, type Resolver, type Verdict } from './verify.ts';
+import type { AddressRanges } from './address-ranges.ts';
+import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { createVerifier, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
@@ -19,7 +19,9 @@ export interface TelemetryOptions {
   /** Fetches a registered signature agent's key directory. */
   fetchDirectory: DirectoryFetcher;
   /** Operators' published address ranges by family. */
-  ranges?: Map<string, BlockList>;
+  ranges?: Map<string, AddressRanges>;
+  /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */
+  maxDnsInFlight?: number;
   store: TelemetryStore;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
@@ -38,6 +40,21 @@ function readable(path: string): string {
   }
 }
 
+/**
+ * One request a CDN or proxy served, as its log line says. `clientAddress`, when the log has it, is
+ * verified exactly as a live request's address (ranges first, reverse DNS bounded) and never stored.
+ */
+export interface IngestLine {
+  method: string;
+  path: string;
+  host: string;
+  userAgent: string;
+  status: number;
+  /** When it was served (ISO 8601); defaults to the time of ingest. */
+  time?: string | undefined;
+  clientAddress?: string | undefined;
+}
+
 const under = (path: string, prefixes: string[]) => prefixes.some((p) => path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`));
 
 /**
@@ -47,24 +64,30 @@ const under = (path: string, prefixes: string[]) => prefixes.some((p) => path ==
  */
 export async function createTelemetry(o: TelemetryOptions) {
   const now = o.now ?? (() => new Date());
-  const ledger: TelemetrySnapshot = (await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest))) ?? emptySnapshot(now());
+  const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+  const ledger: TelemetrySnapshot = saved ? reviveSnapshot(saved) : emptySnapshot(now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
   let lastSaved = Date.now();
   // Requests counted before their verification answer came back, by family and hashed address.
   const waiting = new Map<string, number>();
-  const verifier = createVerifier(o.resolver, (family, ipKey, verdict) => {
-    const key = `${family}\n${ipKey}`;
-    settle(ledger, family, verdict, waiting.get(key) ?? 0);
-    waiting.delete(key);
-    dirty = true;
-  }, o.ranges);
+  const verifier = createVerifier({
+    resolver: o.resolver,
+    ranges: o.ranges,
+    maxInFlight: o.maxDnsInFlight,
+    onResult: (family, ipKey, outcome) => {
+      const key = `${family}\n${ipKey}`;
+      settle(ledger, family, outcome, waiting.get(key) ?? 0);
+      waiting.delete(key);
+      dirty = true;
+    },
+  });
   const signatures = createSignatureVerifier({
     families: o.families,
     fetchDirectory: o.fetchDirectory,
     onResult: (family, verdict) => {
-      settle(ledger, family, verdict, 1);
+      settle(ledger, family, verdict === 'verified' ? 'verified' : 'failed', 1);
       dirty = true;
     },
   });
@@ -73,12 +96,31 @@ export async function createTelemetry(o: TelemetryOptions) {
    * A request signed by a registered agent is that agent's family, whatever its User-Agent says
    * (signed agents often send a browser's), unless the User-Agent names another known family.
    */
-  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Verdict | null } | null {
+  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Outcome | null } | null {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const verification = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
-    return { classification: classificationOf(family), verification };
+    const verdict = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
+    return { classification: classificationOf(family), verification: verdict === null ? null : verdict === 'verified' ? 'verified' : 'failed' };
+  }
+
+  /**
+   * The outcome of a claim by address: a robots.txt-only token is spoofed at once; a family that
+   * can be checked by address is looked up (null while DNS answers, settled later); anything else,
+   * or a line without an address, is unverifiable.
+   */
+  function byAddress(classification: Classification, address: string | undefined): Outcome | null {
+    const known = classification.known;
+    if (!classification.bot) return null;
+    if (known?.robots_only) return 'failed';
+    if (!known || !address || !verifier.canVerify(known)) return 'unverifiable';
+    const ipKey = hash('sha256', address, 'base64url').slice(0, 16);
+    const outcome = verifier.lookup(known, address, ipKey);
+    if (outcome === null) {
+      const key = `${known.family}\n${ipKey}`;
+      waiting.set(key, (waiting.get(key) ?? 0) + 1);
+    }
+    return outcome;
   }
 
   async function flush(): Promise<void> {
@@ -96,19 +138,22 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Verdict | null): boolean {
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
     const counted = count(ledger, { at, method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait });
     dirty ||= counted;
     return counted;
   }
 
   return {
-    /** Counts requests a CDN served (no client address, so no verification). */
-    ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined }[]): number {
+    /** Counts requests a CDN or proxy served; a line's client address is verified like a live request's, never stored. */
+    ingest(lines: IngestLine[]): number {
       let counted = 0;
       for (const l of lines) {
         const path = readable(l.path);
-        if (countRequest(l, o.classify(l.userAgent), under(path, o.baitPaths), path, l.time ? new Date(l.time) : now(), null)) counted++;
+        const classification = o.classify(l.userAgent);
+        const bait = under(path, o.baitPaths);
+        if (!classification.bot && !bait) continue;
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
       return counted;
     },
@@ -119,22 +164,14 @@ export async function createTelemetry(o: TelemetryOptions) {
       const path = readable(r.path);
       const bait = under(path, o.baitPaths);
       if (!classification.bot && !bait) return;
-      let verification: Verdict | null = signed ? signed.verification : null;
-      const known = classification.known;
-      if (!signed && known && verifier.canVerify(known)) {
-        const ipKey = hash('sha256', r.remoteAddress, 'base64url').slice(0, 16);
-        verification = verifier.lookup(known, r.remoteAddress, ipKey);
-        if (verification === null) {
-          const key = `${known.family}\n${ipKey}`;
-          waiting.set(key, (waiting.get(key) ?? 0) + 1);
-        }
-      }
-      countRequest(r, classification, bait, path, now(), verification);
+      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
       dirty = countStep(ledger, o.classify(userAgent), step, now()) || dirty;
     },
+    /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
+    dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),
     /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,
     /** This process's live ledger added to what the other processes last saved. */
