@@ -63,13 +63,13 @@ export interface LedgerEvent {
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
 export const LEDGER_LIMITS = {
   /** Family rows; past them, new families share OTHER_FAMILIES. */
-  families: 200,
+  families: 128,
   /** Paths per family; past them, new paths share "(other)". */
-  pathsPerFamily: 20,
-  hostsPerFamily: 8,
+  pathsPerFamily: 16,
+  hostsPerFamily: 5,
   /** Characters kept of a path, a host and a family name. */
-  pathChars: 200,
-  hostChars: 100,
+  pathChars: 128,
+  hostChars: 64,
   nameChars: 64,
   hours: 48,
   days: 8,
