@@ -2,7 +2,7 @@ import crawlers from 'crawler-user-agents';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, VerifyMethod } from '../schemas/bot-families.ts';
-import { productTokens, type Tokens } from './tokens.ts';
+import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
 
 /** What the gateway knows of a User-Agent. */
 export interface Classification {
@@ -16,8 +16,21 @@ export interface Classification {
   verify: VerifyMethod;
 }
 
-/** Only this many leading characters of a User-Agent are read and cached (every known token sits well inside them). */
-export const UA_PREFIX_CHARS = 512;
+/**
+ * Only this many leading characters of a User-Agent are read and cached, cut back to the last
+ * space so no token is read half, and without trailing separators (every family token of our
+ * fixtures sits inside them).
+ */
+export const UA_PREFIX_CHARS = 256;
+
+/** The part of a User-Agent that is classified and cached. */
+export function uaPrefix(userAgent: string): string {
+  if (userAgent.length <= UA_PREFIX_CHARS) return userAgent;
+  const head = userAgent.slice(0, UA_PREFIX_CHARS);
+  const space = head.lastIndexOf(' ');
+  // Trailing separators too: isbot reads "...; b0s;" at the very end as a bot's signature.
+  return (space > UA_PREFIX_CHARS / 2 ? head.slice(0, space) : head).replace(/[\s;,(]+$/, '');
+}
 /** The classification cache holds at most this many bytes of keys and answers. */
 export const CLASSIFY_CACHE_BYTES = 4 * 1024 * 1024;
 
@@ -133,28 +146,28 @@ export function createClassifier(families: BotFamily[], humanClients: Record<str
   const cache = new LRUCache<string, Classification>({ maxSize: cacheBytes, sizeCalculation: (_v, key) => 2 * key.length + 96 });
 
   function uncached(ua: string): Classification {
-    const t = productTokens(ua);
+    const lower = lowerTokens(ua);
     let human = false;
     let weak: Classification | undefined;
-    for (let i = 0; i < t.lower.length; i++) {
+    for (let i = 0; i < lower.length; i++) {
       // "TelegramBot (like TwitterBot)": a token after "like" is a comparison, not a claim.
-      if (i > 0 && NOT_A_CLAIM.has(t.lower[i - 1]!)) continue;
-      const known = phraseAt(byPhrase, t.lower, i, familyPrefixes);
+      if (i > 0 && NOT_A_CLAIM.has(lower[i - 1]!)) continue;
+      const known = phraseAt(byPhrase, lower, i, familyPrefixes);
       if (known && !isWeak(known)) return known;
       weak ??= known;
-      human ||= phraseAt(humans, t.lower, i, humanPrefixes) !== undefined;
+      human ||= phraseAt(humans, lower, i, humanPrefixes) !== undefined;
     }
     if (weak) {
-      const name = nameOf(t, (lower) => weakTokens.has(lower));
+      const name = nameOf(productTokens(ua), (token) => weakTokens.has(token));
       return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
     }
     if (human || ua === '' || !isbot(ua)) return HUMAN;
-    const name = nameOf(t);
+    const name = nameOf(productTokens(ua));
     return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
   }
 
   return function classify(userAgent: string): Classification {
-    const key = userAgent.length > UA_PREFIX_CHARS ? userAgent.slice(0, UA_PREFIX_CHARS) : userAgent;
+    const key = uaPrefix(userAgent);
     const hit = cache.get(key);
     if (hit) return hit;
     const result = uncached(key);

@@ -40,3 +40,21 @@ export function productTokens(ua: string): Tokens {
   }
   return { lower, original, starts };
 }
+
+const SPLIT = /[\s;(),[\]{}"'<>|]+/;
+
+/**
+ * The lowercase product tokens only, as productTokens gives them, for the hot path: one
+ * toLowerCase and one split, no per-character work in JavaScript.
+ */
+export function lowerTokens(ua: string): string[] {
+  const parts = ua.toLowerCase().split(SPLIT);
+  const out: string[] = [];
+  for (const part of parts) {
+    if (part === '' || part.charCodeAt(0) === PLUS) continue;
+    const slash = part.indexOf('/');
+    if (slash === 0) continue;
+    out.push(slash < 0 ? part : part.slice(0, slash));
+  }
+  return out;
+}
