@@ -13,7 +13,7 @@ async function telemetry(resolver: Resolver) {
     resolver,
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
-    fetchDirectory: async () => ({ keys: [] }),
+    fetchDirectory: async () => new Map(),
     store: openMemoryStore().telemetry,
     baitPaths: content.crawlPolicy.disallow,
     logger: pino({ level: 'silent' }),
