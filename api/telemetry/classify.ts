@@ -117,10 +117,10 @@ function nameOf(t: Tokens, skip: (lower: string) => boolean = () => false): stri
     if (!FALLBACK_TOKENS.has(t.lower[i]!) || skip(t.lower[i]!)) continue;
     return GENERIC_NAMES.has(t.lower[i + 1] ?? '') ? `${t.original[i]} ${t.original[i + 1]}` : t.original[i]!;
   }
-  for (let i = 1; i < t.lower.length; i++) if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!)) return `${t.original[i - 1]} ${t.original[i]}`;
+  for (let i = 1; i < t.lower.length; i++) if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!)) return `${t.original[i - 1]} ${t.original[i]}`;
   for (let i = 0; i < t.lower.length; i++) {
     const lower = t.lower[i]!;
-    if (!NOT_NAMES.has(lower) && lower.length > 2 && BOTLIKE.test(lower) && !lower.includes('.') && !lower.includes('@') && !lower.includes(':')) return t.original[i]!;
+    if (!skip(lower) && !NOT_NAMES.has(lower) && lower.length > 2 && BOTLIKE.test(lower) && !lower.includes('.') && !lower.includes('@') && !lower.includes(':')) return t.original[i]!;
   }
   return null;
 }
