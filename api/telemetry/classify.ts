@@ -111,16 +111,37 @@ const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 /** Words that name a bot only together with the word before them ("Speedy Spider"). */
 const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 
+/** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
+const NAME_STOP = new Set([...[...NOT_NAMES].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
+
+/**
+ * The name starting at token i, with the words that follow it after a single space while none has
+ * a version ("Xenu Link Sleuth/1.3", "netEstate NE Crawler"): at most 4 words, ending after a
+ * generic word such as Crawler.
+ */
+function nameAt(t: Tokens, ua: string, i: number): string {
+  let name = t.original[i]!;
+  let j = i;
+  while (j - i < 3 && !GENERIC_NAMES.has(t.lower[j]!)) {
+    const end = t.starts[j]! + t.original[j]!.length;
+    const next = t.original[j + 1];
+    if (next === undefined || ua.charCodeAt(end) !== 32 || t.starts[j + 1] !== end + 1 || !/^[A-Za-z]/.test(next) || /^v\d/i.test(next) || NAME_STOP.has(t.lower[j + 1]!)) break;
+    name += ` ${next}`;
+    j++;
+  }
+  return name;
+}
+
 /** The name an unknown bot gives itself: the first token crawler-user-agents knows, else the first bot-like token. */
-function nameOf(t: Tokens, skip: (lower: string) => boolean = () => false): string | null {
+function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => false): string | null {
   for (let i = 0; i < t.lower.length; i++) {
     if (!FALLBACK_TOKENS.has(t.lower[i]!) || skip(t.lower[i]!)) continue;
-    return GENERIC_NAMES.has(t.lower[i + 1] ?? '') ? `${t.original[i]} ${t.original[i + 1]}` : t.original[i]!;
+    return nameAt(t, ua, i);
   }
   for (let i = 1; i < t.lower.length; i++) if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!)) return `${t.original[i - 1]} ${t.original[i]}`;
   for (let i = 0; i < t.lower.length; i++) {
     const lower = t.lower[i]!;
-    if (!skip(lower) && !NOT_NAMES.has(lower) && lower.length > 2 && BOTLIKE.test(lower) && !lower.includes('.') && !lower.includes('@') && !lower.includes(':')) return t.original[i]!;
+    if (!skip(lower) && !NOT_NAMES.has(lower) && lower.length > 2 && BOTLIKE.test(lower) && !lower.includes('.') && !lower.includes('@') && !lower.includes(':')) return nameAt(t, ua, i);
   }
   return null;
 }
@@ -158,11 +179,11 @@ export function createClassifier(families: BotFamily[], humanClients: Record<str
       human ||= phraseAt(humans, lower, i, humanPrefixes) !== undefined;
     }
     if (weak) {
-      const name = nameOf(productTokens(ua), (token) => weakTokens.has(token));
+      const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
       return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
     }
     if (human || ua === '' || !isbot(ua)) return HUMAN;
-    const name = nameOf(productTokens(ua));
+    const name = nameOf(productTokens(ua), ua);
     return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
   }
 
