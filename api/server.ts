@@ -7,10 +7,9 @@ import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
-import { promises as dns } from 'node:dns';
 import { createRoutes, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
-import { rangesOf } from './telemetry/verify.ts';
+import { rangesOf, systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
 import { createRouter } from './http/router.ts';
@@ -79,7 +78,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { store, rateLimitBackend } = await openStore(config, logger);
   const telemetry = await createTelemetry({
     classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
-    resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
+    resolver: systemResolver(),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     fetchDirectory: httpDirectoryFetcher(),

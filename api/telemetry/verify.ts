@@ -1,3 +1,4 @@
+import { Resolver as DnsResolver } from 'node:dns/promises';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, BotIpRanges } from '../schemas/bot-families.ts';
 import { addressRanges, networkOf, plainAddress, type AddressRanges } from './address-ranges.ts';
@@ -6,6 +7,19 @@ import { addressRanges, networkOf, plainAddress, type AddressRanges } from './ad
 export interface Resolver {
   reverse(ip: string): Promise<string[]>;
   resolve(host: string): Promise<string[]>;
+}
+
+/**
+ * The resolver the server uses: c-ares queries (reverse, A and AAAA), one try of 2 s each. Not
+ * dns.lookup: getaddrinfo runs on libuv's 4 threadpool threads, which file I/O (the journal) shares.
+ */
+export function systemResolver(): Resolver {
+  const dns = new DnsResolver({ timeout: 2000, tries: 1 });
+  const none = () => [] as string[];
+  return {
+    reverse: (ip) => dns.reverse(ip),
+    resolve: async (host) => [...(await dns.resolve4(host).catch(none)), ...(await dns.resolve6(host).catch(none))],
+  };
 }
 
 /**
