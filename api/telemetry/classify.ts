@@ -87,9 +87,13 @@ function phraseAt<T>(index: PhraseIndex<T>, lower: string[], i: number, prefixes
 // example User-Agents that its pattern matches. Names then come from the User-Agent as sent,
 // never from regex source.
 const NOT_NAMES = new Set(['firefox', 'opera', 'edg', 'edge', 'msie', 'trident', 'presto', 'crios', 'fxios', 'samsungbrowser', 'mozilla', 'compatible', 'applewebkit', 'khtml', 'like', 'gecko', 'chrome', 'safari', 'version', 'mobile', 'linux', 'android', 'windows', 'macintosh', 'iphone', 'http:', 'https:', 'u', 'en', 'en-us', 'x11', 'win64', 'x64', 'nt', 'intel', 'mac', 'os', 'x', 'cpu', 'build', 'bot', 'crawler', 'spider', 'robot', 'the', 'a', 'for', 'and', 'of', 'http', 'www']);
+// Tokens of bots crawler-user-agents tags "search-engine": a search engine's indexer is a Crawler
+// by function. (Its "ai-crawler" tag mixes training, search and assistants, so it sets no class.)
+const SEARCH_TOKENS = new Set<string>();
 const FALLBACK_TOKENS: Set<string> = (() => {
   const names = new Set<string>();
   for (const c of crawlers) {
+    const search = ((c as { tags?: string[] }).tags ?? []).includes('search-engine');
     const regex = new RegExp(c.pattern, 'i');
     for (const instance of c.instances ?? []) {
       const m = regex.exec(instance);
@@ -97,7 +101,9 @@ const FALLBACK_TOKENS: Set<string> = (() => {
       const t = productTokens(instance);
       const at = t.starts.findLastIndex((s) => s <= m.index);
       const token = t.lower[at];
-      if (token && !NOT_NAMES.has(token) && token.length > 1 && !/^[\d.]+$/.test(token)) names.add(token);
+      if (!token || NOT_NAMES.has(token) || token.length < 2 || /^[\d.]+$/.test(token)) continue;
+      names.add(token);
+      if (search) SEARCH_TOKENS.add(token);
     }
   }
   return names;
@@ -184,7 +190,8 @@ export function createClassifier(families: BotFamily[], humanClients: Record<str
     }
     if (human || ua === '' || !isbot(ua)) return HUMAN;
     const name = nameOf(productTokens(ua), ua);
-    return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
+    if (!name) return UNNAMED;
+    return { bot: true, family: name, class: SEARCH_TOKENS.has(name.split(' ')[0]!.toLowerCase()) ? 'Crawler' : 'Bot', known: null, verify: 'none' };
   }
 
   return function classify(userAgent: string): Classification {
