@@ -138,7 +138,8 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' --data ${shellQuote(JSON.stringify({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' }))}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
         robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
-        verification: verificationOf(f),
+        // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.
+        verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
         hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),
       })),
     recent: [...s.recent].reverse(),

@@ -53,10 +53,15 @@ async function species(name: string, settledAt: number): Promise<any> {
   for (let i = 0; i < 100; i++) {
     const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as { species: any[] };
     const row = wall.species.find((s) => s.species === name);
-    if (row && typeof row.verification === 'object' && row.verification.verified + row.verification.failed >= settledAt) return row;
+    if (row && typeof row.verification === 'object' && row.verification.verified + row.verification.unverified >= settledAt) return row;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`${name} never settled ${settledAt} verifications`);
+}
+
+async function family(name: string): Promise<any> {
+  const traffic = (await (await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })).json()) as { families: { family: string }[] };
+  return traffic.families.find((f) => f.family === name);
 }
 
 describe('Web Bot Auth over HTTP', () => {
@@ -65,7 +70,8 @@ describe('Web Bot Auth over HTTP', () => {
     expect(await signedGet('/api/citizens', KEY)).toBe(200);
     const row = await species('ChatGPT-User', 2);
     expect(row.hits).toBe(2);
-    expect(row.verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 0, unverifiable: 0 });
+    expect(row.verification).toEqual({ verified: 2, unverified: 0 });
+    expect((await family('ChatGPT-User')).verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 0, unverifiable: 0 });
     expect(row.intelligence_class).toBe('Intelligence');
     expect(directoryFetches).toBe(1);
   });
@@ -75,7 +81,8 @@ describe('Web Bot Auth over HTTP', () => {
     const stranger = await crypto.subtle.exportKey('jwk', pair.privateKey);
     for (let i = 0; i < 3; i++) expect(await signedGet('/llms.txt', stranger)).toBe(200);
     const row = await species('ChatGPT-User', 5);
-    expect(row.verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 3, unverifiable: 0 });
+    expect(row.verification).toEqual({ verified: 2, unverified: 3 });
+    expect((await family('ChatGPT-User')).verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 3, unverifiable: 0 });
     expect(row.intelligence_class).toBe('Cosplay');
   });
 
