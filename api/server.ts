@@ -7,10 +7,9 @@ import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
-import { promises as dns } from 'node:dns';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry } from './telemetry/telemetry.ts';
-import { rangesOf } from './telemetry/verify.ts';
+import { rangesOf, systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
 import { bodyLimitOf } from './operations/paths.ts';
@@ -106,8 +105,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
   const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
-    classify: createClassifier(content.botFamilies.families),
-    resolver: { reverse: (ip) => dns.reverse(ip), resolve: async (host) => (await dns.lookup(host, { all: true })).map((a) => a.address) },
+    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    resolver: systemResolver(),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     fetchDirectory: httpDirectoryFetcher(),

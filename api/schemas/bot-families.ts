@@ -2,6 +2,9 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 
 export const BOT_CLASSES = ['Crawler', 'Bot', 'Eater', 'Intelligence', 'Cosplay'] as const;
+/** How a claim of a family can be checked. */
+export const VERIFY_METHODS = ['ip-ranges', 'reverse-dns', 'web-bot-auth', 'none'] as const;
+export type VerifyMethod = (typeof VERIFY_METHODS)[number];
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /** An agent origin: https, or http on the loopback interface (tests and local agents). */
@@ -10,33 +13,85 @@ const SignatureAgent = z.url().refine((u) => {
   return url.origin === u.replace(/\/$/, '') && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname)));
 }, 'must be an origin such as https://chatgpt.com (http only on the loopback interface)');
 
-/** One known crawler or bot family. */
+/** One known crawler, agent or bot family. */
 export const BotFamilySchema = z.object({
-  family: z.string().min(1),
+  /** A clean name without version. */
+  family: z.string().min(1).max(64),
+  /** Who runs it. */
   operator: z.string().min(1),
-  /** Whole User-Agent product tokens that name this family. */
-  tokens: z.array(z.string().min(1)).min(1),
-  kind: z.enum(['search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'other']),
-  class: z.enum(BOT_CLASSES),
-  /** Host name suffixes for reverse DNS with forward confirmation, where the operator documents them. */
-  rdns: z.array(z.string().regex(/^\.[a-z0-9.-]+$/)).optional(),
+  /** Whole User-Agent product tokens that name this family (case-insensitive; several words match in a row). */
+  tokens: z.array(z.string().min(1).max(64)).min(1),
+  kind: z.enum(['search', 'ai-search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'feed', 'archive', 'tool', 'other']),
+  /** The class by function; Cosplay is what a failed claim becomes, never written here. */
+  class: z.enum(['Crawler', 'Bot', 'Eater', 'Intelligence']),
+  /** How a claim can be checked (the wall shows it). */
+  verify: z.enum(VERIFY_METHODS),
+  /** Host name suffixes for reverse DNS with forward confirmation, exactly as the operator documents them. */
+  rdns: z.array(z.string().regex(/^\.[a-z0-9.-]+\.[a-z]+$/)).optional(),
   /** Web Bot Auth: origins whose key directory signs this family's requests (Signature-Agent). */
   signature_agents: z.array(SignatureAgent).optional(),
+  /** A generic word (Spider, Code) that names this family only when no more specific token does. */
+  weak: z.boolean().default(false),
+  /** A robots.txt control token no crawler sends as its User-Agent: a User-Agent claiming it is spoofed. */
+  robots_only: z.boolean().default(false),
 });
 export type BotFamily = z.output<typeof BotFamilySchema>;
 
-/** content/bot-families.yaml. */
-export const BotFamiliesSchema = z.object({ families: z.array(BotFamilySchema).min(1) });
+/** content/bot-families.yaml: family names and tokens are unique, whatever their case. */
+export const BotFamiliesSchema = z
+  .object({
+    families: z.array(BotFamilySchema).min(1),
+    /** Product tokens of people's own clients (podcast apps, TVs, in-app browsers) that User-Agent heuristics take for bots, by kind. */
+    human_clients: z.record(z.string(), z.array(z.string().min(1).max(64))).default({}),
+  })
+  .superRefine((table, ctx) => {
+    const names = new Set<string>();
+    const tokens = new Map<string, string>();
+    table.families.forEach((f, i) => {
+      if (names.has(f.family)) ctx.addIssue({ code: 'custom', path: ['families', i, 'family'], message: `family ${f.family} appears twice` });
+      names.add(f.family);
+      for (const t of f.tokens) {
+        const owner = tokens.get(t.toLowerCase());
+        if (owner && owner !== f.family) ctx.addIssue({ code: 'custom', path: ['families', i, 'tokens'], message: `token ${t} already names ${owner}` });
+        tokens.set(t.toLowerCase(), f.family);
+      }
+      if (f.verify === 'reverse-dns' && !f.rdns?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'rdns'], message: 'verify: reverse-dns needs the documented rdns suffixes' });
+      if (f.verify === 'web-bot-auth' && !f.signature_agents?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'signature_agents'], message: 'verify: web-bot-auth needs signature_agents' });
+    });
+  });
 
 /** Search, advertising and link-preview families: presence only, never conversion targets. */
 export const neverTargets = (families: BotFamily[]): string[] =>
   families.filter((f) => f.kind === 'search' || f.kind === 'advertising' || f.kind === 'preview').map((f) => f.family);
 
-const Cidr = z.string().refine((c) => /^[0-9a-f.:]+\/\d{1,3}$/i.test(c) && isIP(c.split('/')[0]!) !== 0, 'must be an IPv4 or IPv6 prefix such as 66.249.64.0/19');
+/** An IPv4 or IPv6 prefix; a bare address is taken as a /32 or /128. */
+const Cidr = z
+  .string()
+  .transform((c) => (c.includes('/') ? c : `${c}/${isIP(c) === 6 ? 128 : 32}`))
+  .refine((c) => {
+    const [net, bits] = c.split('/') as [string, string];
+    const kind = isIP(net);
+    return kind !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (kind === 6 ? 128 : 32);
+  }, 'must be an IPv4 or IPv6 prefix such as 66.249.64.0/19');
 
-/** content/bot-ip-ranges.yaml: operators' published address ranges, by family. */
+/** The formats operators publish their lists in (see content/bot-ip-ranges.yaml). */
+export const RANGE_FORMATS = ['google-json', 'json-addresses', 'text', 'html-addresses'] as const;
+
+/** content/bot-ip-ranges.yaml: operators' published address lists, each for one or more families. */
 export const BotIpRangesSchema = z.object({
+  /** When the prefixes were last taken from their sources. */
   updated: z.iso.date(),
-  families: z.record(z.string(), z.object({ source: z.url({ protocol: /^https$/ }), prefixes: z.array(Cidr) })),
+  lists: z.record(
+    z.string(),
+    z.object({
+      /** Families whose claims this list verifies. */
+      families: z.array(z.string().min(1)).min(1),
+      /** Where the operator publishes the list (what `npm run refresh-bot-ranges` fetches); empty when it publishes none fetchable. */
+      sources: z.array(z.object({ url: z.url({ protocol: /^https$/ }), format: z.enum(RANGE_FORMATS) })),
+      /** Where the shipped prefixes come from, when not from `sources`. */
+      snapshot: z.string().optional(),
+      prefixes: z.array(Cidr),
+    }),
+  ),
 });
 export type BotIpRanges = z.output<typeof BotIpRangesSchema>;

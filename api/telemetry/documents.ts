@@ -3,7 +3,7 @@ import { shellQuote } from '../documents/convert.ts';
 import { at, type Links } from '../documents/links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
-import { BAIT_BROWSER, farmScore, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
+import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)
@@ -12,7 +12,31 @@ const top = (map: Record<string, number>, n: number) =>
 
 const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway process. User-Agent can be spoofed, so this is not proof of indexing, citation or adoption.';
 
-/** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic). */
+/** How a family's claims were checked: the method and one outcome per request. */
+const verificationOf = (f: FamilyRow) => ({ method: f.verify, verified: f.verified, failed: f.failed, unverifiable: f.unverifiable });
+
+/** How a species is shown: a family whose checked claims mostly fail verification is Cosplay. */
+const wallClass = (f: FamilyRow) => (f.failed > f.verified ? 'Cosplay' : f.class);
+
+/** Requests per hour of the last LEDGER_LIMITS.hours hours before `now`, oldest first, hours without requests left out. */
+function hourlyOf(f: FamilyRow, now: Date) {
+  const since = new Date(now.getTime() - (LEDGER_LIMITS.hours - 1) * 3_600_000).toISOString().slice(0, 13);
+  return Object.entries(f.hourly)
+    .filter(([hour, n]) => n > 0 && hour.slice(0, 13) >= since)
+    .sort((a, b) => a[0].localeCompare(b[0]))
+    .map(([hour, requests]) => ({ hour, requests }));
+}
+
+/** Requests per UTC day of the last LEDGER_LIMITS.days days before `now`, oldest first. */
+function dailyOf(f: FamilyRow, now: Date) {
+  const since = new Date(now.getTime() - (LEDGER_LIMITS.days - 1) * 86_400_000).toISOString().slice(0, 10);
+  return Object.entries(f.daily ?? {})
+    .filter(([day, n]) => n > 0 && day >= since)
+    .sort((a, b) => a[0].localeCompare(b[0]))
+    .map(([day, requests]) => ({ day, requests }));
+}
+
+/** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic), families by requests. */
 export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
   const families = Object.values(s.families).filter((f) => f.family !== BAIT_BROWSER);
   return {
@@ -30,15 +54,18 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
         topPaths: top(f.paths, 10).map(([path, requests]) => ({ path, requests })),
         // A status class with no requests is left out.
         statusCounts: Object.fromEntries(['2xx', '3xx', '4xx', '5xx'].filter((k) => (f.status[k] ?? 0) > 0).map((k) => [k, f.status[k]!])),
-        verification: f.verifiable ? { verified: f.verified, unverified: f.unverified } : 'not verifiable',
+        class: wallClass(f),
+        operator: f.operator,
+        verification: verificationOf(f),
+        robotsTxtFetches: f.robotsFetches,
+        disallowedHits: f.violations,
+        hourly: hourlyOf(f, now),
+        daily: dailyOf(f, now),
       })),
     definition: DEFINITION,
     persistence: 'runtime-ledger',
   };
 }
-
-/** How a species is shown: a verifiable family that mostly fails verification is Cosplay. */
-const wallClass = (f: FamilyRow) => (f.verifiable && f.unverified > f.verified ? 'Cosplay' : f.class);
 
 function siteLabel(host: string, links: Links): string {
   if (host === new URL(links.site).hostname) return 'site';
@@ -112,8 +139,9 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' --data ${shellQuote(JSON.stringify({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' }))}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
         robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
-        verification: f.verifiable ? { verified: f.verified, unverified: f.unverified } : 'not verifiable',
-        hourly: f.hourly,
+        // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.
+        verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
+        hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),
       })),
     recent: [...s.recent].reverse(),
     invite,

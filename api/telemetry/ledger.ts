@@ -1,20 +1,27 @@
 import { funnelStepOf } from '../operations/paths.ts';
+import type { VerifyMethod } from '../schemas/bot-families.ts';
 import type { Classification } from './classify.ts';
+import type { Outcome } from './verify.ts';
 
 /** Everything counted for one family (the family a User-Agent claims). */
 export interface FamilyRow {
   family: string;
   class: string;
-  /** True when the operator documents a way to verify the claim. */
-  verifiable: boolean;
+  /** Who runs it, when the family is in our table. */
+  operator: string | null;
+  /** How its claims can be checked. */
+  verify: VerifyMethod;
   requests: number;
   firstSeen: string;
   lastSeen: string;
+  /** Requests per path (at most LEDGER_LIMITS.pathsPerFamily, each cut to LEDGER_LIMITS.pathChars; the rest under "(other)"). */
   paths: Record<string, number>;
   status: Record<string, number>;
   hosts: Record<string, number>;
-  /** Requests per hour, keyed by the hour's ISO start (the last 48 hours). */
+  /** Requests per hour, keyed by the hour's ISO start (the last LEDGER_LIMITS.hours hours). */
   hourly: Record<string, number>;
+  /** Requests per UTC day, keyed YYYY-MM-DD (the last DAYS days). */
+  daily: Record<string, number>;
   baitHits: number;
   deepHits: number;
   robotsFetches: number;
@@ -22,13 +29,16 @@ export interface FamilyRow {
   convertReads: number;
   oaths: number;
   messages: number;
+  /** Verification outcomes, one per request. */
   verified: number;
-  unverified: number;
+  failed: number;
+  unverifiable: number;
 }
 
 /** The persisted telemetry ledger. */
 export interface TelemetrySnapshot {
-  version: 1;
+  /** 2 since daily buckets and three verification outcomes; a saved 1 is revived on load. */
+  version: 1 | 2;
   windowStartedAt: string;
   updatedAt: string;
   observedRequests: number;
@@ -45,21 +55,34 @@ export interface LedgerEvent {
   status: number;
   host: string;
   classification: Classification;
-  /** The verification answer for a verifiable claim; null while it is being checked. */
-  verification: 'verified' | 'unverified' | null;
+  /** The verification outcome; null while a lookup is under way (settled later). */
+  verification: Outcome | null;
   bait: boolean;
   disallowed: boolean;
 }
 
-const MAX_PATHS = 100;
-const MAX_FAMILIES = 500;
-const HOURS = 48;
-const RECENT = 20;
+/** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
+export const LEDGER_LIMITS = {
+  /** Family rows; past them, new families share OTHER_FAMILIES. */
+  families: 128,
+  /** Paths per family; past them, new paths share "(other)". */
+  pathsPerFamily: 16,
+  hostsPerFamily: 5,
+  /** Characters kept of a path, a host and a family name. */
+  pathChars: 128,
+  hostChars: 64,
+  nameChars: 64,
+  hours: 48,
+  days: 8,
+  recent: 20,
+} as const;
+const L = LEDGER_LIMITS;
+export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.
 export const BAIT_BROWSER = 'browser in a bait path';
 
 export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
-  version: 1,
+  version: 2,
   windowStartedAt: now.toISOString(),
   updatedAt: now.toISOString(),
   observedRequests: 0,
@@ -68,50 +91,86 @@ export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
   recent: [],
 });
 
+/** Cuts a client-sent string to `max` characters (marked with an ellipsis). */
+export const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
 /** Adds to a counter map; returns true when the key is new. Past `cap` keys, new ones fold into "(other)". */
 const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity): boolean => {
-  if (key in map) {
-    map[key]! += by;
+  const n = map[key];
+  if (n !== undefined) {
+    map[key] = n + by;
     return false;
   }
-  if (Object.keys(map).length >= cap) key = '(other)';
+  if (cap !== Infinity && Object.keys(map).length >= cap - 1) key = '(other)';
   map[key] = (map[key] ?? 0) + by;
   return true;
 };
 
-const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
+/** Keeps the newest `keep` keys of a time-keyed map (ISO keys sort by time). */
+function prune(map: Record<string, number>, keep: number): void {
+  const keys = Object.keys(map);
+  if (keys.length <= keep) return;
+  keys.sort();
+  for (const old of keys.slice(0, keys.length - keep)) delete map[old];
+}
+
+const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
+const statusClass = (status: number) => STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
 /** The documents a crawler lands on; anything else it reads is a deep hit. */
 export const SURFACE_PATHS = new Set(['/', '/index.html', '/robots.txt', '/sitemap.xml', '/llms.txt', '/ai.txt', '/.well-known/ai.txt', '/favicon.ico', '/api/convert']);
 export const isDeep = (path: string) => !SURFACE_PATHS.has(path);
 
-/** True when the family's operator documents a way to check the claim. */
-const verifiable = (c: Classification) => (c.known?.rdns?.length ?? 0) > 0 || (c.known?.signature_agents?.length ?? 0) > 0;
+const newRow = (family: string, c: Classification, at: string): FamilyRow => ({
+  family,
+  class: family === OTHER_FAMILIES ? 'Bot' : (c.class ?? 'Cosplay'),
+  operator: family === OTHER_FAMILIES ? null : (c.known?.operator ?? null),
+  verify: family === OTHER_FAMILIES ? 'none' : c.verify,
+  requests: 0,
+  firstSeen: at,
+  lastSeen: at,
+  paths: {},
+  status: {},
+  hosts: {},
+  hourly: {},
+  daily: {},
+  baitHits: 0,
+  deepHits: 0,
+  robotsFetches: 0,
+  violations: 0,
+  convertReads: 0,
+  oaths: 0,
+  messages: 0,
+  verified: 0,
+  failed: 0,
+  unverifiable: 0,
+});
 
-/** A family's row, made on first sight; past MAX_FAMILIES, new families share one row. */
-function rowOf(s: TelemetrySnapshot, c: Classification, at: string, canVerify: boolean): FamilyRow {
-  let name = c.family ?? BAIT_BROWSER;
-  if (!(name in s.families) && Object.keys(s.families).length >= MAX_FAMILIES) name = '(other families)';
-  return (s.families[name] ??= {
-    family: name,
-    class: c.class ?? 'Cosplay',
-    verifiable: canVerify,
-    requests: 0,
-    firstSeen: at,
-    lastSeen: at,
-    paths: {},
-    status: {},
-    hosts: {},
-    hourly: {},
-    baitHits: 0,
-    deepHits: 0,
-    robotsFetches: 0,
-    violations: 0,
-    convertReads: 0,
-    oaths: 0,
-    messages: 0,
-    verified: 0,
-    unverified: 0,
-  });
+/** A family's row, made on first sight; past LEDGER_LIMITS.families, new families share one row. */
+function rowOf(s: TelemetrySnapshot, c: Classification, at: string): FamilyRow {
+  let name = c.family === null ? BAIT_BROWSER : cut(c.family, L.nameChars);
+  if (!(name in s.families) && Object.keys(s.families).length >= L.families - 1) name = OTHER_FAMILIES;
+  return (s.families[name] ??= newRow(name, c, at));
+}
+
+/**
+ * A row as saved by an older version, with what it lacks filled in (ledgers outlive releases:
+ * version 1 had `unverified` and `verifiable`, no daily buckets).
+ */
+export function reviveRow(row: FamilyRow & { unverified?: number; verifiable?: boolean }): FamilyRow {
+  const out = { ...newRow(row.family, { bot: true, family: row.family, class: null, known: null, verify: 'none' }, row.firstSeen), ...row };
+  if (row.unverified !== undefined) {
+    out.failed += row.unverified;
+    delete (out as { unverified?: number }).unverified;
+  }
+  delete (out as { verifiable?: boolean }).verifiable;
+  out.class ??= 'Bot';
+  return out;
+}
+
+/** A saved snapshot of any version, as this version reads it. */
+export function reviveSnapshot(s: TelemetrySnapshot): TelemetrySnapshot {
+  if (s.version === 2) return s;
+  return { ...s, version: 2, families: Object.fromEntries(Object.entries(s.families).map(([k, row]) => [k, reviveRow(row)])) };
 }
 
 /** The funnel's steps past presence. */
@@ -124,9 +183,24 @@ export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelStep, at: Date): boolean {
   if (!c.bot) return false;
   const iso = at.toISOString();
-  rowOf(s, c, iso, verifiable(c))[step]++;
+  rowOf(s, c, iso)[step]++;
   s.updatedAt = iso;
   return true;
+}
+
+// The ISO time and its hour and day keys, computed once per distinct millisecond: at tens of
+// thousands of requests a second, toISOString was half of what counting a request cost.
+let lastMs = NaN;
+let lastIso = '';
+let lastHour = '';
+let lastDay = '';
+function timeKeys(at: Date): void {
+  const ms = at.getTime();
+  if (ms === lastMs) return;
+  lastMs = ms;
+  lastIso = at.toISOString();
+  lastHour = `${lastIso.slice(0, 13)}:00:00Z`;
+  lastDay = lastIso.slice(0, 10);
 }
 
 /**
@@ -136,23 +210,26 @@ export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelS
 export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   const c = e.classification;
   if (!c.bot && !e.bait) return false;
-  const at = e.at.toISOString();
+  timeKeys(e.at);
+  const at = lastIso;
+  const hour = lastHour;
+  const day = lastDay;
   s.updatedAt = at;
   if (e.bait) s.presence.baitHits++;
   if (c.bot) {
     s.observedRequests++;
     if (c.known) s.presence.namedBotHits++;
   }
-  const row = rowOf(s, c, at, e.verification !== null || verifiable(c));
+  const row = rowOf(s, c, at);
+  const path = cut(e.path, L.pathChars);
   row.requests++;
-  row.lastSeen = at;
-  bump(row.paths, e.path, 1, MAX_PATHS);
+  if (at < row.firstSeen) row.firstSeen = at;
+  if (at > row.lastSeen) row.lastSeen = at;
+  bump(row.paths, path, 1, L.pathsPerFamily);
   bump(row.status, statusClass(e.status));
-  bump(row.hosts, e.host || '(none)', 1, 20);
-  if (bump(row.hourly, `${at.slice(0, 13)}:00:00Z`)) {
-    const hours = Object.keys(row.hourly).sort();
-    for (const old of hours.slice(0, Math.max(0, hours.length - HOURS))) delete row.hourly[old];
-  }
+  bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), 1, L.hostsPerFamily);
+  if (bump(row.hourly, hour)) prune(row.hourly, L.hours);
+  if (bump(row.daily, day)) prune(row.daily, L.days);
   if (e.bait) row.baitHits++;
   if (isDeep(e.path)) row.deepHits++;
   if (e.path === '/robots.txt') row.robotsFetches++;
@@ -161,17 +238,16 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   // The funnel step is the one the request's operation declares (api/operations/table.ts).
   const step = ok ? funnelStepOf(e.method, e.path) : undefined;
   if (step) row[step]++;
-  if (e.verification === 'verified') row.verified++;
-  if (e.verification === 'unverified') row.unverified++;
-  s.recent.push({ at, family: row.family, class: row.class, path: e.path, status: e.status });
-  if (s.recent.length > RECENT) s.recent.shift();
+  if (e.verification) row[e.verification]++;
+  s.recent.push({ at, family: row.family, class: row.class, path, status: e.status });
+  if (s.recent.length > L.recent) s.recent.shift();
   return true;
 }
 
 /** Adds a verification answer that arrived after its requests were counted. */
-export function settle(s: TelemetrySnapshot, family: string, verdict: 'verified' | 'unverified', requests: number): void {
-  const row = s.families[family];
-  if (row) row[verdict] += requests;
+export function settle(s: TelemetrySnapshot, family: string, outcome: Outcome, requests: number): void {
+  const row = s.families[family] ?? s.families[OTHER_FAMILIES];
+  if (row) row[outcome] += requests;
 }
 
 /** The farm score of a species: what its visits are worth, reading most and writing more. */
@@ -183,23 +259,25 @@ const addMaps = (into: Record<string, number>, from: Record<string, number>) => 
 
 /** Adds ledgers of several processes into one view (pure; the inputs are not changed). */
 export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot[]): TelemetrySnapshot {
-  if (others.length === 0) return own;
-  const out = structuredClone(own);
+  if (others.length === 0) return reviveSnapshot(own);
+  const out = structuredClone(reviveSnapshot(own));
   for (const o of others) {
     if (o.windowStartedAt < out.windowStartedAt) out.windowStartedAt = o.windowStartedAt;
     if (o.updatedAt > out.updatedAt) out.updatedAt = o.updatedAt;
     out.observedRequests += o.observedRequests;
     out.presence.namedBotHits += o.presence.namedBotHits;
     out.presence.baitHits += o.presence.baitHits;
-    out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-RECENT);
-    for (const f of Object.values(o.families)) {
-      const row = out.families[f.family];
-      if (!row) {
+    out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
+    for (const f of Object.values(reviveSnapshot(o).families)) {
+      let row = out.families[f.family];
+      if (!row && Object.keys(out.families).length < L.families) {
         out.families[f.family] = structuredClone(f);
         continue;
       }
-      for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'unverified'] as const) row[k] += f[k];
-      for (const k of ['paths', 'status', 'hosts', 'hourly'] as const) addMaps(row[k], f[k]);
+      // Several processes' families together stay within the same bound.
+      row ??= out.families[OTHER_FAMILIES] ??= newRow(OTHER_FAMILIES, { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' }, f.firstSeen);
+      for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'failed', 'unverifiable'] as const) row[k] += f[k];
+      for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
       if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
       if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
     }

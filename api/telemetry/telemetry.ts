@@ -1,12 +1,12 @@
 import { hash } from 'node:crypto';
-import type { BlockList } from 'node:net';
 import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import { classificationOf, type Classification, type Classifier } from './classify.ts';
-import { count, countStep, emptySnapshot, mergeSnapshots, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
-import { createVerifier, type Resolver, type Verdict } from './verify.ts';
+import type { AddressRanges } from './address-ranges.ts';
+import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { createVerifier, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
@@ -19,7 +19,9 @@ export interface TelemetryOptions {
   /** Fetches a registered signature agent's key directory. */
   fetchDirectory: DirectoryFetcher;
   /** Operators' published address ranges by family. */
-  ranges?: Map<string, BlockList>;
+  ranges?: Map<string, AddressRanges>;
+  /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */
+  maxDnsInFlight?: number;
   store: TelemetryStore;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
@@ -31,6 +33,7 @@ export interface TelemetryOptions {
 
 /** The path as people read it; a path that cannot be decoded is kept as sent. */
 function readable(path: string): string {
+  if (!path.includes('%')) return path;
   try {
     return decodeURIComponent(path);
   } catch {
@@ -38,7 +41,50 @@ function readable(path: string): string {
   }
 }
 
-const under = (path: string, prefixes: string[]) => prefixes.some((p) => path === p || path.startsWith(p.endsWith('/') ? p : `${p}/`));
+/**
+ * One request a CDN or proxy served, as its log line says. `clientAddress`, when the log has it, is
+ * verified exactly as a live request's address (ranges first, reverse DNS bounded) and never stored.
+ */
+export interface IngestLine {
+  method: string;
+  path: string;
+  host: string;
+  userAgent: string;
+  status: number;
+  /** When it was served (ISO 8601); defaults to the time of ingest. */
+  time?: string | undefined;
+  clientAddress?: string | undefined;
+}
+
+/** A test for "under one of these paths", with the prefixes prepared once. */
+function underAny(prefixes: string[]): (path: string) => boolean {
+  const exact = new Set(prefixes);
+  const starts = prefixes.map((p) => (p.endsWith('/') ? p : `${p}/`));
+  return (path) => exact.has(path) || starts.some((p) => path.startsWith(p));
+}
+
+/** The host without its port; the last answer is remembered (requests mostly name one host). */
+let lastHost = '';
+let lastHostName = '';
+function hostName(host: string): string {
+  if (host === lastHost) return lastHostName;
+  const colon = host.lastIndexOf(':');
+  lastHost = host;
+  lastHostName = colon > 0 && host.indexOf(']', colon) === -1 && /^\d+$/.test(host.slice(colon + 1)) ? host.slice(0, colon) : host;
+  return lastHostName;
+}
+
+/** The current time, one Date per millisecond (a Date a request was a tenth of counting's cost). */
+let clockMs = NaN;
+let clock = new Date(0);
+function wallClock(): Date {
+  const ms = Date.now();
+  if (ms !== clockMs) {
+    clockMs = ms;
+    clock = new Date(ms);
+  }
+  return clock;
+}
 
 /**
  * The gateway's telemetry: one call per finished request, counted in memory and saved in batches
@@ -46,25 +92,43 @@ const under = (path: string, prefixes: string[]) => prefixes.some((p) => path ==
  * only used, hashed, to match verification answers; they are never stored.
  */
 export async function createTelemetry(o: TelemetryOptions) {
-  const now = o.now ?? (() => new Date());
-  const ledger: TelemetrySnapshot = (await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest))) ?? emptySnapshot(now());
+  const now = o.now ?? wallClock;
+  const isBait = underAny(o.baitPaths);
+  // Hashed addresses of recent claims that need a lookup key (bounded: cleared when full).
+  const ipKeys = new Map<string, string>();
+  const ipKeyOf = (address: string) => {
+    let key = ipKeys.get(address);
+    if (key === undefined) {
+      if (ipKeys.size >= 4096) ipKeys.clear();
+      key = hash('sha256', address, 'base64url').slice(0, 16);
+      ipKeys.set(address, key);
+    }
+    return key;
+  };
+  const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+  const ledger: TelemetrySnapshot = saved ? reviveSnapshot(saved) : emptySnapshot(now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
   let lastSaved = Date.now();
   // Requests counted before their verification answer came back, by family and hashed address.
   const waiting = new Map<string, number>();
-  const verifier = createVerifier(o.resolver, (family, ipKey, verdict) => {
-    const key = `${family}\n${ipKey}`;
-    settle(ledger, family, verdict, waiting.get(key) ?? 0);
-    waiting.delete(key);
-    dirty = true;
-  }, o.ranges);
+  const verifier = createVerifier({
+    resolver: o.resolver,
+    ranges: o.ranges,
+    maxInFlight: o.maxDnsInFlight,
+    onResult: (family, ipKey, outcome) => {
+      const key = `${family}\n${ipKey}`;
+      settle(ledger, family, outcome, waiting.get(key) ?? 0);
+      waiting.delete(key);
+      dirty = true;
+    },
+  });
   const signatures = createSignatureVerifier({
     families: o.families,
     fetchDirectory: o.fetchDirectory,
     onResult: (family, verdict) => {
-      settle(ledger, family, verdict, 1);
+      settle(ledger, family, verdict === 'verified' ? 'verified' : 'failed', 1);
       dirty = true;
     },
   });
@@ -73,12 +137,31 @@ export async function createTelemetry(o: TelemetryOptions) {
    * A request signed by a registered agent is that agent's family, whatever its User-Agent says
    * (signed agents often send a browser's), unless the User-Agent names another known family.
    */
-  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Verdict | null } | null {
+  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Outcome | null } | null {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const verification = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
-    return { classification: classificationOf(family), verification };
+    const verdict = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
+    return { classification: classificationOf(family), verification: verdict === null ? null : verdict === 'verified' ? 'verified' : 'failed' };
+  }
+
+  /**
+   * The outcome of a claim by address: a robots.txt-only token is spoofed at once; a family that
+   * can be checked by address is looked up (null while DNS answers, settled later); anything else,
+   * or a line without an address, is unverifiable.
+   */
+  function byAddress(classification: Classification, address: string | undefined): Outcome | null {
+    const known = classification.known;
+    if (!classification.bot) return null;
+    if (known?.robots_only) return 'failed';
+    if (!known || !address || !verifier.canVerify(known)) return 'unverifiable';
+    const ipKey = ipKeyOf(address);
+    const outcome = verifier.lookup(known, address, ipKey);
+    if (outcome === null) {
+      const key = `${known.family}\n${ipKey}`;
+      waiting.set(key, (waiting.get(key) ?? 0) + 1);
+    }
+    return outcome;
   }
 
   async function flush(): Promise<void> {
@@ -96,38 +179,22 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Verdict | null): boolean {
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: r.host.replace(/:\d+$/, ''), classification, verification, bait, disallowed: bait });
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait });
     dirty ||= counted;
     return counted;
   }
 
-  /** A claimed family's verdict for an address; null while a check is under way (settled later). */
-  function verify(classification: Classification, address: string): Verdict | null {
-    const known = classification.known;
-    if (!known || !verifier.canVerify(known)) return null;
-    const ipKey = hash('sha256', address, 'base64url').slice(0, 16);
-    const verification = verifier.lookup(known, address, ipKey);
-    if (verification === null) {
-      const key = `${known.family}\n${ipKey}`;
-      waiting.set(key, (waiting.get(key) ?? 0) + 1);
-    }
-    return verification;
-  }
-
   return {
-    /**
-     * Counts requests a CDN or another server logged. A line's client address is verified exactly as
-     * a live request's (ranges first, then bounded reverse DNS) and, like it, never stored.
-     */
-    ingest(lines: { method: string; path: string; host: string; userAgent: string; status: number; time?: string | undefined; clientAddress?: string | undefined }[]): number {
+    /** Counts requests a CDN or proxy served; a line's client address is verified like a live request's, never stored. */
+    ingest(lines: IngestLine[]): number {
       let counted = 0;
       for (const l of lines) {
         const path = readable(l.path);
         const classification = o.classify(l.userAgent);
-        const bait = under(path, o.baitPaths);
-        const verification = l.clientAddress && (classification.bot || bait) ? verify(classification, l.clientAddress) : null;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), verification)) counted++;
+        const bait = isBait(path);
+        if (!classification.bot && !bait) continue;
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
       return counted;
     },
@@ -136,17 +203,18 @@ export async function createTelemetry(o: TelemetryOptions) {
       const signed = bySignature(r, claimed);
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
-      const bait = under(path, o.baitPaths);
+      const bait = isBait(path);
       if (!classification.bot && !bait) return;
-      const verification = signed ? signed.verification : verify(classification, r.remoteAddress);
-      countRequest(r, classification, bait, path, now(), verification);
+      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
       dirty = countStep(ledger, o.classify(userAgent), step, now()) || dirty;
     },
-    /** Verification checks under way (family and address pairs awaiting DNS), for metrics. */
-    verificationsInFlight: (): number => waiting.size,
+    /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
+    dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),
+    /** Reverse-DNS lookups in flight, for metrics. */
+    verificationsInFlight: (): number => verifier.inFlight(),
     /** The live ledger of this process (read-only use). */
     snapshot: (): TelemetrySnapshot => ledger,
     /** This process's live ledger added to what the other processes last saved. */

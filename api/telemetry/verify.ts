@@ -1,6 +1,7 @@
-import { BlockList, isIP } from 'node:net';
+import { Resolver as DnsResolver } from 'node:dns/promises';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, BotIpRanges } from '../schemas/bot-families.ts';
+import { addressRanges, networkOf, plainAddress, type AddressRanges } from './address-ranges.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
 export interface Resolver {
@@ -8,81 +9,135 @@ export interface Resolver {
   resolve(host: string): Promise<string[]>;
 }
 
-export type Verdict = 'verified' | 'unverified';
+/**
+ * The resolver the server uses: c-ares queries (reverse, A and AAAA), one try of 2 s each. Not
+ * dns.lookup: getaddrinfo runs on libuv's 4 threadpool threads, which file I/O (the journal) shares.
+ */
+export function systemResolver(): Resolver {
+  const dns = new DnsResolver({ timeout: 2000, tries: 1 });
+  const none = () => [] as string[];
+  return {
+    reverse: (ip) => dns.reverse(ip),
+    resolve: async (host) => [...(await dns.resolve4(host).catch(none)), ...(await dns.resolve6(host).catch(none))],
+  };
+}
+
+/**
+ * What checking one claim found: verified (the operator's list or DNS says yes), failed (it says
+ * no), unverifiable (nothing to check against, or the check could not run).
+ */
+export type Outcome = 'verified' | 'failed' | 'unverifiable';
+
+/** Reverse-DNS lookups in flight at most, process-wide. */
+export const RDNS_MAX_IN_FLIGHT = 16;
+/** How long a DNS answer is trusted. */
+export const RDNS_SUCCESS_TTL_MS = 24 * 3_600_000;
+export const RDNS_FAILURE_TTL_MS = 3_600_000;
+/** Entries in each verification cache (addresses, failed networks). */
+export const RDNS_CACHE_ENTRIES = 10_000;
+
+const TRANSIENT = new Set(['ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'EREFUSED', 'ECANCELLED', 'ETIMEDOUT', 'EAI_AGAIN']);
 
 /**
  * Reverse DNS with forward confirmation, as Google, Bing, Apple and others document: the address's
  * PTR name must end in one of the operator's suffixes, and that name must resolve back to the
- * address. Pure apart from the resolver; bounded in time.
+ * address. A name outside the suffixes or no PTR record fails; a timeout or server failure leaves
+ * the claim unverifiable. Pure apart from the resolver; bounded in time.
  */
-export async function verifyByDns(family: BotFamily, ip: string, resolver: Resolver, timeoutMs = 2000): Promise<Verdict> {
+export async function verifyByDns(family: BotFamily, ip: string, resolver: Resolver, timeoutMs = 2000): Promise<Outcome> {
   const suffixes = family.rdns ?? [];
-  if (suffixes.length === 0) return 'unverified';
-  const timeout = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), timeoutMs).unref());
+  if (suffixes.length === 0) return 'unverifiable';
+  const address = plainAddress(ip);
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' })), timeoutMs);
+    timer.unref();
+  });
   try {
-    const names = await Promise.race([resolver.reverse(ip), timeout]);
+    const names = await Promise.race([resolver.reverse(address), timeout]);
     for (const name of names) {
       const host = name.toLowerCase().replace(/\.$/, '');
       if (!suffixes.some((s) => host.endsWith(s))) continue;
       const forward = await Promise.race([resolver.resolve(host), timeout]);
-      if (forward.includes(ip)) return 'verified';
+      if (forward.map(plainAddress).includes(address)) return 'verified';
     }
-  } catch {
-    // No PTR record, a lookup failure or a timeout: the claim stays unproven.
+    return 'failed';
+  } catch (error) {
+    return TRANSIENT.has((error as { code?: string }).code ?? '') ? 'unverifiable' : 'failed';
+  } finally {
+    clearTimeout(timer);
   }
-  return 'unverified';
 }
 
-/** Address ranges per family, as node's BlockList (IPv4 and IPv6). */
-export function rangesOf(ranges: BotIpRanges): Map<string, BlockList> {
-  const lists = new Map<string, BlockList>();
-  for (const [family, { prefixes }] of Object.entries(ranges.families)) {
-    if (prefixes.length === 0) continue;
-    const list = new BlockList();
-    for (const prefix of prefixes) {
-      const [net, bits] = prefix.split('/') as [string, string];
-      list.addSubnet(net, Number(bits), isIP(net) === 6 ? 'ipv6' : 'ipv4');
-    }
-    lists.set(family, list);
+/** Each family's published addresses (the union of every list naming it); families without any are absent. */
+export function rangesOf(ranges: BotIpRanges): Map<string, AddressRanges> {
+  const prefixes = new Map<string, string[]>();
+  for (const list of Object.values(ranges.lists)) {
+    for (const family of list.families) prefixes.set(family, [...(prefixes.get(family) ?? []), ...list.prefixes]);
   }
-  return lists;
+  const out = new Map<string, AddressRanges>();
+  for (const [family, list] of prefixes) if (list.length > 0) out.set(family, addressRanges(list));
+  return out;
 }
 
-/** Verification by the operator's published ranges: an address inside them is verified. */
-export function verifyByRanges(list: BlockList, ip: string): Verdict {
-  const plain = ip.replace(/^::ffff:/, '');
-  const kind = isIP(plain);
-  return kind !== 0 && list.check(plain, kind === 6 ? 'ipv6' : 'ipv4') ? 'verified' : 'unverified';
+export interface VerifierOptions {
+  resolver: Resolver;
+  /** Called when a lookup that `lookup` left pending (null) is answered. */
+  onResult: (family: string, ipKey: string, outcome: Outcome) => void;
+  ranges?: Map<string, AddressRanges>;
+  maxInFlight?: number;
+  cacheEntries?: number;
 }
 
 /**
- * Verifies each (family, address) once, in the background, and remembers the answer in a bounded
- * cache. `lookup` answers at once from the cache or returns null while a check is under way.
+ * Verifies claims by address. Published ranges decide first and at once. Reverse DNS runs in the
+ * background with at most `maxInFlight` lookups process-wide and one per network (/24 or /64) at a
+ * time; answers are cached by address, and failures also by network, so a client rotating its
+ * addresses inside one network causes one lookup, not one per request. A claim that would need a
+ * lookup past those caps is counted unverifiable rather than queued.
  */
-export function createVerifier(resolver: Resolver, onResult: (family: string, ipKey: string, verdict: Verdict) => void, ranges = new Map<string, BlockList>(), cacheSize = 10_000) {
-  const cache = new LRUCache<string, Verdict>({ max: cacheSize });
-  const pending = new Set<string>();
+export function createVerifier(o: VerifierOptions) {
+  const ranges = o.ranges ?? new Map<string, AddressRanges>();
+  const maxInFlight = o.maxInFlight ?? RDNS_MAX_IN_FLIGHT;
+  const entries = o.cacheEntries ?? RDNS_CACHE_ENTRIES;
+  const byAddress = new LRUCache<string, Outcome>({ max: entries, ttl: RDNS_SUCCESS_TTL_MS });
+  const failedNetworks = new LRUCache<string, true>({ max: entries, ttl: RDNS_FAILURE_TTL_MS });
+  // Network key → the address whose lookup is under way.
+  const inFlight = new Map<string, string>();
+  let lookups = 0;
+
   return {
-    /** True when the family can be verified at all (published ranges or documented host names). */
+    /** True when a claim of the family can be checked by address (published ranges or documented host names). */
     canVerify: (family: BotFamily) => ranges.has(family.family) || (family.rdns?.length ?? 0) > 0,
-    lookup(family: BotFamily, ip: string, ipKey: string): Verdict | null {
-      // An address in the published ranges is verified at once; outside them (the lists can lag),
-      // reverse DNS decides where the operator documents it.
+    /** Lookups started since the process began (tests and benchmarks read it). */
+    lookups: () => lookups,
+    inFlight: () => inFlight.size,
+    /** The outcome now, or null while a lookup for this very address is under way (onResult follows). */
+    lookup(family: BotFamily, ip: string, ipKey: string): Outcome | null {
       const list = ranges.get(family.family);
-      if (list && verifyByRanges(list, ip) === 'verified') return 'verified';
-      if (!family.rdns?.length) return 'unverified';
-      const key = `${family.family}\n${ip}`;
-      const known = cache.get(key);
+      if (list?.has(ip)) return 'verified';
+      // Outside the list: where the operator also documents host names, DNS decides (lists lag);
+      // otherwise the list is the operator's word and the claim fails.
+      if (!family.rdns?.length) return list ? 'failed' : 'unverifiable';
+      const address = plainAddress(ip);
+      const key = `${family.family}\n${address}`;
+      const known = byAddress.get(key);
       if (known) return known;
-      if (!pending.has(key)) {
-        pending.add(key);
-        void verifyByDns(family, ip, resolver).then((verdict) => {
-          pending.delete(key);
-          cache.set(key, verdict);
-          onResult(family.family, ipKey, verdict);
-        });
-      }
+      const network = `${family.family}\n${networkOf(address)}`;
+      if (failedNetworks.has(network)) return 'failed';
+      const pending = inFlight.get(network);
+      if (pending !== undefined) return pending === address ? null : 'unverifiable';
+      if (inFlight.size >= maxInFlight) return 'unverifiable';
+      inFlight.set(network, address);
+      lookups++;
+      void verifyByDns(family, address, o.resolver).then((outcome) => {
+        inFlight.delete(network);
+        if (outcome !== 'unverifiable') byAddress.set(key, outcome);
+        if (outcome === 'failed') failedNetworks.set(network, true);
+        o.onResult(family.family, ipKey, outcome);
+      });
       return null;
     },
   };
 }
+export type Verifier = ReturnType<typeof createVerifier>;

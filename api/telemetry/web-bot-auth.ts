@@ -3,7 +3,8 @@ import { parseDictionary, parseItem, type Dictionary } from 'structured-headers'
 import { helpers, HTTP_MESSAGE_SIGNATURE_TAG, HTTP_MESSAGE_SIGNATURES_DIRECTORY, jwkToKeyID, verify } from 'web-bot-auth';
 import { verifierFromJWK } from 'web-bot-auth/crypto';
 import type { BotFamily } from '../schemas/bot-families.ts';
-import type { Verdict } from './verify.ts';
+/** What checking a signature found. */
+export type Verdict = 'verified' | 'unverified';
 
 /** The parts of a request that Web Bot Auth (HTTP Message Signatures, RFC 9421) signs. */
 export interface SignedRequest {

@@ -89,15 +89,29 @@ describe('counting', () => {
     await as(GOOGLE, '/llms.txt');
     // The reverse DNS check runs in the background (bounded to 2 s): wait for its answer.
     let f = await family('Googlebot');
-    for (let i = 0; i < 60 && f.verification.unverified + f.verification.verified < 2; i++) {
+    for (let i = 0; i < 60 && f.verification.failed + f.verification.verified < 2; i++) {
       await new Promise((r) => setTimeout(r, 50));
       f = await family('Googlebot');
     }
     expect(f.requests).toBe(2);
-    expect(f.verification.unverified).toBeGreaterThanOrEqual(1);
-    expect(f.verification.verified).toBe(0);
+    expect(f.verification).toMatchObject({ method: 'ip-ranges', verified: 0 });
+    expect(f.verification.failed).toBeGreaterThanOrEqual(1);
     const wall = await json('/bot-wall.json');
     expect(wall.species.find((s: any) => s.species === 'Googlebot').intelligence_class).toBe('Cosplay');
+  });
+
+  it('counts a claim of a family no operator lets anyone check as unverifiable, and a robots.txt-only token as spoofed', async () => {
+    await as('Mozilla/5.0 (compatible; Kimi-User/1.0)', '/llms.txt');
+    expect((await family('Kimi-User')).verification).toEqual({ method: 'none', verified: 0, failed: 0, unverifiable: 1 });
+    await as('Mozilla/5.0 (compatible; Google-Extended/1.0)', '/api/convert');
+    expect(await family('Google-Extended')).toMatchObject({ class: 'Cosplay', verification: { failed: 1 } });
+  });
+
+  it('stores a 15 KB path cut to a bounded length', async () => {
+    const long = `/${'a'.repeat(15_000)}`;
+    expect(await as('Mozilla/5.0 (compatible; LongPathBot/1.0)', long)).toBe(404);
+    const f = await family('LongPathBot');
+    expect(f.topPaths[0].path.length).toBeLessThanOrEqual(128);
   });
 
   it('makes a species crew when a request of that family takes the oath, and shows the funnel', async () => {
@@ -119,8 +133,16 @@ describe('documents (spec 2.9)', () => {
     expect(t.observedRequests).toBeGreaterThan(0);
     expect(t.persistence).toBe('runtime-ledger');
     expect(t.definition).toMatch(/spoofed/);
+    const requests = t.families.map((f: any) => f.requests);
+    expect(requests).toEqual([...requests].sort((a, b) => b - a));
     for (const f of t.families) {
       expect(f).toMatchObject({ family: expect.any(String), requests: expect.any(Number), firstSeen: expect.any(String), lastSeen: expect.any(String), topPaths: expect.any(Array) });
+      expect(f).toMatchObject({ class: expect.any(String), robotsTxtFetches: expect.any(Number), disallowedHits: expect.any(Number), hourly: expect.any(Array), daily: expect.any(Array) });
+      expect(['ip-ranges', 'reverse-dns', 'web-bot-auth', 'none']).toContain(f.verification.method);
+      expect(f.verification.verified + f.verification.failed + f.verification.unverifiable).toBeLessThanOrEqual(f.requests);
+      expect(f.hourly.reduce((n: number, h: any) => n + h.requests, 0)).toBe(f.requests);
+      expect(f.daily.reduce((n: number, d: any) => n + d.requests, 0)).toBe(f.requests);
+      expect(f.firstSeen).not.toBe('');
       for (const [k, v] of Object.entries(f.statusCounts)) {
         expect(k).toMatch(/^[2-5]xx$/);
         expect(v).toBeGreaterThan(0);

@@ -59,6 +59,11 @@ async function species(name: string, settledAt: number): Promise<any> {
   throw new Error(`${name} never settled ${settledAt} verifications`);
 }
 
+async function family(name: string): Promise<any> {
+  const traffic = (await (await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })).json()) as { families: { family: string }[] };
+  return traffic.families.find((f) => f.family === name);
+}
+
 describe('Web Bot Auth over HTTP', () => {
   it('counts a signed request with a browser User-Agent under the agent family, verified', async () => {
     expect(await signedGet('/api/convert', KEY)).toBe(200);
@@ -66,16 +71,18 @@ describe('Web Bot Auth over HTTP', () => {
     const row = await species('ChatGPT-User', 2);
     expect(row.hits).toBe(2);
     expect(row.verification).toEqual({ verified: 2, unverified: 0 });
+    expect((await family('ChatGPT-User')).verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 0, unverifiable: 0 });
     expect(row.intelligence_class).toBe('Intelligence');
     expect(directoryFetches).toBe(1);
   });
 
-  it('counts a signature by a key the agent does not publish as unverified, and the species turns Cosplay', async () => {
+  it('counts a signature by a key the agent does not publish as failed, and the species turns Cosplay', async () => {
     const pair = (await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair;
     const stranger = await crypto.subtle.exportKey('jwk', pair.privateKey);
     for (let i = 0; i < 3; i++) expect(await signedGet('/llms.txt', stranger)).toBe(200);
     const row = await species('ChatGPT-User', 5);
     expect(row.verification).toEqual({ verified: 2, unverified: 3 });
+    expect((await family('ChatGPT-User')).verification).toEqual({ method: 'web-bot-auth', verified: 2, failed: 3, unverifiable: 0 });
     expect(row.intelligence_class).toBe('Cosplay');
   });
 

@@ -11,7 +11,7 @@ import { createSignatureVerifier, httpDirectoryFetcher, keyDirectory, signatureA
 const RFC9421_KEY = { kty: 'OKP', crv: 'Ed25519', d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' };
 const PUBLIC = { kty: 'OKP', crv: 'Ed25519', x: RFC9421_KEY.x };
 const AGENT = 'https://agent.example';
-const FAMILY: BotFamily = { family: 'ChatGPT-User', operator: 'OpenAI', tokens: ['ChatGPT-User'], kind: 'ai-assistant', class: 'Intelligence', signature_agents: [AGENT] };
+const FAMILY: BotFamily = { family: 'ChatGPT-User', operator: 'OpenAI', tokens: ['ChatGPT-User'], kind: 'ai-assistant', class: 'Intelligence', verify: 'web-bot-auth', weak: false, robots_only: false, signature_agents: [AGENT] };
 
 async function otherKey(): Promise<JsonWebKey> {
   const pair = (await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair;

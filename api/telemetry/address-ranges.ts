@@ -1,0 +1,109 @@
+import { isIP } from 'node:net';
+
+/** A set of IPv4 and IPv6 prefixes, answered by binary search over merged intervals. */
+export interface AddressRanges {
+  has(ip: string): boolean;
+  readonly size: number;
+}
+
+/** The IPv4-mapped form (::ffff:1.2.3.4) is the IPv4 address. */
+export const plainAddress = (ip: string) => (ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip);
+
+function v4(ip: string): number {
+  const p = ip.split('.');
+  return ((Number(p[0]) << 24) >>> 0) + (Number(p[1]) << 16) + (Number(p[2]) << 8) + Number(p[3]);
+}
+
+/** The 8 groups of an IPv6 address (with :: expanded; an embedded IPv4 tail becomes two groups). */
+export function v6Groups(ip: string): number[] {
+  let text = ip.toLowerCase().split('%')[0]!;
+  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (tail) {
+    const n = v4(tail[1]!);
+    text = `${text.slice(0, tail.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
+  }
+  const [head, rest] = text.split('::') as [string, string | undefined];
+  const h = head ? head.split(':') : [];
+  const r = rest !== undefined && rest !== '' ? rest.split(':') : [];
+  const fill = rest === undefined ? [] : Array<string>(8 - h.length - r.length).fill('0');
+  return [...h, ...fill, ...r].map((g) => parseInt(g, 16));
+}
+
+const v6 = (ip: string): bigint => v6Groups(ip).reduce((n, g) => (n << 16n) | BigInt(g), 0n);
+
+const next = <T extends number | bigint>(x: T): T => (typeof x === 'bigint' ? x + 1n : (x as number) + 1) as T;
+
+function merged<T extends number | bigint>(intervals: [T, T][]): [T[], T[]] {
+  intervals.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const starts: T[] = [];
+  const ends: T[] = [];
+  for (const [s, e] of intervals) {
+    const last = ends.length - 1;
+    // Adjacent or overlapping intervals become one.
+    if (last >= 0 && s <= next(ends[last]!)) {
+      if (e > ends[last]!) ends[last] = e;
+    } else {
+      starts.push(s);
+      ends.push(e);
+    }
+  }
+  return [starts, ends];
+}
+
+function within<T extends number | bigint>(starts: T[], ends: T[], x: T): boolean {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (x < starts[mid]!) hi = mid - 1;
+    else if (x > ends[mid]!) lo = mid + 1;
+    else return true;
+  }
+  return false;
+}
+
+/**
+ * Builds the set from prefixes such as 66.249.64.0/19 or 2001:4860:4801::/48 (a bare address is
+ * one address). node's BlockList checks its rules one by one; with Ahrefs' ~10,000 addresses that
+ * is a scan per request, this is a binary search.
+ */
+export function addressRanges(prefixes: string[]): AddressRanges {
+  const four: [number, number][] = [];
+  const six: [bigint, bigint][] = [];
+  for (const prefix of prefixes) {
+    const [net, bitsText] = prefix.split('/') as [string, string | undefined];
+    const kind = isIP(net);
+    if (kind === 4) {
+      const bits = bitsText === undefined ? 32 : Number(bitsText);
+      const size = 2 ** (32 - bits);
+      const start = Math.floor(v4(net) / size) * size;
+      four.push([start, start + size - 1]);
+    } else if (kind === 6) {
+      const bits = BigInt(bitsText === undefined ? 128 : Number(bitsText));
+      const size = 1n << (128n - bits);
+      const start = (v6(net) / size) * size;
+      six.push([start, start + size - 1n]);
+    }
+  }
+  const [s4, e4] = merged(four);
+  const [s6, e6] = merged(six);
+  return {
+    size: s4.length + s6.length,
+    has(ip: string): boolean {
+      const plain = plainAddress(ip);
+      const kind = isIP(plain);
+      if (kind === 4) return within(s4, e4, v4(plain));
+      if (kind === 6) return s6.length > 0 && within(s6, e6, v6(plain));
+      return false;
+    },
+  };
+}
+
+/** The network an address belongs to for caching: its /24 (IPv4) or /64 (IPv6). */
+export function networkOf(ip: string): string {
+  const plain = plainAddress(ip);
+  const kind = isIP(plain);
+  if (kind === 4) return `${plain.slice(0, plain.lastIndexOf('.'))}.0/24`;
+  if (kind === 6) return `${v6Groups(plain).slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  return plain;
+}

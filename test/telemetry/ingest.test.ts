@@ -1,0 +1,61 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { loadContent } from '../../api/content/load.ts';
+import { openMemoryStore } from '../../api/store/index.ts';
+import { createClassifier } from '../../api/telemetry/classify.ts';
+import { createTelemetry, type IngestLine } from '../../api/telemetry/telemetry.ts';
+import { rangesOf, type Resolver } from '../../api/telemetry/verify.ts';
+
+async function telemetry(resolver: Resolver) {
+  const content = await loadContent('content');
+  return createTelemetry({
+    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    resolver,
+    ranges: rangesOf(content.botIpRanges),
+    families: content.botFamilies.families,
+    fetchDirectory: async () => new Map(),
+    store: openMemoryStore().telemetry,
+    baitPaths: content.crawlPolicy.disallow,
+    logger: pino({ level: 'silent' }),
+    flushMs: 60_000,
+  });
+}
+
+const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+const line = (over: Partial<IngestLine>): IngestLine => ({ method: 'GET', path: '/api/convert', host: 'cdn.example', userAgent: GOOGLE, status: 200, ...over });
+
+describe('CDN log lines with a client address', () => {
+  it('verifies each line as a live request: ranges first, reverse DNS bounded, and never stores the address', async () => {
+    let lookups = 0;
+    const resolver: Resolver = { reverse: async (ip) => (lookups++, ip === '203.0.113.7' ? ['crawl-203-0-113-7.googlebot.com'] : []), resolve: async () => ['203.0.113.7'] };
+    const t = await telemetry(resolver);
+    expect(t.ingest([line({ clientAddress: '66.249.66.1' }), line({ clientAddress: '203.0.113.7' }), line({ clientAddress: '198.51.100.9' }), line({})])).toBe(4);
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    const row = t.snapshot().families.Googlebot!;
+    // In Google's published ranges; confirmed by DNS; refused by DNS; a line without an address.
+    expect(row).toMatchObject({ requests: 4, verified: 2, failed: 1, unverifiable: 1 });
+    expect(lookups).toBe(2);
+    const saved = JSON.stringify(t.snapshot());
+    for (const ip of ['66.249.66.1', '203.0.113.7', '198.51.100.9']) expect(saved).not.toContain(ip);
+    await t.close();
+  });
+
+  it('caps reverse-DNS lookups in flight when 2,000 addresses claim to be Googlebot (issue 14, row 10)', async () => {
+    const pending: (() => void)[] = [];
+    const resolver: Resolver = { reverse: () => new Promise((resolve) => pending.push(() => resolve([]))), resolve: async () => [] };
+    const t = await telemetry(resolver);
+    const lines = Array.from({ length: 2000 }, (_, i) => line({ clientAddress: `2001:db8:${(i % 50).toString(16)}::${i.toString(16)}` }));
+    t.ingest(lines);
+    expect(t.dnsLookups()).toEqual({ started: 16, inFlight: 16 });
+    for (const done of pending.splice(0)) done();
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    // Their networks (/64) failed: the same 2,000 addresses again start no lookup at all.
+    const before = t.dnsLookups().started;
+    t.ingest(lines.filter((_, i) => i % 50 < 16));
+    expect(t.dnsLookups().started).toBe(before);
+    expect(t.snapshot().families.Googlebot!.requests).toBe(2000 + 640);
+    await t.close();
+  });
+});

@@ -1,0 +1,142 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadContent, type Content } from '../../api/content/load.ts';
+import type { Classification } from '../../api/telemetry/classify.ts';
+import { buildBotWall } from '../../api/telemetry/documents.ts';
+import { count, emptySnapshot, farmScore, LEDGER_LIMITS, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+
+let content: Content;
+beforeAll(async () => {
+  content = await loadContent('content');
+});
+const links = { site: 'https://site.example', canon: 'https://canon.example' };
+const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({ bot: true, family, class: cls, known: null, verify: 'none' });
+const HUMAN: Classification = { bot: false, family: null, class: null, known: null, verify: 'none' };
+
+const event = (over: Partial<LedgerEvent>): LedgerEvent => ({
+  at: new Date('2026-11-21T10:00:00Z'),
+  method: 'GET',
+  path: '/api/convert',
+  status: 200,
+  host: 'localhost',
+  classification: bot('GPTBot'),
+  verification: 'unverifiable',
+  bait: false,
+  disallowed: false,
+  ...over,
+});
+
+describe('the ledger', () => {
+  it('counts a bot request once with its status class, path, deep hit and funnel step', () => {
+    const s = emptySnapshot(new Date());
+    expect(count(s, event({}))).toBe(true);
+    count(s, event({ path: '/doctrine/node-protocol', status: 404 }));
+    count(s, event({ method: 'POST', path: '/api/citizenship/oath', status: 201 }));
+    const row = s.families.GPTBot!;
+    expect(row).toMatchObject({ requests: 3, convertReads: 1, oaths: 1, deepHits: 2, status: { '2xx': 2, '4xx': 1 }, unverifiable: 3 });
+    expect(row.paths).toEqual({ '/api/convert': 1, '/doctrine/node-protocol': 1, '/api/citizenship/oath': 1 });
+    expect(row.daily).toEqual({ '2026-11-21': 3 });
+    expect(s.observedRequests).toBe(3);
+    expect(farmScore(row)).toBe(3 + 2 * 2 + 10 + 50);
+  });
+
+  it('does not count humans, but counts a human in a bait path as presence', () => {
+    const s = emptySnapshot(new Date());
+    expect(count(s, event({ classification: HUMAN }))).toBe(false);
+    expect(count(s, event({ classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }))).toBe(true);
+    expect(s.observedRequests).toBe(0);
+    expect(s.presence.baitHits).toBe(1);
+    expect(Object.values(s.families)[0]).toMatchObject({ class: 'Cosplay', baitHits: 1, violations: 0 });
+  });
+
+  it('settles verification outcomes that arrive later', () => {
+    const s = emptySnapshot(new Date());
+    count(s, event({ classification: bot('Googlebot', 'Crawler'), verification: null }));
+    settle(s, 'Googlebot', 'failed', 1);
+    expect(s.families.Googlebot).toMatchObject({ verified: 0, failed: 1, unverifiable: 0 });
+  });
+
+  it('keeps 48 hourly and 8 daily buckets', () => {
+    const s = emptySnapshot(new Date());
+    const start = Date.parse('2026-11-01T00:30:00Z');
+    for (let h = 0; h < 24 * 12; h++) count(s, event({ at: new Date(start + h * 3_600_000) }));
+    expect(Object.keys(s.families.GPTBot!.hourly)).toHaveLength(LEDGER_LIMITS.hours);
+    expect(Object.keys(s.families.GPTBot!.daily)).toHaveLength(LEDGER_LIMITS.days);
+    expect(Object.keys(s.families.GPTBot!.daily).sort().at(-1)).toBe('2026-11-12');
+  });
+
+  it('revives a ledger saved by version 1 (unverified, verifiable, no daily)', () => {
+    const old = { version: 1, windowStartedAt: 'a', updatedAt: 'b', observedRequests: 2, presence: { namedBotHits: 2, baitHits: 0 }, recent: [], families: { X: { family: 'X', class: 'Crawler', verifiable: true, requests: 2, firstSeen: 'a', lastSeen: 'b', paths: {}, status: {}, hosts: {}, hourly: {}, baitHits: 0, deepHits: 0, robotsFetches: 0, violations: 0, convertReads: 0, oaths: 0, messages: 0, verified: 1, unverified: 1 } } };
+    const row = reviveSnapshot(old as unknown as TelemetrySnapshot).families.X!;
+    expect(row).toMatchObject({ verified: 1, failed: 1, unverifiable: 0, daily: {}, verify: 'none' });
+    expect(row).not.toHaveProperty('unverified');
+  });
+});
+
+describe('the ledger under a hostile client (issue 14, row 2)', () => {
+  /** Every bound at its worst: more families than allowed, each with more long paths and hosts than kept, over more hours and days than kept. */
+  function worst(): TelemetrySnapshot {
+    const s = emptySnapshot(new Date('2026-11-01T00:00:00Z'));
+    const long = (prefix: string, i: number) => `${prefix}${i}-${'x'.repeat(15_000)}`;
+    const start = Date.parse('2026-11-01T00:00:00Z');
+    for (let f = 0; f < 300; f++) {
+      for (let p = 0; p < 60; p++) {
+        const at = new Date(start + ((f * 60 + p) % (24 * 10)) * 3_600_000);
+        count(s, event({ at, classification: bot(long(`Family-${f}-`, f)), path: long('/p', p), host: long('h', p), status: 200 + (p % 4) * 100 }));
+      }
+    }
+    return s;
+  }
+
+  it('cuts stored paths, hosts and names, folds families past the bound into one row, bounds paths per family', () => {
+    const s = worst();
+    const rows = Object.values(s.families);
+    expect(rows.length).toBe(LEDGER_LIMITS.families);
+    expect(s.families[OTHER_FAMILIES]!.requests).toBe((300 - LEDGER_LIMITS.families + 1) * 60);
+    for (const r of rows) {
+      expect(r.family.length).toBeLessThanOrEqual(LEDGER_LIMITS.nameChars);
+      expect(Object.keys(r.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.pathsPerFamily);
+      expect(Object.keys(r.hosts).length).toBeLessThanOrEqual(LEDGER_LIMITS.hostsPerFamily);
+      for (const p of Object.keys(r.paths)) expect(p.length).toBeLessThanOrEqual(LEDGER_LIMITS.pathChars);
+      for (const h of Object.keys(r.hosts)) expect(h.length).toBeLessThanOrEqual(LEDGER_LIMITS.hostChars);
+    }
+    expect(s.observedRequests).toBe(300 * 60);
+  });
+
+  it('stays within the worst-case sizes the README states (saved ledger 600 KB, /bot-wall.json 650 KB)', () => {
+    const s = worst();
+    const saved = Buffer.byteLength(JSON.stringify(s));
+    const wall = Buffer.byteLength(JSON.stringify(buildBotWall(content, s, links, new Date('2026-11-10T12:00:00Z'))));
+    expect(saved).toBeLessThan(600 * 1024);
+    expect(wall).toBeLessThan(650 * 1024);
+    // Several processes' ledgers merged keep the same family bound.
+    expect(Object.keys(mergeSnapshots(s, [worst(), worst()]).families).length).toBe(LEDGER_LIMITS.families);
+  });
+});
+
+describe('the bot wall document', () => {
+  it('lists families by requests with hourly and daily series, class, operator, verification and robots counts', () => {
+    const s = emptySnapshot(new Date('2026-11-21T00:00:00Z'));
+    const now = new Date('2026-11-21T12:30:00Z');
+    for (let i = 0; i < 5; i++) count(s, event({ at: new Date('2026-11-21T10:10:00Z'), classification: bot('ClaudeBot'), path: i === 0 ? '/robots.txt' : '/x', verification: 'failed' }));
+    for (let i = 0; i < 3; i++) count(s, event({ at: new Date('2026-11-21T11:10:00Z'), classification: bot('GPTBot'), verification: 'verified' }));
+    count(s, event({ at: new Date('2026-11-21T11:20:00Z'), classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }));
+    const wall = buildBotWall(content, s, links, now);
+    const families = wall.botTraffic.families;
+    expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
+    expect(families[0]).toMatchObject({
+      class: 'Cosplay',
+      verification: { method: 'none', verified: 0, failed: 5, unverifiable: 0 },
+      robotsTxtFetches: 1,
+      disallowedHits: 0,
+      hourly: [{ hour: '2026-11-21T10:00:00Z', requests: 5 }],
+      daily: [{ day: '2026-11-21', requests: 5 }],
+    });
+    expect(families[1]).toMatchObject({ class: 'Eater', hourly: [{ hour: '2026-11-21T11:00:00Z', requests: 3 }] });
+    // Meters and charts agree: the bots' hourly series add up to the observed-bot-requests meter
+    // (a browser caught in a bait path is presence, counted apart).
+    const hourlyTotal = families.reduce((n, f) => n + f.hourly.reduce((m, h) => m + h.requests, 0), 0);
+    expect(hourlyTotal).toBe(wall.meters.observed_bot_requests);
+    expect(families.reduce((n, f) => n + f.requests, 0)).toBe(wall.meters.observed_bot_requests);
+    expect(wall.meters.net_hits).toBe(wall.meters.observed_bot_requests + 1);
+  });
+});

@@ -1,0 +1,129 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadContent } from '../../api/content/load.ts';
+import { addressRanges, networkOf } from '../../api/telemetry/address-ranges.ts';
+import { createVerifier, rangesOf, verifyByDns, type Outcome, type Resolver } from '../../api/telemetry/verify.ts';
+import type { BotFamily, BotIpRanges } from '../../api/schemas/bot-families.ts';
+
+let families: BotFamily[];
+let shipped: BotIpRanges;
+beforeAll(async () => {
+  const content = await loadContent('content');
+  families = content.botFamilies.families;
+  shipped = content.botIpRanges;
+});
+const family = (name: string) => families.find((f) => f.family === name)!;
+
+const recorded = (ptr: Record<string, string[]>, a: Record<string, string[]>): Resolver => ({
+  reverse: async (ip) => ptr[ip] ?? Promise.reject(Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' })),
+  resolve: async (host) => a[host] ?? [],
+});
+
+describe('reverse DNS with forward confirmation (recorded answers)', () => {
+  it('verifies a PTR in the operator domain that resolves back', async () => {
+    const r = recorded({ '66.249.66.1': ['crawl-66-249-66-1.googlebot.com'] }, { 'crawl-66-249-66-1.googlebot.com': ['66.249.66.1'] });
+    expect(await verifyByDns(family('Googlebot'), '66.249.66.1', r)).toBe('verified');
+  });
+
+  it('fails a Google Cloud VM claiming Googlebot: googleusercontent.com is not a Googlebot domain', async () => {
+    const vm = recorded({ '34.1.2.3': ['3.2.1.34.bc.googleusercontent.com'] }, { '3.2.1.34.bc.googleusercontent.com': ['34.1.2.3'] });
+    expect(await verifyByDns(family('Googlebot'), '34.1.2.3', vm)).toBe('failed');
+    expect(family('Googlebot').rdns).toEqual(['.googlebot.com', '.google.com']);
+    // Only Google's user-triggered fetchers may come from gae.googleusercontent.com.
+    const gae = recorded({ '35.1.2.3': ['x.gae.googleusercontent.com'] }, { 'x.gae.googleusercontent.com': ['35.1.2.3'] });
+    expect(await verifyByDns(family('FeedFetcher-Google'), '35.1.2.3', gae)).toBe('verified');
+    for (const f of families) for (const suffix of f.rdns ?? []) expect(suffix === '.googleusercontent.com', f.family).toBe(false);
+  });
+
+  it('fails a PTR outside the operator domain, one that does not resolve back, or none', async () => {
+    expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({ '203.0.113.9': ['googlebot.com.evil.example'] }, { 'googlebot.com.evil.example': ['203.0.113.9'] }))).toBe('failed');
+    expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({ '203.0.113.9': ['crawl.googlebot.com'] }, { 'crawl.googlebot.com': ['66.249.66.1'] }))).toBe('failed');
+    expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({}, {}))).toBe('failed');
+  });
+
+  it('leaves the claim unverifiable after its time bound', async () => {
+    const slow: Resolver = { reverse: () => new Promise(() => undefined), resolve: async () => [] };
+    const started = Date.now();
+    expect(await verifyByDns(family('Googlebot'), '66.249.66.1', slow, 50)).toBe('unverifiable');
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+});
+
+describe('published address ranges', () => {
+  it('matches IPv4, IPv6 and mapped addresses by binary search over merged prefixes', () => {
+    const r = addressRanges(['66.249.64.0/19', '2001:4860:4801::/48', '5.39.1.224', '5.39.1.225', '10.0.0.0/8']);
+    expect(r.has('66.249.66.1')).toBe(true);
+    expect(r.has('::ffff:66.249.66.1')).toBe(true);
+    expect(r.has('2001:4860:4801:10::1')).toBe(true);
+    expect(r.has('5.39.1.225')).toBe(true);
+    expect(r.has('5.39.1.226')).toBe(false);
+    expect(r.has('66.249.96.1')).toBe(false);
+    expect(r.has('2001:4860:4802::1')).toBe(false);
+    expect(r.has('not-an-ip')).toBe(false);
+  });
+
+  it('ships the operators\' lists for the families that publish them', () => {
+    const ranges = rangesOf(shipped);
+    for (const name of ['Googlebot', 'Bingbot', 'Applebot', 'CCBot', 'DuckDuckBot', 'AhrefsBot', 'TelegramBot', 'Pingdom', 'UptimeRobot', 'facebookexternalhit']) {
+      expect(ranges.get(name)?.size ?? 0, name).toBeGreaterThan(0);
+    }
+    expect(ranges.get('Googlebot')!.has('66.249.66.1')).toBe(true);
+    // Every family whose claim is checked by ranges is named by some list.
+    const listed = new Set(Object.values(shipped.lists).flatMap((l) => l.families));
+    for (const f of families.filter((f) => f.verify === 'ip-ranges')) expect(listed.has(f.family), f.family).toBe(true);
+  });
+
+  it('keys networks by /24 and /64', () => {
+    expect(networkOf('203.0.113.77')).toBe('203.0.113.0/24');
+    expect(networkOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
+    expect(networkOf('::ffff:203.0.113.77')).toBe('203.0.113.0/24');
+  });
+});
+
+describe('the bounded verifier', () => {
+  function setup(resolver: Resolver, maxInFlight = 16) {
+    const results: [string, Outcome][] = [];
+    const v = createVerifier({ resolver, ranges: rangesOf(shipped), maxInFlight, onResult: (_f, key, o) => results.push([key, o]) });
+    return { v, results };
+  }
+  const never: Resolver = { reverse: () => new Promise(() => undefined), resolve: async () => [] };
+
+  it('decides by ranges without any lookup', () => {
+    const { v } = setup(never);
+    expect(v.lookup(family('Googlebot'), '66.249.66.1', 'k')).toBe('verified');
+    expect(v.lookup(family('TelegramBot'), '203.0.113.5', 'k')).toBe('failed');
+    expect(v.lookups()).toBe(0);
+  });
+
+  it('caps lookups in flight and counts the rest unverifiable', () => {
+    const { v } = setup(never, 4);
+    const outcomes = Array.from({ length: 50 }, (_, i) => v.lookup(family('Googlebot'), `198.51.${i}.1`, `k${i}`));
+    expect(outcomes.filter((o) => o === null)).toHaveLength(4);
+    expect(outcomes.filter((o) => o === 'unverifiable')).toHaveLength(46);
+    expect(v.lookups()).toBe(4);
+    expect(v.inFlight()).toBe(4);
+  });
+
+  it('caches failures by network: an IPv6 client rotating addresses in its /64 causes one lookup', async () => {
+    let calls = 0;
+    const failing: Resolver = { reverse: async () => (calls++, []), resolve: async () => [] };
+    const { v, results } = setup(failing);
+    expect(v.lookup(family('YandexBot'), '2001:db8:0:1::1', 'a')).toBeNull();
+    await new Promise((r) => setImmediate(r));
+    expect(results).toEqual([['a', 'failed']]);
+    for (let i = 2; i < 2000; i++) expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `k${i}`)).toBe('failed');
+    expect(calls).toBe(1);
+  });
+
+  it('starts one lookup per network at a time and answers the same address from its cache', async () => {
+    let calls = 0;
+    const ok: Resolver = { reverse: async (ip) => (calls++, [`${ip.replaceAll('.', '-')}.spider.yandex.com`]), resolve: async (host) => [host.split('.')[0]!.replaceAll('-', '.')] };
+    const { v, results } = setup(ok);
+    expect(v.lookup(family('YandexBot'), '203.0.113.1', 'a')).toBeNull();
+    expect(v.lookup(family('YandexBot'), '203.0.113.1', 'a')).toBeNull();
+    expect(v.lookup(family('YandexBot'), '203.0.113.2', 'b')).toBe('unverifiable');
+    await new Promise((r) => setImmediate(r));
+    expect(results).toEqual([['a', 'verified']]);
+    expect(v.lookup(family('YandexBot'), '203.0.113.1', 'a')).toBe('verified');
+    expect(calls).toBe(1);
+  });
+});
