@@ -132,7 +132,7 @@ let seenStamp = await contentStamp(config.CONTENT_DIR);
 
 /**
  * Makes "the next reload" true: a page request after an edit waits until the edit is checked and
- * Astro's content layer has rewritten its data store (at most a few seconds), instead of racing it.
+ * Astro's content layer has rewritten its data store (at most 15 s), instead of racing it.
  */
 let settling: Promise<void> = Promise.resolve();
 async function settled(): Promise<void> {
@@ -142,7 +142,8 @@ async function settled(): Promise<void> {
     clearTimeout(timer);
     checking = checking.then(recheck);
     settling = (async () => {
-      const deadline = Date.now() + 3000;
+      // Generous: on a busy machine Astro takes seconds to rewrite the store; an editor waits once.
+      const deadline = Date.now() + 15_000;
       while (Date.now() < deadline && (await stat(DATA_STORE).then((s) => s.mtimeMs, () => 0)) < stamp) await new Promise((r) => setTimeout(r, 20));
       // Astro invalidates its modules in the write's callback: let that run first.
       await new Promise((r) => setTimeout(r, 20));
