@@ -50,7 +50,17 @@ function parametersOf(op: AnyOperation): object[] {
       out.push({ name, in: where, ...(where === 'path' || json.required?.includes(name) ? { required: true } : {}), schema: rest, ...(description ? { description } : {}) });
     }
   }
-  if (op.idempotency) out.push({ name: 'Idempotency-Key', in: 'header', schema: { type: 'string', maxLength: 255 }, description: 'Replays the first answer for 24 hours' });
+  if (op.idempotency) {
+    out.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      schema: { type: 'string', maxLength: 255, examples: ['1d846cfe-f25f-4405-8d06-a38aae720187'] },
+      description:
+        'Replays the first answer to the same key and body for 24 hours (Idempotent-Replayed: true); 409 while the first still runs, 422 with another body. ' +
+        'The key unlocks the answer it keeps (an oath answer holds the passport), so it must be unguessable: a random UUID v4, or 128+ random bits as 32+ hex or 22+ base64url characters; anything else is 400 INVALID_IDEMPOTENCY_KEY. ' +
+        'An answer larger than 16 KiB is not kept: 413 IDEMPOTENT_ANSWER_TOO_LARGE, and nothing is written.',
+    });
+  }
   return out;
 }
 

@@ -46,7 +46,7 @@ const LogQuery = z.object({
 });
 
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
-const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'RATE_LIMITED', 'STORE_UNAVAILABLE'] as const;
+const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE'] as const;
 const PAGE_PROBLEMS = ['INVALID_QUERY', 'INVALID_CURSOR'] as const;
 
 /**
@@ -81,7 +81,7 @@ export const OPERATIONS = [
     served: 'engine',
     body: MessageRequestSchema,
     responses: { 201: ok('The message as stored; verified when sent with the citizen passport', MessageResponseSchema) },
-    problems: [...WRITE_PROBLEMS, 'PASSPORT_REQUIRED', 'PASSPORT_MISMATCH'],
+    problems: [...WRITE_PROBLEMS, 'PASSPORT_REQUIRED', 'PASSPORT_MISMATCH', 'NAME_MISMATCH'],
     credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'message',
@@ -287,7 +287,7 @@ export const OPERATIONS = [
     bodyLimit: 'upload',
     rateLimit: 'writes',
     responses: { 201: ok('The sealed stem (nothing is written)', IngressResultSchema) },
-    problems: ['MALFORMED_JSON', 'MALFORMED_MULTIPART', 'UNSUPPORTED_MEDIA_TYPE', 'NOT_AUDIO', 'PAYLOAD_TOO_LARGE', 'VALIDATION_FAILED', 'DRM_REJECT', 'TITLE_REQUIRED', 'DURATION_INVALID', 'RATE_LIMITED'],
+    problems: ['MALFORMED_JSON', 'MALFORMED_MULTIPART', 'MULTIPART_TOO_LARGE', 'JSON_TOO_DEEP', 'UNSUPPORTED_MEDIA_TYPE', 'NOT_AUDIO', 'PAYLOAD_TOO_LARGE', 'BODY_STALLED', 'VALIDATION_FAILED', 'DRM_REJECT', 'TITLE_REQUIRED', 'DURATION_INVALID', 'RATE_LIMITED', 'TOO_MANY_UPLOADS', 'UPLOADS_BUSY'],
     credentials: 'none',
     handle: ({ request }, ctx) => ctx.ingress(request),
   }),
