@@ -11,6 +11,8 @@ const SCALE = Number(process.env.BENCH_HOSTILE_SCALE ?? 1);
 const n = (count: number) => Math.max(1, Math.round(count * SCALE));
 const MB = 1024 * 1024;
 const IDLE_MS = 2000;
+/** The pace of the cheap attacks (requests a second). */
+const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 500);
 
 const port = await freePort();
 const server: ChildProcess = spawn('node_modules/.bin/node', ['--expose-gc', 'bench/hostile-server.ts'], {
@@ -72,13 +74,24 @@ function exchange(options: { head: string; body?: Buffer | (() => Buffer | null)
   });
 }
 
-async function pool(total: number, concurrency: number, task: (i: number) => Promise<number>): Promise<Map<number, number>> {
+/**
+ * Runs `total` tasks, `concurrency` at a time; with `perSecond`, request i starts no earlier than
+ * i / perSecond s after the first, so a cheap attack measures what each request costs the others
+ * rather than how a CPU saturated by sheer volume queues (the attacker shares this machine's 2 cores).
+ */
+async function pool(total: number, concurrency: number, task: (i: number) => Promise<number>, perSecond?: number): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
+  const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < total) {
-        const status = await task(next++);
+        const i = next++;
+        if (perSecond) {
+          const wait = started + (i * 1000) / perSecond - performance.now();
+          if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+        }
+        const status = await task(i);
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       }
     }),
@@ -136,12 +149,12 @@ const attacks: Attack[] = [
   {
     name: 'row 1: GET /mcp (Accept: text/event-stream), half of them leave at once',
     requests: n(10_000),
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: 'GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n\r\n', leave: i % 2 === 0 })),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: 'GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n\r\n', leave: i % 2 === 0 }), RATE),
   },
   {
     name: 'row 11: POST half a JSON body, then hang up',
     requests: n(10_000),
-    run: () => pool(n(10_000), 4, () => exchange({ head: 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{"name":"hal', leave: true })),
+    run: () => pool(n(10_000), 4, () => exchange({ head: 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{"name":"hal', leave: true }), RATE),
   },
   ...[1, 2].map((round) => ({
     name: `row 4: 50 MB uploads, 8 in parallel, from an address over its write limit${round === 2 ? ' (again: growth is a plateau, not per request)' : ''}`,
@@ -187,12 +200,12 @@ const attacks: Attack[] = [
   {
     name: 'row 6: POST /api/omip/fingerprint nested 3,000 deep',
     requests: n(10_000),
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${deepBody.length}\r\n\r\n${deepBody}`, localAddress: address(400_000 + Math.floor(i / 5)) })),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${deepBody.length}\r\n\r\n${deepBody}`, localAddress: address(400_000 + Math.floor(i / 5)) }), RATE),
   },
   {
     name: 'row 7: TRACE, PROPFIND and CONNECT on pages, routes and /mcp',
     requests: n(10_000),
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `${['TRACE /nope', 'TRACE /bot-wall', 'TRACE /mcp', 'PROPFIND /', 'CONNECT example.com:443'][i % 5]} HTTP/1.1\r\nHost: x\r\n\r\n` })),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `${['TRACE /nope', 'TRACE /bot-wall', 'TRACE /mcp', 'PROPFIND /', 'CONNECT example.com:443'][i % 5]} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
   },
   {
     name: 'row 8: GET /api/omip/log?first=N over 2,000+ receipts',
@@ -202,7 +215,7 @@ const attacks: Attack[] = [
       const body = JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] });
       return pool(2_500, 8, (i) => exchange({ head: `POST /api/omip/dual-exchange HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, localAddress: address(500_000 + Math.floor(i / 5)) }));
     },
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/omip/log?first=${1 + ((i * 7919) % 1999)} HTTP/1.1\r\nHost: x\r\n\r\n` })),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/omip/log?first=${1 + ((i * 7919) % 1999)} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
   },
 ];
 

@@ -91,7 +91,9 @@ function lingerAfterAnswer(req: IncomingMessage): void {
 
 /** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
 function closing(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
-  if (req.complete) return headers;
+  // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
+  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (req.complete || !hasBody) return headers;
   lingerAfterAnswer(req);
   return { ...headers, Connection: 'close' };
 }
