@@ -89,6 +89,18 @@ describe('row 4: uploads', () => {
   });
 });
 
+describe('row 4: Expect: 100-continue', () => {
+  it('tells a client over its write limit 429 before it sends a byte of its body', async () => {
+    // The tests above spent this address's budget.
+    const client = await rawClient(server);
+    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\nExpect: 100-continue\r\n\r\n`);
+    const answer = await client.until(/\r\n\r\n\{.*\}$/s, 3000);
+    expect(statusOf(answer)).toBe(429);
+    expect(answer).not.toContain('100 Continue');
+    client.socket.destroy();
+  });
+});
+
 describe('row 4: memory per upload', () => {
   let big: ServerProcess;
   beforeAll(async () => {
@@ -99,6 +111,16 @@ describe('row 4: memory per upload', () => {
   });
   /** The server's peak resident memory so far (VmHWM), in bytes. */
   const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${big.child.pid}/status`, 'utf8'))![1]) * 1024;
+
+  it('sends 100 Continue to a client whose upload passes the rules, then takes the body', async () => {
+    const wav = wavWithInfo({ title: 'Continued', artist: 'A' }, 1);
+    const client = await rawClient(big);
+    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${wav.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    client.socket.write(wav);
+    const answer = await client.until(/HTTP\/1\.1 201[\s\S]*"Continued"/);
+    expect(answer).toContain('"title":"Continued"');
+  });
 
   // Garbage chunks wait for a collection, so the peak grows by some tens of MB whatever the size;
   // a body held whole (as before) grows it by the body at least, here 150 MB.
