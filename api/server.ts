@@ -171,6 +171,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void gateway(req, res));
   server.on('connect', refuseConnect);
+  // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
+  server.on('checkContinue', (req, res) => void gateway(req, res, true));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.PORT, config.HOST, resolve);

@@ -92,7 +92,9 @@ function lingerAfterAnswer(req: IncomingMessage): void {
 
 /** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
 function closing(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
-  if (req.complete) return headers;
+  // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
+  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+  if (req.complete || !hasBody) return headers;
   lingerAfterAnswer(req);
   return { ...headers, Connection: 'close' };
 }
@@ -180,7 +182,12 @@ export function createGateway(options: GatewayOptions) {
   const { files, render, locals, logger, uploads } = options;
   const slots = createUploadSlots(uploads);
 
-  return async function gateway(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * `continueFirst`: the request came through the server's 'checkContinue' event (`Expect:
+   * 100-continue`), so the client waits for "100 Continue" before it sends its body; it is sent only
+   * once every rule on the headers has passed, and a refused client never sends the body at all.
+   */
+  return async function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
@@ -232,6 +239,7 @@ export function createGateway(options: GatewayOptions) {
           // Body rules hold on every path: an oversized body is 413 even where nothing is served.
           if (BODY_METHODS.has(method)) {
             const rules = checkBody(req, options.bodyPolicy(path));
+            if (continueFirst) res.writeContinue();
             await readBody(req, rules.limit, uploads.idleMs);
           }
           return notFound(req, res, path);
@@ -248,8 +256,11 @@ export function createGateway(options: GatewayOptions) {
       const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { method, target: url, headers: req.headers, body: NO_BODY, client: remoteAddress, params: route.params };
       if (BODY_METHODS.has(method)) {
         const rules = checkBody(req, options.bodyPolicy(path));
-        if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress);
-        else request.body = await readBody(req, rules.limit, uploads.idleMs);
+        if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
+        else {
+          if (continueFirst) res.writeContinue();
+          request.body = await readBody(req, rules.limit, uploads.idleMs);
+        }
       }
       const answer = await route.handler(request);
       return sendAnswer(req, res, answer);
@@ -267,9 +278,10 @@ export function createGateway(options: GatewayOptions) {
    * An upload, checked before a byte of it is read (the client's write limit, the upload slots),
    * then streamed to a temporary file removed when the answer is finished.
    */
-  async function receiveUpload(req: IncomingMessage, res: ServerResponse, mediaType: string, limit: number, client: string): Promise<UploadedBody> {
+  async function receiveUpload(req: IncomingMessage, res: ServerResponse, mediaType: string, limit: number, client: string, continueFirst: boolean): Promise<UploadedBody> {
     await uploads.admit(client);
     const release = slots.acquire(client);
+    if (continueFirst) res.writeContinue();
     const file = join(uploads.tmpDir, `agentnode-upload-${randomUUID()}`);
     res.once('close', () => {
       release();

@@ -54,6 +54,16 @@ describe('row 7: methods', () => {
     expect(bodyOf(answer).code).toBe('NOT_IMPLEMENTED');
   });
 
+  it('keeps the connection open after refusing a method, for the next request', async () => {
+    const client = await rawClient(server);
+    client.socket.write('TRACE /nope HTTP/1.1\r\nHost: x\r\n\r\n');
+    const first = await client.until(/"code":"METHOD_NOT_ALLOWED"/);
+    expect(first).not.toMatch(/\r\nConnection: close\r\n/i);
+    client.socket.write('GET /llms.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    await client.closed;
+    expect(client.received().slice(first.length)).toMatch(/^HTTP\/1\.1 200/);
+  });
+
   it('never answers 500 to any method on any kind of path', async () => {
     const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'LOCK', 'REPORT', 'LINK', 'QUERY'];
     const paths = ['/', '/nope', '/bot-wall', '/mcp', '/api/citizens', '/api/omip/score', '/api/nope', '/llms.txt'];

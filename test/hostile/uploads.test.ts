@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
@@ -85,6 +86,67 @@ describe('row 4: uploads', () => {
       expect(answer).toMatch(/\r\nConnection: close\r\n/i);
       expect((await client.closed).error).toBeUndefined();
     }
+  });
+});
+
+describe('row 4: Expect: 100-continue', () => {
+  it('tells a client over its write limit 429 before it sends a byte of its body', async () => {
+    // The tests above spent this address's budget.
+    const client = await rawClient(server);
+    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\nExpect: 100-continue\r\n\r\n`);
+    const answer = await client.until(/\r\n\r\n\{.*\}$/s, 3000);
+    expect(statusOf(answer)).toBe(429);
+    expect(answer).not.toContain('100 Continue');
+    client.socket.destroy();
+  });
+});
+
+describe('row 4: memory per upload', () => {
+  let big: ServerProcess;
+  beforeAll(async () => {
+    big = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0', INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB) });
+  });
+  afterAll(async () => {
+    await big.stop();
+  });
+  /** The server's peak resident memory so far (VmHWM), in bytes. */
+  const peak = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${big.child.pid}/status`, 'utf8'))![1]) * 1024;
+
+  it('sends 100 Continue to a client whose upload passes the rules, then takes the body', async () => {
+    const wav = wavWithInfo({ title: 'Continued', artist: 'A' }, 1);
+    const client = await rawClient(big);
+    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${wav.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    client.socket.write(wav);
+    const answer = await client.until(/HTTP\/1\.1 201[\s\S]*"Continued"/);
+    expect(answer).toContain('"title":"Continued"');
+  });
+
+  // Garbage chunks wait for a collection, so the peak grows by some tens of MB whatever the size;
+  // a body held whole (as before) grows it by the body at least, here 150 MB.
+  it('streams a 150 MB upload to disk: the peak memory of the server grows by far less than the upload', async () => {
+    const wav = wavWithInfo({ title: 'Large', artist: 'A' }, 1);
+    // A WAV whose data chunk is 150 MB of silence, sent in 1 MB pieces.
+    const dataBytes = 150 * MB;
+    const header = Buffer.from(wav.subarray(0, wav.indexOf('data') + 8));
+    header.writeUInt32LE(header.length - 8 + dataBytes, 4);
+    header.writeUInt32LE(dataBytes, header.length - 4);
+    const before = peak();
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(header));
+      },
+      pull(controller) {
+        const sent = (this as { sent?: number }).sent ?? 0;
+        if (sent >= dataBytes) return controller.close();
+        (this as { sent?: number }).sent = sent + MB;
+        controller.enqueue(new Uint8Array(MB).fill(0x80));
+      },
+    });
+    const res = await fetch(`${big.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'audio/wav', 'Content-Length': String(header.length + dataBytes) }, body, duplex: 'half' } as RequestInit);
+    expect(res.status).toBe(201);
+    expect((await res.json()).stem).toMatchObject({ title: 'Large' });
+    expect(peak() - before).toBeLessThan(80 * MB);
   });
 });
 
