@@ -26,7 +26,7 @@ export const DOCUMENTS: CatalogEntry[] = [
   { path: '/api/ingress', title: 'Audio ingress descriptor', about: 'The sandbox audio ingress: pipeline, rejections, schema.org WebAPI.', type: 'json' },
   { path: '/schemas/property-descriptor.v1.json', title: 'Property descriptor schema', about: 'JSON Schema 2020-12 of a property descriptor, protocol version 1.', type: 'json' },
   { path: '/.well-known/property.json', title: 'Property descriptor', about: "This service's own property descriptor.", type: 'json' },
-  { path: '/.well-known/agent-card.json', title: 'A2A agent card', about: 'An A2A v1.0 Agent Card: skills, the HTTP+JSON routes and the MCP endpoint.', type: 'json' },
+  { path: '/.well-known/agent-card.json', title: 'A2A agent card', about: 'An A2A v1.0 Agent Card: its skills and the JSON-RPC door at /a2a that runs them.', type: 'json' },
   { path: '/.well-known/ai.txt', title: 'ai.txt', about: 'Crawl-policy seed for AI agents.', type: 'text' },
   { path: '/ai.txt', title: 'ai.txt (root)', about: 'The same crawl policy at the root.', type: 'text' },
   { path: '/robots.txt', title: 'robots.txt', about: 'Crawl rules.', type: 'text' },

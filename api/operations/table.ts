@@ -339,7 +339,7 @@ export const OPERATIONS = [
     id: 'botWallPage',
     method: 'GET',
     path: '/bot-wall',
-    summary: 'The bot wall as a page with charts drawn on the server; refreshes every 30 s',
+    summary: 'The bot wall as a dashboard: families by requests with a time range, verification, AI agents by class, server-drawn SVG charts; updates itself from /bot-wall.json without a reload',
     tag: 'telemetry',
     served: 'page',
     responses: { 200: { description: 'The bot wall page', schema: z.string(), media: 'text/html' } },
