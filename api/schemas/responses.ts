@@ -89,15 +89,16 @@ export const FingerprintSchema = z
   .object({ canonical: z.string(), fingerprint: Sha256Id, algorithm: z.literal('sha256'), canonicalization: z.literal('RFC 8785') })
   .register(apiSchemas, { id: 'Fingerprint' });
 
+const { verdict, proceed, recovered, delta_t, delta_window, failed_predicates, input_fingerprint } = ScoreFields;
 const AgentOutcome = z.object({
   id: z.string(),
-  verdict: Verdict,
-  proceed: z.boolean(),
-  recovered: z.boolean(),
-  delta_t: z.number(),
-  delta_window: z.number(),
-  failed_predicates: z.array(z.string()),
-  input_fingerprint: z.string(),
+  verdict,
+  proceed,
+  recovered,
+  delta_t,
+  delta_window,
+  failed_predicates,
+  input_fingerprint,
 });
 
 const ReceiptBody = {

@@ -1,16 +1,6 @@
-/** One request as any log format says it, normalised for the ledger. */
-export interface LogLine {
-  method: string;
-  /** Path without the query string. */
-  path: string;
-  host: string;
-  userAgent: string;
-  status: number;
-  /** When it was served (ISO 8601); absent when the line does not say. */
-  time?: string | undefined;
-  /** The client's address, used for verification and never stored. */
-  clientAddress?: string | undefined;
-}
+import type { IngestLine } from '../telemetry.ts';
+/** One request as any log format says it, normalised for the ledger (the line telemetry counts). */
+export type LogLine = IngestLine;
 
 /** Why a record was not counted; reported by count, never fatal. */
 export type SkipReason =
