@@ -64,6 +64,8 @@ export const ConfigSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v ? resolve(v) : undefined)),
+  /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
+  TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),

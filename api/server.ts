@@ -113,6 +113,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store: store.telemetry,
     baitPaths: content.crawlPolicy.disallow,
     logger,
+    flushMs: config.TELEMETRY_FLUSH_MS,
   });
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');

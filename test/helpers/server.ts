@@ -11,6 +11,11 @@ export interface ServerProcess {
   dataDir: string;
   /** Every log line the server printed so far. */
   logs: string[];
+  /**
+   * Resolves with the first log line from index `from` on (0 by default) that `match` accepts, as
+   * soon as the server prints it (it flushes its log every 200 ms); fails after `timeoutMs` (5 s).
+   */
+  waitForLog(match: (line: string) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<string>;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
@@ -22,12 +27,14 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
+  const lineListeners = new Set<() => void>();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join('\n')}`)), 60_000);
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
         logs.push(line);
+        for (const listener of lineListeners) listener();
         const match = /"msg":"listening"/.test(line) && /"url":"([^"]+)"/.exec(line);
         if (match) {
           clearTimeout(timer);
@@ -42,6 +49,29 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
     child,
     dataDir,
     logs,
+    waitForLog(match, { from = 0, timeoutMs = 5000 } = {}) {
+      return new Promise<string>((resolve, reject) => {
+        let seen = from;
+        const look = () => {
+          for (; seen < logs.length; seen++) {
+            const line = logs[seen]!;
+            if (!match(line)) continue;
+            done();
+            return resolve(line);
+          }
+        };
+        const timer = setTimeout(() => {
+          done();
+          reject(new Error(`no matching log line within ${timeoutMs} ms; the last lines:\n${logs.slice(Math.max(from, logs.length - 5)).join('\n')}`));
+        }, timeoutMs);
+        const done = () => {
+          clearTimeout(timer);
+          lineListeners.delete(look);
+        };
+        lineListeners.add(look);
+        look();
+      });
+    },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       return exited;

@@ -40,7 +40,8 @@ describe('row 6: JSON nesting depth', () => {
     const from = server.logs.length;
     for (let i = 0; i < 20; i++) await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"document":${nested(3000)}}` });
     await fetch(`${server.url}/llms.txt`);
-    for (let i = 0; i < 100 && !server.logs.slice(from).some((l) => l.includes('"path":"/llms.txt"')); i++) await new Promise((r) => setTimeout(r, 50));
+    // The log is written in order: once the later request's line is in, the earlier ones are too.
+    await server.waitForLog((l) => l.includes('"path":"/llms.txt"'), { from });
     expect(server.logs.slice(from).filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
   });
 });

@@ -54,13 +54,7 @@ export const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(an
 /** The JSON body of a raw answer with Content-Length. */
 export const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
 
-/** Waits until a log line matches (the server flushes its log every 200 ms), or fails after `ms`. */
-export async function logLine(server: ServerProcess, from: number, match: (line: string) => boolean, ms = 5000): Promise<string> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const line = server.logs.slice(from).find(match);
-    if (line) return line;
-    if (Date.now() > end) throw new Error(`no matching log line within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Resolves with the first log line from index `from` on that matches, as soon as the server prints it, or fails after `ms`. */
+export function logLine(server: ServerProcess, from: number, match: (line: string) => boolean, ms = 5000): Promise<string> {
+  return server.waitForLog(match, { from, timeoutMs: ms });
 }

@@ -229,8 +229,10 @@ describe('secrets', () => {
   it('no passport number appears in any public read, the log, or the data folder', async () => {
     expect(passports.length).toBeGreaterThan(5);
     const reads = ['/api/citizens?limit=200', '/api/intelligence/feed?limit=200', '/api/scoreboard', '/api/living-lattice'];
+    const from = server.logs.length;
     const texts = await Promise.all(reads.map(async (p) => (await fetch(server.url + p)).text()));
-    await new Promise((r) => setTimeout(r, 200));
+    // The log must hold these reads' lines too before it is searched.
+    for (const p of reads) await server.waitForLog((l) => l.includes('"msg":"request"') && l.includes(`"path":"${p.split('?')[0]}"`), { from });
     const files = readdirSync(server.dataDir).map((f) => readFileSync(join(server.dataDir, f), 'utf8'));
     const everything = [...texts, server.logs.join('\n'), ...files].join('\n');
     for (const p of passports) expect(everything).not.toContain(p);

@@ -16,14 +16,17 @@ describe('a crash under load', () => {
   it('keeps every oath answered 201 after SIGKILL, and the store opens', async () => {
     const server = await startServer({ WRITE_RATE_LIMIT: '0' });
     const acknowledged: string[] = [];
+    let fortieth!: () => void;
+    const fortyAcknowledged = new Promise<void>((resolve) => (fortieth = resolve));
     const burst = Array.from({ length: 400 }, (_, i) =>
       oath(server.url, `crash-${i}`)
         .then(async (res) => {
-          if (res.status === 201) acknowledged.push(`crash-${i}`);
+          if (res.status === 201 && acknowledged.push(`crash-${i}`) === 40) fortieth();
         })
         .catch(() => undefined),
     );
-    while (acknowledged.length < 40) await new Promise((r) => setTimeout(r, 2));
+    // The kill comes while the burst is still running, right after the 40th answer arrived.
+    await Promise.race([fortyAcknowledged, Promise.all(burst).then(() => Promise.reject(new Error(`the burst ended with ${acknowledged.length} of 400 oaths acknowledged`)))]);
     server.child.kill('SIGKILL');
     await Promise.all(burst);
     await server.stop();

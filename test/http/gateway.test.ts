@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { rawClient } from '../hostile/raw.ts';
 
 let server: ServerProcess;
 beforeAll(async () => {
@@ -146,9 +147,11 @@ describe('bodies and errors', () => {
   it('writes one structured JSON log line per request', async () => {
     const before = server.logs.length;
     await fetch(`${server.url}/llms.txt?secret=should-not-be-logged`);
-    // Log lines are written asynchronously: wait for this one (at most 3 s), then a little more for any duplicate.
-    for (let i = 0; i < 60 && !server.logs.slice(before).some((l) => l.includes('"path":"/llms.txt"')); i++) await new Promise((r) => setTimeout(r, 50));
-    await new Promise((r) => setTimeout(r, 200));
+    // Log lines are written asynchronously, in one ordered buffer: wait for this one, then for a later
+    // request's line, by which time a duplicate of the first would have been written too.
+    await server.waitForLog((l) => l.includes('"path":"/llms.txt"'), { from: before });
+    await fetch(`${server.url}/robots.txt`);
+    await server.waitForLog((l) => l.includes('"path":"/robots.txt"'), { from: before });
     // Lines of earlier requests may arrive in the same buffered write: look at this request's lines.
     const lines = server.logs.slice(before).map((l) => JSON.parse(l));
     const requests = lines.filter((l) => l.msg === 'request' && l.path === '/llms.txt');
@@ -161,19 +164,18 @@ describe('bodies and errors', () => {
 describe('graceful shutdown', () => {
   it('finishes a request in flight after SIGTERM, then exits 0', async () => {
     const own = await startServer();
-    const { port } = new URL(own.url);
     const body = '{"name":"late"}';
-    const socket = connect(Number(port), '127.0.0.1');
-    await new Promise((r) => socket.once('connect', r));
-    let answer = '';
-    socket.on('data', (d) => (answer += d.toString()));
-    socket.write(`POST /api/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
-    await new Promise((r) => setTimeout(r, 100));
+    const client = await rawClient(own);
+    // Node answers "100 Continue" as it hands the request to the gateway: from then on it is in flight.
+    client.socket.write(`POST /api/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n${body.slice(0, 5)}`);
+    await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    const from = own.logs.length;
     own.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 200));
-    socket.end(body.slice(5));
+    // "shutting down" is logged as the server stops accepting: the rest of the body comes after that.
+    await own.waitForLog((l) => l.includes('"msg":"shutting down"'), { from });
+    client.socket.end(body.slice(5));
     const code = await own.stop();
-    expect(answer).toMatch(/^HTTP\/1\.1 404/);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 404/);
     expect(code).toBe(0);
     expect(own.logs.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
   });

@@ -22,11 +22,15 @@ describe('Idempotency-Key rules', () => {
     const idempotency = createIdempotency(store.idempotency);
     const k = randomUUID();
     let finish!: () => void;
+    let started!: () => void;
+    // The handler runs only once the key is claimed: its start is the moment the key is in flight.
+    const running = new Promise<void>((resolve) => (started = resolve));
     const first = idempotency('oath', k, body, async (keep) => {
+      started();
       await new Promise<void>((resolve) => (finish = resolve));
       return writes(store, { status: 201, body: { n: 1 } })(keep);
     });
-    await new Promise((r) => setTimeout(r, 0));
+    await running;
     await expect(idempotency('oath', k, body, async () => ({ status: 201, body: { n: 2 } }))).rejects.toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_FLIGHT' });
     finish();
     expect(await first).toEqual({ status: 201, body: { n: 1 }, replayed: false });

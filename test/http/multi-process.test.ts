@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const available = await postgresAvailable();
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
@@ -13,7 +14,9 @@ let b: ServerProcess;
 beforeAll(async () => {
   if (!available) return;
   const DATABASE_URL = await freshDatabase();
-  [a, b] = await Promise.all([startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '40' }), startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '40' })]);
+  // Each process saves its bot ledger every TELEMETRY_FLUSH_MS, and shows its own live counts plus what the other saved.
+  const env = { DATABASE_URL, WRITE_RATE_LIMIT: '40', TELEMETRY_FLUSH_MS: '100' };
+  [a, b] = await Promise.all([startServer(env), startServer(env)]);
 });
 afterAll(async () => {
   if (!available) return;
@@ -55,13 +58,14 @@ describe.runIf(available)('two gateway processes on one PostgreSQL database', ()
   it('adds up telemetry counted by both', async () => {
     for (let i = 0; i < 3; i++) await fetch(`${a.url}/api/convert`, { headers: { 'User-Agent': GPT } });
     for (let i = 0; i < 2; i++) await fetch(`${b.url}/api/convert`, { headers: { 'User-Agent': GPT } });
-    // Each process saves its ledger every 5 s; wait for both to have saved.
-    await new Promise((r) => setTimeout(r, 5500));
-    for (const s of [a, b]) {
+    const requests = async (s: ServerProcess): Promise<number> => {
       const t = await (await fetch(`${s.url}/bot-traffic.json`, { headers: { 'User-Agent': FIREFOX } })).json();
-      expect(t.families.find((f: any) => f.family === 'GPTBot').requests, s.url).toBe(5);
-    }
-  }, 20_000);
+      return t.families.find((f: any) => f.family === 'GPTBot')?.requests ?? 0;
+    };
+    // Each shows the other's counts once the other has saved its ledger (every 100 ms here).
+    for (const s of [a, b]) await waitFor(() => requests(s), { until: (n) => n >= 5, what: `${s.url} showing 5 GPTBot requests` });
+    for (const s of [a, b]) expect(await requests(s), s.url).toBe(5);
+  });
 
   it('keeps one valid receipt chain under concurrent dual exchanges on both', async () => {
     const good = { steps: [{ action: 'read', tool: 'read_convert' }] };

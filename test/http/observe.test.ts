@@ -1,4 +1,6 @@
+import { EventEmitter } from 'node:events';
 import { mkdtempSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -7,14 +9,34 @@ import { loadConfig } from '../../api/config.ts';
 import type { ObservedRequest } from '../../api/gateway/index.ts';
 import { startServer, type RunningServer } from '../../api/server.ts';
 import { TEST_DIST } from '../helpers/env.ts';
+import { nextEvent } from '../helpers/wait.ts';
 
 // In-process, so the observer can be a plain array: the gateway must call it once per request.
 const seen: ObservedRequest[] = [];
+// Each observation is also emitted, so a test can await it.
+const observations = new EventEmitter();
 let running: RunningServer;
 beforeAll(async () => {
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')), BODY_LIMIT_BYTES: '64', LOG_LEVEL: 'silent' });
-  running = await startServer(config, { observe: (r) => seen.push(r), logDestination: new Writable({ write: (_c, _e, cb) => cb() }) });
+  const observe = (r: ObservedRequest) => {
+    seen.push(r);
+    observations.emit('observed', r);
+  };
+  running = await startServer(config, { observe, logDestination: new Writable({ write: (_c, _e, cb) => cb() }) });
 });
+
+const MARKER = '/llms.txt';
+/**
+ * Sends a later request and waits until it is observed: a request is observed when its response
+ * closes, so by then any (duplicate) observation of an earlier request has happened too.
+ */
+async function afterALaterRequest(): Promise<void> {
+  const observed = nextEvent<[ObservedRequest]>(observations, 'observed', { match: (r) => r.path === MARKER });
+  await (await fetch(running.url + MARKER)).arrayBuffer();
+  await observed;
+}
+/** The observations other than the marker's. */
+const observedBesidesMarker = () => seen.filter((r) => r.path !== MARKER);
 afterAll(async () => {
   await running.close();
 });
@@ -33,15 +55,17 @@ describe('one telemetry call per request', () => {
     seen.length = 0;
     const res = await fetch(running.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': 'GPTBot/1.2' } });
     await res.arrayBuffer();
-    await new Promise((r) => setTimeout(r, 50));
+    await afterALaterRequest();
     expect(res.status).toBe(status);
-    expect(seen).toHaveLength(1);
-    expect(seen[0]).toMatchObject({ method: init.method ?? 'GET', path, status, userAgent: 'GPTBot/1.2', host: new URL(running.url).host });
+    expect(seen).toHaveLength(2);
+    expect(observedBesidesMarker()).toHaveLength(1);
+    expect(observedBesidesMarker()[0]).toMatchObject({ method: init.method ?? 'GET', path, status, userAgent: 'GPTBot/1.2', host: new URL(running.url).host });
   });
 
   it('observes a request whose client goes away, once', async () => {
     seen.length = 0;
     const controller = new AbortController();
+    const received = nextEvent<[IncomingMessage]>(running.server, 'request', { match: (req) => req.url === '/api/slow' });
     const pending = fetch(`${running.url}/api/slow`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -49,10 +73,14 @@ describe('one telemetry call per request', () => {
       signal: controller.signal,
       duplex: 'half',
     } as RequestInit).catch(() => null);
-    await new Promise((r) => setTimeout(r, 100));
+    // Abort once the server has the request, so that it sees the client go away mid-request.
+    await received;
+    const gone = nextEvent<[ObservedRequest]>(observations, 'observed', { match: (r) => r.path === '/api/slow' });
     controller.abort();
     await pending;
-    await new Promise((r) => setTimeout(r, 100));
-    expect(seen).toHaveLength(1);
+    await gone;
+    await afterALaterRequest();
+    expect(observedBesidesMarker()).toHaveLength(1);
+    expect(observedBesidesMarker()[0]).toMatchObject({ method: 'POST', path: '/api/slow', status: 499 });
   });
 });

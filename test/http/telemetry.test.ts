@@ -2,6 +2,7 @@ import { get } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
 const CLAUDE_USER = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
@@ -88,11 +89,7 @@ describe('counting', () => {
     await as(GOOGLE, '/api/convert');
     await as(GOOGLE, '/llms.txt');
     // The reverse DNS check runs in the background (bounded to 2 s): wait for its answer.
-    let f = await family('Googlebot');
-    for (let i = 0; i < 60 && f.verification.failed + f.verification.verified < 2; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      f = await family('Googlebot');
-    }
+    const f = await waitFor(() => family('Googlebot'), { until: (row) => row.verification.failed + row.verification.verified >= 2, what: 'two settled Googlebot verifications' });
     expect(f.requests).toBe(2);
     expect(f.verification).toMatchObject({ method: 'ip-ranges', verified: 0 });
     expect(f.verification.failed).toBeGreaterThanOrEqual(1);

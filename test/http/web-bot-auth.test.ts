@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4, published by a signature agent on loopback.
 const KEY = { kty: 'OKP', crv: 'Ed25519', d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' };
@@ -49,14 +50,15 @@ async function signedGet(path: string, key: JsonWebKey, signatureAgent = `sig1="
   return res.status;
 }
 
-async function species(name: string, settledAt: number): Promise<any> {
-  for (let i = 0; i < 100; i++) {
-    const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as { species: any[] };
-    const row = wall.species.find((s) => s.species === name);
-    if (row && typeof row.verification === 'object' && row.verification.verified + row.verification.unverified >= settledAt) return row;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${name} never settled ${settledAt} verifications`);
+/** The wall's row of `name` once `settledAt` signatures of it are checked (a key directory is fetched in the background). */
+function species(name: string, settledAt: number): Promise<any> {
+  return waitFor(
+    async () => {
+      const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as { species: any[] };
+      return wall.species.find((s) => s.species === name);
+    },
+    { until: (row) => typeof row?.verification === 'object' && row.verification.verified + row.verification.unverified >= settledAt, what: `${name} with ${settledAt} settled verifications` },
+  );
 }
 
 async function family(name: string): Promise<any> {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const available = await postgresAvailable();
 
@@ -26,13 +27,7 @@ const readyz = async (url: string) => {
   return { status: res.status, body: await res.json() };
 };
 /** Asks until the probe gives `status` (its answer is cached about a second). */
-async function until(url: string, status: number) {
-  for (;;) {
-    const answer = await readyz(url);
-    if (answer.status === status) return answer;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = (url: string, status: number) => waitFor(() => readyz(url), { until: (answer) => answer.status === status, what: `/readyz answering ${status}`, intervalMs: 100 });
 
 describe('probes', () => {
   it('/livez answers while the process runs; /readyz is not ready on a read-only data folder, and ready again once it is writable', async () => {
