@@ -67,6 +67,12 @@ function urlPathsOf(file: string): string[] {
  * Loads every file of the client build into memory, compressed once with gzip and brotli, with
  * the Content-Type recorded at build time for extensionless documents.
  */
+/** Pages revalidate every time; Astro's assets (`_astro/`, content-hashed names) never change; documents keep five minutes. */
+function cacheControlOf(rel: string, ext: string, type: string): string {
+  if (rel.split(sep)[0] === '_astro') return 'public, max-age=31536000, immutable';
+  return ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600';
+}
+
 export async function loadStaticSite(clientDir: string, manifest: Record<string, Record<string, string>>): Promise<Map<string, StaticFile>> {
   const files = new Map<string, StaticFile>();
   for await (const full of walk(clientDir)) {
@@ -81,7 +87,7 @@ export async function loadStaticSite(clientDir: string, manifest: Record<string,
       body,
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       type: withCharset(type),
-      cacheControl: ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600',
+      cacheControl: cacheControlOf(rel, ext, type),
     };
     if (body.length >= COMPRESS_MIN_BYTES) {
       file.gzip = gzipSync(body, { level: 9 });

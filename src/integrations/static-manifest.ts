@@ -25,7 +25,7 @@ export default function staticManifest(): AstroIntegration {
         // only what both allow (api/http/security-headers.ts).
         const all = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': HTML_CSP };
         const extra = (type: string): Record<string, string> => (/^text\/html\b/.test(type) ? {} : { 'Content-Security-Policy': securityHeaders(type)['Content-Security-Policy']! });
-        const entries: [string, Record<string, string>][] = [['/*', all], ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [path, { ...h, ...extra(h['content-type']!) }])];
+        const entries: [string, Record<string, string>][] = [['/*', all], ['/_astro/*', { 'Cache-Control': 'public, max-age=31536000, immutable' }], ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [path, { ...h, ...extra(h['content-type']!) }])];
         const cdn = entries.map(([path, h]) => `${path}\n${Object.entries(h).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
         await writeFile(new URL('_headers', dir), `${cdn.join('\n')}\n`);
       },

@@ -72,6 +72,15 @@ describe('static documents from memory', () => {
     expect(plain.headers.vary).toMatch(/Accept-Encoding/);
   });
 
+  it('lets caches keep hashed build assets for good, and pages and documents only briefly', async () => {
+    const page = await get('/');
+    expect(page.headers['cache-control']).toBe('public, max-age=0, must-revalidate');
+    const asset = /href="(\/_astro\/[^"]+\.css)"/.exec(page.body.toString('utf8'))?.[1];
+    expect(asset, 'the home page links its stylesheet from /_astro/').toBeDefined();
+    expect((await get(asset!)).headers['cache-control']).toBe('public, max-age=31536000, immutable');
+    expect((await get('/api/convert')).headers['cache-control']).toBe('public, max-age=300, stale-while-revalidate=3600');
+  });
+
   it('answers 405 with Allow to a POST on a document', async () => {
     const res = await fetch(`${server.url}/api/convert`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(405);
