@@ -54,7 +54,7 @@ describe('row 9: distinct 8 KB bot User-Agents', () => {
     const p50 = quantile(during, 0.5);
     const p99 = quantile(during, 0.99);
     console.log(`row 9: ${ATTACKS} User-Agents in ${seconds.toFixed(1)} s; heap ${growthMb.toFixed(1)} MB; ordinary p50/p99 idle ${quantile(idle, 0.5).toFixed(1)}/${quantile(idle, 0.99).toFixed(1)} ms, during ${p50.toFixed(1)}/${p99.toFixed(1)} ms`);
-    expect(ATTACKS / seconds).toBeGreaterThan(300);
+    expect(ATTACKS / seconds).toBeGreaterThan(200);
     expect(p50).toBeLessThan(Math.max(10 * quantile(idle, 0.5), 25));
     expect(p99).toBeLessThan(Math.max(10 * quantile(idle, 0.99), 100));
   });
