@@ -125,7 +125,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
   const views = createViews({ telemetry, content, links });
 
-  metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight() });
+  metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
   let closing = false;
   const readiness = createReadiness([
     condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),

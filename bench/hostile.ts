@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { Agent, request } from 'node:http';
 import { freePort } from './lib.ts';
@@ -160,6 +161,14 @@ function wavHead(dataBytes: number): Buffer {
   return Buffer.concat([Buffer.from('RIFF'), le32(head.length + dataBytes), head]);
 }
 
+const crawlerAgents = [
+  ...['Googlebot', 'bingbot', 'GPTBot', 'ClaudeBot', 'PerplexityBot', 'Applebot', 'DuckDuckBot', 'YandexBot', 'Baiduspider', 'CCBot', 'Bytespider', 'Amazonbot', 'AhrefsBot', 'SemrushBot', 'MJ12bot', 'DotBot', 'PetalBot', 'SeznamBot', 'facebookexternalhit', 'Twitterbot'],
+  ...Array.from({ length: 200 }, (_, i) => `XyzBot-${i}`),
+].map((name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`);
+const INVISIBLE = ['\u202E', '\u200B', '\u200D', '\u2066', '\uFEFF'];
+/** BENCH_HOSTILE_ONLY=2,3,9: only the attacks of those rows of issue 14. */
+const ONLY = process.env.BENCH_HOSTILE_ONLY ? new Set(process.env.BENCH_HOSTILE_ONLY.split(',').map((r) => r.trim())) : null;
+
 interface Attack {
   name: string;
   requests: number;
@@ -242,7 +251,41 @@ const attacks: Attack[] = [
     },
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/omip/log?first=${1 + ((i * 7919) % 1999)} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
   },
-];
+  {
+    name: 'row 2: GET with 15 KB paths from 220 crawler families (20 real, 200 invented)',
+    requests: n(10_000),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\n\r\n` }), RATE),
+  },
+  {
+    name: 'row 3: POST /api/omip/fingerprint, 60 KB documents, each under a new Idempotency-Key',
+    requests: n(10_000),
+    run: () =>
+      pool(n(10_000), 4, (i) => {
+        const body = JSON.stringify({ document: { i, text: 'z'.repeat(60_000) } });
+        return exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Length: ${body.length}\r\n\r\n${body}`, localAddress: address(800_000 + Math.floor(i / 4)) });
+      }, RATE),
+  },
+  {
+    name: 'row 9: distinct 8 KB bot User-Agents',
+    requests: n(10_000),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n` }), RATE),
+  },
+  {
+    name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; DNS fails here)',
+    requests: n(10_000),
+    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`, localAddress: address(900_000 + i) }), RATE),
+  },
+  {
+    name: 'row 13: oaths and messages with U+202E, zero-width characters and a leading BOM (422)',
+    requests: n(10_000),
+    run: () =>
+      pool(n(10_000), 4, (i) => {
+        const text = `${INVISIBLE[i % INVISIBLE.length]}name-${i}`;
+        const [path, body] = i % 2 === 0 ? ['/api/citizenship/oath', JSON.stringify({ name: text, purpose: 'p' })] : ['/api/intelligence/message', JSON.stringify({ name: 'n', message: text })];
+        return exchange({ head: `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, localAddress: address(1_000_000 + Math.floor(i / 4)) });
+      }, RATE),
+  },
+].filter((attack) => ONLY === null || ONLY.has(/^row (\d+)/.exec(attack.name)?.[1] ?? ''));
 
 const mb = (bytes: number) => (bytes / MB).toFixed(1);
 try {

@@ -7,6 +7,8 @@ import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 export interface MetricSources {
   ledger(): TelemetrySnapshot;
   verificationsInFlight(): number;
+  /** Reverse-DNS lookups started since the process began. */
+  dnsLookups?(): number;
 }
 
 const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
@@ -56,6 +58,18 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     registers: [registry],
     collect() {
       if (sources) this.set(sources.verificationsInFlight());
+    },
+  });
+
+  let lookupsCounted = 0;
+  new Counter({
+    name: 'agentnode_dns_lookups_total',
+    help: 'Reverse-DNS lookups started to verify crawler claims (capped in flight, cached by network).',
+    registers: [registry],
+    collect() {
+      const started = sources?.dnsLookups?.() ?? lookupsCounted;
+      this.inc(started - lookupsCounted);
+      lookupsCounted = started;
     },
   });
 
