@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 
-// The baseline: a bare node:http server sending one file's bytes from memory.
+// The baseline: a bare node:http server sending one file's bytes from memory, with the headers in
+// BARE_HEADERS (JSON) when given, so that it sends the same bytes as the server it is compared with.
 const [file, type] = process.argv.slice(2) as [string, string];
 const body = readFileSync(file);
+const headers = { 'Content-Type': type, ...(JSON.parse(process.env.BARE_HEADERS ?? '{}') as Record<string, string>), 'Content-Length': body.length };
 const server = createServer((_req, res) => {
-  res.writeHead(200, { 'Content-Type': type, 'Content-Length': body.length });
+  res.writeHead(200, headers);
   res.end(body);
 });
 server.listen(Number(process.env.PORT), '127.0.0.1');

@@ -148,3 +148,18 @@ export async function compare(name: string, rounds: number, candidate: () => Pro
   }
   return { candidate: cand, baseline: base, ratio, cpuRatio };
 }
+
+/** Headers the transport writes by itself (or that differ per answer): not part of what a twin copies. */
+const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
+
+/**
+ * A bare node:http server sending the same bytes as `url` answers with an identity body: the same
+ * file, and the same response headers (security headers, ETag, Cache-Control...), so the comparison
+ * measures the gateway's work per request, not the size of its answer.
+ */
+export async function startBareTwin(url: string, file: string): Promise<{ url: string; child: ChildProcess }> {
+  const answer = await fetch(url, { headers: { 'Accept-Encoding': 'identity' } });
+  await answer.arrayBuffer();
+  const headers = Object.fromEntries([...answer.headers].filter(([name]) => !TRANSPORT_HEADERS.has(name)));
+  return startChild(['bench/bare-server.ts', file, answer.headers.get('content-type') ?? 'application/octet-stream'], { BARE_HEADERS: JSON.stringify(headers) });
+}

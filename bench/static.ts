@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compare, load, startChild } from './lib.ts';
+import { compare, load, startBareTwin, startChild } from './lib.ts';
 
 // GET /api/convert through the gateway against a bare node:http server with the same bytes, once
 // with a browser's User-Agent and once with a crawler's (a crawler's read is counted by telemetry).
@@ -15,7 +15,7 @@ const AGENTS: [string, string, number][] = [
 ];
 
 const gateway = await startChild(['api/main.ts'], { PORT: '0', HOST: '127.0.0.1', DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-')) });
-const bare = await startChild(['bench/bare-server.ts', 'dist/client/api/convert', 'application/json; charset=utf-8']);
+const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
 try {
   for (const [name, userAgent, target] of AGENTS) {
     const run = (url: string, pid: number | undefined) => load(url, { seconds: SECONDS, connections: CONNECTIONS, headers: { 'User-Agent': userAgent }, pid });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadContent } from '../api/content/load.ts';
 import { createClassifier } from '../api/telemetry/classify.ts';
-import { compare, load, startChild } from './lib.ts';
+import { compare, load, startBareTwin, startChild } from './lib.ts';
 
 // 1. Classification cost per User-Agent, uncached, on a realistic mix built from reference data
 //    (docs/benchmarks.md says what each set is). 2. A crawler's GET /api/convert through the
@@ -111,7 +111,7 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
 if (!SKIP_GATEWAY) {
   const GPTBOT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
   const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-tel-')) });
-  const bare = await startChild(['bench/bare-server.ts', 'dist/client/api/convert', 'application/json; charset=utf-8']);
+  const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
   try {
     const run = (url: string, pid: number | undefined) => load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': GPTBOT }, pid });
     const r = await compare('GET /api/convert as GPTBot, 32 connections', ROUNDS, () => run(`${gateway.url}/api/convert`, gateway.child.pid), () => run(`${bare.url}/`, bare.child.pid));
