@@ -8,10 +8,17 @@ export const OPERATION_BY_ID = Object.fromEntries(OPERATIONS.map((op) => [op.id,
 /** The path of each operation, for documents that link to one: no path is written twice. */
 export const PATH = Object.fromEntries(OPERATIONS.map((op) => [op.id, op.path])) as Record<OperationId, string>;
 
-const FUNNEL = new Map<string, FunnelStep>(OPERATIONS.flatMap((op) => ('funnel' in op && op.funnel ? [[`${op.method} ${op.path}`, op.funnel] as const] : [])));
+// By method, then path: counting runs on every crawler request, and building a `${method} ${path}`
+// key for the lookup was a sixth of what counting one cost.
+const FUNNEL = new Map<string, Map<string, FunnelStep>>();
+for (const op of OPERATIONS) {
+  if (!('funnel' in op) || !op.funnel) continue;
+  const byPath = FUNNEL.get(op.method) ?? FUNNEL.set(op.method, new Map()).get(op.method)!;
+  byPath.set(op.path, op.funnel);
+}
 
 /** The funnel step an answered request counts as (its operation's), or undefined. */
-export const funnelStepOf = (method: string, path: string): FunnelStep | undefined => FUNNEL.get(`${method} ${path}`);
+export const funnelStepOf = (method: string, path: string): FunnelStep | undefined => FUNNEL.get(method)?.get(path);
 
 /** The gateway's body rules for a path: 'upload', 'ingest', or ordinary JSON. */
 export function bodyLimitOf(path: string): 'json' | 'upload' | 'ingest' {
