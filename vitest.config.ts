@@ -1,8 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
+// These files start Astro processes (builds, the dev server) that share the project's .astro/
+// folder: run alone, after the rest, one at a time.
+const ASTRO_PROCESSES = ['test/ops/dev.test.ts', 'test/documents/links.test.ts', 'test/build/content-errors.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/build.ts'],
     // Every answer a test fetches is checked against its documented schema (test/helpers/answers.ts).
     setupFiles: ['test/helpers/check-answers.ts'],
@@ -10,5 +13,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Servers are child processes; two cores do not gain from more parallel files.
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'service', include: ['test/**/*.test.ts'], exclude: ASTRO_PROCESSES, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'astro-processes', include: ASTRO_PROCESSES, fileParallelism: false, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
