@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import type { Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enforceCsp, launchChromium, seedCrawlers, type Chromium } from '../../scripts/browser.ts';
+import { enforceCsp, launchChromium, seedCrawlers, type Chromium } from '../../bench/browser.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { axe, collectErrors, emulate, enforceCsp, launchChromium, overflow, PAGES, SCHEMES, seedCrawlers, VIEWPORTS, type Chromium } from '../../scripts/browser.ts';
+import { axe, collectErrors, emulate, enforceCsp, launchChromium, overflow, PAGES, SCHEMES, seedCrawlers, VIEWPORTS, type Chromium } from '../../bench/browser.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 

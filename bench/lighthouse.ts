@@ -19,7 +19,7 @@ const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: 
 const rows: string[] = [];
 const failing: string[] = [];
 try {
-  // ONLY=bot-wall,home runs some pages (names as in scripts/browser.ts).
+  // ONLY=bot-wall,home runs some pages (names as in bench/browser.ts).
   const only = process.env.ONLY?.split(',');
   for (const { name, path } of PAGES) {
     if (path === '/no-such-page' || (only && !only.includes(name))) continue;
