@@ -27,9 +27,13 @@ export function withCharset(contentType: string): string {
   return `${contentType.trim()}; charset=utf-8`;
 }
 
+// Built once: every answer spreads one of these two.
+const HTML_HEADERS: Readonly<Record<string, string>> = Object.freeze({ ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': HTML_CSP });
+const OTHER_HEADERS: Readonly<Record<string, string>> = Object.freeze({ ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': OTHER_CSP });
+
 /** The security headers of an answer of this Content-Type (empty or missing: treated as non-HTML). */
-export function securityHeaders(contentType: string | undefined): Record<string, string> {
-  return { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': isHtml(contentType ?? '') ? HTML_CSP : OTHER_CSP };
+export function securityHeaders(contentType: string | undefined): Readonly<Record<string, string>> {
+  return isHtml(contentType ?? '') ? HTML_HEADERS : OTHER_HEADERS;
 }
 
 /** The same, as the flat [name, value, ...] list node's writeHead takes. */
