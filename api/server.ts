@@ -8,8 +8,8 @@ import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
-import { createTelemetry } from './telemetry/telemetry.ts';
-import { rangesOf, systemResolver } from './telemetry/verify.ts';
+import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
+import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
 import { bodyLimitOf } from './operations/paths.ts';
@@ -19,7 +19,6 @@ import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
-import { createClassifier } from './telemetry/classify.ts';
 import { logBatchBody } from './telemetry/log-formats/ingest.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
@@ -105,13 +104,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
   const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    ...telemetryRulesOf(content),
     resolver: systemResolver(),
-    ranges: rangesOf(content.botIpRanges),
-    families: content.botFamilies.families,
     fetchDirectory: httpDirectoryFetcher(),
     store: store.telemetry,
-    baitPaths: content.crawlPolicy.disallow,
     logger,
     flushMs: config.TELEMETRY_FLUSH_MS,
   });

@@ -77,19 +77,15 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
 
 // What counting adds to one request, in process: telemetry.observe for a crawler and a browser.
 {
-  const { createTelemetry } = await import('../api/telemetry/telemetry.ts');
-  const { rangesOf } = await import('../api/telemetry/verify.ts');
+  const { createTelemetry, telemetryRulesOf } = await import('../api/telemetry/telemetry.ts');
   const { openMemoryStore } = await import('../api/store/index.ts');
   const { default: pino } = await import('pino');
   const content = await loadContent('content');
   const t = await createTelemetry({
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
-    ranges: rangesOf(content.botIpRanges),
-    families: content.botFamilies.families,
     fetchDirectory: async () => new Map(),
     store: openMemoryStore().telemetry,
-    baitPaths: content.crawlPolicy.disallow,
     logger: pino({ level: 'silent' }),
     flushMs: 3_600_000,
   });

@@ -3,13 +3,28 @@ import type { Logger } from 'pino';
 import type { ObservedRequest } from '../gateway/gateway.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
-import { classificationOf, type Classification, type Classifier } from './classify.ts';
+import type { Content } from '../content/load.ts';
+import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
 import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
-import { createVerifier, type Outcome, type Resolver } from './verify.ts';
+import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
+
+/**
+ * What content/ gives telemetry: the classifier over the bot table and its human clients, the
+ * published address ranges, the families and the bait paths. One reading, for the server, the
+ * in-process test app and the benchmarks alike.
+ */
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botIpRanges' | 'crawlPolicy'>) {
+  return {
+    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    ranges: rangesOf(content.botIpRanges),
+    families: content.botFamilies.families,
+    baitPaths: content.crawlPolicy.disallow,
+  };
+}
 
 export interface TelemetryOptions {
   classify: Classifier;

@@ -4,8 +4,7 @@ import { loadContent } from '../../api/content/load.ts';
 import { openLogSigner } from '../../api/omip/signer.ts';
 import { createOmip } from '../../api/omip/service.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { createClassifier } from '../../api/telemetry/classify.ts';
-import { createTelemetry } from '../../api/telemetry/telemetry.ts';
+import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import { checkAnswer } from '../helpers/answers.ts';
 
 export { checkAnswer, documented, spec } from '../helpers/answers.ts';
@@ -18,12 +17,10 @@ export async function createTestApp(options: { writeRateLimit?: number; ingestTo
   const store = openMemoryStore();
   const logger = pino({ level: 'silent' });
   const telemetry = await createTelemetry({
-    classify: createClassifier(content.botFamilies.families),
+    ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
-    families: content.botFamilies.families,
     fetchDirectory: async () => new Map(),
     store: store.telemetry,
-    baitPaths: content.crawlPolicy.disallow,
     logger,
   });
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(null, undefined) });

@@ -2,20 +2,16 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { createClassifier } from '../../api/telemetry/classify.ts';
-import { createTelemetry, type IngestLine } from '../../api/telemetry/telemetry.ts';
-import { rangesOf, type Resolver } from '../../api/telemetry/verify.ts';
+import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
+import type { Resolver } from '../../api/telemetry/verify.ts';
 
 async function telemetry(resolver: Resolver) {
   const content = await loadContent('content');
   return createTelemetry({
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    ...telemetryRulesOf(content),
     resolver,
-    ranges: rangesOf(content.botIpRanges),
-    families: content.botFamilies.families,
     fetchDirectory: async () => new Map(),
     store: openMemoryStore().telemetry,
-    baitPaths: content.crawlPolicy.disallow,
     logger: pino({ level: 'silent' }),
     flushMs: 60_000,
   });
