@@ -33,6 +33,8 @@ export const ConfigSchema = z.object({
   UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
   /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */
   UPLOAD_CONCURRENCY_PER_CLIENT: z.coerce.number().int().positive().default(2),
+  /** Bytes a second read of all uploads together; past it, the server stops reading and the clients wait (TCP flow control). */
+  UPLOAD_BYTES_PER_SECOND: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
   BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
   /** Folder of the temporary files uploads are streamed to (removed after each answer). */

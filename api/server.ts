@@ -158,6 +158,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     uploads: {
       maxConcurrent: config.UPLOAD_CONCURRENCY,
       maxPerClient: config.UPLOAD_CONCURRENCY_PER_CLIENT,
+      bytesPerSecond: config.UPLOAD_BYTES_PER_SECOND,
       idleMs: config.BODY_IDLE_TIMEOUT_MS,
       tmpDir: config.UPLOAD_TMP_DIR,
       admit: (client) => uploadLimiter.peek(client),

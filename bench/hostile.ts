@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { freePort } from './lib.ts';
@@ -14,28 +14,55 @@ const IDLE_MS = 2000;
 /** The pace of the cheap attacks (requests a second). */
 const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 500);
 
+/**
+ * BENCH_HOSTILE_PIN=1: the attacker (this process) on core 1, the server and the ordinary client on
+ * core 0, as an attacker on another machine would be. Unpinned, the three share both cores, and on
+ * loopback the kernel's work of moving the attacker's bytes runs in whichever process enters the
+ * kernel next, often the server's own sends.
+ */
+const PIN = process.env.BENCH_HOSTILE_PIN === '1';
+if (PIN) execFileSync('taskset', ['-a', '-pc', '1', String(process.pid)], { stdio: 'ignore' });
+const node = (args: string[], options: Parameters<typeof spawn>[2]): ChildProcess =>
+  PIN ? spawn('taskset', ['-c', '0', 'node_modules/.bin/node', ...args], options) : spawn('node_modules/.bin/node', args, options);
+
+/** BENCH_HOSTILE_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node flags for the server (its stdout is then shown, for --trace-gc). */
+const SERVER_FLAGS = process.env.BENCH_HOSTILE_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];
+
 const port = await freePort();
-const server: ChildProcess = spawn('node_modules/.bin/node', ['--expose-gc', 'bench/hostile-server.ts'], {
+const server: ChildProcess = node(['--expose-gc', ...SERVER_FLAGS, 'bench/hostile-server.ts'], {
   env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS) },
-  stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  stdio: ['ignore', SERVER_FLAGS.length ? 'inherit' : 'ignore', 'inherit', 'ipc'],
 });
 const url = await new Promise<string>((resolve, reject) => {
   server.once('message', (m: { url?: string }) => (m.url ? resolve(m.url) : reject(new Error('no url'))));
   server.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
 });
+/** The server's memory after a full collection, and its event-loop delay and CPU share since the last report. */
+interface ServerReport {
+  rss: number;
+  heapUsed: number;
+  loopP99: number;
+  loopMax: number;
+  cpuShare: number;
+}
 const memory = () =>
-  new Promise<{ rss: number; heapUsed: number }>((resolve) => {
-    server.once('message', (m: { rss: number; heapUsed: number }) => resolve(m));
+  new Promise<ServerReport>((resolve) => {
+    server.once('message', (m: ServerReport) => resolve(m));
     server.send('memory');
   });
 
 /** Client addresses on the loopback /8: write limits are per address, as an attacker with many would have. */
 const address = (i: number) => `127.${1 + ((i >> 16) & 127)}.${(i >> 8) & 255}.${(i & 255) || 1}`;
 
+/** Where the attacks go: the server, or for a control run, the bare sink (bench/sink-server.ts). */
+let target = port;
+/** Body bytes the attack wrote to its sockets (what the kernel took, not what the server read). */
+let bodyBytesSent = 0;
+
 /** One raw exchange: writes `head` and `body`, then either leaves at once or waits for the status line. */
 function exchange(options: { head: string; body?: Buffer | (() => Buffer | null); leave?: boolean; localAddress?: string; timeoutMs?: number }): Promise<number> {
   return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
+    const socket = connect({ port: target, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
     let answer = '';
     let status = 0;
     const finish = () => {
@@ -64,11 +91,15 @@ function exchange(options: { head: string; body?: Buffer | (() => Buffer | null)
             if (status || socket.destroyed) return;
             const chunk = body();
             if (chunk === null) return;
+            bodyBytesSent += chunk.length;
             if (!socket.write(chunk)) return void socket.once('drain', pump);
           }
         };
         pump();
-      } else if (body) socket.write(body);
+      } else if (body) {
+        bodyBytesSent += body.length;
+        socket.write(body);
+      }
       if (options.leave) finish();
     });
   });
@@ -105,7 +136,7 @@ async function pool(total: number, concurrency: number, task: (i: number) => Pro
  * that the attack generator's work here does not count as the server's latency.
  */
 function ordinary(seconds?: number): { stop: () => Promise<number> } {
-  const probe = spawn('node_modules/.bin/node', ['bench/hostile-probe.ts', url], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const probe = node(['bench/hostile-probe.ts', url], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const ready = new Promise<void>((resolve) => probe.once('message', () => resolve()));
   const result = new Promise<number>((resolve, reject) => {
     probe.on('message', (m: { p99?: number }) => m.p99 !== undefined && resolve(m.p99));
@@ -161,6 +192,22 @@ interface Attack {
   run: () => Promise<Map<number, number>>;
   /** How long the server may need to drop what the attack left (idle timers). */
   settleMs?: number;
+  /**
+   * A bandwidth flood: run it a second time against the bare sink while the ordinary client keeps
+   * timing the idle server, so the table shows what the flood's bytes alone cost this machine.
+   */
+  control?: boolean;
+}
+
+/** The sink of the control runs, started on first use. */
+let sink: { port: number; child: ChildProcess } | undefined;
+async function sinkPort(): Promise<number> {
+  if (!sink) {
+    const child = node(['bench/sink-server.ts'], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    const { port: sinkAt } = await new Promise<{ port: number }>((resolve) => child.once('message', resolve));
+    sink = { port: sinkAt, child };
+  }
+  return sink.port;
 }
 
 const attacks: Attack[] = [
@@ -177,6 +224,7 @@ const attacks: Attack[] = [
   ...[1, 2].map((round) => ({
     name: `row 4: 50 MB uploads, 8 in parallel, from an address over its write limit${round === 2 ? ' (again: growth is a plateau, not per request)' : ''}`,
     requests: n(1_000),
+    control: true,
     run: async () => {
       const attacker = '127.0.0.3';
       const statuses = new Map<number, number>();
@@ -192,6 +240,7 @@ const attacks: Attack[] = [
   {
     name: 'row 4: uploads that stall after 1 MB, 16 at once from one address',
     requests: n(1_000),
+    control: true,
     settleMs: IDLE_MS + 1000,
     run: () => pool(n(1_000), 16, (i) => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: Buffer.alloc(MB, 0xff), localAddress: address(100_000 + (i % 1)) })),
   },
@@ -272,34 +321,50 @@ const attacks: Attack[] = [
 ].filter((attack) => ONLY === null || ONLY.has(/^row (\d+)/.exec(attack.name)?.[1] ?? ''));
 
 const mb = (bytes: number) => (bytes / MB).toFixed(1);
+const loop = (r: ServerReport) => `${r.loopP99.toFixed(1)} / ${r.loopMax.toFixed(1)} ms, ${Math.round(r.cpuShare * 100)}% of a core`;
 try {
   // Warm up, then the idle p99 of the same ordinary request on the same server.
   await ordinary(2).stop();
+  await memory();
   const idleP99 = await ordinary(5).stop();
-  console.log(`idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s)`);
-  console.log('| attack | hostile requests | answers | RSS growth | heap growth | per 10,000 (RSS / heap) | ordinary p99 during (× idle) | 5xx (not 501) |');
-  console.log('|---|---|---|---|---|---|---|---|');
+  const idle = await memory();
+  console.log(`idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s); ${loop(idle)}`);
+  console.log('| attack | hostile requests | answers | RSS growth | heap growth | per 10,000 (RSS / heap) | ordinary p99 during (× idle) | server loop delay p99 / max, CPU | body bytes sent | the same flood on a bare sink: ordinary p99 (× idle) | 5xx (not 501) |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const attack of attacks) {
     await attack.prepare?.();
     const before = await memory();
     const probe = ordinary();
+    bodyBytesSent = 0;
     const started = performance.now();
     const statuses = await attack.run();
     const seconds = (performance.now() - started) / 1000;
     const p99 = await probe.stop();
     await new Promise((r) => setTimeout(r, attack.settleMs ?? 500));
     const after = await memory();
+    const sent = bodyBytesSent;
+    let control = '';
+    if (attack.control) {
+      target = await sinkPort();
+      const idleProbe = ordinary();
+      await attack.run();
+      const p99Control = await idleProbe.stop();
+      target = port;
+      control = `${p99Control} ms (${(p99Control / idleP99).toFixed(1)}×)`;
+      await new Promise((r) => setTimeout(r, 500));
+    }
     const per = 10_000 / attack.requests;
     // 501 is the answer the brief asks for a method outside the known set; any other 5xx is a failure.
     const fives = [...statuses].filter(([s]) => s >= 500 && s !== 501).reduce((sum, [, c]) => sum + c, 0);
     const answers = [...statuses].sort(([a], [b]) => a - b).map(([s, c]) => `${s === 0 ? 'left' : s}×${c}`).join(' ');
     console.log(
       `| ${attack.name} | ${attack.requests} in ${seconds.toFixed(1)} s | ${answers} | ${mb(after.rss - before.rss)} MB | ${mb(after.heapUsed - before.heapUsed)} MB | ` +
-        `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB | ${p99} ms (${(p99 / idleP99).toFixed(1)}×) | ${fives} |`,
+        `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB | ${p99} ms (${(p99 / idleP99).toFixed(1)}×) | ${loop(after)} | ${mb(sent)} MB | ${control || '—'} | ${fives} |`,
     );
   }
   const end = await memory();
   console.log(`server at the end: RSS ${mb(end.rss)} MB, heap ${mb(end.heapUsed)} MB`);
 } finally {
   server.kill('SIGTERM');
+  sink?.child.kill();
 }

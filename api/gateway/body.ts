@@ -1,6 +1,7 @@
 import { createWriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import { HttpProblem } from '../http/problem.ts';
+import { pauser, type Bandwidth } from './bandwidth.ts';
 
 /** What a route accepts as a request body. */
 export interface BodyPolicy {
@@ -105,19 +106,26 @@ export function readBody(req: IncomingMessage, limit: number, idleMs: number): P
 }
 
 /**
- * Streams a request body to a new file (mode 0600), holding at most a few chunks in memory: 413 as
- * soon as the size passes `limit`, 408 when no byte arrives for `idleMs`. Resolves with the size.
- * The caller removes the file, whatever the outcome.
+ * Streams a request body to a new file (mode 0600), holding at most a few chunks in memory and
+ * reading no faster than `bandwidth` allows: 413 as soon as the size passes `limit`, 408 when the
+ * client sends no byte for `idleMs`. Resolves with the size. The caller removes the file, whatever
+ * the outcome.
  */
-export function streamBody(req: IncomingMessage, file: string, limit: number, idleMs: number): Promise<number> {
+export function streamBody(req: IncomingMessage, file: string, limit: number, idleMs: number, bandwidth: Bandwidth): Promise<number> {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
+    const flow = pauser(req);
     let size = 0;
     let settled = false;
-    const idle = setTimeout(() => fail(stalled(idleMs)), idleMs);
+    const idle = setTimeout(() => {
+      // While the server holds the client (bandwidth, disk), the silence is the server's, not the client's.
+      if (flow.held) idle.refresh();
+      else fail(stalled(idleMs));
+    }, idleMs);
     const stop = () => {
       settled = true;
       clearTimeout(idle);
+      flow.stop();
       req.off('data', onData).off('end', onEnd).off('error', onClose).off('close', onClose);
       out.off('drain', onDrain);
     };
@@ -132,9 +140,10 @@ export function streamBody(req: IncomingMessage, file: string, limit: number, id
       size += chunk.length;
       if (size > limit) return fail(tooLarge(limit));
       // The disk is slower than the socket: pause the client rather than buffer.
-      if (!out.write(chunk)) req.pause();
+      if (!out.write(chunk)) flow.pause('disk');
+      flow.wait(bandwidth.take(chunk.length));
     };
-    const onDrain = () => req.resume();
+    const onDrain = () => flow.end('disk');
     const onEnd = () => {
       if (settled) return;
       stop();

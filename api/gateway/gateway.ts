@@ -8,6 +8,7 @@ import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
 import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
+import { createBandwidth, pauser } from './bandwidth.ts';
 import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
@@ -62,31 +63,43 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
 /**
  * How long, and how many bytes, a connection whose body was left unread is read and discarded after
- * its answer, so that the client reads the answer instead of a reset (nginx: lingering_close).
+ * its answer, so that the client reads the answer instead of a reset (nginx: lingering_close); and
+ * how fast, over all such connections together, so that a flood of refused uploads costs the
+ * server a bounded share of its CPU (the clients' TCP windows close and they wait).
  */
 const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
+const LINGER_BYTES_PER_SECOND = 4 * 1024 * 1024;
+const lingering = createBandwidth(LINGER_BYTES_PER_SECOND);
 
 /**
  * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
  * `Connection: close`; node would then close the socket with the client's bytes unread, which
  * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
- * what still comes (at most LINGER_BYTES, for at most LINGER_MS), then close.
+ * what still comes unparsed (at most LINGER_BYTES, for at most LINGER_MS, at the shared
+ * LINGER_BYTES_PER_SECOND), then close.
  */
 function lingerAfterAnswer(req: IncomingMessage): void {
   const socket = req.socket as Socket & { destroySoon?: () => void };
   socket.destroySoon = function lingeringClose(this: Socket) {
+    // The HTTP parser would read the rest of the body byte by byte: nothing in it is wanted.
+    this.removeAllListeners('data');
     this.end();
+    const flow = pauser(this);
     let drained = 0;
     this.on('data', (chunk: Buffer) => {
       drained += chunk.length;
       // A client still sending this much after its answer is not listening: let it block.
-      if (drained > LINGER_BYTES) this.pause();
+      if (drained > LINGER_BYTES) flow.pause('enough');
+      else flow.wait(lingering.take(chunk.length));
     });
     this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
-    this.once('close', () => clearTimeout(timer));
+    this.once('close', () => {
+      clearTimeout(timer);
+      flow.stop();
+    });
   };
 }
 
@@ -181,6 +194,7 @@ export function refuseConnect(req: IncomingMessage, socket: Socket): void {
 export function createGateway(options: GatewayOptions) {
   const { files, render, locals, logger, uploads } = options;
   const slots = createUploadSlots(uploads);
+  const bandwidth = createBandwidth(uploads.bytesPerSecond);
 
   /**
    * `continueFirst`: the request came through the server's 'checkContinue' event (`Expect:
@@ -287,7 +301,7 @@ export function createGateway(options: GatewayOptions) {
       release();
       void rm(file, { force: true });
     });
-    const size = await streamBody(req, file, limit, uploads.idleMs);
+    const size = await streamBody(req, file, limit, uploads.idleMs, bandwidth);
     return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType };
   }
 

@@ -7,6 +7,8 @@ export interface UploadLimits {
   maxConcurrent: number;
   /** Uploads read at once from one client (UPLOAD_CONCURRENCY_PER_CLIENT); an IPv6 client is its /64. */
   maxPerClient: number;
+  /** Bytes a second read of all uploads together (UPLOAD_BYTES_PER_SECOND); past it, clients wait. */
+  bytesPerSecond: number;
   /** A body that sends no byte for this long is dropped with 408 (BODY_IDLE_TIMEOUT_MS); JSON bodies too. */
   idleMs: number;
   /** Folder of the temporary upload files (UPLOAD_TMP_DIR). */

@@ -6,16 +6,22 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Deepest nesting of arrays and objects a JSON body may have; deeper is 422 (every route parses here). */
 export const JSON_MAX_DEPTH = 64;
 
+/** The index of the quote that closes the string opened at `open` (or the text's length): strings are skipped by search, not scanned. */
+function endOfString(text: string, open: number): number {
+  for (let i = text.indexOf('"', open + 1); i !== -1; i = text.indexOf('"', i + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(i - 1 - backslashes) === 92) backslashes++;
+    if (backslashes % 2 === 0) return i;
+  }
+  return text.length;
+}
+
 /** The deepest nesting of `[` and `{` outside strings, stopping as soon as it passes `max`. */
 function nestingPasses(text: string, max: number): boolean {
   let depth = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
+    if (c === 34) i = endOfString(text, i);
     else if (c === 123 || c === 91) {
       if (++depth > max) return true;
     } else if (c === 125 || c === 93) depth--;

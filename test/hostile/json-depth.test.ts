@@ -34,6 +34,9 @@ describe('row 6: JSON nesting depth', () => {
     expect(deeper.status).toBe(422);
     const text = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ document: { s: '['.repeat(5000) + '\\"{' } }) });
     expect(text.status).toBe(200);
+    // A string that ends in an escaped backslash is closed by the quote after it: the nesting that follows counts.
+    const afterBackslash = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: `{"document":{"s":"a\\\\","t":${nested(70)}}}` });
+    expect(afterBackslash.status).toBe(422);
   });
 
   it('writes no error-level line for them', async () => {

@@ -103,7 +103,7 @@ describe('row 4: Expect: 100-continue', () => {
 describe('row 4: memory per upload', () => {
   let big: ServerProcess;
   beforeAll(async () => {
-    big = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0', INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB) });
+    big = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0', INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB), UPLOAD_BYTES_PER_SECOND: String(1024 * MB) });
   });
   afterAll(async () => {
     await big.stop();

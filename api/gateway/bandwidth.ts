@@ -1,0 +1,64 @@
+import type { Readable } from 'node:stream';
+
+/**
+ * A token bucket of bytes a second, shared by every stream that takes from it. Bytes are taken after
+ * they were read, so the bucket runs into debt; whoever took last waits until the debt is paid. The
+ * total read over any span is thus at most the rate times the span plus one burst, however many
+ * streams share it.
+ */
+export interface Bandwidth {
+  /** Takes `bytes`; returns how many ms the reader must wait before it reads again (0: go on). */
+  take(bytes: number): number;
+}
+
+export function createBandwidth(bytesPerSecond: number, now: () => number = () => performance.now()): Bandwidth {
+  // A quarter of a second's worth may be read at once, so a short body is never paused.
+  const burst = bytesPerSecond / 4;
+  let available = burst;
+  let last = now();
+  return {
+    take(bytes) {
+      const t = now();
+      available = Math.min(burst, available + ((t - last) * bytesPerSecond) / 1000) - bytes;
+      last = t;
+      return available >= 0 ? 0 : Math.ceil((-available * 1000) / bytesPerSecond);
+    },
+  };
+}
+
+/**
+ * Pauses a readable stream for reasons that end apart (the bandwidth's wait, a full disk buffer): it
+ * resumes once every reason has ended. While `held`, the server, not the client, is why no byte
+ * comes: a body's idle timeout must not count that time.
+ */
+export function pauser(stream: Readable) {
+  const reasons = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  const end = (reason: string) => {
+    if (!reasons.delete(reason)) return;
+    if (reasons.size === 0 && !stream.destroyed) stream.resume();
+  };
+  const pause = (reason: string) => {
+    reasons.add(reason);
+    stream.pause();
+  };
+  return {
+    get held() {
+      return reasons.size > 0;
+    },
+    pause,
+    end,
+    /** Holds the stream for `ms` (nothing when 0). */
+    wait(ms: number) {
+      if (ms <= 0) return;
+      clearTimeout(timer);
+      pause('bandwidth');
+      timer = setTimeout(() => end('bandwidth'), ms);
+    },
+    /** Drops every reason without resuming: the stream is done with. */
+    stop() {
+      clearTimeout(timer);
+      reasons.clear();
+    },
+  };
+}
