@@ -176,6 +176,7 @@ function wavHead(dataBytes: number): Buffer {
   return Buffer.concat([Buffer.from('RIFF'), le32(head.length + dataBytes), head]);
 }
 
+const SIXTY_KB = 'z'.repeat(60_000);
 const crawlerAgents = [
   ...['Googlebot', 'bingbot', 'GPTBot', 'ClaudeBot', 'PerplexityBot', 'Applebot', 'DuckDuckBot', 'YandexBot', 'Baiduspider', 'CCBot', 'Bytespider', 'Amazonbot', 'AhrefsBot', 'SemrushBot', 'MJ12bot', 'DotBot', 'PetalBot', 'SeznamBot', 'facebookexternalhit', 'Twitterbot'],
   ...Array.from({ length: 200 }, (_, i) => `XyzBot-${i}`),
@@ -294,7 +295,8 @@ const attacks: Attack[] = [
     requests: n(10_000),
     run: () =>
       pool(n(10_000), 4, (i) => {
-        const body = JSON.stringify({ document: { i, text: 'z'.repeat(60_000) } });
+        // Spliced, not stringified: 500 JSON.stringify calls a second of 60 KB would be the attacker's CPU taken from the server's two cores.
+        const body = `{"document":{"i":${i},"text":"${SIXTY_KB}"}}`;
         return exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Length: ${body.length}\r\n\r\n${body}`, localAddress: address(800_000 + Math.floor(i / 4)) });
       }, RATE),
   },

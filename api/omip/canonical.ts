@@ -16,5 +16,8 @@ export function canonicalJson(value: unknown): string {
 
 export const sha256Hex = (data: string | Uint8Array): string => hash('sha256', data, 'hex');
 
+/** `sha256:<hex>` of a canonical form already made. */
+export const fingerprintOfCanonical = (canonical: string): string => `sha256:${sha256Hex(canonical)}`;
+
 /** `sha256:<hex>` of the canonical form. */
-export const fingerprintOf = (value: unknown): string => `sha256:${sha256Hex(canonicalJson(value))}`;
+export const fingerprintOf = (value: unknown): string => fingerprintOfCanonical(canonicalJson(value));

@@ -3,7 +3,7 @@ import { DomainError } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
 import type { DriftWrite, KeepAnswer, PageQuery, Store } from '../store/types.ts';
-import { fingerprintOf, canonicalJson } from './canonical.ts';
+import { canonicalJson, fingerprintOf, fingerprintOfCanonical } from './canonical.ts';
 import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
 import { buildReceipt, consistencyOf, inclusionOf, receiptId, type AgentOutcome } from './receipts.ts';
@@ -118,7 +118,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     /** POST /api/omip/fingerprint. */
     fingerprint(document: unknown) {
       const canonical = canonicalJson(document);
-      return { canonical, fingerprint: fingerprintOf(document), algorithm: 'sha256', canonicalization: 'RFC 8785' };
+      return { canonical, fingerprint: fingerprintOfCanonical(canonical), algorithm: 'sha256', canonicalization: 'RFC 8785' };
     },
 
     /**

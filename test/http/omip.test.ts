@@ -125,6 +125,18 @@ describe('project and fingerprint', () => {
     }
   });
 
+  it('gives a large document (20 KB) its canonical form and fingerprint, __proto__ kept', async () => {
+    const long = 'x'.repeat(20_000);
+    const big = await raw(`{"document":{"z":"${long}","__proto__":{"b":[1E21],"a":"\\u00e9"},"a":1}}`);
+    expect(big.status).toBe(200);
+    const canonical = `{"__proto__":{"a":"\u00e9","b":[1e+21]},"a":1,"z":"${long}"}`;
+    expect(big.body.canonical).toBe(canonical);
+    expect(big.body.fingerprint).toBe(sha(canonical));
+    const refused = await raw(`{"document":{"z":"${long}","a":"\\ud800"}}`);
+    expect(refused.status).toBe(422);
+    expect(refused.body.code).toBe('NOT_CANONICALIZABLE');
+  });
+
   it('still requires a document: 422', async () => {
     expect((await raw('{}')).body).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: '/document' }] });
   });
