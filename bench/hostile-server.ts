@@ -18,8 +18,8 @@ process.on('message', (message) => {
   const loop = { loopP99: delay.percentile(99) / 1e6, loopMax: delay.max / 1e6, cpuShare: (used.user + used.system) / 1000 / (performance.now() - since) };
   gc?.();
   gc?.();
-  const { rss, heapUsed } = process.memoryUsage();
-  process.send?.({ rss, heapUsed, ...loop });
+  const { rss, heapUsed, heapTotal } = process.memoryUsage();
+  process.send?.({ rss, heapUsed, heapTotal, ...loop });
   delay.reset();
   cpu = process.cpuUsage();
   since = performance.now();

@@ -67,7 +67,7 @@ const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
  * how fast, over all such connections together, so that a flood of refused uploads costs the
  * server a bounded share of its CPU (the clients' TCP windows close and they wait).
  */
-const LINGER_MS = 5000;
+export const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
 const LINGER_BYTES_PER_SECOND = 4 * 1024 * 1024;
 const lingering = createBandwidth(LINGER_BYTES_PER_SECOND);
