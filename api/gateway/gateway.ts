@@ -70,14 +70,22 @@ const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
 export const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
 const LINGER_BYTES_PER_SECOND = 4 * 1024 * 1024;
+/**
+ * Lingering connections at once, over the process: past it the oldest is closed. Its answer went
+ * out first, so by then its client has it; what a flood of refused clients can hold (sockets,
+ * the kernel's receive buffers, up to several MB each) is bounded.
+ */
+export const LINGER_MAX_CONNECTIONS = 256;
 const lingering = createBandwidth(LINGER_BYTES_PER_SECOND);
+/** The lingering connections, oldest first (a Set keeps the order of insertion). */
+const lingeringSockets = new Set<Socket>();
 
 /**
  * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
  * `Connection: close`; node would then close the socket with the client's bytes unread, which
  * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
  * what still comes unparsed (at most LINGER_BYTES, for at most LINGER_MS, at the shared
- * LINGER_BYTES_PER_SECOND), then close.
+ * LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS at once), then close.
  */
 function lingerAfterAnswer(req: IncomingMessage): void {
   const socket = req.socket as Socket & { destroySoon?: () => void };
@@ -93,10 +101,19 @@ function lingerAfterAnswer(req: IncomingMessage): void {
       if (drained > LINGER_BYTES) flow.pause('enough');
       else flow.wait(lingering.take(chunk.length));
     });
-    this.resume();
+    // Under a flood the budget is spent already: not even a first read (a 64 KiB buffer) until it refills.
+    flow.wait(lingering.take(0));
+    if (!flow.held) this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
+    lingeringSockets.add(this);
+    if (lingeringSockets.size > LINGER_MAX_CONNECTIONS) {
+      const oldest = lingeringSockets.values().next().value!;
+      lingeringSockets.delete(oldest);
+      oldest.destroy();
+    }
     this.once('close', () => {
+      lingeringSockets.delete(this);
       clearTimeout(timer);
       flow.stop();
     });

@@ -1,6 +1,11 @@
+import { readdirSync, readlinkSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LINGER_MAX_CONNECTIONS } from '../../api/gateway/gateway.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { statusOf } from './raw.ts';
 
 // Issue 14 row 4: what the server reads of uploads is bounded in bytes a second, over all clients
 // together, so a flood of uploads costs it a bounded share of its CPU; the clients wait (TCP).
@@ -27,5 +32,37 @@ describe('row 4: upload bandwidth', () => {
     // The bound: 256,000 bytes at 64 KiB a second, less the quarter second of burst and the last
     // 64 KiB chunk of each body (read before its wait): at least 1.6 s. At full speed: some ms.
     expect(elapsed).toBeGreaterThan(((2 * 128_000 - RATE / 4 - 2 * 64 * 1024) / RATE) * 1000);
+  });
+});
+
+/** The server's open TCP sockets (its listening socket included), read from /proc. */
+const serverSockets = () => readdirSync(`/proc/${server.child.pid}/fd`).filter((fd) => {
+  try {
+    return readlinkSync(`/proc/${server.child.pid}/fd/${fd}`).startsWith('socket:');
+  } catch {
+    return false; // closed between the listing and the read
+  }
+}).length;
+
+describe('row 4: refused connections kept open to read what their clients still send', () => {
+  it('keeps at most LINGER_MAX_CONNECTIONS of them: past it the oldest is closed, each after its answer', async () => {
+    const baseline = serverSockets();
+    const clients: Socket[] = [];
+    const answers: Promise<string>[] = [];
+    for (let i = 0; i < LINGER_MAX_CONNECTIONS + 64; i++) {
+      // Half-open clients: they keep their side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or the cap.
+      const socket = connect({ port: Number(new URL(server.url).port), host: '127.0.0.1', allowHalfOpen: true });
+      socket.on('error', () => undefined);
+      let received = '';
+      answers.push(new Promise((resolve) => socket.on('data', (d) => (received += d.toString('latin1')) && /\r\n\r\n\{.*\}$/s.test(received) && resolve(received))));
+      await new Promise((resolve) => socket.once('connect', resolve));
+      // Declared past the 50 MB limit: 413 at once, and the body is left unread.
+      socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+      clients.push(socket);
+    }
+    expect((await Promise.all(answers)).map(statusOf)).toEqual(answers.map(() => 413));
+    // Without the cap, all of them stay open for 5 s; with it, the oldest close as the newest come.
+    await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS, timeoutMs: 1500, what: 'the lingering connections under the cap' });
+    for (const socket of clients) socket.destroy();
   });
 });
