@@ -9,13 +9,17 @@ const agent = new Agent({ keepAlive: true, maxSockets: 2 });
 const latencies: number[] = [];
 let stopped = false;
 
+/** The first second is warm-up (connections, this process's JIT): not counted, and the parent starts the attack after it. */
+const WARM_UP_MS = 1000;
+const born = performance.now();
+
 const once = () =>
   new Promise<void>((resolve) => {
     const started = performance.now();
     const req = request(`${url}/api/convert`, { agent }, (res) => {
       res.resume();
       res.on('end', () => {
-        latencies.push(performance.now() - started);
+        if (started - born >= WARM_UP_MS) latencies.push(performance.now() - started);
         resolve();
       });
     });
@@ -35,4 +39,5 @@ process.on('message', async (message) => {
   process.send!({ p99: Math.round(sorted[Math.floor(sorted.length * 0.99)]! * 100) / 100, requests: sorted.length });
   process.disconnect();
 });
-process.send!({ ready: true });
+// Ready once warm: the attack starts then, and every request it can slow down is counted.
+setTimeout(() => process.send!({ ready: true }), WARM_UP_MS);

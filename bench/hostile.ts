@@ -139,7 +139,7 @@ async function pool(total: number, concurrency: number, task: (i: number) => Pro
  * connections, one request after the other, in a process of its own (bench/hostile-probe.ts), so
  * that the attack generator's work here does not count as the server's latency.
  */
-function ordinary(seconds?: number): { stop: () => Promise<number> } {
+function ordinary(seconds?: number): { ready: Promise<void>; stop: () => Promise<number> } {
   const probe = node(['bench/hostile-probe.ts', url], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const ready = new Promise<void>((resolve) => probe.once('message', () => resolve()));
   const result = new Promise<number>((resolve, reject) => {
@@ -148,6 +148,7 @@ function ordinary(seconds?: number): { stop: () => Promise<number> } {
   });
   const started = ready.then(() => (seconds === undefined ? undefined : new Promise((r) => setTimeout(r, seconds * 1000))));
   return {
+    ready,
     stop: async () => {
       await ready;
       if (seconds !== undefined) await started;
@@ -344,6 +345,7 @@ try {
     const idleNow = await ordinary(3).stop();
     const before = await memory();
     const probe = ordinary();
+    await probe.ready;
     bodyBytesSent = 0;
     const started = performance.now();
     const statuses = await attack.run();
@@ -356,6 +358,7 @@ try {
     if (attack.control) {
       target = await sinkPort();
       const idleProbe = ordinary();
+      await idleProbe.ready;
       await attack.run();
       const p99Control = await idleProbe.stop();
       target = port;
