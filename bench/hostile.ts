@@ -43,7 +43,7 @@ const url = await new Promise<string>((resolve, reject) => {
 interface ServerReport {
   rss: number;
   heapUsed: number;
-  /** What V8 has committed for its heap, used or not (its young generation grows under load and stays). */
+  /** What V8 has committed for its heap, used or not. */
   heapTotal: number;
   loopP99: number;
   loopMax: number;

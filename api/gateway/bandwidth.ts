@@ -3,8 +3,8 @@ import type { Readable } from 'node:stream';
 /**
  * A token bucket of bytes a second, shared by every stream that takes from it. Bytes are taken after
  * they were read, so the bucket runs into debt; whoever took last waits until the debt is paid. The
- * total read over any span is thus at most the rate times the span plus one burst, however many
- * streams share it.
+ * total read over any span is thus at most the rate times the span, plus one burst, plus one chunk
+ * per stream (each reads its next chunk when its own wait ends), however many streams share it.
  */
 export interface Bandwidth {
   /** Takes `bytes`; returns how many ms the reader must wait before it reads again (0: go on). */
