@@ -69,7 +69,7 @@ const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
  */
 export const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
-const LINGER_BYTES_PER_SECOND = 4 * 1024 * 1024;
+const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
  * Lingering connections at once, over the process: past it the oldest is closed. Its answer went
  * out first, so by then its client has it; what a flood of refused clients can hold (sockets,
