@@ -1,8 +1,8 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { LINGER_MS } from '../api/gateway/gateway.ts';
-import { freePort } from './lib.ts';
+import { freePort, spawnNode } from './lib.ts';
 
 // bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
 // For each: the server's RSS and heap growth (after a full collection, once it has settled) per
@@ -17,15 +17,13 @@ const IDLE_MS = 2000;
 const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 500);
 
 /**
- * BENCH_HOSTILE_PIN=1: the attacker (this process) on core 1, the server and the ordinary client on
- * core 0, as an attacker on another machine would be. Unpinned, the three share both cores, and on
- * loopback the kernel's work of moving the attacker's bytes runs in whichever process enters the
- * kernel next, often the server's own sends.
+ * BENCH_HOSTILE_PIN=1: the server and the ordinary client on the last core, the attacker (this
+ * process) on the others, as an attacker on another machine would be (spawnNode in lib.ts).
+ * Unpinned, the three share both cores, and on loopback the kernel's work of moving the attacker's
+ * bytes runs in whichever process enters the kernel next, often the server's own sends.
  */
 const PIN = process.env.BENCH_HOSTILE_PIN === '1';
-if (PIN) execFileSync('taskset', ['-a', '-pc', '1', String(process.pid)], { stdio: 'ignore' });
-const node = (args: string[], options: Parameters<typeof spawn>[2]): ChildProcess =>
-  PIN ? spawn('taskset', ['-c', '0', 'node_modules/.bin/node', ...args], options) : spawn('node_modules/.bin/node', args, options);
+const node = (args: string[], options: SpawnOptions): ChildProcess => spawnNode(args, options, { pinned: PIN });
 
 /** BENCH_HOSTILE_SERVER_FLAGS="--cpu-prof --cpu-prof-dir=/tmp/prof": node flags for the server (its stdout is then shown, for --trace-gc). */
 const SERVER_FLAGS = process.env.BENCH_HOSTILE_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];

@@ -1,4 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
@@ -21,9 +21,10 @@ function pinSelf(): boolean {
   })();
   return pinning;
 }
-/** The command that runs node with `args`, on the server CPU when pinned and pinning works here. */
-const serverCommand = (args: string[], pinned: boolean): [string, string[]] =>
-  pinned && pinSelf() ? ['taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args]] : ['node_modules/.bin/node', args];
+/** Runs node with `args`, on the server CPU (this process keeps the others) when pinned and pinning works here. */
+export function spawnNode(args: string[], options: SpawnOptions, { pinned = true } = {}): ChildProcess {
+  return pinned && pinSelf() ? spawn('taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args], options) : spawn('node_modules/.bin/node', args, options);
+}
 
 export interface Figures {
   rps: number;
@@ -57,8 +58,7 @@ export function freePort(): Promise<number> {
 /** Starts a server child process on a free port (stdout discarded) and waits until it answers. */
 export async function startChild(args: string[], env: Record<string, string> = {}, { pinned = true } = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const [command, argv] = serverCommand(args, pinned);
-  const child = spawn(command, argv, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawnNode(args, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] }, { pinned });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
