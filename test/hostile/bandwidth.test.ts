@@ -1,11 +1,10 @@
 import { readdirSync, readlinkSync } from 'node:fs';
-import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINGER_MAX_CONNECTIONS } from '../../api/gateway/gateway.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { statusOf } from './raw.ts';
+import { rawClient, statusOf, type RawClient } from './raw.ts';
 
 // Issue 14 row 4: what the server reads of uploads is bounded in bytes a second, over all clients
 // together, so a flood of uploads costs it a bounded share of its CPU; the clients wait (TCP).
@@ -47,22 +46,18 @@ const serverSockets = () => readdirSync(`/proc/${server.child.pid}/fd`).filter((
 describe('row 4: refused connections kept open to read what their clients still send', () => {
   it('keeps at most LINGER_MAX_CONNECTIONS of them: past it the oldest is closed, each after its answer', async () => {
     const baseline = serverSockets();
-    const clients: Socket[] = [];
-    const answers: Promise<string>[] = [];
+    const clients: RawClient[] = [];
     for (let i = 0; i < LINGER_MAX_CONNECTIONS + 64; i++) {
-      // Half-open clients: they keep their side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or the cap.
-      const socket = connect({ port: Number(new URL(server.url).port), host: '127.0.0.1', allowHalfOpen: true });
-      socket.on('error', () => undefined);
-      let received = '';
-      answers.push(new Promise((resolve) => socket.on('data', (d) => (received += d.toString('latin1')) && /\r\n\r\n\{.*\}$/s.test(received) && resolve(received))));
-      await new Promise((resolve) => socket.once('connect', resolve));
+      // Half-open clients keep their side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or the cap.
+      const client = await rawClient(server, { allowHalfOpen: true });
       // Declared past the 50 MB limit: 413 at once, and the body is left unread.
-      socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
-      clients.push(socket);
+      client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+      clients.push(client);
     }
-    expect((await Promise.all(answers)).map(statusOf)).toEqual(answers.map(() => 413));
+    const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
+    expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
     // Without the cap, all of them stay open for 5 s; with it, the oldest close as the newest come.
     await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS, timeoutMs: 1500, what: 'the lingering connections under the cap' });
-    for (const socket of clients) socket.destroy();
+    for (const client of clients) client.socket.destroy();
   });
 });

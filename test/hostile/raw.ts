@@ -12,10 +12,11 @@ export interface RawClient {
   closed: Promise<{ error?: NodeJS.ErrnoException }>;
 }
 
-export function rawClient(server: ServerProcess): Promise<RawClient> {
+/** `allowHalfOpen`: the client keeps its side open after the server's FIN, as one still sending would. */
+export function rawClient(server: ServerProcess, { allowHalfOpen = false } = {}): Promise<RawClient> {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), '127.0.0.1');
+    const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen });
     let out = '';
     const waiters = new Set<() => void>();
     socket.on('data', (d) => {
