@@ -41,6 +41,7 @@ export function pauser(stream: Readable) {
   const pause = (reason: string) => {
     reasons.add(reason);
     stream.pause();
+    haltReads(stream);
   };
   return {
     get held() {
@@ -61,4 +62,17 @@ export function pauser(stream: Readable) {
       reasons.clear();
     },
   };
+}
+
+/**
+ * A socket's pause() stops its 'data' events, not its reads: its handle reads on until the stream's
+ * buffer is full, up to 64 KiB more each pause, which no budget sees. This stops them at once, as
+ * net.Socket's own pause() does for sockets made with `onread`; resume() starts them again
+ * (Socket#_read). A stream with no handle of its own (a request) is left as it is.
+ */
+function haltReads(stream: Readable): void {
+  const handle = (stream as { _handle?: { reading?: boolean; readStop?: () => number } | null })._handle;
+  if (!handle?.reading || !handle.readStop) return;
+  handle.reading = false;
+  handle.readStop();
 }

@@ -69,7 +69,7 @@ const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
  */
 export const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
-const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
+export const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
  * Lingering connections at once, over the process: past it the oldest is closed. Its answer went
  * out first, so by then its client has it; what a flood of refused clients can hold (sockets,
@@ -92,6 +92,9 @@ function lingerAfterAnswer(req: IncomingMessage): void {
   socket.destroySoon = function lingeringClose(this: Socket) {
     // The HTTP parser would read the rest of the body byte by byte: nothing in it is wanted.
     this.removeAllListeners('data');
+    // node dumps an unread request once its answer is finished, and a request being read resumes its
+    // socket whatever the budget's pauses say: the socket's pace is the lingering budget's alone.
+    req._read = () => {};
     this.end();
     const flow = pauser(this);
     let drained = 0;

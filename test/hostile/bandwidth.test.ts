@@ -1,6 +1,7 @@
-import { readdirSync, readlinkSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_MAX_CONNECTIONS } from '../../api/gateway/gateway.ts';
+import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS } from '../../api/gateway/gateway.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -58,6 +59,34 @@ describe('row 4: refused connections kept open to read what their clients still 
     expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
     // Without the cap, all of them stay open for 5 s; with it, the oldest close as the newest come.
     await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS, timeoutMs: 1500, what: 'the lingering connections under the cap' });
+    for (const client of clients) client.socket.destroy();
+  });
+});
+
+/** Bytes the server process has read through read(2) and recv(2), its sockets' included (/proc/PID/io). */
+const serverRead = () => Number(/^rchar: (\d+)$/m.exec(readFileSync(`/proc/${server.child.pid}/io`, 'utf8'))![1]);
+
+describe('row 4: what refused clients still send', () => {
+  it('is read no faster than LINGER_BYTES_PER_SECOND over all of them, past the one read that brought each request', async () => {
+    const count = 200;
+    const before = serverRead();
+    const started = performance.now();
+    const clients: RawClient[] = [];
+    for (let i = 0; i < count; i++) {
+      const client = await rawClient(server, { allowHalfOpen: true });
+      // 413 at once; the megabyte behind the head is in the server's receive buffer before its answer.
+      client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(1024 * 1024)}`);
+      clients.push(client);
+    }
+    const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
+    expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
+    await sleep(1000);
+    const read = serverRead() - before;
+    const seconds = (performance.now() - started) / 1000;
+    // Each connection's first read (at most 64 KiB: its head and the start of its body) comes before its
+    // answer; after the answers, the shared budget: its rate, its quarter-second burst and one chunk.
+    // Pauses that let each socket read on until its buffer was full: 61 MB here, twice the bound.
+    expect(read).toBeLessThanOrEqual(count * 64 * 1024 + LINGER_BYTES_PER_SECOND * (seconds + 0.25) + 64 * 1024);
     for (const client of clients) client.socket.destroy();
   });
 });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LINGER_MS } from '../../api/gateway/gateway.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
@@ -77,14 +78,20 @@ describe('row 4: uploads', () => {
     // The budget is 3 writes a minute; the upload above took one.
     for (let i = 0; i < 3; i++) await fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"spend"}' });
     const attempts = await Promise.all(Array.from({ length: 8 }, () => floodUpload(50 * MB)));
+    const answered = performance.now();
     for (const client of attempts) {
       const answer = await client.until(/\r\n\r\n\{.*\}$/s, 3000);
       expect(statusOf(answer)).toBe(429);
       expect(bodyOf(answer).code).toBe('RATE_LIMITED');
       expect(answer).toMatch(/\r\nRetry-After: \d+\r\n/i);
       expect(answer).toMatch(/\r\nConnection: close\r\n/i);
-      expect((await client.closed).error).toBeUndefined();
     }
+    // Each client had megabytes queued in its kernel when its answer came, which its FIN must wait
+    // behind; eight of them are more than the lingering budget reads in LINGER_MS, so some end in a
+    // reset once the server gives up on them: after their answer, which they have (the single
+    // client of the test above closes cleanly).
+    for (const client of attempts) expect([undefined, 'EPIPE', 'ECONNRESET']).toContain((await client.closed).error?.code);
+    expect(performance.now() - answered).toBeLessThan(LINGER_MS + 3000);
   });
 });
 
