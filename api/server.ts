@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { createGateway, refuseConnect, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
@@ -183,10 +183,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Supervisors and tests wait for this line: do not leave it in the buffer.
   logger.flush();
 
+  // What a killed process left in UPLOAD_TMP_DIR: now, then every ABANDONED_AFTER_MS.
+  const sweep = () =>
+    void sweepAbandonedUploads(config.UPLOAD_TMP_DIR).then(
+      (removed) => removed && logger.info({ removed, folder: config.UPLOAD_TMP_DIR }, 'abandoned upload files removed'),
+      (error: unknown) => logger.warn({ err: error }, 'upload sweep failed'),
+    );
+  sweep();
+  const sweeper = setInterval(sweep, ABANDONED_AFTER_MS).unref();
+
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= new Promise<void>((resolve) => {
       closing = true;
+      clearInterval(sweeper);
       metricsServer?.server.close();
       server.close(() => {
         void telemetry

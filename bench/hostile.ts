@@ -27,12 +27,13 @@ const RATE = Number(process.env.BENCH_HOSTILE_RATE ?? 500);
 const PIN = process.env.BENCH_HOSTILE_PIN === '1';
 
 /**
- * While an attack runs, this process (the attacker) has the lowest CPU priority, nice 19, so that
- * its own work, generating connections and bytes as fast as it can, waits for the server and the
- * ordinary client, as it would on a machine of its own; its time in the kernel moving bytes through
- * loopback waits too, which the bare-sink control shows. BENCH_HOSTILE_NICE=0: the attacker competes
- * at equal priority. Raising the priority back after an attack needs root: without it the bench
- * says so and runs at equal priority.
+ * While a flood runs (the attacks with a control: unpaced, as fast as this process can generate
+ * connections and bytes), this process has the lowest CPU priority, nice 19, so that its own work
+ * waits for the server and the ordinary client, as it would on a machine of its own; its time in
+ * the kernel moving bytes through loopback waits too, which the bare-sink control, run the same
+ * way, shows. The paced attacks take little CPU and keep equal priority: niced, their timers slip
+ * and their requests come in bursts. BENCH_HOSTILE_NICE=0: the floods at equal priority too.
+ * Raising the priority back after a flood needs root: without it the bench says so and does not.
  */
 const NICE = process.env.BENCH_HOSTILE_NICE !== '0' && process.getuid?.() === 0;
 if (process.env.BENCH_HOSTILE_NICE !== '0' && !NICE) console.error('bench:hostile: not root, so the attacker runs at the same priority as the server');
@@ -376,7 +377,7 @@ try {
   await memory();
   const idleP99 = await ordinary(5).stop();
   const idle = await memory();
-  console.log(`idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s); ${loop(idle)}; attacker ${NICE ? 'at nice 19' : 'at the same priority'}${PIN ? ', on a core of its own' : ''}`);
+  console.log(`idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s); ${loop(idle)}; floods sent at ${NICE ? 'nice 19' : 'the same priority'}${PIN ? ', on a core of its own' : ''}`);
   console.log('| attack | hostile requests | answers | RSS growth | heap growth | per 10,000 (RSS / heap) | ordinary p99 idle, just before | ordinary p99 during (× idle) | server loop delay p99 / max, CPU | body bytes sent | the same flood on a bare sink: ordinary p99 (× idle) | 5xx (not 501) |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const attack of attacks) {
@@ -388,7 +389,7 @@ try {
     await probe.ready;
     bodyBytesSent = 0;
     const started = performance.now();
-    const statuses = await asAttacker(attack.run);
+    const statuses = await (attack.control ? asAttacker(attack.run) : attack.run());
     const seconds = (performance.now() - started) / 1000;
     const p99 = await probe.stop();
     await new Promise((r) => setTimeout(r, attack.settleMs ?? 500));

@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
 import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
@@ -12,6 +10,7 @@ import { createBandwidth, pauser } from './bandwidth.ts';
 import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
+import { uploadFile } from './upload-files.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 
 /** One finished request, as telemetry and the request log see it. */
@@ -316,7 +315,7 @@ export function createGateway(options: GatewayOptions) {
     await uploads.admit(client);
     const release = slots.acquire(client);
     if (continueFirst) res.writeContinue();
-    const file = join(uploads.tmpDir, `agentnode-upload-${randomUUID()}`);
+    const file = uploadFile(uploads.tmpDir);
     res.once('close', () => {
       release();
       void rm(file, { force: true });
