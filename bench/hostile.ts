@@ -31,8 +31,8 @@ const PIN = process.env.BENCH_HOSTILE_PIN === '1';
  * connections and bytes), this process has the lowest CPU priority, nice 19, so that its own work
  * waits for the server and the ordinary client, as it would on a machine of its own; its time in
  * the kernel moving bytes through loopback waits too, which the bare-sink control, run the same
- * way, shows. The paced attacks take little CPU and keep equal priority: niced, their timers slip
- * and their requests come in bursts. BENCH_HOSTILE_NICE=0: the floods at equal priority too.
+ * way, shows. The paced attacks take little CPU and keep equal priority (niced, their timers could
+ * slip and send their requests in bursts). BENCH_HOSTILE_NICE=0: the floods at equal priority too.
  * Raising the priority back after a flood needs root: without it the bench says so and does not.
  */
 const NICE = process.env.BENCH_HOSTILE_NICE !== '0' && process.getuid?.() === 0;
@@ -194,7 +194,7 @@ const megabytes = (size: number) => {
 };
 const fiftyMegabytes = () => megabytes(50);
 /** `buffer` in 64 KiB slices, once: a body a link can pace. */
-const megabyteOnce = (buffer: Buffer) => {
+const sliced = (buffer: Buffer) => {
   let at = 0;
   return () => (at >= buffer.length ? null : buffer.subarray(at, (at += 64 * 1024)));
 };
@@ -289,7 +289,7 @@ const attacks: Attack[] = [
     run: () => {
       const link = linked ? attackerLink() : undefined;
       const stalled = Buffer.alloc(MB, 0xff);
-      return pool(n(1_000), 16, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: link ? megabyteOnce(stalled) : stalled, localAddress: address(100_000), ...(link ? { link } : {}) }));
+      return pool(n(1_000), 16, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: link ? sliced(stalled) : stalled, localAddress: address(100_000), ...(link ? { link } : {}) }));
     },
   })),
   {
