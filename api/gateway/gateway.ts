@@ -11,7 +11,7 @@ import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type Up
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
 import { uploadFile } from './upload-files.ts';
-import { createUploadSlots, type UploadLimits } from './uploads.ts';
+import { clientKey, createUploadSlots, type UploadLimits } from './uploads.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {
@@ -70,21 +70,49 @@ export const LINGER_MS = 5000;
 const LINGER_BYTES = 8 * 1024 * 1024;
 export const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
- * Lingering connections at once, over the process: past it the oldest is closed. Its answer went
- * out first, so by then its client has it; what a flood of refused clients can hold (sockets,
- * the kernel's receive buffers, up to several MB each) is bounded.
+ * Lingering connections at once, over the process and from one client (its address; IPv6: its
+ * /64): past either, that set's oldest is closed. Its answer went out first, so by then its client
+ * has it. What a flood of refused clients holds (sockets, the kernel's receive buffers, up to
+ * several MB each: about 1 GB for 256 in bench:hostile, near the kernel's TCP memory pressure,
+ * which slows every connection of the machine) is bounded, and one client's flood cycles through
+ * its own lingering connections, not everyone's.
  */
 export const LINGER_MAX_CONNECTIONS = 256;
+export const LINGER_MAX_PER_CLIENT = 16;
 const lingering = createBandwidth(LINGER_BYTES_PER_SECOND);
-/** The lingering connections, oldest first (a Set keeps the order of insertion). */
-const lingeringSockets = new Set<Socket>();
+/** The lingering connections, oldest first (a Map keeps the order of insertion), with their client's key. */
+const lingeringSockets = new Map<Socket, string>();
+const lingeringByClient = new Map<string, Set<Socket>>();
+
+function forgetLingering(socket: Socket): void {
+  const key = lingeringSockets.get(socket);
+  if (key === undefined) return;
+  lingeringSockets.delete(socket);
+  const mine = lingeringByClient.get(key)!;
+  mine.delete(socket);
+  if (mine.size === 0) lingeringByClient.delete(key);
+}
+
+/** Counts `socket` as lingering; closes the oldest of its client's, or of all, past their cap. */
+function addLingering(socket: Socket): void {
+  const key = clientKey(socket.remoteAddress ?? '');
+  lingeringSockets.set(socket, key);
+  const mine = lingeringByClient.get(key) ?? new Set<Socket>();
+  lingeringByClient.set(key, mine);
+  mine.add(socket);
+  const oldest = mine.size > LINGER_MAX_PER_CLIENT ? mine.values().next().value : lingeringSockets.size > LINGER_MAX_CONNECTIONS ? lingeringSockets.keys().next().value : undefined;
+  if (!oldest) return;
+  forgetLingering(oldest);
+  oldest.destroy();
+}
 
 /**
  * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
  * `Connection: close`; node would then close the socket with the client's bytes unread, which
  * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
  * what still comes unparsed (at most LINGER_BYTES, for at most LINGER_MS, at the shared
- * LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS at once), then close.
+ * LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS at once and LINGER_MAX_PER_CLIENT from one
+ * client), then close.
  */
 function lingerAfterAnswer(req: IncomingMessage): void {
   const socket = req.socket as Socket & { destroySoon?: () => void };
@@ -108,14 +136,9 @@ function lingerAfterAnswer(req: IncomingMessage): void {
     if (!flow.held) this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
-    lingeringSockets.add(this);
-    if (lingeringSockets.size > LINGER_MAX_CONNECTIONS) {
-      const oldest = lingeringSockets.values().next().value!;
-      lingeringSockets.delete(oldest);
-      oldest.destroy();
-    }
+    addLingering(this);
     this.once('close', () => {
-      lingeringSockets.delete(this);
+      forgetLingering(this);
       clearTimeout(timer);
       flow.stop();
     });

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS } from '../../api/gateway/gateway.ts';
+import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT } from '../../api/gateway/gateway.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -45,18 +45,36 @@ const serverSockets = () => readdirSync(`/proc/${server.child.pid}/fd`).filter((
 }).length;
 
 describe('row 4: refused connections kept open to read what their clients still send', () => {
+  /** A refused upload (declared past the 50 MB limit: 413 at once, its body left unread) from a half-open client, which keeps its side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or a cap. */
+  async function refused(localAddress: string): Promise<RawClient> {
+    const client = await rawClient(server, { allowHalfOpen: true, localAddress });
+    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+    return client;
+  }
+  const answered = async (clients: RawClient[]) => {
+    const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
+    expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
+  };
+
+  it('keeps at most LINGER_MAX_PER_CLIENT from one client: its flood closes its own oldest, not another client\'s', async () => {
+    const baseline = serverSockets();
+    const other = await refused('127.0.9.2');
+    await answered([other]);
+    const flood: RawClient[] = [];
+    for (let i = 0; i < LINGER_MAX_PER_CLIENT + 32; i++) flood.push(await refused('127.0.9.1'));
+    await answered(flood);
+    await waitFor(serverSockets, { until: (open) => open <= baseline + 1 + LINGER_MAX_PER_CLIENT, timeoutMs: 1500, what: "the flooding client's lingering connections under its cap" });
+    // The other client's connection, older than all of the flood's, is still open.
+    expect(await Promise.race([other.closed.then(() => 'closed'), sleep(200).then(() => 'open')])).toBe('open');
+    for (const client of [other, ...flood]) client.socket.destroy();
+  });
+
   it('keeps at most LINGER_MAX_CONNECTIONS of them: past it the oldest is closed, each after its answer', async () => {
     const baseline = serverSockets();
     const clients: RawClient[] = [];
-    for (let i = 0; i < LINGER_MAX_CONNECTIONS + 64; i++) {
-      // Half-open clients keep their side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or the cap.
-      const client = await rawClient(server, { allowHalfOpen: true });
-      // Declared past the 50 MB limit: 413 at once, and the body is left unread.
-      client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
-      clients.push(client);
-    }
-    const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
-    expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
+    // Each from an address of its own, so that the cap per client does not apply.
+    for (let i = 0; i < LINGER_MAX_CONNECTIONS + 64; i++) clients.push(await refused(`127.0.${10 + (i >> 7)}.${(i & 127) + 1}`));
+    await answered(clients);
     // Without the cap, all of them stay open for 5 s; with it, the oldest close as the newest come.
     await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS, timeoutMs: 1500, what: 'the lingering connections under the cap' });
     for (const client of clients) client.socket.destroy();
@@ -73,7 +91,8 @@ describe('row 4: what refused clients still send', () => {
     const started = performance.now();
     const clients: RawClient[] = [];
     for (let i = 0; i < count; i++) {
-      const client = await rawClient(server, { allowHalfOpen: true });
+      // Each from an address of its own, so that none is closed for its client's cap.
+      const client = await rawClient(server, { allowHalfOpen: true, localAddress: `127.0.${20 + (i >> 7)}.${(i & 127) + 1}` });
       // 413 at once; the megabyte behind the head is in the server's receive buffer before its answer.
       client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(1024 * 1024)}`);
       clients.push(client);

@@ -12,11 +12,14 @@ export interface RawClient {
   closed: Promise<{ error?: NodeJS.ErrnoException }>;
 }
 
-/** `allowHalfOpen`: the client keeps its side open after the server's FIN, as one still sending would. */
-export function rawClient(server: ServerProcess, { allowHalfOpen = false } = {}): Promise<RawClient> {
+/**
+ * `allowHalfOpen`: the client keeps its side open after the server's FIN, as one still sending would.
+ * `localAddress`: the client's address on the loopback /8 (127.0.0.1 by default), as another client.
+ */
+export function rawClient(server: ServerProcess, { allowHalfOpen = false, localAddress = '127.0.0.1' } = {}): Promise<RawClient> {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen });
+    const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen, localAddress });
     let out = '';
     const waiters = new Set<() => void>();
     socket.on('data', (d) => {
