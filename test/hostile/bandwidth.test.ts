@@ -99,6 +99,7 @@ describe('row 4: what refused clients still send', () => {
     }
     const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
     expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
+    // A rate is measured over time: a second in which the budget allows 8 MiB, and 200 clients offer 200 MB.
     await sleep(1000);
     const read = serverRead() - before;
     const seconds = (performance.now() - started) / 1000;
