@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/gateway.ts';
-import { freePort, spawnNode } from './lib.ts';
+import { freePort, median, spawnNode } from './lib.ts';
 
 // bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
 // For each: the server's RSS and heap growth (after a full collection, once it has settled) per
@@ -379,11 +379,9 @@ const mb = (bytes: number) => (bytes / MB).toFixed(1);
 const ROUNDS = process.env.BENCH_HOSTILE_ROUNDS ? Number(process.env.BENCH_HOSTILE_ROUNDS) : undefined;
 const roundsOf = (attack: Attack) => ROUNDS ?? (attack.control ? 3 : 1);
 /** "; median of 3: 2.4× (1.9-3.1×)" for several ratios, nothing for one. */
-function median(ratios: number[]): string {
+function ofRounds(ratios: number[]): string {
   if (ratios.length < 2) return '';
-  const sorted = [...ratios].sort((a, b) => a - b);
-  const middle = sorted.length % 2 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
-  return `; median of ${sorted.length}: ${middle.toFixed(1)}× (${sorted[0]!.toFixed(1)}-${sorted.at(-1)!.toFixed(1)}×)`;
+  return `; median of ${ratios.length}: ${median(ratios).toFixed(1)}× (${Math.min(...ratios).toFixed(1)}-${Math.max(...ratios).toFixed(1)}×)`;
 }
 
 /**
@@ -436,10 +434,10 @@ try {
     // 501 is the answer the brief asks for a method outside the known set; any other 5xx is a failure.
     const fives = [...statuses].filter(([s]) => s >= 500 && s !== 501).reduce((sum, [, c]) => sum + c, 0);
     const answers = [...statuses].sort(([a], [b]) => a - b).map(([s, c]) => `${s === 0 ? 'left' : s}×${c}`).join(' ');
-    const control = attack.control ? `${first.control} ms (${(first.control! / first.idle).toFixed(1)}×)${median(rounds.map((r) => r.control! / r.idle))}` : '—';
+    const control = attack.control ? `${first.control} ms (${(first.control! / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.control! / r.idle))}` : '—';
     console.log(
       `| ${attack.name} | ${attack.requests} in ${seconds.toFixed(1)} s | ${answers} | ${mb(after.rss - before.rss)} MB | ${mb(after.heapUsed - before.heapUsed)} MB (committed ${mb(after.heapTotal - before.heapTotal)} MB) | ` +
-        `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${median(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,
+        `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,
     );
   }
   const end = await memory();

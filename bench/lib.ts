@@ -103,7 +103,7 @@ export async function load(url: string, options: LoadOptions): Promise<Figures> 
   return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
