@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
-import { LINGER_MS } from '../api/gateway/gateway.ts';
+import { LINGER_MS } from '../api/gateway/lingering.ts';
 import { freePort, median, spawnNode } from './lib.ts';
 
 // bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
@@ -137,13 +137,13 @@ function exchange(options: { head: string; body?: Buffer | (() => Buffer | null)
  * i / perSecond s after the first, so a cheap attack measures what each request costs the others
  * rather than how a CPU saturated by sheer volume queues (the attacker shares this machine's 2 cores).
  */
-async function pool(total: number, concurrency: number, task: (i: number) => Promise<number>, perSecond?: number): Promise<Map<number, number>> {
+async function pool(total: number, concurrency: number, task: (i: number) => Promise<number>, perSecond?: number, until = Infinity): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < total) {
+      while (next < total && performance.now() < until) {
         const i = next++;
         if (perSecond) {
           const wait = started + (i * 1000) / perSecond - performance.now();
@@ -205,6 +205,13 @@ const sliced = (buffer: Buffer) => {
  * has a link, and a gigabit is a generous one.
  */
 const ATTACKER_LINK = 'attacker on a 1 Gbit/s link';
+/**
+ * A flood stops after 1,000 requests or FLOOD_SECONDS (BENCH_HOSTILE_FLOOD_SECONDS, 20 s), whichever
+ * comes first: the server answers a client flooding refused uploads at the pace its lingering
+ * connections drain (api/gateway/lingering.ts), a few a second, where the bare sink answers as fast
+ * as the attacker sends.
+ */
+const FLOOD_MS = Number(process.env.BENCH_HOSTILE_FLOOD_SECONDS ?? 20) * 1000;
 const attackerLink = () => createBandwidth(125_000_000);
 /** A WAV header with a title for a 50 MB data chunk that follows. */
 function wavHead(dataBytes: number): Buffer {
@@ -228,7 +235,6 @@ const ONLY = process.env.BENCH_HOSTILE_ONLY ? new Set(process.env.BENCH_HOSTILE_
 
 interface Attack {
   name: string;
-  requests: number;
   /** Set-up that is not part of the attack (not measured). */
   prepare?: () => Promise<unknown>;
   run: () => Promise<Map<number, number>>;
@@ -255,27 +261,25 @@ async function sinkPort(): Promise<number> {
 const attacks: Attack[] = [
   {
     name: 'row 1: GET /mcp (Accept: text/event-stream), half of them leave at once',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: 'GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n\r\n', leave: i % 2 === 0 }), RATE),
   },
   {
     name: 'row 11: POST half a JSON body, then hang up',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, () => exchange({ head: 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{"name":"hal', leave: true }), RATE),
   },
   ...[1, 2, 3].map((round) => ({
     name: `row 4: 50 MB uploads, 8 in parallel, from an address over its write limit${round === 2 ? ' (again: growth is a plateau, not per request)' : round === 3 ? `, ${ATTACKER_LINK}` : ''}`,
-    requests: n(1_000),
     control: true,
     settleMs: LINGER_MS + 1000,
     run: async () => {
       const link = round === 3 ? attackerLink() : undefined;
       const attacker = '127.0.0.3';
       const statuses = new Map<number, number>();
-      // The write budget is per minute: spend it again every 200 uploads so the address stays over it.
-      for (let done = 0; done < n(1_000); done += 200) {
+      const until = performance.now() + FLOOD_MS;
+      // The write budget refills over a minute: spend it again every 40 uploads (some seconds) so the address stays over it.
+      for (let done = 0; done < n(1_000) && performance.now() < until; done += 40) {
         for (let i = 0; i < 6; i++) await exchange({ head: 'POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{"title":"spend"}', localAddress: attacker });
-        const part = await pool(Math.min(200, n(1_000) - done), 8, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: fiftyMegabytes(), localAddress: attacker, ...(link ? { link } : {}) }));
+        const part = await pool(Math.min(40, n(1_000) - done), 8, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: fiftyMegabytes(), localAddress: attacker, ...(link ? { link } : {}) }), undefined, until);
         for (const [s, c] of part) statuses.set(s, (statuses.get(s) ?? 0) + c);
       }
       return statuses;
@@ -283,18 +287,16 @@ const attacks: Attack[] = [
   })),
   ...[false, true].map((linked) => ({
     name: `row 4: uploads that stall after 1 MB, 16 at once from one address${linked ? `, ${ATTACKER_LINK}` : ''}`,
-    requests: n(1_000),
     control: true,
     settleMs: Math.max(IDLE_MS, LINGER_MS) + 1000,
     run: () => {
       const link = linked ? attackerLink() : undefined;
       const stalled = Buffer.alloc(MB, 0xff);
-      return pool(n(1_000), 16, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: link ? sliced(stalled) : stalled, localAddress: address(100_000), ...(link ? { link } : {}) }));
+      return pool(n(1_000), 16, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: link ? sliced(stalled) : stalled, localAddress: address(100_000), ...(link ? { link } : {}) }), undefined, performance.now() + FLOOD_MS);
     },
   })),
   {
     name: 'row 4: 8 accepted 49 MB WAV uploads in parallel (8 addresses), streamed to disk',
-    requests: 8,
     run: () =>
       pool(8, 8, (i) => {
         const rest = megabytes(49);
@@ -309,22 +311,18 @@ const attacks: Attack[] = [
   },
   {
     name: 'row 5: multipart bodies of 840,000 tiny parts (52 MB)',
-    requests: n(20),
     run: () => pool(n(20), 2, (i) => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${tinyParts.length}\r\n\r\n`, body: tinyParts, localAddress: address(300_000 + i), timeoutMs: 60_000 })),
   },
   {
     name: 'row 6: POST /api/omip/fingerprint nested 3,000 deep',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${deepBody.length}\r\n\r\n${deepBody}`, localAddress: address(400_000 + Math.floor(i / 5)) }), RATE),
   },
   {
     name: 'row 7: TRACE, PROPFIND and CONNECT on pages, routes and /mcp',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `${['TRACE /nope', 'TRACE /bot-wall', 'TRACE /mcp', 'PROPFIND /', 'CONNECT example.com:443'][i % 5]} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
   },
   {
     name: 'row 8: GET /api/omip/log?first=N over 2,000+ receipts',
-    requests: n(10_000),
     prepare: () => {
       const plan = { steps: [{ action: 'read', tool: 'read_convert' }], weights: { meaning: 0.9, growth: 0.1 } };
       const body = JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] });
@@ -334,12 +332,10 @@ const attacks: Attack[] = [
   },
   {
     name: 'row 2: GET with 15 KB paths from 220 crawler families (20 real, 200 invented)',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\n\r\n` }), RATE),
   },
   {
     name: 'row 3: POST /api/omip/fingerprint, 60 KB documents, each under a new Idempotency-Key',
-    requests: n(10_000),
     run: () =>
       pool(n(10_000), 4, (i) => {
         // Spliced, not stringified: 500 JSON.stringify calls a second of 60 KB would be the attacker's CPU taken from the server's two cores.
@@ -349,17 +345,14 @@ const attacks: Attack[] = [
   },
   {
     name: 'row 9: distinct 8 KB bot User-Agents',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n` }), RATE),
   },
   {
     name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; DNS fails here)',
-    requests: n(10_000),
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`, localAddress: address(900_000 + i) }), RATE),
   },
   {
     name: 'row 13: oaths and messages with U+202E, zero-width characters and a leading BOM (422)',
-    requests: n(10_000),
     run: () =>
       pool(n(10_000), 4, (i) => {
         const text = `${INVISIBLE[i % INVISIBLE.length]}name-${i}`;
@@ -430,14 +423,17 @@ try {
     const { before, after, statuses, seconds, sent } = first;
     const rounds = [first];
     for (let i = 1; i < roundsOf(attack); i++) rounds.push(await measure(attack));
-    const per = 10_000 / attack.requests;
+    const requests = [...statuses.values()].reduce((sum, c) => sum + c, 0);
+    // A few hundred requests (the paced floods, the big uploads) say nothing per 10,000: their growth is a plateau, bounded by caps.
+    const per = 10_000 / requests;
+    const perTenThousand = requests < 1_000 ? `not extrapolated from ${requests}` : `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB`;
     // 501 is the answer the brief asks for a method outside the known set; any other 5xx is a failure.
     const fives = [...statuses].filter(([s]) => s >= 500 && s !== 501).reduce((sum, [, c]) => sum + c, 0);
     const answers = [...statuses].sort(([a], [b]) => a - b).map(([s, c]) => `${s === 0 ? 'left' : s}×${c}`).join(' ');
     const control = attack.control ? `${first.control} ms (${(first.control! / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.control! / r.idle))}` : '—';
     console.log(
-      `| ${attack.name} | ${attack.requests} in ${seconds.toFixed(1)} s | ${answers} | ${mb(after.rss - before.rss)} MB | ${mb(after.heapUsed - before.heapUsed)} MB (committed ${mb(after.heapTotal - before.heapTotal)} MB) | ` +
-        `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,
+      `| ${attack.name} | ${requests} in ${seconds.toFixed(1)} s | ${answers} | ${mb(after.rss - before.rss)} MB | ${mb(after.heapUsed - before.heapUsed)} MB (committed ${mb(after.heapTotal - before.heapTotal)} MB) | ` +
+        `${perTenThousand} | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,
     );
   }
   const end = await memory();

@@ -6,12 +6,13 @@ import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
 import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
-import { createBandwidth, pauser } from './bandwidth.ts';
+import { createBandwidth } from './bandwidth.ts';
 import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
 import { uploadFile } from './upload-files.ts';
-import { clientKey, createUploadSlots, type UploadLimits } from './uploads.ts';
+import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import { createUploadSlots, type UploadLimits } from './uploads.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {
@@ -60,106 +61,15 @@ export interface GatewayOptions {
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
-/**
- * How long, and how many bytes, a connection whose body was left unread is read and discarded after
- * its answer, so that the client reads the answer instead of a reset (nginx: lingering_close); and
- * how fast, over all such connections together, so that a flood of refused uploads costs the
- * server a bounded share of its CPU (the clients' TCP windows close and they wait).
- */
-export const LINGER_MS = 5000;
-const LINGER_BYTES = 8 * 1024 * 1024;
-export const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
-/**
- * Lingering connections at once, over the process and from one client (its address; IPv6: its
- * /64): past either, that set's oldest is closed. Its answer went out first, so by then its client
- * has it. What a flood of refused clients holds (sockets, the kernel's receive buffers, up to
- * several MB each: about 1 GB for 256 in bench:hostile, near the kernel's TCP memory pressure,
- * which slows every connection of the machine) is bounded, and one client's flood cycles through
- * its own lingering connections, not everyone's.
- */
-export const LINGER_MAX_CONNECTIONS = 256;
-export const LINGER_MAX_PER_CLIENT = 16;
-const lingering = createBandwidth(LINGER_BYTES_PER_SECOND);
-/** The lingering connections, oldest first (a Map keeps the order of insertion), with their client's key. */
-const lingeringSockets = new Map<Socket, string>();
-const lingeringByClient = new Map<string, Set<Socket>>();
-
-function forgetLingering(socket: Socket): void {
-  const key = lingeringSockets.get(socket);
-  if (key === undefined) return;
-  lingeringSockets.delete(socket);
-  const mine = lingeringByClient.get(key)!;
-  mine.delete(socket);
-  if (mine.size === 0) lingeringByClient.delete(key);
-}
-
-/** Counts `socket` as lingering; closes the oldest of its client's, or of all, past their cap. */
-function addLingering(socket: Socket): void {
-  const key = clientKey(socket.remoteAddress ?? '');
-  lingeringSockets.set(socket, key);
-  const mine = lingeringByClient.get(key) ?? new Set<Socket>();
-  lingeringByClient.set(key, mine);
-  mine.add(socket);
-  const oldest = mine.size > LINGER_MAX_PER_CLIENT ? mine.values().next().value : lingeringSockets.size > LINGER_MAX_CONNECTIONS ? lingeringSockets.keys().next().value : undefined;
-  if (!oldest) return;
-  forgetLingering(oldest);
-  oldest.destroy();
-}
-
-/**
- * After an answer sent before the request body was read (413, 415, 429, 408...): the answer says
- * `Connection: close`; node would then close the socket with the client's bytes unread, which
- * makes the kernel reset it and the client may lose the answer. Instead, stop writing, discard
- * what still comes unparsed (at most LINGER_BYTES, for at most LINGER_MS, at the shared
- * LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS at once and LINGER_MAX_PER_CLIENT from one
- * client), then close.
- */
-function lingerAfterAnswer(req: IncomingMessage): void {
-  const socket = req.socket as Socket & { destroySoon?: () => void };
-  socket.destroySoon = function lingeringClose(this: Socket) {
-    // The HTTP parser would read the rest of the body byte by byte: nothing in it is wanted.
-    this.removeAllListeners('data');
-    // node dumps an unread request once its answer is finished, and a request being read resumes its
-    // socket whatever the budget's pauses say: the socket's pace is the lingering budget's alone.
-    req._read = () => {};
-    this.end();
-    const flow = pauser(this);
-    let drained = 0;
-    this.on('data', (chunk: Buffer) => {
-      drained += chunk.length;
-      // A client still sending this much after its answer is not listening: let it block.
-      if (drained > LINGER_BYTES) flow.pause('enough');
-      else flow.wait(lingering.take(chunk.length));
-    });
-    // Under a flood the budget is spent already: not even a first read (a 64 KiB buffer) until it refills.
-    flow.wait(lingering.take(0));
-    if (!flow.held) this.resume();
-    const timer = setTimeout(() => this.destroy(), LINGER_MS);
-    timer.unref();
-    addLingering(this);
-    this.once('close', () => {
-      forgetLingering(this);
-      clearTimeout(timer);
-      flow.stop();
-    });
-  };
-}
-
-/** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
-function closing(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
-  // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
-  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-  if (req.complete || !hasBody) return headers;
-  lingerAfterAnswer(req);
-  return { ...headers, Connection: 'close' };
-}
-
 function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpProblem, instance: string): void {
   if (res.headersSent) return void res.destroy();
   if (res.destroyed) return;
-  const body = JSON.stringify(problem.body(instance));
-  res.writeHead(problem.status, closing(req, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), ...securityHeaders(PROBLEM_TYPE), ...problem.headers }));
-  res.end(req.method === 'HEAD' ? undefined : body);
+  whenLingerSlot(req, () => {
+    if (res.destroyed) return;
+    const body = JSON.stringify(problem.body(instance));
+    res.writeHead(problem.status, closing(req, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), ...securityHeaders(PROBLEM_TYPE), ...problem.headers }));
+    res.end(req.method === 'HEAD' ? undefined : body);
+  });
 }
 
 function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: RouteAnswer): void {

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT } from '../../api/gateway/gateway.ts';
+import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT, LINGER_MAX_WAITING_PER_CLIENT, LINGER_MS } from '../../api/gateway/lingering.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -56,17 +56,49 @@ describe('row 4: refused connections kept open to read what their clients still 
     expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
   };
 
-  it('keeps at most LINGER_MAX_PER_CLIENT from one client: its flood closes its own oldest, not another client\'s', async () => {
+  /** What `client` received within `ms`: nothing yet, or its answer. */
+  const within = (client: RawClient, ms: number) => client.until(/\r\n\r\n\{.*\}$/s, ms).then(statusOf, () => 'nothing');
+
+  it('keeps at most LINGER_MAX_PER_CLIENT lingering and LINGER_MAX_WAITING_PER_CLIENT waiting from one client: past both its flood closes its own oldest, not another client\'s', async () => {
     const baseline = serverSockets();
     const other = await refused('127.0.9.2');
     await answered([other]);
-    const flood: RawClient[] = [];
-    for (let i = 0; i < LINGER_MAX_PER_CLIENT + 32; i++) flood.push(await refused('127.0.9.1'));
-    await answered(flood);
-    await waitFor(serverSockets, { until: (open) => open <= baseline + 1 + LINGER_MAX_PER_CLIENT, timeoutMs: 1500, what: "the flooding client's lingering connections under its cap" });
+    const flood = async (count: number) => {
+      const clients: RawClient[] = [];
+      for (let i = 0; i < count; i++) clients.push(await refused('127.0.9.1'));
+      return clients;
+    };
+    const lingering = await flood(LINGER_MAX_PER_CLIENT);
+    await answered(lingering);
+    // The client holds its cap of lingering connections: its next refusals wait, unanswered and unread.
+    const waiting = await flood(LINGER_MAX_WAITING_PER_CLIENT);
+    expect(await Promise.all(waiting.map((client) => within(client, 300)))).toEqual(waiting.map(() => 'nothing'));
+    // Past the waiting cap: answered at once, each closing the client's oldest lingering connection.
+    const past = await flood(16);
+    await answered(past);
+    await waitFor(serverSockets, { until: (open) => open <= baseline + 1 + LINGER_MAX_PER_CLIENT + LINGER_MAX_WAITING_PER_CLIENT, timeoutMs: 1500, what: "the flooding client's connections under its caps" });
     // The other client's connection, older than all of the flood's, is still open.
     expect(await Promise.race([other.closed.then(() => 'closed'), sleep(200).then(() => 'open')])).toBe('open');
-    for (const client of [other, ...flood]) client.socket.destroy();
+    // No slot came free (the flood's clients all keep their side open): the waiting ones are answered after LINGER_MS.
+    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(waiting.map(() => 413));
+    for (const client of [other, ...lingering, ...waiting, ...past]) client.socket.destroy();
+  });
+
+  it('answers a waiting refusal as soon as one of its client\'s lingering connections closes, and another client\'s at once', async () => {
+    const lingering: RawClient[] = [];
+    for (let i = 0; i < LINGER_MAX_PER_CLIENT; i++) lingering.push(await refused('127.0.9.3'));
+    await answered(lingering);
+    const next = await refused('127.0.9.3');
+    expect(await within(next, 300)).toBe('nothing');
+    const stranger = await refused('127.0.9.4');
+    expect(await within(stranger, 300)).toBe(413);
+    // Its client hangs up one lingering connection: the server closes it, and the slot is the waiting answer's.
+    const freed = performance.now();
+    lingering[0]!.socket.end();
+    expect(await within(next, LINGER_MS)).toBe(413);
+    // Without the hand-over it would wait out LINGER_MS (5 s).
+    expect(performance.now() - freed).toBeLessThan(LINGER_MS / 2);
+    for (const client of [...lingering, next, stranger]) client.socket.destroy();
   });
 
   it('keeps at most LINGER_MAX_CONNECTIONS of them: past it the oldest is closed, each after its answer', async () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_MS } from '../../api/gateway/gateway.ts';
+import { LINGER_MS } from '../../api/gateway/lingering.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
