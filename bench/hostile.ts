@@ -296,6 +296,13 @@ const attacks: Attack[] = [
     },
   })),
   {
+    // The caps per client do not hold it back: an IPv6 client has a /48 of /64s to rotate through.
+    name: 'row 4: 100 MB uploads refused for their size (413), 8 in parallel, each from a new address',
+    control: true,
+    settleMs: LINGER_MS + 1000,
+    run: () => pool(n(1_000), 8, (i) => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${100 * MB}\r\n\r\n`, body: fiftyMegabytes(), localAddress: address(200_000 + i) }), undefined, performance.now() + FLOOD_MS),
+  },
+  {
     name: 'row 4: 8 accepted 49 MB WAV uploads in parallel (8 addresses), streamed to disk',
     run: () =>
       pool(8, 8, (i) => {

@@ -26,13 +26,15 @@ export const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
 export const LINGER_MAX_CONNECTIONS = 256;
 export const LINGER_MAX_PER_CLIENT = 16;
 /**
- * Answers that would linger, from a client already holding LINGER_MAX_PER_CLIENT lingering
- * connections, wait with their connection unread until one of those closes (its client hung up, or
- * its LINGER_MS ran out), at most LINGER_MS: a client flooding refused uploads gets its refusals at
- * the pace its earlier ones drain, not as fast as it can open connections, and while it waits its
- * connections cost the server nothing but a socket (the kernel's receive window of one unread
- * connection: about 128 KB). Past LINGER_MAX_WAITING_PER_CLIENT, or LINGER_MAX_WAITING over the
- * process, an answer is sent at once and closes the client's oldest lingering connection.
+ * An answer that would linger while its client holds LINGER_MAX_PER_CLIENT lingering connections,
+ * or the process LINGER_MAX_CONNECTIONS, waits with its connection unread until one of those closes
+ * (its client hung up, or its LINGER_MS ran out), at most LINGER_MS; the oldest waiting answer
+ * whose client may linger goes first. A flood of refused uploads gets its refusals at the pace its
+ * earlier ones drain, not as fast as it can open connections, and while it waits its connections
+ * cost the server nothing but a socket (the request's first read and the kernel's receive window
+ * of an unread connection: about 200 KB). Past LINGER_MAX_WAITING_PER_CLIENT from one client, or
+ * LINGER_MAX_WAITING over the process, an answer is sent at once and closes the oldest lingering
+ * connection of its client (or of all).
  */
 export const LINGER_MAX_WAITING_PER_CLIENT = 16;
 export const LINGER_MAX_WAITING = 256;
@@ -41,9 +43,9 @@ const budget = createBandwidth(LINGER_BYTES_PER_SECOND);
 /** The lingering connections, oldest first (a Map keeps the order of insertion), with their client's key. */
 const lingering = new Map<Socket, string>();
 const lingeringByClient = new Map<string, Set<Socket>>();
-/** The answers waiting for a lingering slot, per client, oldest first: each sends its own. */
-const waitingByClient = new Map<string, Set<() => void>>();
-let waitingCount = 0;
+/** The answers waiting for a lingering slot, oldest first: each sends its own; with their client's key. */
+const waiting = new Map<() => void, string>();
+const waitingByClient = new Map<string, number>();
 
 /** Whether an answer sent now leaves its request's body unread (and so closes with a linger). */
 function leavesBodyUnread(req: IncomingMessage): boolean {
@@ -52,33 +54,40 @@ function leavesBodyUnread(req: IncomingMessage): boolean {
   return !req.complete && hasBody;
 }
 
+/** Whether one more connection of this client may linger now, within both caps. */
+const mayLinger = (key: string) => (lingeringByClient.get(key)?.size ?? 0) < LINGER_MAX_PER_CLIENT && lingering.size < LINGER_MAX_CONNECTIONS;
+
 /**
- * Runs `send` (which writes the answer to `req`) now, or, when the answer would linger and its
- * client holds LINGER_MAX_PER_CLIENT lingering connections already, once one of them closes or
- * LINGER_MS has passed. Nothing is sent if the client leaves meanwhile.
+ * Runs `send` (which writes the answer to `req`) now, or, when the answer would linger past a cap,
+ * once a lingering connection closes or LINGER_MS has passed. Nothing is sent if the client leaves
+ * meanwhile.
  */
 export function whenLingerSlot(req: IncomingMessage, send: () => void): void {
   if (!leavesBodyUnread(req)) return send();
   const key = clientKey(req.socket.remoteAddress ?? '');
-  if ((lingeringByClient.get(key)?.size ?? 0) < LINGER_MAX_PER_CLIENT) return send();
-  const mine = waitingByClient.get(key) ?? new Set<() => void>();
-  if (mine.size >= LINGER_MAX_WAITING_PER_CLIENT || waitingCount >= LINGER_MAX_WAITING) return send();
-  waitingByClient.set(key, mine);
-  waitingCount++;
+  const mine = waitingByClient.get(key) ?? 0;
+  if (mayLinger(key) || mine >= LINGER_MAX_WAITING_PER_CLIENT || waiting.size >= LINGER_MAX_WAITING) return send();
+  waitingByClient.set(key, mine + 1);
   const done = (answer: boolean) => {
-    if (!mine.delete(go)) return;
-    waitingCount--;
-    if (mine.size === 0) waitingByClient.delete(key);
+    if (!waiting.delete(go)) return;
+    const left = waitingByClient.get(key)! - 1;
+    if (left === 0) waitingByClient.delete(key);
+    else waitingByClient.set(key, left);
     clearTimeout(timer);
     req.socket.off('close', gone);
     if (answer) send();
   };
   const go = () => done(true);
   const gone = () => done(false);
-  mine.add(go);
+  waiting.set(go, key);
   const timer = setTimeout(go, LINGER_MS);
   timer.unref();
   req.socket.once('close', gone);
+}
+
+/** A lingering connection closed by its client or its time (not for a cap): the oldest answer that may linger now goes. */
+function handOverSlot(): void {
+  for (const [go, key] of waiting) if (mayLinger(key)) return go();
 }
 
 /** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
@@ -119,9 +128,8 @@ function lingerAfterAnswer(req: IncomingMessage): void {
     timer.unref();
     addLingering(this);
     this.once('close', () => {
-      // Closed by its client or its time, not for a cap: the slot it leaves is its client's next answer's.
-      const key = forgetLingering(this);
-      if (key !== undefined) waitingByClient.get(key)?.values().next().value?.();
+      // Closed by its client or its time, not for a cap: the slot it leaves is a waiting answer's.
+      if (forgetLingering(this)) handOverSlot();
       clearTimeout(timer);
       flow.stop();
     });
@@ -141,13 +149,13 @@ function addLingering(socket: Socket): void {
   oldest.destroy();
 }
 
-/** Stops counting `socket`; its client's key, unless it was no longer counted. */
-function forgetLingering(socket: Socket): string | undefined {
+/** Stops counting `socket`; false when it was no longer counted (closed for a cap). */
+function forgetLingering(socket: Socket): boolean {
   const key = lingering.get(socket);
-  if (key === undefined) return undefined;
+  if (key === undefined) return false;
   lingering.delete(socket);
   const mine = lingeringByClient.get(key)!;
   mine.delete(socket);
   if (mine.size === 0) lingeringByClient.delete(key);
-  return key;
+  return true;
 }

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT, LINGER_MAX_WAITING_PER_CLIENT, LINGER_MS } from '../../api/gateway/lingering.ts';
+import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT, LINGER_MAX_WAITING, LINGER_MAX_WAITING_PER_CLIENT, LINGER_MS } from '../../api/gateway/lingering.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -101,15 +101,26 @@ describe('row 4: refused connections kept open to read what their clients still 
     for (const client of [...lingering, next, stranger]) client.socket.destroy();
   });
 
-  it('keeps at most LINGER_MAX_CONNECTIONS of them: past it the oldest is closed, each after its answer', async () => {
+  it('keeps at most LINGER_MAX_CONNECTIONS of them and LINGER_MAX_WAITING waiting: past both the oldest is closed, each after its answer', async () => {
     const baseline = serverSockets();
-    const clients: RawClient[] = [];
-    // Each from an address of its own, so that the cap per client does not apply.
-    for (let i = 0; i < LINGER_MAX_CONNECTIONS + 64; i++) clients.push(await refused(`127.0.${10 + (i >> 7)}.${(i & 127) + 1}`));
-    await answered(clients);
-    // Without the cap, all of them stay open for 5 s; with it, the oldest close as the newest come.
-    await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS, timeoutMs: 1500, what: 'the lingering connections under the cap' });
-    for (const client of clients) client.socket.destroy();
+    // Each from an address of its own, so that the caps per client do not apply.
+    let next = 0;
+    const flood = async (count: number) => {
+      const clients: RawClient[] = [];
+      for (let i = 0; i < count; i++, next++) clients.push(await refused(`127.0.${10 + (next >> 7)}.${(next & 127) + 1}`));
+      return clients;
+    };
+    const lingering = await flood(LINGER_MAX_CONNECTIONS);
+    await answered(lingering);
+    const waiting = await flood(LINGER_MAX_WAITING);
+    expect(await Promise.all(waiting.slice(-8).map((client) => within(client, 300)))).toEqual(Array(8).fill('nothing'));
+    const past = await flood(64);
+    await answered(past);
+    // Without the caps, all of them stay open for 5 s; with them, the oldest close as the newest come.
+    await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS + LINGER_MAX_WAITING, timeoutMs: 1500, what: 'the lingering and waiting connections under their caps' });
+    // Their turn comes as the lingering ones run out their time.
+    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(waiting.map(() => 413));
+    for (const client of [...lingering, ...waiting, ...past]) client.socket.destroy();
   });
 });
 
