@@ -63,11 +63,22 @@ const stalled = (idleMs: number) =>
   });
 
 /** The rules checked on the headers alone, before a byte of the body is read: 415 for a media type the route does not take, 413 for a declared size over the limit. */
+/** Whether the request says a body follows (a length above 0, or chunks). */
+export function declaresBody(req: IncomingMessage): boolean {
+  return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * A body sent with a method that takes none (GET, HEAD, OPTIONS, TRACE): node would read it whole
+ * and drop it to keep the connection, at the socket's speed, outside every body budget.
+ */
+export const bodyNotTaken = (method: string) =>
+  new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, { extra: { limit: 0 }, headers: { Connection: 'close' } });
+
 export function checkBody(req: IncomingMessage, policy: BodyPolicy): { mediaType: string; limit: number; upload: boolean } {
   const declared = Number(req.headers['content-length'] ?? 0);
-  const hasBody = declared > 0 || req.headers['transfer-encoding'] !== undefined;
   const type = mediaTypeOf(req);
-  if ((hasBody || type) && !policy.allows(type)) {
+  if ((declaresBody(req) || type) && !policy.allows(type)) {
     throw new HttpProblem(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`, {
       headers: { 'Accept-Post': policy.accepts.join(', '), Connection: 'close' },
     });

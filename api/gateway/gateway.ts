@@ -7,7 +7,7 @@ import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
 import { createBandwidth } from './bandwidth.ts';
-import { checkBody, ClientClosed, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
+import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
 import { uploadFile } from './upload-files.ts';
@@ -65,7 +65,8 @@ function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpPro
   if (res.headersSent) return void res.destroy();
   if (res.destroyed) return;
   whenLingerSlot(req, () => {
-    if (res.destroyed) return;
+    // It may have waited: the client may have left, or (never yet) another answer gone first.
+    if (res.destroyed || res.headersSent) return;
     const body = JSON.stringify(problem.body(instance));
     res.writeHead(problem.status, closing(req, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), ...securityHeaders(PROBLEM_TYPE), ...problem.headers }));
     res.end(req.method === 'HEAD' ? undefined : body);
@@ -73,13 +74,15 @@ function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpPro
 }
 
 function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: RouteAnswer): void {
-  if (res.destroyed) return;
-  const length = typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.byteLength;
-  const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
-  const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
-  const { 'content-type': _lower, ...rest } = answer.headers;
-  res.writeHead(answer.status, closing(req, { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(length) }));
-  res.end(req.method === 'HEAD' ? undefined : answer.body);
+  whenLingerSlot(req, () => {
+    if (res.destroyed || res.headersSent) return;
+    const length = typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.byteLength;
+    const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
+    const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
+    const { 'content-type': _lower, ...rest } = answer.headers;
+    res.writeHead(answer.status, closing(req, { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(length) }));
+    res.end(req.method === 'HEAD' ? undefined : answer.body);
+  });
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
@@ -189,6 +192,7 @@ export function createGateway(options: GatewayOptions) {
 
     try {
       if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
+      if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);
       if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { createBandwidth, pauser } from './bandwidth.ts';
+import { declaresBody } from './body.ts';
 import { clientKey } from './uploads.ts';
 
 // The lingering close: what becomes of a connection answered before its request body was read
@@ -50,8 +51,7 @@ const waitingByClient = new Map<string, number>();
 /** Whether an answer sent now leaves its request's body unread (and so closes with a linger). */
 function leavesBodyUnread(req: IncomingMessage): boolean {
   // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
-  const hasBody = Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
-  return !req.complete && hasBody;
+  return !req.complete && declaresBody(req);
 }
 
 /** Whether one more connection of this client may linger now, within both caps. */

@@ -35,7 +35,9 @@ const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 /** The problem codes an operation may answer: the shared ones, its own, and those its credentials and body bring. */
 export function problemsOf(op: AnyOperation): ProblemCode[] {
   const codes = new Set<ProblemCode>([...SHARED_PROBLEMS, ...op.problems]);
-  if (op.method === 'POST') codes.add('PAYLOAD_TOO_LARGE').add('UNSUPPORTED_MEDIA_TYPE');
+  // Every method has a body limit: a GET's is 0.
+  codes.add('PAYLOAD_TOO_LARGE');
+  if (op.method === 'POST') codes.add('UNSUPPORTED_MEDIA_TYPE');
   return [...codes];
 }
 

@@ -21,7 +21,7 @@ export const PROBLEMS = {
   MULTIPART_TOO_LARGE: { status: 413, title: 'Multipart too large', when: 'A multipart body has more parts, files or fields, or a larger field, than the route reads.' },
   BATCH_TOO_LARGE: { status: 413, title: 'Batch too large', when: 'A log batch holds more than 10,000 records; send more batches.' },
   IDEMPOTENT_ANSWER_TOO_LARGE: { status: 413, title: 'Answer too large to keep', when: 'A keyed write would answer more than an Idempotency-Key keeps (16 KiB); nothing was written.' },
-  PAYLOAD_TOO_LARGE: { status: 413, title: 'Content too large', when: 'The body is larger than the route allows.' },
+  PAYLOAD_TOO_LARGE: { status: 413, title: 'Content too large', when: 'The body is larger than the route allows (a method that takes no body, GET, HEAD or OPTIONS: any body).' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type', when: 'Content-Type is not one the route takes.' },
   NOT_AUDIO: { status: 415, title: 'Not audio', when: 'An upload cannot be read as WAV, MP3, MP4/M4A, FLAC or Ogg.' },
   VALIDATION_FAILED: { status: 422, title: 'Validation failed', when: 'The body fails the route schema; errors lists every issue by path.' },

@@ -90,15 +90,22 @@ describe('row 4: refused connections kept open to read what their clients still 
     await answered(lingering);
     const next = await refused('127.0.9.3');
     expect(await within(next, 300)).toBe('nothing');
+    // A GET that sends a body is refused 413 before reading it, and so waits its turn too.
+    const get = await rawClient(server, { allowHalfOpen: true, localAddress: '127.0.9.3' });
+    get.socket.write(`GET /api/convert HTTP/1.1\r\nHost: x\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+    expect(await within(get, 300)).toBe('nothing');
     const stranger = await refused('127.0.9.4');
     expect(await within(stranger, 300)).toBe(413);
-    // Its client hangs up one lingering connection: the server closes it, and the slot is the waiting answer's.
+    // Its client hangs up lingering connections: the server closes them, and each slot is the oldest waiting answer's.
     const freed = performance.now();
     lingering[0]!.socket.end();
     expect(await within(next, LINGER_MS)).toBe(413);
-    // Without the hand-over it would wait out LINGER_MS (5 s).
+    expect(await within(get, 300)).toBe('nothing');
+    lingering[1]!.socket.end();
+    expect(await within(get, LINGER_MS)).toBe(413);
+    // Without the hand-over each would wait out LINGER_MS (5 s).
     expect(performance.now() - freed).toBeLessThan(LINGER_MS / 2);
-    for (const client of [...lingering, next, stranger]) client.socket.destroy();
+    for (const client of [...lingering, next, get, stranger]) client.socket.destroy();
   });
 
   it('keeps at most LINGER_MAX_CONNECTIONS of them and LINGER_MAX_WAITING waiting: past both the oldest is closed, each after its answer', async () => {

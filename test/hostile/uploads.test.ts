@@ -95,6 +95,22 @@ describe('row 4: uploads', () => {
   });
 });
 
+describe('row 4: a body where none is taken', () => {
+  it('refuses a GET that declares a 100 MB body, of a document or a route, with 413 before reading it, not a 200 followed by reading it all', async () => {
+    for (const path of ['/api/convert', '/api/omip/log']) {
+      // Sent in chunks while no answer has come: an open connection the server would read in full for a 200 and keep-alive.
+      const client = await rawClient(server);
+      client.socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${100 * MB}\r\n\r\n`);
+      client.socket.write(Buffer.alloc(MB, 0x78));
+      const answer = await client.until(/\r\n\r\n\{.*\}$/s);
+      expect(statusOf(answer)).toBe(413);
+      expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+      expect(bodyOf(answer)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limit: 0, detail: 'GET takes no body: send the request without one.' });
+      client.socket.destroy();
+    }
+  });
+});
+
 describe('row 4: Expect: 100-continue', () => {
   it('tells a client over its write limit 429 before it sends a byte of its body', async () => {
     // The tests above spent this address's budget.
