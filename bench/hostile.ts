@@ -372,12 +372,11 @@ const attacks: Attack[] = [
 const mb = (bytes: number) => (bytes / MB).toFixed(1);
 
 /**
- * How many times an attack's p99 is compared with idle: BENCH_HOSTILE_ROUNDS, else 3 for the floods
- * (a few seconds each, and the noisiest) and 1 for the rest. The same row moved by ±1× between
- * runs of this 2-core machine: the median of several rounds says more than one.
+ * How many times each attack's p99 is compared with idle: BENCH_HOSTILE_ROUNDS, else 3. The same
+ * row moved by ±1× between runs of this 2-core machine (the paced rows too: row 7 gave 1.4-2.0×
+ * in earlier runs and 3.6× in one, with one round each): the median of several rounds says more.
  */
-const ROUNDS = process.env.BENCH_HOSTILE_ROUNDS ? Number(process.env.BENCH_HOSTILE_ROUNDS) : undefined;
-const roundsOf = (attack: Attack) => ROUNDS ?? (attack.control ? 3 : 1);
+const ROUNDS = Number(process.env.BENCH_HOSTILE_ROUNDS ?? 3);
 /** "; median of 3: 2.4× (1.9-3.1×)" for several ratios, nothing for one. */
 function ofRounds(ratios: number[]): string {
   if (ratios.length < 2) return '';
@@ -429,7 +428,7 @@ try {
     const first = await measure(attack);
     const { before, after, statuses, seconds, sent } = first;
     const rounds = [first];
-    for (let i = 1; i < roundsOf(attack); i++) rounds.push(await measure(attack));
+    for (let i = 1; i < ROUNDS; i++) rounds.push(await measure(attack));
     const requests = [...statuses.values()].reduce((sum, c) => sum + c, 0);
     // A few hundred requests (the paced floods, the big uploads) say nothing per 10,000: their growth is a plateau, bounded by caps.
     const per = 10_000 / requests;
