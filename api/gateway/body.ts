@@ -62,7 +62,6 @@ const stalled = (idleMs: number) =>
     headers: { Connection: 'close' },
   });
 
-/** The rules checked on the headers alone, before a byte of the body is read: 415 for a media type the route does not take, 413 for a declared size over the limit. */
 /** Whether the request says a body follows (a length above 0, or chunks). */
 export function declaresBody(req: IncomingMessage): boolean {
   return Number(req.headers['content-length'] ?? 0) > 0 || req.headers['transfer-encoding'] !== undefined;
@@ -75,6 +74,7 @@ export function declaresBody(req: IncomingMessage): boolean {
 export const bodyNotTaken = (method: string) =>
   new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, { extra: { limit: 0 }, headers: { Connection: 'close' } });
 
+/** The rules checked on the headers alone, before a byte of the body is read: 415 for a media type the route does not take, 413 for a declared size over the limit. */
 export function checkBody(req: IncomingMessage, policy: BodyPolicy): { mediaType: string; limit: number; upload: boolean } {
   const declared = Number(req.headers['content-length'] ?? 0);
   const type = mediaTypeOf(req);

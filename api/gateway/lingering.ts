@@ -19,10 +19,11 @@ export const LINGER_BYTES_PER_SECOND = 8 * 1024 * 1024;
 /**
  * Lingering connections at once, over the process and from one client (its address; IPv6: its
  * /64): at either, the next answers wait (below); past the waiting caps too, that set's oldest is
- * closed. Its answer went out first, so by then its client has it. What a flood of refused clients holds (sockets, the kernel's receive buffers, up to
- * several MB each: about 1 GB for 256 in bench:hostile, near the kernel's TCP memory pressure,
- * which slows every connection of the machine) is bounded, and one client's flood cycles through
- * its own lingering connections, not everyone's.
+ * closed. Its answer went out first, so by then its client has it. What a flood of refused
+ * clients holds (sockets, the kernel's receive buffers, up to several MB each: about 1 GB for 256
+ * in bench:hostile, near the kernel's TCP memory pressure, which slows every connection of the
+ * machine) is bounded, and one client's flood cycles through its own lingering connections, not
+ * everyone's.
  */
 export const LINGER_MAX_CONNECTIONS = 256;
 export const LINGER_MAX_PER_CLIENT = 16;

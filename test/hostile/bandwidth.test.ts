@@ -51,23 +51,27 @@ describe('row 4: refused connections kept open to read what their clients still 
     client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
     return client;
   }
+  /** `count` refused uploads, one after the other, each from the address `from()` gives. */
+  async function refusedMany(count: number, from: () => string): Promise<RawClient[]> {
+    const clients: RawClient[] = [];
+    for (let i = 0; i < count; i++) clients.push(await refused(from()));
+    return clients;
+  }
+  /** A whole problem answer. */
+  const ANSWER = /\r\n\r\n\{.*\}$/s;
   const answered = async (clients: RawClient[]) => {
-    const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
+    const answers = await Promise.all(clients.map((client) => client.until(ANSWER)));
     expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
   };
 
   /** What `client` received within `ms`: nothing yet, or its answer. */
-  const within = (client: RawClient, ms: number) => client.until(/\r\n\r\n\{.*\}$/s, ms).then(statusOf, () => 'nothing');
+  const within = (client: RawClient, ms: number) => client.until(ANSWER, ms).then(statusOf, () => 'nothing');
 
   it('keeps at most LINGER_MAX_PER_CLIENT lingering and LINGER_MAX_WAITING_PER_CLIENT waiting from one client: past both its flood closes its own oldest, not another client\'s', async () => {
     const baseline = serverSockets();
     const other = await refused('127.0.9.2');
     await answered([other]);
-    const flood = async (count: number) => {
-      const clients: RawClient[] = [];
-      for (let i = 0; i < count; i++) clients.push(await refused('127.0.9.1'));
-      return clients;
-    };
+    const flood = (count: number) => refusedMany(count, () => '127.0.9.1');
     const lingering = await flood(LINGER_MAX_PER_CLIENT);
     await answered(lingering);
     // The client holds its cap of lingering connections: its next refusals wait, unanswered and unread.
@@ -85,8 +89,7 @@ describe('row 4: refused connections kept open to read what their clients still 
   });
 
   it('answers a waiting refusal as soon as one of its client\'s lingering connections closes, and another client\'s at once', async () => {
-    const lingering: RawClient[] = [];
-    for (let i = 0; i < LINGER_MAX_PER_CLIENT; i++) lingering.push(await refused('127.0.9.3'));
+    const lingering = await refusedMany(LINGER_MAX_PER_CLIENT, () => '127.0.9.3');
     await answered(lingering);
     const next = await refused('127.0.9.3');
     expect(await within(next, 300)).toBe('nothing');
@@ -112,11 +115,11 @@ describe('row 4: refused connections kept open to read what their clients still 
     const baseline = serverSockets();
     // Each from an address of its own, so that the caps per client do not apply.
     let next = 0;
-    const flood = async (count: number) => {
-      const clients: RawClient[] = [];
-      for (let i = 0; i < count; i++, next++) clients.push(await refused(`127.0.${10 + (next >> 7)}.${(next & 127) + 1}`));
-      return clients;
+    const ownAddress = () => {
+      const i = next++;
+      return `127.0.${10 + (i >> 7)}.${(i & 127) + 1}`;
     };
+    const flood = (count: number) => refusedMany(count, ownAddress);
     const lingering = await flood(LINGER_MAX_CONNECTIONS);
     await answered(lingering);
     const waiting = await flood(LINGER_MAX_WAITING);
