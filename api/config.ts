@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { StartupError } from './startup-error.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
@@ -81,7 +82,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const result = ConfigSchema.safeParse(env);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+    throw new StartupError(`invalid configuration:\n${lines.join('\n')}`);
   }
   return result.data;
 }

@@ -39,6 +39,7 @@ export const PROBLEMS = {
   RECEIPT_CORRUPT: { status: 500, title: 'Receipt corrupt', when: 'A stored receipt no longer matches its id.' },
   NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The method is not one this server implements.' },
   UPLOADS_BUSY: { status: 503, title: 'Uploads busy', when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).' },
+  STARTING: { status: 503, title: 'Starting', when: 'The process listens but has not opened its store yet (Retry-After says when to retry).', headers: { 'Retry-After': '1' } },
   STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', when: 'The store cannot write; nothing was saved; reads still work.', headers: { 'Retry-After': '30' } },
 } as const satisfies Record<string, ProblemEntry>;
 
