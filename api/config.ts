@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { StartupError } from './startup-error.ts';
+import { checkTrustList } from './http/client.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
@@ -69,6 +70,23 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /**
+   * Proxies whose forwarded client address is believed (comma-separated addresses or CIDRs, or
+   * `loopback`, `linklocal`, `uniquelocal`); empty trusts none, and every client is its socket's peer.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((e) => e.trim()).filter(Boolean))
+    .check((ctx) => {
+      try {
+        checkTrustList(ctx.value);
+      } catch (error) {
+        ctx.issues.push({ code: 'custom', input: ctx.value, message: `not an address or CIDR list: ${(error as Error).message}` });
+      }
+    }),
+  /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
+  PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),

@@ -24,6 +24,7 @@ import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { logBatchBody } from './telemetry/log-formats/ingest.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
+import { createClientResolver } from './http/client.ts';
 import { lockFolder, LockHeld, waitForLock, type HostLock } from './ops/host-lock.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { PROBLEM_TYPE, HttpProblem } from './http/problem.ts';
@@ -194,6 +195,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
     logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
     const links = { site: config.SITE_URL, canon: config.CANON_URL };
+    const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
     // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
     // an upload from a client with nothing left before reading its body).
     const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
@@ -228,6 +230,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     };
 
     const gateway = createGateway({
+      clientOf,
       files,
       notFoundPage,
       route,

@@ -11,7 +11,8 @@ import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBo
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
 import { uploadFile } from './upload-files.ts';
-import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 
 /** One finished request, as telemetry and the request log see it. */
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   files: Map<string, StaticFile>;
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
+  /** The client of a request (TRUST_PROXY): every per-client limit, verification and the wall count it. */
+  clientOf: ClientResolver;
   /** The engine route of a method and path (api/operations), answered here without Astro: the handler and params, or the refusal (405 with Allow) to send before any body is read. */
   route: (method: string, path: string) => Lookup;
   /** Astro, for the pages it renders on demand. */
@@ -162,8 +165,9 @@ export function createGateway(options: GatewayOptions) {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const rawPath = query === -1 ? url : url.slice(0, query);
-    // The socket is gone by the time a closed request is reported.
-    const remoteAddress = req.socket.remoteAddress ?? '';
+    // The client (behind a trusted proxy, the one it forwarded); the socket is gone by the time a closed request is reported.
+    const remoteAddress = options.clientOf(req.socket.remoteAddress ?? '', req.headers);
+    lingerAs(req, clientKey(remoteAddress));
     let reported = false;
     const report = () => {
       if (reported) return;
