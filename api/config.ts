@@ -39,6 +39,10 @@ export const ConfigSchema = z.object({
   UPLOAD_BYTES_PER_SECOND: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
   BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** A connection that neither sends nor takes a byte for this long is closed (a stalled reader holds nothing longer). */
+  SEND_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Connections open at once from one client (an IPv4 address, an IPv6 /64; trusted proxies are not counted); a request on one more is answered 429 and closed. */
+  MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().positive().default(64),
   /** Folder of the temporary files uploads are streamed to (removed after each answer). */
   UPLOAD_TMP_DIR: z
     .string()

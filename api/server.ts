@@ -25,6 +25,8 @@ import { logBatchBody } from './telemetry/log-formats/ingest.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
+import { limitConnections } from './gateway/connections.ts';
+import { createSharedAnswers } from './gateway/shared-answers.ts';
 import { lockFolder, LockHeld, waitForLock, type HostLock } from './ops/host-lock.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { PROBLEM_TYPE, HttpProblem } from './http/problem.ts';
@@ -116,6 +118,9 @@ function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   req.resume();
 }
 
+/** Live documents concurrent readers are sent from one Buffer made at most once a second. */
+const SHARED_PATHS = new Set(['/bot-wall', '/bot-wall.json', '/bot-traffic.json']);
+
 /** Paths the probes and metrics answer, as metric operations. */
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
@@ -160,6 +165,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
+  // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
+  server.timeout = config.SEND_TIMEOUT_MS;
+  const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
+  const connections = { perClient: config.MAX_CONNECTIONS_PER_CLIENT, ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts) };
   server.on('connect', refuseConnect);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
   server.on('checkContinue', (req, res) => handle(req, res, true));
@@ -195,7 +204,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
     logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
     const links = { site: config.SITE_URL, canon: config.CANON_URL };
-    const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
     // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
     // an upload from a client with nothing left before reading its body).
     const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
@@ -231,6 +239,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     const gateway = createGateway({
       clientOf,
+      connections,
+      shared: { paths: SHARED_PATHS, answers: createSharedAnswers() },
       files,
       notFoundPage,
       route,

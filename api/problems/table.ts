@@ -34,6 +34,7 @@ export const PROBLEMS = {
   TITLE_REQUIRED: { status: 422, title: 'Title required', when: 'The audio metadata has no title.' },
   DURATION_INVALID: { status: 422, title: 'Duration invalid', when: 'The audio duration is missing or out of range.' },
   RATE_LIMITED: { status: 429, title: 'Too many requests', when: 'The client spent its writes for this minute (Retry-After says when to retry).' },
+  TOO_MANY_CONNECTIONS: { status: 429, title: 'Too many connections', when: 'This address has more than MAX_CONNECTIONS_PER_CLIENT connections open; the connection is closed after the answer.' },
   TOO_MANY_UPLOADS: { status: 429, title: 'Too many uploads', when: 'This address already has UPLOAD_CONCURRENCY_PER_CLIENT uploads in progress.' },
   INTERNAL: { status: 500, title: 'Internal error', when: 'The server failed; nothing was changed.' },
   RECEIPT_CORRUPT: { status: 500, title: 'Receipt corrupt', when: 'A stored receipt no longer matches its id.' },
