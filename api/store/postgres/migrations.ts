@@ -38,7 +38,69 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX idempotency_created_at ON idempotency (created_at);
     `,
   },
+  {
+    version: 4,
+    name: 'kept counts: citizens by class, feed messages, drift samples, kept by triggers in the writing transaction; store moves',
+    sql: keptCountsSql(),
+  },
 ];
+
+/**
+ * Migration 4, frozen as released. Each counted table gets statement-level triggers (one per
+ * event: PostgreSQL allows transition tables on single-event triggers only) that add what a
+ * statement inserted and subtract what it deleted into `counts`, in the statement's own
+ * transaction, whoever writes. A counter is spread over shards (the backend's pid modulo 64), so
+ * concurrent transactions on other connections never wait for one another's counter row.
+ * The triggers exist before the backfill, and hold off writers until this commits: the backfill
+ * counts what was there, the triggers everything after.
+ */
+function keptCountsSql(): string {
+  // What a relation of rows of each table adds to which counter: (name, n) rows.
+  const tables: [table: string, prefix: string, select: (rows: string) => string][] = [
+    ['citizens', 'citizens:', (rows) => `SELECT 'citizens:' || class AS name, count(*) AS n FROM ${rows} GROUP BY class`],
+    [
+      'messages',
+      'feed:',
+      // As the embedded store counts: a wall shout is wall whatever its kind; otherwise a question or a message.
+      (rows) => `SELECT v.name, v.n FROM (SELECT count(*) FILTER (WHERE wall) AS wall, count(*) FILTER (WHERE NOT wall AND kind = 'question') AS questions,
+          count(*) FILTER (WHERE NOT wall AND kind <> 'question') AS messages, count(*) FILTER (WHERE verified) AS verified FROM ${rows}) s
+        CROSS JOIN LATERAL (VALUES ('feed:messages', s.messages), ('feed:questions', s.questions), ('feed:verified', s.verified), ('feed:wall', s.wall)) AS v(name, n)`,
+    ],
+    [
+      'drift_samples',
+      'drift:',
+      (rows) => `SELECT v.name, v.n FROM (SELECT count(*) AS samples, coalesce(sum(contraction_attempts), 0) AS contractions, count(*) FILTER (WHERE fail_closed) AS fail_closed FROM ${rows}) s
+          CROSS JOIN LATERAL (VALUES ('drift:contractions', s.contractions), ('drift:fail_closed', s.fail_closed), ('drift:samples', s.samples)) AS v(name, n)
+        UNION ALL SELECT 'drift:verdict:' || verdict, count(*) FROM ${rows} GROUP BY verdict`,
+    ],
+  ];
+  // Counter rows are locked in name order, so two transactions never wait for each other crosswise.
+  const add = (select: string) => `INSERT INTO counts AS k (name, shard, n) SELECT name, pg_backend_pid() % 64, sum(n) FROM (${select}) d GROUP BY name HAVING sum(n) <> 0 ORDER BY name
+      ON CONFLICT (name, shard) DO UPDATE SET n = k.n + excluded.n;`;
+  const negated = (select: string) => `SELECT name, -n AS n FROM (${select}) o`;
+  return [
+    `CREATE TABLE counts (name text NOT NULL, shard integer NOT NULL, n bigint NOT NULL, PRIMARY KEY (name, shard));`,
+    // One row per embedded store moved in by npm run move-to-postgres: what makes a move resumable, and refused over other data.
+    `CREATE TABLE store_moves (source text PRIMARY KEY, started_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz);`,
+    ...tables.map(
+      ([table, prefix, select]) => `
+      CREATE FUNCTION count_${table}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN ${add(select('new_rows'))}
+        ELSIF TG_OP = 'DELETE' THEN ${add(negated(select('old_rows')))}
+        ELSIF TG_OP = 'UPDATE' THEN ${add(`${select('new_rows')} UNION ALL ${negated(select('old_rows'))}`)}
+        ELSE DELETE FROM counts WHERE starts_with(name, '${prefix}');
+        END IF;
+        RETURN NULL;
+      END $$;
+      CREATE TRIGGER ${table}_counted_insert AFTER INSERT ON ${table} REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_${table}();
+      CREATE TRIGGER ${table}_counted_delete AFTER DELETE ON ${table} REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_${table}();
+      CREATE TRIGGER ${table}_counted_update AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_${table}();
+      CREATE TRIGGER ${table}_counted_truncate AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION count_${table}();
+      INSERT INTO counts (name, shard, n) SELECT name, 0, sum(n) FROM (${select(table)}) d GROUP BY name HAVING sum(n) <> 0;`,
+    ),
+  ].join('\n');
+}
 
 /** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */
 export async function migrate(pool: pg.Pool): Promise<number[]> {

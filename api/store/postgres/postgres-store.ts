@@ -111,6 +111,15 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> 
 const insertMessage = (client: pg.PoolClient | pg.Pool, m: Message) =>
   client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]);
 
+/**
+ * The counters whose names start with `prefix` (the prefix cut off), as the triggers of migration 4
+ * keep them in the transaction of each write: a sum over a few shards, never a count of rows.
+ */
+async function keptCounts(pool: pg.Pool, prefix: string): Promise<Record<string, number>> {
+  const rows = (await pool.query<{ name: string; n: string }>('SELECT name, sum(n) AS n FROM counts WHERE starts_with(name, $1) GROUP BY name', [prefix])).rows;
+  return Object.fromEntries(rows.map((r) => [r.name.slice(prefix.length), Number(r.n)]));
+}
+
 // Expired rows are deleted at most this many at a time, so one prune never holds the table long.
 const PRUNE_BATCH = 10_000;
 
@@ -142,8 +151,7 @@ export async function openPostgresStore(connectionString: string): Promise<Store
       },
       list: (query) => pageByUuid(pool, 'citizens', 'member_id', query, citizenOf, (c) => c.memberId),
       stats: async () => {
-        const rows = (await pool.query<{ class: string; n: string }>('SELECT class, count(*) AS n FROM citizens GROUP BY class')).rows;
-        const byClass = Object.fromEntries(rows.map((r) => [r.class, Number(r.n)]));
+        const byClass = Object.fromEntries(Object.entries(await keptCounts(pool, 'citizens:')).filter(([, n]) => n !== 0));
         return { total: Object.values(byClass).reduce((a, b) => a + b, 0), byClass };
       },
     },
@@ -158,13 +166,8 @@ export async function openPostgresStore(connectionString: string): Promise<Store
         }),
       list: (query) => pageByUuid(pool, 'messages', 'id', query, messageOf, (m) => m.id),
       stats: async () => {
-        const r = (
-          await pool.query<Record<string, string>>(
-            `SELECT count(*) FILTER (WHERE NOT wall AND kind = 'message') AS messages, count(*) FILTER (WHERE NOT wall AND kind = 'question') AS questions,
-                    count(*) FILTER (WHERE wall) AS wall, count(*) FILTER (WHERE verified) AS verified FROM messages`,
-          )
-        ).rows[0]!;
-        return { messages: Number(r.messages), questions: Number(r.questions), wall: Number(r.wall), verified: Number(r.verified) };
+        const kept = await keptCounts(pool, 'feed:');
+        return { messages: kept.messages ?? 0, questions: kept.questions ?? 0, wall: kept.wall ?? 0, verified: kept.verified ?? 0 };
       },
     },
     idempotency: {
@@ -208,16 +211,13 @@ export async function openPostgresStore(connectionString: string): Promise<Store
           }),
         ),
       metrics: async (recent) => {
-        const totals = (
-          await pool.query<Record<string, string>>('SELECT count(*) AS samples, coalesce(sum(contraction_attempts), 0) AS contractions, count(*) FILTER (WHERE fail_closed) AS fail_closed FROM drift_samples')
-        ).rows[0]!;
-        const byVerdict = (await pool.query<{ verdict: string; n: string }>('SELECT verdict, count(*) AS n FROM drift_samples GROUP BY verdict')).rows;
+        const kept = await keptCounts(pool, 'drift:');
         const last = (await pool.query<{ sample: DriftSample }>('SELECT sample FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT $1', [Math.max(1, recent)])).rows.map((r) => r.sample);
         return {
-          samples: Number(totals.samples),
-          contraction_count: Number(totals.contractions),
-          fail_closed: Number(totals.fail_closed),
-          by_verdict: Object.fromEntries(byVerdict.map((r) => [r.verdict, Number(r.n)])),
+          samples: kept.samples ?? 0,
+          contraction_count: kept.contractions ?? 0,
+          fail_closed: kept.fail_closed ?? 0,
+          by_verdict: Object.fromEntries(Object.entries(kept).flatMap(([name, n]) => (name.startsWith('verdict:') && n !== 0 ? [[name.slice('verdict:'.length), n]] : []))),
           last: last[0] ?? null,
           recent: last.slice(0, recent),
         };
