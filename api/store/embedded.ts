@@ -245,6 +245,22 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
   };
 }
 
+/** What an embedded store holds that the Store's reads cannot list, for moving it elsewhere (npm run move-to-postgres). */
+export interface EmbeddedHoldings {
+  /** Every idempotency record not yet expired, oldest first. */
+  idempotency(): Iterable<IdempotencyRecord>;
+  /** Every drift window, by entity. */
+  windows(): Iterable<[entityId: string, deltas: number[]]>;
+}
+const memories = new WeakMap<Store, Memory>();
+
+/** The holdings of a store opened by openEmbeddedStore (read live: a move runs while nothing writes). */
+export function holdingsOf(store: Store): EmbeddedHoldings {
+  const memory = memories.get(store);
+  if (!memory) throw new TypeError('not an embedded store');
+  return { idempotency: () => memory.idempotency.values(), windows: () => Object.entries(memory.state.windows) };
+}
+
 /** A store that keeps nothing on disk (DATA_DIR=:memory:): for trials and to measure what durability costs. */
 export function openMemoryStore(): Store {
   const memory = new Memory(emptyState());
@@ -324,8 +340,10 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     }
   }
 
-  return storeOver(memory, commit, async () => {
+  const store = storeOver(memory, commit, async () => {
     await compacting;
     await journal.close();
   });
+  memories.set(store, memory);
+  return store;
 }

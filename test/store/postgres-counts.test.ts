@@ -58,7 +58,7 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
     await seedCitizens(db, 1, 2000);
     await seedMessages(db, 1, 3000);
     const store = await openPostgresStore(url);
-    onTestFinished(() => Promise.all([store.close(), db.end()]));
+    onTestFinished(async () => void (await Promise.all([store.close(), db.end()])));
     const check = async () => {
       const truth = await counted(db);
       expect(await store.citizens.stats()).toEqual(truth.citizens);
@@ -89,7 +89,7 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
     await seedCitizens(db, 1, 50_000);
     await seedMessages(db, 1, 50_000);
     const store = await openPostgresStore(url);
-    onTestFinished(() => Promise.all([store.close(), db.end()]));
+    onTestFinished(async () => void (await Promise.all([store.close(), db.end()])));
     await db.query('ANALYZE');
     // Each statement the store sends is explained, as PostgreSQL would run it, with what it read.
     const sent: { text: string; values: unknown[] }[] = [];

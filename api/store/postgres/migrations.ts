@@ -80,8 +80,8 @@ function keptCountsSql(): string {
   const negated = (select: string) => `SELECT name, -n AS n FROM (${select}) o`;
   return [
     `CREATE TABLE counts (name text NOT NULL, shard integer NOT NULL, n bigint NOT NULL, PRIMARY KEY (name, shard));`,
-    // One row per embedded store moved in by npm run move-to-postgres: what makes a move resumable, and refused over other data.
-    `CREATE TABLE store_moves (source text PRIMARY KEY, started_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz);`,
+    // One row per embedded store moved in by npm run move-to-postgres: where it got to (a move resumes there), and when it ended.
+    `CREATE TABLE store_moves (source text PRIMARY KEY, progress jsonb NOT NULL DEFAULT '{}', started_at timestamptz NOT NULL DEFAULT now(), finished_at timestamptz);`,
     ...tables.map(
       ([table, prefix, select]) => `
       CREATE FUNCTION count_${table}() RETURNS trigger LANGUAGE plpgsql AS $$
