@@ -141,13 +141,22 @@ describe.runIf(available)('npm run move-to-postgres', () => {
       await db.end();
     }
 
+    // The old service runs again before the move is resumed, and takes more writes: they are moved too.
+    const reopened = await startServer({ DATA_DIR: dataDir, WRITE_RATE_LIMIT: '0', TELEMETRY_FLUSH_MS: '100' });
+    oaths.push((await post(reopened.url, '/api/citizenship/oath', { name: `late-${run}`, purpose: 'joined between two runs of the move' })).body);
+    expect((await post(reopened.url, '/api/omip/score', { entity_id: oaths[5]!.memberId, plan: good }, { 'Idempotency-Key': randomUUID() })).status).toBe(200);
+    await fetch(`${reopened.url}/api/convert`, { headers: { 'User-Agent': GPT } });
+    before = await shown(reopened.url);
+    expect([before.count, before.gpt.requests, before.drift.samples]).toEqual([26, 4, 115]);
+    expect(await reopened.stop()).toBe(0);
+
     keyOut = join(mkdtempSync(join(tmpdir(), 'moved-key-')), 'log.pem');
     const resumed = await move({ DATABASE_URL }, ['--from', dataDir, '--batch', '4', '--key-out', keyOut]);
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(/^resuming the move of /);
-    expect(resumed.stdout).toMatch(/^checked 25 citizens$/m);
-    expect(resumed.stdout).toMatch(/^checked 49 messages$/m);
+    expect(resumed.stdout).toMatch(/^checked 26 citizens$/m);
+    expect(resumed.stdout).toMatch(/^checked 50 messages$/m);
     expect(resumed.stdout).toMatch(new RegExp(`^OK receipt log: 5 receipts, root ${before.log.root}, a tree head signed with its key verifies$`, 'm'));
     expect(resumed.stdout).toContain(`LOG_SIGNING_KEY_FILE=${keyOut}`);
     expect(readFileSync(keyOut, 'utf8')).toBe(readFileSync(join(dataDir, 'omip-log-ed25519.pem'), 'utf8'));
@@ -179,7 +188,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     };
     const [resumed, inOne] = await Promise.all([dump(DATABASE_URL), dump(oneGo)]);
     expect(resumed).toEqual(inOne);
-    expect(resumed.citizens).toHaveLength(25);
+    expect(resumed.citizens).toHaveLength(26);
     expect(resumed.ledgers).toHaveLength(1);
 
     const otherStore = mkdtempSync(join(tmpdir(), 'other-store-'));

@@ -7,14 +7,14 @@ import type { Page, PageQuery, Store } from '../types.ts';
  * a batch per transaction, every insert idempotent (ON CONFLICT DO NOTHING), and where each list
  * got to saved with its batch in `store_moves`, so an interrupted move resumes where it stopped.
  * The source is read through its own interface, so whatever its files look like, the move reads
- * what the service served.
+ * what the service served. Nothing but the move writes to the database until it is done.
  */
 
 /** Where a move stands: a database holds at most one, and a finished one is never run again. */
 export type MoveState = { state: 'new' | 'resumed'; progress: Progress } | { state: 'finished'; finishedAt: Date };
 
-/** Saved progress: for each list, its newest id when the copy started, the cursor reached, how many copied; the rest, done or not. */
-type Progress = Record<string, { top: string | null; cursor: string | null; copied: number; done: boolean } | boolean>;
+/** Saved progress: for each list, its newest id when the copy started, the cursor reached, how many copied. */
+type Progress = Record<string, { top: string | null; cursor: string | null; copied: number; done: boolean }>;
 
 // What a service writes: a database holding any of it is not a move's target.
 const SERVICE_TABLES = ['citizens', 'messages', 'receipts', 'drift_samples', 'drift_windows', 'idempotency'];
@@ -70,9 +70,9 @@ const INSERT = {
   idempotency: `INSERT INTO idempotency (key_hash, fingerprint, status, sealed, created_at)
     SELECT "keyHash", fingerprint, status, sealed, "createdAt" FROM jsonb_to_recordset($1::jsonb)
       AS r("keyHash" text, fingerprint text, status integer, sealed text, "createdAt" timestamptz)
-    ON CONFLICT (key_hash) DO NOTHING`,
+    ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at`,
   windows: `INSERT INTO drift_windows (entity_id, deltas)
-    SELECT w->>0, ARRAY(SELECT jsonb_array_elements_text(w->1)::float8) FROM jsonb_array_elements($1::jsonb) w ON CONFLICT (entity_id) DO NOTHING`,
+    SELECT w->>0, ARRAY(SELECT jsonb_array_elements_text(w->1)::float8) FROM jsonb_array_elements($1::jsonb) w ON CONFLICT (entity_id) DO UPDATE SET deltas = excluded.deltas`,
   samples: `INSERT INTO drift_samples (decision_id, entity_id, verdict, sample, contraction_attempts, fail_closed, at)
     SELECT (s->>'decision_id')::uuid, s->>'entity_id', s->>'verdict', s, (s->>'contraction_attempts')::int, (s->>'fail_closed')::boolean, (s->>'at')::timestamptz
     FROM jsonb_array_elements($1::jsonb) s ON CONFLICT (decision_id) DO NOTHING`,
@@ -102,7 +102,7 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     const saved = o.progress[part];
     // Copied before from the same list: go on from there. The list had new items on top since
     // (the old service ran again): copy it all again, skipping what is there already.
-    let at = typeof saved === 'object' && saved.top === top ? saved : { top, cursor: null, copied: 0, done: false };
+    let at = saved?.top === top ? saved : { top, cursor: null, copied: 0, done: false };
     if (at.done) return o.report(`${part}: ${at.copied} copied before`);
     for (;;) {
       const page = await list({ limit: o.batch, cursor: at.cursor });
@@ -117,9 +117,12 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     }
   }
 
-  /** An iterable copied in batches, marked done with the last one; run again whole until then. */
+  /**
+   * What is not a list (records that expire, windows that change, totals): few beside the lists,
+   * so copied whole at each run, in batches, each row replaced by the source's (the truth until
+   * the move is done).
+   */
   async function copyAll<T>(part: string, items: Iterable<T>, insert: string, after?: (client: pg.PoolClient) => Promise<void>) {
-    if (o.progress[part] === true) return o.report(`${part}: copied before`);
     let batch: T[] = [];
     let copied = 0;
     const flush = async (last: boolean) =>
@@ -127,9 +130,7 @@ export async function copyStore(o: MoveOptions): Promise<void> {
         if (batch.length > 0) await client.query(insert, [JSON.stringify(batch)]);
         copied += batch.length;
         batch = [];
-        if (!last) return;
-        await after?.(client);
-        await save(client, part, true);
+        if (last) await after?.(client);
       });
     for (const item of items) {
       batch.push(item);
@@ -165,6 +166,7 @@ export async function copyStore(o: MoveOptions): Promise<void> {
   await copyAll(
     'telemetry',
     ledger ? [{ processId: `moved:${o.sourceId}`, snapshot: ledger }] : [],
-    `INSERT INTO telemetry_ledgers (process_id, snapshot, updated_at) SELECT r->>'processId', r->'snapshot', to_timestamp(0) FROM jsonb_array_elements($1::jsonb) r ON CONFLICT DO NOTHING`,
+    `INSERT INTO telemetry_ledgers (process_id, snapshot, updated_at) SELECT r->>'processId', r->'snapshot', to_timestamp(0) FROM jsonb_array_elements($1::jsonb) r
+     ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot`,
   );
 }
