@@ -88,7 +88,7 @@ export async function postgresReads(): Promise<Row[]> {
         const deep = `${server.url}/api/citizens?limit=50&cursor=${encodeCursor(citizenId(Math.max(1, Math.floor(size / 10))))}`;
         const measure = async (url: string) => {
           await load(url, { seconds: 1, connections: CONNECTIONS });
-          return load(url, { seconds: SECONDS, connections: CONNECTIONS });
+          return load(url, { seconds: SECONDS, connections: CONNECTIONS, pid: server.child.pid });
         };
         const row: Row = {
           citizens: size,
@@ -99,7 +99,7 @@ export async function postgresReads(): Promise<Row[]> {
           dbMb: Number((await db.query('SELECT pg_database_size(current_database()) AS b')).rows[0].b) / 2 ** 20,
         };
         rows.push(row);
-        const f = (x: Figures) => `p99 ${x.p99} ms (${x.rps.toFixed(0)} req/s)`;
+        const f = (x: Figures) => `p99 ${x.p99} ms (${x.rps.toFixed(0)} req/s, service CPU ${x.cpuUs?.toFixed(0)} µs a request)`;
         console.log(`  list ${f(row.first)}; deep page ${f(row.deep)}; scoreboard ${f(row.scoreboard)}; service RSS ${row.rssMb.toFixed(0)} MB; database ${row.dbMb.toFixed(0)} MB`);
       } finally {
         await stop(server);
@@ -111,7 +111,7 @@ export async function postgresReads(): Promise<Row[]> {
   }
   console.log(`\n| store | citizens | GET /api/citizens p99 | deep page p99 | /api/scoreboard p99 | service RSS | database |\n|---|---|---|---|---|---|---|`);
   for (const r of rows) {
-    const f = (x: Figures) => `${x.p99} ms (${x.rps.toFixed(0)}/s)`;
+    const f = (x: Figures) => `${x.p99} ms (${x.rps.toFixed(0)}/s, ${x.cpuUs?.toFixed(0)} µs)`;
     console.log(`| PostgreSQL | ${r.citizens.toLocaleString('en')} | ${f(r.first)} | ${f(r.deep)} | ${f(r.scoreboard)} | ${r.rssMb.toFixed(0)} MB | ${(r.dbMb / 1024).toFixed(2)} GB |`);
   }
   return rows;

@@ -6,11 +6,12 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig } from '../config.ts';
-import { openLogSigner, type LogSigner } from '../omip/signer.ts';
+import { openLogSigner, verifyTreeHead, type LogSigner } from '../omip/signer.ts';
+import { verifyLogInOrder } from '../omip/verify.ts';
 import { lockFolder, LockHeld } from '../ops/host-lock.ts';
 import { holdingsOf, openEmbeddedStore } from '../store/embedded.ts';
 import { migrate } from '../store/postgres/migrations.ts';
-import { checkMove } from '../store/postgres/move-check.ts';
+import { checkMove, receiptsInOrder } from '../store/postgres/move-check.ts';
 import { copyStore, finishMove, MoveRefused, startMove } from '../store/postgres/move.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { StartupError } from '../startup-error.ts';
@@ -79,9 +80,16 @@ try {
     const source = await openEmbeddedStore({ dir, logger: pino({ level: 'warn' }, pino.destination(2)) });
     const holdings = holdingsOf(source);
     await copyStore({ source, holdings, sourceId, pool, progress: move.progress, batch, report: say });
+    // Steps a migration runs over rows already there (such as keying rows written without a key) run now on the copy, not at the service's first start.
+    await migrate(pool);
     const target = await openPostgresStore(url);
-    const { problems, log, head } = await checkMove({ source, holdings, target, pool, batch, signer, report: say });
+    const problems = await checkMove({ source, holdings, target, pool, batch, report: say });
     await Promise.all([source.close(), target.close()]);
+    // verify-receipts' checks, on the log as PostgreSQL holds it; and the key signs a head its public key verifies.
+    const log = await verifyLogInOrder(receiptsInOrder(pool, batch));
+    problems.push(...log.problems);
+    const head = signer?.signHead({ tree_size: log.size, root_hash: log.root, timestamp: new Date().toISOString() });
+    if (head && !verifyTreeHead(head, signer!.publicKeyPem)) problems.push('a tree head signed with the log key does not verify with its public key');
     if (problems.length > 0) {
       for (const p of problems.slice(0, 20)) process.stderr.write(`FAIL ${p}\n`);
       fail(`the copy differs from the embedded store in ${problems.length} places; nothing was marked done. Run the move again (it resumes), or move into a fresh database.`);

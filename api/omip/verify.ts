@@ -1,5 +1,5 @@
 import { receiptId, receiptLeaf } from './receipts.ts';
-import { rootOf, verifyInclusion } from './merkle.ts';
+import { nodeHash, rootOf, verifyInclusion } from './merkle.ts';
 import { verifyTreeHead, type TreeHead } from './signer.ts';
 
 /** What a verifier downloads: the signed head, the public key, and every receipt in log order. */
@@ -34,4 +34,34 @@ export function verifyLog(log: PublishedLog): string[] {
 /** Checks one receipt answer's inclusion proof against its root. */
 export function verifyReceiptInclusion(answer: { receipt: { id: string }; logIndex: number; tree_size: number; root_hash: string; audit_path: string[] }): boolean {
   return verifyInclusion(answer.logIndex, answer.tree_size, receiptLeaf(answer.receipt.id), answer.audit_path.map((h) => Buffer.from(h, 'hex')), Buffer.from(answer.root_hash, 'hex'));
+}
+
+/**
+ * verifyLog's checks over a log read in order, an entry at a time, for a log too large to hold:
+ * positions without gaps, each id the hash of its receipt, each `prev` the id before it, and the
+ * RFC 9162 root of the ids, built from the roots of complete subtrees (a few dozen hashes held).
+ * Returns the problems found, the log's size and its root (hex).
+ */
+export async function verifyLogInOrder(entries: AsyncIterable<{ index: number; id: string; receipt: Record<string, unknown> }>) {
+  const problems: string[] = [];
+  const complete: { size: number; hash: Buffer }[] = [];
+  let size = 0;
+  let prev: string | null = null;
+  for await (const { index, id, receipt } of entries) {
+    if (index !== size) {
+      problems.push(`the receipt at position ${size} says position ${index}`);
+      break;
+    }
+    if (receiptId(receipt) !== id) problems.push(`receipt ${id} does not hash to its id`);
+    if (receipt.prev !== prev) problems.push(`receipt ${id} has prev ${String(receipt.prev)}, expected ${prev}`);
+    let node = { size: 1, hash: receiptLeaf(id) };
+    while (complete.length > 0 && complete.at(-1)!.size === node.size) node = { size: node.size * 2, hash: nodeHash(complete.pop()!.hash, node.hash) };
+    complete.push(node);
+    prev = id;
+    size++;
+  }
+  // The root joins the complete subtrees from the smallest (rightmost) up.
+  let root = complete.length === 0 ? rootOf([]) : complete.at(-1)!.hash;
+  for (let i = complete.length - 2; i >= 0; i--) root = nodeHash(complete[i]!.hash, root);
+  return { problems, size, root: root.toString('hex') };
 }

@@ -38,15 +38,16 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX idempotency_created_at ON idempotency (created_at);
     `,
   },
+  // Version 4 (citizens' name keys) comes from another branch merged into main at the same time.
   {
-    version: 4,
+    version: 5,
     name: 'kept counts: citizens by class, feed messages, drift samples, kept by triggers in the writing transaction; store moves',
     sql: keptCountsSql(),
   },
 ];
 
 /**
- * Migration 4, frozen as released. Each counted table gets statement-level triggers (one per
+ * Migration 5, frozen as released. Each counted table gets statement-level triggers (one per
  * event: PostgreSQL allows transition tables on single-event triggers only) that add what a
  * statement inserted and subtract what it deleted into `counts`, in the statement's own
  * transaction, whoever writes. A counter is spread over shards (the backend's pid modulo 64), so

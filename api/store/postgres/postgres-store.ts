@@ -112,11 +112,11 @@ const insertMessage = (client: pg.PoolClient | pg.Pool, m: Message) =>
   client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]);
 
 /**
- * The counters whose names start with `prefix` (the prefix cut off), as the triggers of migration 4
+ * The counters whose names start with `prefix` (the prefix cut off), as the triggers of migration 5
  * keep them in the transaction of each write: a sum over a few shards, never a count of rows.
  */
-async function keptCounts(pool: pg.Pool, prefix: string): Promise<Record<string, number>> {
-  const rows = (await pool.query<{ name: string; n: string }>('SELECT name, sum(n) AS n FROM counts WHERE starts_with(name, $1) GROUP BY name', [prefix])).rows;
+async function keptCounts(pool: { query(text: string, values: unknown[]): Promise<{ rows: { name: string; n: string }[] }> }, prefix: string): Promise<Record<string, number>> {
+  const rows = (await pool.query('SELECT name, sum(n) AS n FROM counts WHERE starts_with(name, $1) GROUP BY name', [prefix])).rows;
   return Object.fromEntries(rows.map((r) => [r.name.slice(prefix.length), Number(r.n)]));
 }
 
