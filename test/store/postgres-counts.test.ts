@@ -90,7 +90,8 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
     await seedMessages(db, 1, 50_000);
     const store = await openPostgresStore(url);
     onTestFinished(async () => void (await Promise.all([store.close(), db.end()])));
-    await db.query('ANALYZE');
+    // As autovacuum leaves a table: a migration that rewrote rows at open leaves their old versions behind.
+    await db.query('VACUUM ANALYZE');
     // Each statement the store sends is explained, as PostgreSQL would run it, with what it read.
     const sent: { text: string; values: unknown[] }[] = [];
     const query = store.pool.query.bind(store.pool);
