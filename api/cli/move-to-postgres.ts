@@ -68,7 +68,7 @@ if (keyOut) {
 const sourceId = createHash('sha256').update(signer?.publicKeyPem ?? realpathSync(dir)).digest('hex').slice(0, 32);
 
 const pool = new pg.Pool({ connectionString: url, max: 3 });
-const guard = await pool.connect();
+const guard = await pool.connect().catch((error: Error) => fail(`cannot connect to DATABASE_URL: ${error.message}`));
 try {
   await migrate(pool);
   if (!(await guard.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MOVE_LOCK])).rows[0]!.ok) fail('another move into this database is running');
@@ -102,6 +102,9 @@ try {
       ? `The receipt log is signed with ${keyOut ?? keyPath}: start every PostgreSQL process with LOG_SIGNING_KEY_FILE=${keyOut ?? keyPath}, so its tree heads verify with the same public key as before.`
       : 'This store had no log key: the PostgreSQL service signs with the key of LOG_SIGNING_KEY_FILE (give every process the same one).',
   );
+} catch (error) {
+  // A lost connection or a full disk mid-move: what was committed stays, and the next run resumes there.
+  fail(`stopped: ${(error as Error).message}. Run the move again to resume.`);
 } finally {
   guard.release();
   await pool.end();
