@@ -150,8 +150,9 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
     if (hasBuild(config.DIST_DIR)) return;
     const building = `${config.DIST_DIR}.building-${process.pid}`;
     logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build (run `npm run build` as a deploy step to start faster)');
-    const astro = join(process.cwd(), 'node_modules', '.bin', 'astro');
-    const result = spawnSync(astro, ['build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
+    // Astro runs on this process's Node (the pinned one), whatever `node` is first on PATH.
+    const astro = join(process.cwd(), 'node_modules', 'astro', 'bin', 'astro.mjs');
+    const result = spawnSync(process.execPath, [astro, 'build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
     if (result.status !== 0) throw new StartupError(`astro build failed with status ${result.status}`);
     rmSync(config.DIST_DIR, { recursive: true, force: true });
     renameSync(building, config.DIST_DIR);
