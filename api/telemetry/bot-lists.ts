@@ -23,6 +23,8 @@ export interface CrawlerUserAgent {
 /** At most this many literal names are taken from one pattern; a pattern with more is left out. */
 const MAX_EXPANSIONS = 64;
 const WILD = '\u0000';
+/** Marks a name a wildcard cut short of text the pattern still requires. */
+const CUT = '\u0001';
 
 /**
  * The literal strings a pattern matches, when it is a pattern of names: literals, escapes,
@@ -58,7 +60,14 @@ export function expandPattern(pattern: string): string[] | null {
         if (pattern[i] === '?') i++;
         atom = [WILD];
       }
-      acc = acc.flatMap((a) => (a.endsWith(WILD) ? [a] : atom.map((b) => a + b)));
+      // A leading wildcard leaves the rest to be read (".*masscan"); after a name, more required
+      // text makes the name incomplete ("Baidu.*spider" is not "Baidu").
+      const required = !atom.includes('');
+      acc = acc.flatMap((a) => {
+        if (a === '' && atom.length === 1 && atom[0] === WILD) return [''];
+        if (a.endsWith(WILD) || a.endsWith(CUT)) return required && !a.endsWith(CUT) ? [a + CUT] : [a];
+        return atom.map((b) => a + b);
+      });
       if (acc.length > MAX_EXPANSIONS) fail();
     }
     return acc;
@@ -99,8 +108,9 @@ export function expandPattern(pattern: string): string[] | null {
   try {
     const all = alternation();
     if (i !== pattern.length) return null;
-    // A leading wildcard leaves the rest to be read; a wildcard after a name ends it.
-    const names = all.map((s) => (s.startsWith(WILD) ? s.replace(/^\u0000+/, '') : s)).map((s) => s.split(WILD)[0]!.trim());
+    const names = all
+      .filter((s) => !s.includes(CUT))
+      .map((s) => s.split(WILD)[0]!.trim());
     return [...new Set(names.filter((s) => s !== ''))];
   } catch {
     return null;
@@ -163,16 +173,19 @@ const squash = (s: string) => s.toLowerCase().replace(/[^a-z0-9]/g, '');
 class Claims {
   tokens = new Set<string>();
   names = new Set<string>();
+  /** Curated tokens written with a trailing * ("Pingdom.com_bot_version*") hold every token they start. */
+  prefixes: string[] = [];
   constructor(curated: BotFamilies) {
+    const hold = (t: string) => (t.endsWith('*') ? this.prefixes.push(t.slice(0, -1).toLowerCase()) : this.tokens.add(t.toLowerCase()));
     for (const f of curated.families) {
       this.names.add(f.family.toLowerCase());
-      for (const t of f.tokens) this.tokens.add(t.toLowerCase());
+      f.tokens.forEach(hold);
     }
-    for (const list of Object.values(curated.human_clients)) for (const t of list) this.tokens.add(t.toLowerCase());
+    for (const list of Object.values(curated.human_clients)) list.forEach(hold);
   }
   /** The tokens still free, claimed now. */
   take(tokens: string[]): string[] {
-    const free = tokens.filter((t) => !this.tokens.has(t.toLowerCase()));
+    const free = tokens.filter((t) => !this.tokens.has(t.toLowerCase()) && !this.prefixes.some((p) => t.toLowerCase().startsWith(p)));
     for (const t of free) this.tokens.add(t.toLowerCase());
     return free;
   }
@@ -214,7 +227,7 @@ export function generatedFamilies(curated: BotFamilies, deviceDetector: DeviceDe
       // One pattern for many of an operator's bots (Matomo's "Googlebot" matches Google-Ads-Qualify
       // too): its category holds for the bot it is named after, the others are just bots.
       const own = groups.size === 1 || bot.name.includes('$') || squash(tokens[0]!).includes(squash(bot.name));
-      out.push({ family: claims.name(preferred, tokens), operator: bot.producer?.name?.trim() || bot.name, tokens, ...(own ? kindOf(bot.category) : kindOf(undefined)), source: 'device-detector' });
+      out.push({ family: claims.name(preferred, tokens), operator: bot.producer?.name?.trim() || (bot.name.includes('$') ? 'unknown' : bot.name), tokens, ...(own ? kindOf(bot.category) : kindOf(undefined)), source: 'device-detector' });
     }
   }
   for (const c of crawlers) {

@@ -169,6 +169,57 @@ function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => 
   return null;
 }
 
+/** An address or a contact: bots sign with one, people's browsers and apps do not. */
+const CONTACT = /https?:\/\/|\bwww\.|@|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b/;
+/** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
+const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
+/** Words of browsers' own product tokens, after which an appended token is a name ("... Safari/537.36 DareBoost"). */
+const BROWSER_WORDS = new Set(['safari', 'chrome', 'firefox', 'gecko', 'version', 'mobile', 'edg', 'opr', 'applewebkit', 'khtml', 'like', 'presto', 'trident']);
+const plausible = (lower: string) => lower.length >= 2 && !NOT_NAMES.has(lower) && !/^[\d.x_-]+$/.test(lower) && !lower.startsWith('+');
+
+/** The platform comment of a browser-looking string ("(Linux; Android 9; Google TV Build/...)"), where device models are; "" when none. */
+function platformText(ua: string): string {
+  const m = PLATFORM.exec(ua);
+  // A comment with "compatible" or an address is a bot's, not a device's.
+  return m && !/compatible/i.test(m[1]!) && !CONTACT.test(m[1]!) ? m[1]! : '';
+}
+const PLATFORM = /^Mozilla\/[\d.]+ (\([^)]*)\)/;
+/** How many of a string's tokens sit in its platform comment. */
+const platformTokenCount = (ua: string) => {
+  const p = platformText(ua);
+  return p === '' ? 0 : lowerTokens(ua.slice(0, ua.indexOf(p) + p.length)).length;
+};
+
+/**
+ * The name a string gives itself when no word says bot: the token after "compatible;", else the
+ * first token of a string that is not a browser's, else the first token appended after a browser's
+ * own, else the host of its address.
+ */
+function selfName(t: Tokens, ua: string): string | null {
+  const compatible = t.lower.indexOf('compatible');
+  if (compatible >= 0 && compatible + 1 < t.lower.length && plausible(t.lower[compatible + 1]!) && t.lower[compatible + 1] !== 'msie') return nameAt(t, ua, compatible + 1);
+  if (!/^(mozilla|opera)\//i.test(ua)) {
+    const i = t.lower.findIndex(plausible);
+    if (i >= 0 && /^[a-z]/i.test(t.original[i]!)) return nameAt(t, ua, i);
+  } else {
+    const last = t.lower.findLastIndex((w) => BROWSER_WORDS.has(w));
+    const i = last < 0 ? -1 : t.lower.findIndex((w, k) => k > last && plausible(w) && /^[a-z]/.test(w));
+    if (i >= 0 && ua.lastIndexOf(')') < t.starts[i]!) return nameAt(t, ua, i);
+  }
+  const host = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i.exec(ua);
+  return host ? host[1]!.slice(0, 64) : null;
+}
+
+/**
+ * Whether a heuristic's bot is one without asking the client parser: it signs with an address (and
+ * names no phone's system, as apps do) or calls itself a bot, and its name is not a device model
+ * in the platform comment.
+ */
+function surelyBot(ua: string, name: string | null): boolean {
+  if (name !== null && platformText(ua).includes(name.split(' ').pop()!)) return false;
+  return (CONTACT.test(ua) && !MOBILE_OS.test(ua)) || (name !== null && SURELY_BOT.test(name));
+}
+
 export interface ClassifierOptions {
   /** Product tokens of people's own clients, by kind (content/bot-families.yaml `human_clients`). */
   humanClients?: Record<string, string[]>;
@@ -219,11 +270,20 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     return person ? HUMAN : bot;
   }
 
+  /** A bot no table names: the name it gives itself, unless the client parser sees a person's browser or app. */
+  function unknownBot(ua: string): Classification {
+    const t = productTokens(ua);
+    const named = nameOf(t, ua);
+    const name = named ?? selfName(t, ua);
+    const bot: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
+    return surelyBot(ua, name) ? bot : unlessPerson(ua, bot);
+  }
+
   function uncached(ua: string): Classification {
     const lower = lowerTokens(ua);
     let human = false;
     let weak: Classification | undefined;
-    let listed: { e: Entry; words: number } | undefined;
+    let listed: { e: Entry; words: number; at: number } | undefined;
     for (let i = 0; i < lower.length; i++) {
       // "TelegramBot (like TwitterBot)": a token after "like" is a comparison, not a claim.
       if (i > 0 && NOT_A_CLAIM.has(lower[i - 1]!)) continue;
@@ -232,20 +292,27 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       if (e) {
         if (e.tier === Tier.Curated) return e.c;
         if (e.tier === Tier.Weak) weak ??= e.c;
-        else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1 };
+        else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
       }
       human ||= phraseAt(humans, lower, i, humanPrefixes) !== undefined;
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
-    if (listed && (!human || listed.words > 1)) return listed.e.tier === Tier.Listed ? listed.e.c : unlessPerson(ua, listed.e.c);
+    if (listed && (!human || listed.words > 1)) {
+      // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
+      const soft = listed.e.tier === Tier.Example || listed.at < platformTokenCount(ua);
+      return !soft || surelyBot(ua, listed.e.c.family) ? listed.e.c : unlessPerson(ua, listed.e.c);
+    }
+    if (human) return HUMAN;
     if (weak) {
       const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
-      return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
+      const c: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
+      // "Android 13; Spider 8" is a phone.
+      return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
     }
-    if (human || ua === '' || !isbot(ua)) return HUMAN;
-    const name = nameOf(productTokens(ua), ua);
-    if (name && SURELY_BOT.test(name)) return { bot: true, family: name, class: 'Bot', known: null, verify: 'none' };
-    return unlessPerson(ua, name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED);
+    if (ua === '') return HUMAN;
+    // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
+    if (!isbot(ua) && !(CONTACT.test(ua) && !MOBILE_OS.test(ua))) return HUMAN;
+    return unknownBot(ua);
   }
 
   return function classify(userAgent: string): Classification {
