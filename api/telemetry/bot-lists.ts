@@ -117,12 +117,17 @@ export function expandPattern(pattern: string): string[] | null {
   }
 }
 
-/** Words that are never a bot's name by themselves (platform, engine and generic words). */
-export const NOT_NAMES = new Set([
+/** Words of platforms, engines and browsers: never a name, and they end a name of several words. */
+export const PLATFORM_WORDS = new Set([
   'firefox', 'opera', 'edg', 'edge', 'msie', 'trident', 'presto', 'crios', 'fxios', 'samsungbrowser', 'mozilla', 'compatible', 'applewebkit', 'khtml',
-  'like', 'gecko', 'chrome', 'safari', 'version', 'mobile', 'linux', 'android', 'windows', 'macintosh', 'iphone', 'ipad', 'http:', 'https:', 'u', 'en',
+  'like', 'gecko', 'chrome', 'safari', 'version', 'mobile', 'linux', 'android', 'windows', 'macintosh', 'iphone', 'http:', 'https:', 'u', 'en',
   'en-us', 'x11', 'win64', 'x64', 'nt', 'intel', 'mac', 'os', 'x', 'cpu', 'build', 'bot', 'crawler', 'spider', 'robot', 'the', 'a', 'for', 'and', 'of',
-  'http', 'www', 'google', 'yandex', 'apple', 'microsoft', 'amazon', 'facebook', 'samsung', 'huawei', 'xiaomi', 'www.google.com', 'com', 'net', 'org',
+  'http', 'www',
+]);
+/** Words that are never a bot's name by themselves: platform words, vendors, languages and generic words. */
+export const NOT_NAMES = new Set([
+  ...PLATFORM_WORDS,
+  'ipad', 'google', 'yandex', 'apple', 'microsoft', 'amazon', 'facebook', 'samsung', 'huawei', 'xiaomi', 'www.google.com', 'com', 'net', 'org',
   'java', 'python', 'php', 'ruby', 'perl', 'go', 'node', 'curl', 'wget', 'apache', 'search', 'monitor', 'checker', 'check', 'agent', 'client', 'fetcher',
   'preview', 'proxy', 'scanner', 'service', 'tool', 'test', 'app', 'browser', 'media', 'news', 'feed', 'reader', 'user', 'web', 'site', 'online', 'link',
 ]);

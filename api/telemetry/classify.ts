@@ -1,7 +1,7 @@
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../schemas/bot-families.ts';
-import { asFamily, NOT_NAMES } from './bot-lists.ts';
+import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
 import { createPersonClientCheck, type PersonClientCheck } from './person-client.ts';
 import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
 
@@ -139,7 +139,7 @@ const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
-const NAME_STOP = new Set([...[...NOT_NAMES].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
+const NAME_STOP = new Set([...[...PLATFORM_WORDS].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
 
 /**
  * The name starting at token i, with the words that follow it after a single space while none has
@@ -218,6 +218,14 @@ function selfName(t: Tokens, ua: string): string | null {
 function surelyBot(ua: string, name: string | null): boolean {
   if (name !== null && platformText(ua).includes(name.split(' ').pop()!)) return false;
   return (CONTACT.test(ua) && !MOBILE_OS.test(ua)) || (name !== null && SURELY_BOT.test(name));
+}
+
+/** A list's family named after one word, with the words that follow it in the string ("xenu" in "Xenu Link Sleuth/1.3.8"). */
+function withItsWords(ua: string, c: Classification, token: string): Classification {
+  if (c.family?.toLowerCase() !== token) return c;
+  const t = productTokens(ua);
+  const at = t.lower.indexOf(token);
+  return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
 }
 
 export interface ClassifierOptions {
@@ -299,8 +307,12 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
     if (listed && (!human || listed.words > 1)) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
-      const soft = listed.e.tier === Tier.Example || listed.at < platformTokenCount(ua);
-      return !soft || surelyBot(ua, listed.e.c.family) ? listed.e.c : unlessPerson(ua, listed.e.c);
+      // crawler-user-agents' example tokens name a bot only where isbot agrees.
+      if (listed.e.tier === Tier.Listed || isbot(ua)) {
+        const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
+        if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
+        return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+      }
     }
     if (human) return HUMAN;
     if (weak) {

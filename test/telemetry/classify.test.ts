@@ -115,7 +115,7 @@ describe('classification', () => {
   it('names unknown bots from their own product token, never from regex source', () => {
     expect(classify('Mozilla/5.0 (compatible; SeekportBot; +https://bot.seekport.com)').family).toBe('SeekportBot');
     // A search engine's indexer outside our table is still a Crawler (crawler-user-agents tags it so).
-    expect(classify('Mozilla/5.0 (compatible; IstellaBot/1.23.15 +http://www.tiscali.it/)')).toMatchObject({ family: 'IstellaBot', class: 'Crawler', known: null });
+    expect(classify('Mozilla/5.0 (compatible; IstellaBot/1.23.15 +http://www.tiscali.it/)')).toMatchObject({ family: 'IstellaBot', class: 'Crawler', known: { source: 'crawler-user-agents' } });
     expect(classify('Xenu Link Sleuth/1.3.8').family).toBe('Xenu Link Sleuth');
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
