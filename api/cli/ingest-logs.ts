@@ -63,7 +63,8 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
     try {
       res = await fetch(url, {
         method: 'POST',
-        headers: { 'Content-Type': 'text/plain; charset=utf-8', Authorization: `Bearer ${token}`, 'Idempotency-Key': batch.key },
+        // Its own User-Agent: the bot wall names it as the operator's traffic, never as a bot.
+        headers: { 'Content-Type': 'text/plain; charset=utf-8', 'User-Agent': 'agent-node-ingest-logs', Authorization: `Bearer ${token}`, 'Idempotency-Key': batch.key },
         body: batch.body,
         signal: AbortSignal.timeout(60_000),
       });

@@ -17,9 +17,9 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botIpRanges' | 'crawlPolicy'>) {
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy'>) {
   return {
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
@@ -208,7 +208,8 @@ export async function createTelemetry(o: TelemetryOptions) {
         const path = readable(l.path);
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
-        if (!classification.bot && !bait) continue;
+        // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
+        if (classification.operator || (!classification.bot && !bait)) continue;
         if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
       return counted;
@@ -219,7 +220,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
-      if (!classification.bot && !bait) return;
+      if (classification.operator || (!classification.bot && !bait)) return;
       countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
