@@ -14,7 +14,7 @@ import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { bodyLimitOf } from './operations/paths.ts';
+import { bodyLimitOf, PATH } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -119,7 +119,7 @@ function whileStarting(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /** Live documents concurrent readers are sent from one Buffer made at most once a second. */
-const SHARED_PATHS = new Set(['/bot-wall', '/bot-wall.json', '/bot-traffic.json']);
+const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraffic]);
 
 /** Paths the probes and metrics answer, as metric operations. */
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
