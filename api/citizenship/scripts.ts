@@ -69,10 +69,10 @@ export function mixedScript(s: string): { char: string; scripts: string[]; with:
     if (scripts === null) continue;
     if (scripts.size === 0) return { char: c, scripts: ['no known script'], with: [...seen] };
     const aug = augmented(scripts);
-    single = single === null ? aug : new Set([...single].filter((x) => aug.has(x)));
+    single = single === null ? aug : new Set([...single].filter((x: string) => aug.has(x)));
     highly = highly.filter((allowed) => meets(scripts, allowed));
     if (!scripts.has('Latin')) {
-      moderately = moderately === null ? new Set([...scripts].filter((r) => RECOMMENDED.has(r) && !NOT_WITH_LATIN.has(r))) : new Set([...moderately].filter((r) => scripts.has(r)));
+      moderately = moderately === null ? new Set([...scripts].filter((r) => RECOMMENDED.has(r) && !NOT_WITH_LATIN.has(r))) : new Set([...moderately].filter((r: string) => scripts.has(r)));
     }
     if (single.size === 0 && highly.length === 0 && moderately !== null && moderately.size === 0) {
       return { char: c, scripts: [...scripts], with: [...seen] };
