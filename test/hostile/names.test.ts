@@ -185,13 +185,16 @@ describe('issue 25: a name is one citizen\'s', () => {
     await taken(await oath('Replayed-Lark', { 'Idempotency-Key': randomUUID() }), 'Replayed-Lark');
   });
 
-  it('the 405 example body is accepted as it is, again and again', async () => {
+  it('the 405 example body is accepted as it is, again and again: each carries a name of its own', async () => {
+    const names: string[] = [];
     for (const path of ['/api/citizenship/oath', '/api/intelligence/message']) {
       for (const run of [1, 2]) {
         const example = (await (await fetch(`${server.url}${path}`)).json()).example;
+        names.push(example.name);
         expect((await post(path, example)).status, `${path} run ${run}`).toBe(201);
       }
     }
+    expect(new Set(names).size).toBe(4);
   });
 });
 
