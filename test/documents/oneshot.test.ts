@@ -55,13 +55,17 @@ describe('ready-made invocations of the convert payload', () => {
     expect((await verifiedMessages()) - messagesBefore).toBe(2);
   });
 
-  it('python_oneshot runs as it is, twice in a row, each time finding its own name listed', async () => {
+  it('python_oneshot runs as it is, twice in a row, each time under a name of its own that it finds listed', async () => {
     const before = (await citizenNames()).length;
+    const made: string[] = [];
     for (const run of [1, 2]) {
       const result = spawnSync('python3', ['-c', payload.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
       expect(result.stderr, `run ${run}`).toBe('');
       expect(result.stdout.trim(), `run ${run}`).toBe('True');
+      made.push((await citizenNames())[0]!);
     }
+    expect(made.every((name) => /^example-agent-[0-9a-f]{8}$/.test(name))).toBe(true);
+    expect(new Set(made).size).toBe(2);
     expect((await citizenNames()).length - before).toBe(2);
   });
 });
