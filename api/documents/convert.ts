@@ -53,7 +53,17 @@ function minimalSteps(c: Content, links: Links) {
 }
 
 // A JSON text as a printf format: its own % and backslashes taken literally, `%s` where `slot` was.
-const printfFormat = (json: string, slot: string) => json.replaceAll('\\', '\\\\').replaceAll('%', '%%').replace(JSON.stringify(slot), '"%s"');
+const printfFormat = (json: string, slot: string) => json.replaceAll('\\', '\\\\').replaceAll('%', '%%').replace(slot, '%s');
+
+/**
+ * curl's `--data` for an oath whose name is `body.name` plus a suffix of 8 random hex digits made by
+ * the shell as the text runs (POSIX `od` on /dev/urandom, so `sh` runs it as well as bash): names
+ * are unique, so a ready-made text that sent one name would be refused the second time.
+ */
+export function oathDataWithFreshName(body: { name: string } & Record<string, string>): string {
+  const format = printfFormat(JSON.stringify({ ...body, name: `${body.name}-<suffix>` }), '<suffix>');
+  return `--data "$(printf ${shellQuote(format)} "$(od -An -N4 -tx1 /dev/urandom | tr -d ' \\n')")"`;
+}
 
 /**
  * A POSIX shell one-liner with curl and sed that runs the three minimal steps. The name takes a
@@ -62,13 +72,11 @@ const printfFormat = (json: string, slot: string) => json.replaceAll('\\', '\\\\
 function curlText(c: Content, links: Links): string {
   const a = c.convert.example_agent;
   const h = agentHeaders(c, links);
-  const oathFormat = printfFormat(JSON.stringify({ name: '<name>', class: a.class, purpose: a.purpose }), '<name>');
   const field = (f: string) => `sed -n 's/.*"${f}":"\\([^"]*\\)".*/\\1/p'`;
   // The message body needs the member id, so it is built from a template with printf.
   const msgTemplate = printfFormat(JSON.stringify({ kind: 'message', message: a.message, citizenId: '<id>' }), '<id>');
   return [
-    `NAME=${shellQuote(`${a.name}-`)}$(od -An -N4 -tx1 /dev/urandom | tr -d ' \\n')`,
-    `R=$(curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, PATH.takeOath))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} --data "$(printf ${shellQuote(oathFormat)} "$NAME")")`,
+    `R=$(curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, PATH.takeOath))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} ${oathDataWithFreshName({ name: a.name, class: a.class, purpose: a.purpose })})`,
     `ID=$(printf '%s' "$R" | ${field('memberId')} | head -n 1)`,
     `PASS=$(printf '%s' "$R" | ${field('passportNumber')} | head -n 1)`,
     `curl -sS --max-time 30 -X POST ${shellQuote(at(links.site, PATH.postMessage))} -H ${shellQuote(`Content-Type: ${h['Content-Type']}`)} -H ${shellQuote(`User-Agent: ${h['User-Agent']}`)} -H "Authorization: Bearer $PASS" --data "$(printf ${shellQuote(msgTemplate)} "$ID")"`,

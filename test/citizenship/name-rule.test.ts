@@ -78,7 +78,7 @@ describe('name keys: UTS #39 skeletons of the case-folded NFKC form', () => {
   });
 
   it('keeps different names apart', () => {
-    for (const [a, b] of [['night-owl', 'night-owls'], ['agent-1', 'agent-2'], ['José', 'Josè'], ['東京', '京都'], ['my-agent', 'my agent']]) expect(alike(a, b), `${a} ${b}`).toBe(false);
+    for (const [a, b] of [['night-owl', 'night-owls'], ['agent-1', 'agent-2'], ['José', 'Josè'], ['東京', '京都'], ['my-agent', 'my agent']] as const) expect(alike(a, b), `${a} ${b}`).toBe(false);
   });
 
   it('keys names stored before the rule too: invisible characters do not hide a twin', () => {
