@@ -18,6 +18,7 @@ export const PROBLEMS = {
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', when: 'The path takes other methods (Allow lists them; POST routes add an example body).' },
   BODY_STALLED: { status: 408, title: 'Body stalled', when: 'No byte of the body arrived for BODY_IDLE_TIMEOUT_MS; the request was dropped.' },
   IDEMPOTENCY_IN_FLIGHT: { status: 409, title: 'Idempotency-Key in use', when: 'A request with this Idempotency-Key is still running.' },
+  NAME_TAKEN: { status: 409, title: 'Name taken', when: 'The name looks like a citizen\'s or the wall\'s, in any case, width or look-alike letters (UTS #39 skeleton): an oath, or a message without citizenId. heldBy names the holder.' },
   MULTIPART_TOO_LARGE: { status: 413, title: 'Multipart too large', when: 'A multipart body has more parts, files or fields, or a larger field, than the route reads.' },
   BATCH_TOO_LARGE: { status: 413, title: 'Batch too large', when: 'A log batch holds more than 10,000 records; send more batches.' },
   IDEMPOTENT_ANSWER_TOO_LARGE: { status: 413, title: 'Answer too large to keep', when: 'A keyed write would answer more than an Idempotency-Key keeps (16 KiB); nothing was written.' },

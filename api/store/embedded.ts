@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
+import { NameTaken, nameKeys } from '../citizenship/name-rule.ts';
 import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
@@ -27,10 +28,18 @@ const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempoten
 // The drift metrics keep this many recent samples.
 const RECENT_SAMPLES = 100;
 
+/** The index entries of a name: both its look-alike keys, each held by one citizen. */
+const nameIndex = (name: string): string[] => {
+  const keys = nameKeys(name);
+  return [`folded:${keys.folded}`, `shaped:${keys.shaped}`];
+};
+
 /** In-memory indexes over the state, rebuilt at open. */
 class Memory {
   readonly state: State;
   readonly citizenById = new Map<string, CitizenRecord>();
+  /** Who holds each name key: the first citizen stored with it (names stored before keys existed may share one). */
+  readonly citizenByNameKey = new Map<string, CitizenRecord>();
   readonly idempotency = new Map<string, IdempotencyRecord>();
   readonly receiptById = new Map<string, ReceiptEntry>();
   readonly byClass: Record<string, number> = {};
@@ -67,6 +76,7 @@ class Memory {
         if (this.citizenById.has(c.memberId)) return;
         insertSorted(s.citizens, c, (x) => x.memberId);
         this.citizenById.set(c.memberId, c);
+        for (const key of nameIndex(c.name)) if (!this.citizenByNameKey.has(key)) this.citizenByNameKey.set(key, c);
         this.byClass[c.class] = (this.byClass[c.class] ?? 0) + 1;
         return;
       }
@@ -111,6 +121,15 @@ class Memory {
       default:
         throw new Error(`unknown journal operation ${entry.op}`);
     }
+  }
+
+  /** The citizen holding one of these name keys, or null. */
+  holder(keys: string[]): CitizenRecord | null {
+    for (const key of keys) {
+      const found = this.citizenByNameKey.get(key);
+      if (found) return found;
+    }
+    return null;
   }
 
   /** Forgets idempotency records expired at `now`, oldest first; how many went. */
@@ -177,10 +196,25 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
   let receiptTail: Promise<unknown> = Promise.resolve();
   // Idempotency-Key claims: when each was taken, by key hash.
   const claims = new Map<string, number>();
+  // Name keys of oaths being written (not applied yet), with their names: checked and taken in one
+  // synchronous step, so of two oaths racing for one name the second is refused.
+  const claimedNames = new Map<string, string>();
   return {
     citizens: {
-      add: (citizen, shout, idempotency) => commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]),
+      add: async (citizen, shout, idempotency) => {
+        const keys = nameIndex(citizen.name);
+        const held = memory.holder(keys);
+        const holder = (held && held.memberId !== citizen.memberId ? held.name : undefined) ?? keys.map((key) => claimedNames.get(key)).find((name) => name !== undefined);
+        if (holder !== undefined) throw new NameTaken(citizen.name, holder);
+        for (const key of keys) claimedNames.set(key, citizen.name);
+        try {
+          await commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]);
+        } finally {
+          for (const key of keys) claimedNames.delete(key);
+        }
+      },
       get: async (memberId) => memory.citizenById.get(memberId) ?? null,
+      holding: async (name) => memory.holder(nameIndex(name)),
       list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
       stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
     },

@@ -1,4 +1,4 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -180,6 +180,21 @@ describe('embedded store on disk', () => {
     expect(texts.length).toBe(2000);
     expect(new Set(texts).size).toBe(2000);
     await reopened.close();
+  });
+});
+
+describe('names stored before they were unique (issue 25)', () => {
+  it('keeps both citizens of a pair that already looked alike; the older holds the name and no third may join', async () => {
+    const dir = fresh();
+    const older = citizen({ name: 'example-agent' });
+    const younger = citizen({ name: 'EXAMPLE-AGENT' });
+    // A snapshot written before names were unique.
+    writeFileSync(join(dir, 'snapshot.json'), JSON.stringify({ seq: 2, citizens: [older, younger], messages: [], idempotency: [], receipts: [] }));
+    const store = await openEmbeddedStore({ dir, logger });
+    expect((await store.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual(['EXAMPLE-AGENT', 'example-agent']);
+    expect((await store.citizens.holding('Example-Agent'))?.memberId).toBe(older.memberId);
+    await expect(store.citizens.add(citizen({ name: 'example-agent' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'example-agent' } });
+    await store.close();
   });
 });
 

@@ -5,7 +5,8 @@ import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
 import { StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
-import { migrate } from './migrations.ts';
+import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
+import { NameTaken, nameKeys } from '../../citizenship/name-rule.ts';
 
 const RECEIPT_LOCK = 7243002;
 
@@ -108,6 +109,24 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> 
   await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [s.decision_id, s.entity_id, s.verdict, JSON.stringify(s), s.contraction_attempts, s.fail_closed, s.at]);
 }
 
+/** The oldest citizen holding one of a name's look-alike keys. */
+async function holdingName(pool: pg.Pool, name: string): Promise<CitizenRecord | null> {
+  const keys = nameKeys(name);
+  const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE name_key = $1 OR name_shape_key = $2 ORDER BY member_id LIMIT 1', [keys.folded, keys.shaped]);
+  return r.rows[0] ? citizenOf(r.rows[0]) : null;
+}
+
+/** A citizen's row with its name keys; a name another citizen's keys hold is refused by their unique indexes (NameTaken). */
+async function insertCitizen(client: pg.PoolClient, c: CitizenRecord): Promise<void> {
+  const keys = nameKeys(c.name);
+  await client.query(
+    `INSERT INTO citizens (member_id, name, class, purpose, home_url, status, joined_at, passport_hash, name_key, name_shape_key)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (member_id) DO NOTHING`,
+    [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash, keys.folded, keys.shaped],
+  );
+}
+const nameTaken = (error: unknown) => (error as { code?: string }).code === '23505' && NAME_KEY_INDEXES.has((error as { constraint?: string }).constraint ?? '');
+
 const insertMessage = (client: pg.PoolClient | pg.Pool, m: Message) =>
   client.query('INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt]);
 
@@ -128,18 +147,25 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     pool,
     citizens: {
       add: (c, shout, idempotency) =>
-        writing(() =>
-          transaction(pool, async (client) => {
-            await client.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING', [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash]);
-            if (shout) await insertMessage(client, shout);
-            if (idempotency) await putIdempotency(client, idempotency);
-          }),
-        ),
+        writing(async () => {
+          try {
+            await transaction(pool, async (client) => {
+              await insertCitizen(client, c);
+              if (shout) await insertMessage(client, shout);
+              if (idempotency) await putIdempotency(client, idempotency);
+            });
+          } catch (error) {
+            // Two oaths racing for one name: the index lets one in, the other is told who holds it.
+            if (nameTaken(error)) throw new NameTaken(c.name, (await holdingName(pool, c.name))?.name ?? c.name);
+            throw error;
+          }
+        }),
       get: async (memberId) => {
         if (!/^[0-9a-f-]{36}$/i.test(memberId)) return null;
         const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE member_id = $1', [memberId]);
         return r.rows[0] ? citizenOf(r.rows[0]) : null;
       },
+      holding: (name) => holdingName(pool, name),
       list: (query) => pageByUuid(pool, 'citizens', 'member_id', query, citizenOf, (c) => c.memberId),
       stats: async () => {
         const rows = (await pool.query<{ class: string; n: string }>('SELECT class, count(*) AS n FROM citizens GROUP BY class')).rows;
