@@ -43,14 +43,13 @@ export function connectionSettings(connectionString: string, o: PostgresOptions)
 const NOT_NOW = /^(08|53|57|58)...$|^25006$|^40001$|^40P01$/;
 // Errors of the driver and the socket, which carry no SQLSTATE: the connection is gone or silent.
 const CONNECTION_LOST = /^Connection terminated|not queryable|^Query read timeout$|^timeout exceeded when trying to connect$|^timeout expired$/;
+const SOCKET_CODE = /^(E[A-Z]+|ERR_STREAM_\w+|ERR_SOCKET_\w+)$/;
 
-const sqlState = (error: unknown): string | null => {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
-};
+/** The SQLSTATE of an error PostgreSQL itself sent (an ErrorResponse), else null. */
+const sqlState = (error: unknown): string | null => (error instanceof pg.DatabaseError ? (error.code ?? null) : null);
 /** The connection failed or went silent (no answer from PostgreSQL at all). */
 export const isConnectionLoss = (error: unknown): boolean =>
-  error instanceof Error && sqlState(error) === null && (/^E[A-Z]+$/.test(String((error as { code?: unknown }).code ?? '')) || CONNECTION_LOST.test(error.message));
+  error instanceof Error && !(error instanceof pg.DatabaseError) && (SOCKET_CODE.test(String((error as { code?: unknown }).code ?? '')) || CONNECTION_LOST.test(error.message));
 /** PostgreSQL answered, but not now: the same request may work later. */
 export const isNotNow = (error: unknown): boolean => NOT_NOW.test(sqlState(error) ?? '');
 
@@ -106,8 +105,6 @@ export interface SessionState {
 
 /** The service's connection pool to PostgreSQL: every call bounded in time, every failure a 503 or a bug. */
 export interface GuardedPool {
-  /** The pg pool underneath (rate-limiter-flexible and tests take it). */
-  raw: pg.Pool;
   /** One statement that changes nothing, or whose outcome does not matter when it fails. */
   query<R extends pg.QueryResultRow = any>(text: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
   /** One statement that commits by itself: silence after it was sent makes its outcome unknown. */
@@ -157,7 +154,6 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
   const release = (client: pg.PoolClient, error?: unknown) => client.release(error instanceof Error ? error : undefined);
 
   return {
-    raw: pool,
     session,
     query: (text, values) => session((client) => (typeof text === 'string' ? client.query(text, values) : client.query(text))),
     write: (text, values) =>
