@@ -25,6 +25,14 @@ export const ConfigSchema = z.object({
     .optional()
     .transform((v) => (v ? v : undefined))
     .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+  /** Connections each process keeps to PostgreSQL at most. */
+  PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */
+  PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1500),
+  /** A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way. */
+  PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(2000),
+  /** A pooled connection unused for this long is closed. */
+  PG_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Write requests per minute per client address; 0 turns limiting off. */
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
   /** Largest JSON request body, in bytes. */

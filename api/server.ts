@@ -71,10 +71,19 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck }> {
   if (config.DATABASE_URL) {
-    const store = await openPostgresStore(config.DATABASE_URL);
-    // Write limits hold across every process that shares the database.
-    const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend, writable: databaseAnswers((sql) => store.pool.query(sql)) };
+    const store = await openPostgresStore(config.DATABASE_URL, {
+      poolSize: config.PG_POOL_SIZE,
+      connectTimeoutMs: config.PG_CONNECT_TIMEOUT_MS,
+      queryTimeoutMs: config.PG_QUERY_TIMEOUT_MS,
+      idleTimeoutMs: config.PG_IDLE_TIMEOUT_MS,
+      logger,
+    });
+    // Write limits hold across every process that shares the database. The limiter's statements go
+    // through the guarded pool: a database that does not answer makes it fail closed, 503 (every
+    // limited route writes to that same database).
+    const storeClient = { query: store.pool.query };
+    const rateLimitBackend = new RateLimiterPostgres({ storeClient, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+    return { store, rateLimitBackend, writable: databaseAnswers(store.pool.reachable) };
   }
   if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
   return { store: await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal }), writable: folderWritable(config.DATA_DIR) };

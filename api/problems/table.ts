@@ -42,7 +42,12 @@ export const PROBLEMS = {
   NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The method is not one this server implements.' },
   UPLOADS_BUSY: { status: 503, title: 'Uploads busy', when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).' },
   STARTING: { status: 503, title: 'Starting', when: 'The process listens but has not opened its store yet (Retry-After says when to retry).', headers: { 'Retry-After': '1' } },
-  STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', when: 'The store cannot write; nothing was saved; reads still work.', headers: { 'Retry-After': '30' } },
+  STORE_UNAVAILABLE: {
+    status: 503,
+    title: 'Store unavailable',
+    when: 'The embedded store\'s disk refuses writes (reads still work), or PostgreSQL is unreachable, restarting or too slow (reads too). Nothing was saved, unless the detail says the commit outcome is unknown: then retry with the same Idempotency-Key.',
+    headers: { 'Retry-After': '30' },
+  },
 } as const satisfies Record<string, ProblemEntry>;
 
 export interface ProblemEntry {

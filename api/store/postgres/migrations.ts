@@ -98,6 +98,8 @@ export async function backfillNameKeys(client: pg.PoolClient): Promise<number> {
 /** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */
 export async function migrate(pool: pg.Pool): Promise<number[]> {
   const client = await pool.connect();
+  // A connection lost mid-migration fails the statement running; unheard, its 'error' would end the process.
+  client.on('error', () => undefined);
   try {
     await client.query('SELECT pg_advisory_lock(7243001)');
     await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
