@@ -6,7 +6,7 @@ import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
-import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -121,7 +121,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     return key;
   };
   const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
-  const ledger: TelemetrySnapshot = saved ? reviveSnapshot(saved) : emptySnapshot(now());
+  // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
+  const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
@@ -194,24 +195,35 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait });
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, clock: Date): boolean {
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait }, clock);
     dirty ||= counted;
     return counted;
   }
 
   return {
-    /** Counts requests a CDN or proxy served; a line's client address is verified like a live request's, never stored. */
-    ingest(lines: IngestLine[]): number {
+    /**
+     * Counts requests a CDN or proxy served; a line's client address is verified like a live
+     * request's, never stored. A line dated outside the ledger's range at the server's clock
+     * (ledgerRange) changes nothing and is counted as out of range.
+     */
+    ingest(lines: IngestLine[]): { counted: number; outOfRange: number } {
       let counted = 0;
+      let outOfRange = 0;
+      const clock = now();
       for (const l of lines) {
+        const at = l.time ? ledgerTime(new Date(l.time), clock) : clock;
+        if (at === null) {
+          outOfRange++;
+          continue;
+        }
         const path = readable(l.path);
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
         if (!classification.bot && !bait) continue;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
+        if (countRequest(l, classification, bait, path, at, byAddress(classification, l.clientAddress), clock)) counted++;
       }
-      return counted;
+      return { counted, outOfRange };
     },
     observe(r: ObservedRequest): void {
       const claimed = o.classify(r.userAgent);
@@ -220,7 +232,8 @@ export async function createTelemetry(o: TelemetryOptions) {
       const path = readable(r.path);
       const bait = isBait(path);
       if (!classification.bot && !bait) return;
-      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
+      const at = now();
+      countRequest(r, classification, bait, path, at, signed ? signed.verification : byAddress(classification, r.remoteAddress), at);
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
