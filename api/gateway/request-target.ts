@@ -32,6 +32,7 @@ function hostOf(scheme: string, authority: string | undefined): string | null {
  * meant for another server (a proxy's): not ours. Pure: the gateway decides the answer.
  */
 export function requestTarget(target: string, host: string | undefined): RequestTarget {
+  if (target.startsWith('/')) return { originForm: target, ours: true };
   const absolute = ABSOLUTE_FORM.exec(target);
   if (!absolute) return { originForm: target, ours: true };
   const [, scheme = '', authority = '', rest = ''] = absolute;
