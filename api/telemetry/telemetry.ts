@@ -195,8 +195,9 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, clock: Date): boolean {
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait }, clock);
+  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
+    // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait }, now());
     dirty ||= counted;
     return counted;
   }
@@ -210,10 +211,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     ingest(lines: IngestLine[]): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
-      const clock = now();
       for (const l of lines) {
-        const at = l.time ? ledgerTime(new Date(l.time), clock) : clock;
-        if (at === null) {
+        if (l.time && ledgerTime(new Date(l.time), now()) === null) {
           outOfRange++;
           continue;
         }
@@ -221,7 +220,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
         if (!classification.bot && !bait) continue;
-        if (countRequest(l, classification, bait, path, at, byAddress(classification, l.clientAddress), clock)) counted++;
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
       return { counted, outOfRange };
     },
@@ -232,8 +231,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const path = readable(r.path);
       const bait = isBait(path);
       if (!classification.bot && !bait) return;
-      const at = now();
-      countRequest(r, classification, bait, path, at, signed ? signed.verification : byAddress(classification, r.remoteAddress), at);
+      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
