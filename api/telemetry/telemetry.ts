@@ -202,13 +202,13 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
-  return {
+  const telemetry = {
     /**
      * Counts requests a CDN or proxy served; a line's client address is verified like a live
      * request's, never stored. A line dated outside the ledger's range at the server's clock
      * (ledgerRange) changes nothing and is counted as out of range.
      */
-    ingest(lines: IngestLine[]): { counted: number; outOfRange: number } {
+    ingestBatch(lines: IngestLine[]): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
       for (const l of lines) {
@@ -223,6 +223,10 @@ export async function createTelemetry(o: TelemetryOptions) {
         if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
       return { counted, outOfRange };
+    },
+    /** The requests ingestBatch counted, alone. */
+    ingest(lines: IngestLine[]): number {
+      return telemetry.ingestBatch(lines).counted;
     },
     observe(r: ObservedRequest): void {
       const claimed = o.classify(r.userAgent);
@@ -253,5 +257,6 @@ export async function createTelemetry(o: TelemetryOptions) {
       await flush();
     },
   };
+  return telemetry;
 }
 export type Telemetry = Awaited<ReturnType<typeof createTelemetry>>;

@@ -25,7 +25,7 @@ describe('CDN log lines with a client address', () => {
     let lookups = 0;
     const resolver: Resolver = { reverse: async (ip) => (lookups++, ip === '203.0.113.7' ? ['crawl-203-0-113-7.googlebot.com'] : []), resolve: async () => ['203.0.113.7'] };
     const t = await telemetry(resolver);
-    expect(t.ingest([line({ clientAddress: '66.249.66.1' }), line({ clientAddress: '203.0.113.7' }), line({ clientAddress: '198.51.100.9' }), line({})])).toEqual({ counted: 4, outOfRange: 0 });
+    expect(t.ingest([line({ clientAddress: '66.249.66.1' }), line({ clientAddress: '203.0.113.7' }), line({ clientAddress: '198.51.100.9' }), line({})])).toBe(4);
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
     const row = t.snapshot().families.Googlebot!;
