@@ -22,6 +22,7 @@ import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { answerClientError } from './gateway/client-error.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
@@ -180,6 +181,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
   const connections = { perClient: config.MAX_CONNECTIONS_PER_CLIENT, ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts) };
   server.on('connect', refuseConnect);
+  // A request node cannot read is refused after the answers pipelined before it, not instead of them.
+  server.on('clientError', answerClientError);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
   server.on('checkContinue', (req, res) => handle(req, res, true));
   await listenOn(server, config);

@@ -10,6 +10,7 @@ import { createBandwidth } from './bandwidth.ts';
 import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
+import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import { clientKey, type ClientResolver } from '../http/client.ts';
@@ -166,8 +167,9 @@ const NO_BODY = new Uint8Array();
  * CONNECT never reaches the request handler (node hands it to the server's 'connect' event and,
  * with no listener, leaves the socket open): this answers it 405 and closes the connection.
  */
-export function refuseConnect(req: IncomingMessage, socket: Socket): void {
-  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(req.url ?? ''));
+export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
+  // No instance: CONNECT's target is an authority, another server's (never echoed).
+  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
   const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.on('error', () => socket.destroy());
@@ -193,7 +195,9 @@ export function createGateway(options: GatewayOptions) {
   return async function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    // Everything below (and Astro) reads the origin-form; a foreign authority is refused in the try below, never echoed.
+    const target = requestTarget(req.url ?? '/', req.headers.host);
+    const url = (req.url = target.originForm);
     const query = url.indexOf('?');
     const rawPath = query === -1 ? url : url.slice(0, query);
     // The client (behind a trusted proxy, the one it forwarded); the socket is gone by the time a closed request is reported.
@@ -226,6 +230,7 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
+      if (!target.ours) throw new HttpProblem(400, 'BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
       if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
       if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);

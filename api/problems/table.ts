@@ -4,7 +4,7 @@
  * that turns domain errors into HTTP read it; `HttpProblem` only takes a code listed here.
  */
 export const PROBLEMS = {
-  BAD_PATH: { status: 400, title: 'Bad path', when: 'The path cannot be decoded, leaves the site, or a path parameter fails its pattern.' },
+  BAD_PATH: { status: 400, title: 'Bad path', when: 'The path cannot be decoded, leaves the site, or a path parameter fails its pattern; an absolute-form target names another server than its Host.' },
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON', when: 'The body is empty, not UTF-8 or not JSON.' },
   MALFORMED_MULTIPART: { status: 400, title: 'Malformed multipart', when: 'A multipart/form-data body cannot be read.' },
   INVALID_QUERY: { status: 400, title: 'Invalid query', when: 'A query parameter fails its schema (limit 1-200, first a whole number).' },
