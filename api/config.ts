@@ -5,14 +5,18 @@ import { z } from 'zod';
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
   .url({ protocol: /^https?$/ })
+  // It is written into JSON, HTML, shell and Python texts as it is: nothing there may need escaping.
+  .refine((u) => !/[\s"'`\\<>]/.test(u), 'must not contain spaces, quotes, backslashes or angle brackets')
   .transform((u) => u.replace(/\/+$/, ''));
+/** An unset or empty variable: the default applies. */
+const unset = (v: unknown) => (v === '' ? undefined : v);
 
 /** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
 export const ConfigSchema = z.object({
   PORT: Port.default(4321),
   HOST: z.string().default('0.0.0.0'),
-  /** {base_url}: absolute URLs inside documents start with it. */
-  SITE_URL: Origin.default('http://localhost:4321'),
+  /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
+  SITE_URL: z.preprocess(unset, Origin.optional()),
   /** {canon_url}: the canonical site of the track and doctrine pages. */
   CANON_URL: Origin.default('https://canon.agentnode.example'),
   /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
@@ -73,7 +77,7 @@ export const ConfigSchema = z.object({
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),
   /** Where content lives (content/ by default). */
   CONTENT_DIR: z.string().default('./content').transform((p) => resolve(p)),
-});
+}).transform((c) => ({ ...c, SITE_URL: c.SITE_URL ?? `http://localhost:${c.PORT}` }));
 export type Config = z.output<typeof ConfigSchema>;
 
 /** Parses the environment; throws a readable error naming each bad variable. */

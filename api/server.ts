@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
@@ -55,8 +55,9 @@ export interface Site {
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   ensureBuild(config, logger);
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
+  // Documents built under another SITE_URL are served with this one's links.
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
