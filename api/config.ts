@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -8,6 +9,18 @@ const Origin = z
   // It is written into JSON, HTML, shell and Python texts as it is: nothing there may need escaping.
   .refine((u) => !/[\s"'`\\<>]/.test(u), 'must not contain spaces, quotes, backslashes or angle brackets')
   .transform((u) => u.replace(/\/+$/, ''));
+/** `ip`, `ip:port` or `[ipv6]:port`, as node's Resolver#setServers takes them; null when it is none of these. */
+function dnsServer(entry: string): string | null {
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
+  const [host, port] = v6 ? [v6[1]!, v6[2]] : isIP(entry) === 6 ? [entry, undefined] : (entry.split(':') as [string, string?]);
+  if (!isIP(host) || (port !== undefined && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535))) return null;
+  return entry;
+}
+const DnsServers = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .refine((list) => list.every((s) => dnsServer(s) !== null), 'must be a comma-separated list of ip, ip:port or [ipv6]:port');
+
 /** An unset or empty variable: the default applies. */
 const unset = (v: unknown) => (v === '' ? undefined : v);
 
@@ -72,6 +85,8 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /** Resolvers that reverse-DNS verification of crawler claims asks (comma-separated ip, ip:port, [ipv6]:port); unset: the system's. */
+  DNS_SERVERS: z.preprocess(unset, DnsServers.optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),

@@ -106,7 +106,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
   const telemetry = await createTelemetry({
     ...telemetryRulesOf(content),
-    resolver: systemResolver(),
+    resolver: systemResolver(config.DNS_SERVERS),
     fetchDirectory: httpDirectoryFetcher(),
     store: store.telemetry,
     logger,
