@@ -7,7 +7,7 @@ import type { Config } from './config.ts';
 import { StartupError } from './startup-error.ts';
 export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
@@ -64,8 +64,9 @@ export interface Site {
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   await ensureBuild(config, logger);
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
+  // Documents built under another SITE_URL are served with this one's links.
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
@@ -208,7 +209,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
     const telemetry = await createTelemetry({
       ...telemetryRulesOf(content),
-      resolver: systemResolver(),
+      resolver: systemResolver(config.DNS_SERVERS),
       fetchDirectory: httpDirectoryFetcher(),
       store: store.telemetry,
       logger,
