@@ -14,7 +14,7 @@ import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { bodyLimitOf, PATH } from './operations/paths.ts';
+import { bodyLimitOf, funnelStepOf, PATH } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -208,6 +208,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
     const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
     const telemetry = await createTelemetry({
+      funnelStepOf,
       ...telemetryRulesOf(content),
       resolver: systemResolver(config.DNS_SERVERS),
       fetchDirectory: httpDirectoryFetcher(),

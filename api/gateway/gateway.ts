@@ -16,21 +16,9 @@ import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
+import type { ObservedRequest } from '../telemetry/observed.ts';
 
-/** One finished request, as telemetry and the request log see it. */
-export interface ObservedRequest {
-  method: string;
-  path: string;
-  host: string;
-  userAgent: string;
-  /** The status answered, or 499 when the client went away before the answer was sent. */
-  status: number;
-  durationMs: number;
-  /** The client address as the socket saw it; never stored or logged in clear. */
-  remoteAddress: string;
-  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
-  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
-}
+export type { ObservedRequest };
 
 /** nginx's "client closed request": the client left before its answer was sent. */
 export const CLIENT_CLOSED = 499;

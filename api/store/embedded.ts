@@ -8,7 +8,6 @@ import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 /** Everything the embedded store holds, as the snapshot stores it. */
@@ -20,7 +19,7 @@ interface State {
   windows: Record<string, number[]>;
   drift: { samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; recent: DriftSample[] };
   receipts: ReceiptEntry[];
-  telemetry: TelemetrySnapshot | null;
+  telemetry: object | null;
 }
 
 const emptyDrift = (): State['drift'] => ({ samples: 0, contraction_count: 0, fail_closed: 0, by_verdict: {}, recent: [] });
@@ -108,7 +107,7 @@ class Memory {
         return;
       }
       case 'telemetry.save': {
-        s.telemetry = entry.v as TelemetrySnapshot;
+        s.telemetry = entry.v as object;
         return;
       }
       case 'receipt.append': {
