@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { StartupError } from './startup-error.ts';
 export { StartupError };
-import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
+import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
 import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
@@ -21,7 +21,7 @@ import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
-import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { logBatchBody } from './operations/log-ingest.ts';
 import { answerClientError } from './gateway/client-error.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';

@@ -3,7 +3,7 @@ import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRe
 import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types.ts';
 import { DomainError } from '../problems/domain.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
-import { isWallName, NameTaken } from './name-rule.ts';
+import { isWallName, NameTaken } from '../names/name-rule.ts';
 
 /** The public view of a citizen: everything but the passport hash. */
 export function publicCitizen(record: CitizenRecord): Citizen {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
-import { NameTaken, nameKeys } from '../citizenship/name-rule.ts';
+import { NameTaken, nameKeys } from '../names/name-rule.ts';
 import { DurableJSONFile } from './durable-file.ts';
 import { StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';

@@ -1,11 +1,11 @@
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 import type { Page, PageQuery } from './types.ts';
 
 export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f-]{36}$/.test(id)) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return id;
 }
 
@@ -21,7 +21,7 @@ export const encodeLogCursor = (position: number): string => Buffer.from(`log:${
 
 export function decodeLogCursor(cursor: string): number {
   const match = /^log:(\d{1,12})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!match) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return Number(match[1]);
 }
 

@@ -41,7 +41,7 @@ export interface Page<T> {
 
 /**
  * Citizens, newest first. Names are unique by their look-alike keys (`nameKeys` in
- * api/citizenship/name-rule.ts): the store keeps that true under concurrent writes. Citizens stored
+ * api/names/name-rule.ts): the store keeps that true under concurrent writes. Citizens stored
  * before keys existed keep their names; of a pair that already looked alike, the older holds the key.
  */
 export interface CitizenStore {

@@ -6,7 +6,7 @@ import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
 import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
-import { NameTaken, nameKeys } from '../../citizenship/name-rule.ts';
+import { NameTaken, nameKeys } from '../../names/name-rule.ts';
 import { connectionSettings, isConnectionLoss, openPool, POSTGRES_DEFAULTS, type GuardedPool, type PostgresOptions } from './pool.ts';
 
 const RECEIPT_LOCK = 7243002;
