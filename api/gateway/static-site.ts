@@ -17,13 +17,14 @@ export interface StaticFile {
 }
 
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
-  const common = ['Content-Type', file.type, 'ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
-  const withBody = (body: Buffer, coding?: string) => [...common, ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
+  const validators = ['ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
+  const withBody = (body: Buffer, coding?: string) => ['Content-Type', file.type, ...validators, ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
   return {
     identity: withBody(file.body),
     ...(file.gzip ? { gzip: withBody(file.gzip, 'gzip') } : {}),
     ...(file.br ? { br: withBody(file.br, 'br') } : {}),
-    notModified: common,
+    // A 304 has no body and sends no Content-Type (RFC 9110 15.4.5): clients such as Prism's proxy parse a body by it.
+    notModified: validators,
   };
 }
 

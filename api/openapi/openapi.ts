@@ -119,6 +119,8 @@ function operation(op: AnyOperation, components: Components) {
       ...(answer.schema ? { content: { [media]: { schema: answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components) } } } : {}),
     };
   }
+  // A prebuilt document goes out with an ETag: a matching If-None-Match is answered 304.
+  if (op.served === 'document') responses['304'] = { description: 'Not modified (ETag)' };
   addProblems(responses, problemsOf(op));
   // `security: []` says "no credentials" outright, where leaving it out would leave readers to guess.
   const security = op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? [] : [{ bearer: [] }];
