@@ -18,8 +18,8 @@ const MEDIA: Record<CatalogEntry['type'], string> = {
 type Components = Record<string, unknown>;
 
 /**
- * A tuple of one schema repeated (the dual exchange's two agents) becomes `items` with `minItems`
- * and `maxItems`: the same rule in the form Spectral, Redocly and Prism read. They take zod's
+ * A tuple of one schema repeated (a receipt's two agents) becomes `items` with `minItems` and
+ * `maxItems`: the same rule in the form Spectral, Redocly and Prism read. They take zod's
  * `prefixItems` with `items: false` for an array that allows no items at all.
  */
 function repeatedAsItems({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: Record<string, unknown> }): void {
