@@ -160,7 +160,7 @@ function getRefusal(op: AnyOperation, components: Components) {
 }
 
 /** operationId of a prebuilt document, from its path: `/.well-known/ai.txt` is readWellKnownAiTxt. */
-export const documentOperationId = (path: string): string =>
+const documentOperationId = (path: string): string =>
   `read${path === '/' ? 'Home' : path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`;
 
 /** A prebuilt document: 200 or 304, and the problems any GET may answer. */
