@@ -122,7 +122,7 @@ async function listenOn(server: Server, config: Config): Promise<void> {
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/livez') return void res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders('text/plain') }).end('starting\n');
-  const problem = HttpProblem.of('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
+  const problem = new HttpProblem('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
   const body = JSON.stringify(problem.body(path));
   res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close', ...securityHeaders(PROBLEM_TYPE), ...problem.headers });
   res.end(req.method === 'HEAD' ? undefined : body);

@@ -158,7 +158,7 @@ const NO_BODY = new Uint8Array();
  */
 export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
   // No instance: CONNECT's target is an authority, another server's (never echoed).
-  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
+  const body = JSON.stringify(new HttpProblem('METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
   const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.on('error', () => socket.destroy());
@@ -219,14 +219,14 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
-      if (!target.ours) throw new HttpProblem(400, 'BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
-      if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
+      if (!target.ours) throw new HttpProblem('BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
+      if (!KNOWN_METHODS.has(method)) throw new HttpProblem('NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
       if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);
-      if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
+      if (path === null) throw new HttpProblem('BAD_PATH', 'The request path cannot be decoded or leaves the site.');
 
       if (options.connections?.isOver(req.socket)) {
-        throw HttpProblem.of('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
+        throw new HttpProblem('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
           headers: { Connection: 'close', 'Retry-After': '5' },
           extra: { limit: options.connections.perClient },
         });
@@ -240,7 +240,7 @@ export function createGateway(options: GatewayOptions) {
       if (file) {
         if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
       }
 
       const route = options.route(method, path);
@@ -256,7 +256,7 @@ export function createGateway(options: GatewayOptions) {
         }
         // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
         secureRender(res);
         if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
         return await render(req, res, () => notFound(req, res, path), locals);
@@ -282,7 +282,7 @@ export function createGateway(options: GatewayOptions) {
       const problem = problemOf(error);
       if (problem) return sendProblem(req, res, problem, rawPath);
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
-      sendProblem(req, res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
+      sendProblem(req, res, new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
     }
   };
 
@@ -305,7 +305,7 @@ export function createGateway(options: GatewayOptions) {
 
   function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
     if (path.startsWith('/api/') || !options.notFoundPage) {
-      return sendProblem(req, res, new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
+      return sendProblem(req, res, new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
     }
     sendStatic(req, res, options.notFoundPage, 404);
   }

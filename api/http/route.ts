@@ -99,7 +99,7 @@ export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
       const problem = problemOf(error);
       if (problem) return problem.toAnswer(instance);
       logger.error({ err: error, path: instance }, 'route failed');
-      return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
+      return new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
     }
   };
 }
@@ -114,7 +114,7 @@ export function exampleOf(schema: z.ZodType): unknown {
 export function postOnly(example: unknown, handler: RouteHandler): RouteHandler {
   return async (request) => {
     if (request.method === 'POST') return handler(request);
-    throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', {
+    throw new HttpProblem('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', {
       headers: { Allow: 'POST' },
       extra: { example },
     });

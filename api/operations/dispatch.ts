@@ -25,17 +25,17 @@ function paramsOf(op: AnyOperation, request: RouteRequest): unknown {
   try {
     decoded = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, decodeURIComponent(v)]));
   } catch {
-    throw HttpProblem.of('BAD_PATH', 'A path parameter cannot be decoded.');
+    throw new HttpProblem('BAD_PATH', 'A path parameter cannot be decoded.');
   }
   const result = op.params.safeParse(decoded);
-  if (!result.success) throw HttpProblem.of('BAD_PATH', 'A path parameter does not match its pattern.', { extra: { errors: issues(result.error) } });
+  if (!result.success) throw new HttpProblem('BAD_PATH', 'A path parameter does not match its pattern.', { extra: { errors: issues(result.error) } });
   return result.data;
 }
 
 function queryFor(op: AnyOperation, request: RouteRequest): unknown {
   if (!op.query) return {};
   const result = op.query.safeParse(Object.fromEntries(queryOf(request)));
-  if (!result.success) throw HttpProblem.of('INVALID_QUERY', 'A query parameter does not match its schema.', { extra: { errors: issues(result.error) } });
+  if (!result.success) throw new HttpProblem('INVALID_QUERY', 'A query parameter does not match its schema.', { extra: { errors: issues(result.error) } });
   return result.data;
 }
 
@@ -76,9 +76,9 @@ export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: Write
 export function methodNotAllowed(path: string, allow: string[]): HttpProblem {
   const post = (OPERATIONS as readonly AnyOperation[]).find((op) => op.method === 'POST' && op.body && pathMatches(op.path, path));
   if (allow.length === 1 && allow[0] === 'POST') {
-    return HttpProblem.of('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', { headers: { Allow: 'POST' }, extra: post ? { example: exampleOf(post.body!) } : {} });
+    return new HttpProblem('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', { headers: { Allow: 'POST' }, extra: post ? { example: exampleOf(post.body!) } : {} });
   }
-  return HttpProblem.of('METHOD_NOT_ALLOWED', `This route takes ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } });
+  return new HttpProblem('METHOD_NOT_ALLOWED', `This route takes ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } });
 }
 
 const pathMatches = (template: string, path: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`).test(path);

@@ -31,7 +31,7 @@ export interface LogIngestOptions {
 function formatParam(request: RouteRequest): LogFormat | undefined {
   const raw = queryOf(request).get('format');
   if (raw === null || raw === '' || raw === 'auto') return undefined;
-  if (!(FORMATS as readonly string[]).includes(raw)) throw new HttpProblem(400, 'INVALID_QUERY', `format must be one of ${FORMATS.join(', ')} (or left out to recognise it).`);
+  if (!(FORMATS as readonly string[]).includes(raw)) throw new HttpProblem('INVALID_QUERY', `format must be one of ${FORMATS.join(', ')} (or left out to recognise it).`);
   return raw as LogFormat;
 }
 
@@ -44,8 +44,8 @@ function recordsOf(request: RouteRequest): { records: (string | Record<string, u
   if (type === 'text/plain' || type === 'application/x-ndjson') {
     const records = utf8.decode(request.body).split('\n');
     if (records.at(-1) === '') records.pop();
-    if (records.length === 0) throw new HttpProblem(422, 'VALIDATION_FAILED', 'The body holds no log line.');
-    if (records.length > INGEST_MAX_LINES) throw new HttpProblem(413, 'BATCH_TOO_LARGE', `A batch holds at most ${INGEST_MAX_LINES} lines; send more batches.`, { extra: { limit: INGEST_MAX_LINES } });
+    if (records.length === 0) throw new HttpProblem('VALIDATION_FAILED', 'The body holds no log line.');
+    if (records.length > INGEST_MAX_LINES) throw new HttpProblem('BATCH_TOO_LARGE', `A batch holds at most ${INGEST_MAX_LINES} lines; send more batches.`, { extra: { limit: INGEST_MAX_LINES } });
     return { records: records.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r)), format: declared };
   }
   const body = parseJson(request.body);
@@ -61,8 +61,8 @@ function recordsOf(request: RouteRequest): { records: (string | Record<string, u
  */
 export function createLogIngest(options: LogIngestOptions) {
   return async function ingestLogs(request: RouteRequest): Promise<RouteAnswer> {
-    if (!options.token) throw new HttpProblem(404, 'NOT_FOUND', 'Log ingest is not configured (INGEST_TOKEN).');
-    if (!bearerMatches(request, options.token)) throw HttpProblem.of('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
+    if (!options.token) throw new HttpProblem('NOT_FOUND', 'Log ingest is not configured (INGEST_TOKEN).');
+    if (!bearerMatches(request, options.token)) throw new HttpProblem('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
     const { records, format } = recordsOf(request);
     const key = header(request, 'idempotency-key') ?? null;
     const answer = await options.idempotency('telemetry.ingest', key, request.body, async (keep) => {
