@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
 import type { Classification } from '../../api/telemetry/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
 import { count, emptySnapshot, farmScore, keepClock, LEDGER_LIMITS, LEDGER_SKEW_MS, ledgerRange, ledgerTime, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
 let content: Content;
@@ -12,7 +13,8 @@ const links = { site: 'https://site.example', canon: 'https://canon.example' };
 const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({ bot: true, family, class: cls, known: null, verify: 'none' });
 const HUMAN: Classification = { bot: false, family: null, class: null, known: null, verify: 'none' };
 
-const event = (over: Partial<LedgerEvent>): LedgerEvent => ({
+/** A request's event as telemetry hands it to the ledger: with the funnel step its operation declares. */
+const event = (over: Partial<LedgerEvent>): LedgerEvent => withStep({
   at: new Date('2026-11-21T10:00:00Z'),
   method: 'GET',
   path: '/api/convert',
@@ -24,6 +26,10 @@ const event = (over: Partial<LedgerEvent>): LedgerEvent => ({
   disallowed: false,
   ...over,
 });
+function withStep(e: LedgerEvent): LedgerEvent {
+  const step = funnelStepOf(e.method, e.path);
+  return step ? { ...e, step } : e;
+}
 /** A live request: counted at the server's clock, which is its own time. */
 const live = (s: TelemetrySnapshot, e: LedgerEvent) => count(s, e, e.at);
 
