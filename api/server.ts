@@ -206,7 +206,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const telemetry = await createTelemetry({
       ...telemetryRulesOf(content),
       resolver: systemResolver(),
-      fetchDirectory: httpDirectoryFetcher(),
+      fetchDirectory: httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
       store: store.telemetry,
       logger,
       flushMs: config.TELEMETRY_FLUSH_MS,
