@@ -18,6 +18,12 @@ export const NEGATIVE_TTL_FIRST_MS = 30_000;
 export const NEGATIVE_TTL_MAX_MS = 5 * 60_000;
 /** A keyid the directory does not list makes us fetch it again (a key may have rotated in), at most this often. */
 export const UNKNOWN_KEY_REFETCH_MS = 60_000;
+/**
+ * Fetches a minute, over all directories, that clients can cause: first fetches, retries and
+ * fetches for an unknown keyid (a client can name any path on a registered origin). Refreshing a
+ * directory we hold keys of is not counted: its freshness bounds it.
+ */
+export const DIRECTORY_FETCHES_PER_MINUTE = 30;
 
 /** What the directory of a member says of one keyid. */
 export type KeyLookup =
@@ -48,6 +54,7 @@ export interface DirectoryCacheOptions {
   random?: () => number;
   maxEntries?: number;
   maxInFlight?: number;
+  fetchesPerMinute?: number;
   /** Only the draft's test vectors set this: known test keys are otherwise left out of every directory. */
   allowTestKeys?: boolean;
 }
@@ -96,8 +103,22 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   const random = o.random ?? Math.random;
   const maxInFlight = o.maxInFlight ?? DIRECTORY_FETCHES_IN_FLIGHT;
   const entries = new LRUCache<string, Entry>({ max: o.maxEntries ?? DIRECTORY_CACHE_ENTRIES });
+  const fetchesPerMinute = o.fetchesPerMinute ?? DIRECTORY_FETCHES_PER_MINUTE;
   let inFlight = 0;
   let fetches = 0;
+  // Starts of budgeted fetches in the current minute.
+  let windowStart = -Infinity;
+  let windowFetches = 0;
+  function takeBudget(): boolean {
+    const at = now();
+    if (at - windowStart >= 60_000) {
+      windowStart = at;
+      windowFetches = 0;
+    }
+    if (windowFetches >= fetchesPerMinute) return false;
+    windowFetches++;
+    return true;
+  }
 
   function confirm(entry: Entry, keys: KeySet, policy: CachePolicy | null, ttlMs: number, at: number): void {
     Object.assign(entry, { keys, policy, confirmedAt: at, freshUntil: at + ttlMs, refreshAt: at + ttlMs * (0.75 + 0.15 * random()), retryAt: 0, failures: 0 });
@@ -144,10 +165,10 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
     }
   }
 
-  /** One fetch per directory at a time; none past the bound on fetches under way. */
-  function refresh(member: AgentMember, entry: Entry): Promise<void> {
+  /** One fetch per directory at a time; none past the bound on fetches under way, nor past the minute's budget unless it refreshes keys we hold. */
+  function refresh(member: AgentMember, entry: Entry, budgeted: boolean): Promise<void> {
     if (entry.inFlight) return entry.inFlight;
-    if (inFlight >= maxInFlight) return Promise.resolve();
+    if (inFlight >= maxInFlight || (budgeted && !takeBudget())) return Promise.resolve();
     inFlight++;
     entry.inFlight = load(member, entry).finally(() => {
       inFlight--;
@@ -169,11 +190,11 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
       const entry = entryOf(member);
       const at = now();
       if (entry.keys && at < entry.freshUntil) {
-        if (at >= entry.refreshAt && at >= entry.retryAt) void refresh(member, entry);
+        if (at >= entry.refreshAt && at >= entry.retryAt) void refresh(member, entry, false);
       } else if (at >= entry.retryAt) {
-        await refresh(member, entry);
+        await refresh(member, entry, entry.keys === null);
       }
-      if (entry.keys && !entry.keys.keys.has(keyid) && now() - entry.confirmedAt >= UNKNOWN_KEY_REFETCH_MS && now() >= entry.retryAt) await refresh(member, entry);
+      if (entry.keys && !entry.keys.keys.has(keyid) && now() - entry.confirmedAt >= UNKNOWN_KEY_REFETCH_MS && now() >= entry.retryAt) await refresh(member, entry, true);
       const key = entry.keys?.keys.get(keyid);
       if (key) return { status: 'key', key };
       return entry.keys && now() < entry.freshUntil ? { status: 'absent' } : { status: 'unavailable' };

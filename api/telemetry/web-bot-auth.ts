@@ -41,8 +41,10 @@ export const MAX_SIGNATURES = 8;
 export const MAX_SIGNATURE_WINDOW_S = 24 * 3600;
 /** Clock difference allowed on `created` and `expires`. */
 export const CLOCK_SKEW_S = 30;
+/** Checks running at once at most; past it a signed claim counts as unverified at once. */
+export const MAX_PENDING_CHECKS = 1000;
 
-/** One web-bot-auth signature of a request, and the Signature-Agent member it covers (null when none). */
+/** One web-bot-auth signature of a request, and a Signature-Agent member it covers (null when none). */
 export interface WebBotAuthSignature {
   label: string;
   member: AgentMember | null;
@@ -54,7 +56,7 @@ export interface WebBotAuthSignature {
 const KEPT_FIELDS = new Set(['signature-agent', 'signature', 'signature-input']);
 
 /**
- * The signatures tagged `web-bot-auth` in Signature-Input, each with the Signature-Agent member it
+ * The signatures tagged `web-bot-auth` in Signature-Input, once for each Signature-Agent member it
  * covers: `"signature-agent";key="m"` names member m of the dictionary form, a plain
  * `"signature-agent"` the legacy string. A signature is never attributed to a member it does not
  * cover. Null when Signature-Input cannot be read.
@@ -70,17 +72,19 @@ export function webBotAuthSignatures(signatureInput: string, agents: SignatureAg
   for (const [label, [components, params]] of inputs) {
     if (found.length >= MAX_SIGNATURES) break;
     if (!Array.isArray(components) || params.get('tag') !== HTTP_MESSAGE_SIGNATURE_TAG) continue;
-    let member: AgentMember | null = null;
+    const members: AgentMember[] = [];
     let coversOtherHeaders = false;
     for (const [name, componentParams] of components) {
       if (typeof name !== 'string') continue;
       if (!name.startsWith('@') && !KEPT_FIELDS.has(name)) coversOtherHeaders = true;
       if (name !== 'signature-agent' || !agents) continue;
       const key = componentParams.get('key');
-      if (key === undefined && agents.form === 'legacy') member = agents.members[0]!;
-      else if (typeof key === 'string' && agents.form === 'dictionary') member = agents.members.find((m) => m.label === key) ?? null;
+      const member = key === undefined && agents.form === 'legacy' ? agents.members[0] : typeof key === 'string' && agents.form === 'dictionary' ? agents.members.find((m) => m.label === key) : undefined;
+      if (member) members.push(member);
     }
-    found.push({ label, member, coversOtherHeaders });
+    // One entry per member it covers (an outer signature may cover another signer's member too).
+    if (!members.length) found.push({ label, member: null, coversOtherHeaders });
+    for (const member of members) found.push({ label, member, coversOtherHeaders });
   }
   return found;
 }
@@ -201,7 +205,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const byOrigin = new Map<string, BotFamily>();
   for (const f of o.families) for (const agent of f.signature_agents ?? []) byOrigin.set(new URL(agent).origin, f);
   const directories = createDirectoryCache({ ...o.directories, fetch: o.fetchDirectory });
-  const maxPending = o.maxPending ?? 1000;
+  const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
   let pending = 0;
   const resolveKey: KeyResolver = (member, keyid) => (member ? directories.lookup(member, keyid) : Promise.resolve({ status: 'unavailable' }));
 

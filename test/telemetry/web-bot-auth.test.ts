@@ -243,6 +243,9 @@ describe('checking a signed request', () => {
     // Signature-Agent sent but covered by no signature at all.
     const uncovered = { ...(await signed(key, { agent: null })), signatureAgent: `sig1="${AGENT}"` };
     expect((await verifySignedRequest(uncovered, keys, { select })).outcome).toBe('invalid');
+    // Covering both members, it is checked as the registered one's.
+    const both = await signed(key, { agent: `sig1="https://other.example", agent="${AGENT}"`, components: ['@authority', component('signature-agent', { key: 'sig1' }), component('signature-agent', { key: 'agent' })] });
+    expect(await verifySignedRequest(both, keys, { select })).toMatchObject({ outcome: 'verified', member: { label: 'agent' } });
   });
 
   it('checks the one signature of several that covers the registered agent, each on its own', async () => {
@@ -446,6 +449,30 @@ describe('the directory cache', () => {
     expect(status(await first)).toBe('key');
     expect(other.hits.length).toBe(0);
     expect(status(await c.lookup(directoryOf(other.origin), key.keyid))).toBe('key');
+  });
+
+  it('fetches at most 30 directories a minute for clients, however many paths of a registered origin they name', async () => {
+    const key = await agentKey();
+    const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk]) });
+    const { c, at } = cache();
+    const paths = (from: number) => Array.from({ length: 40 }, (_, i) => agentMember('sig1', `${server.origin}/k${from + i}.json`, 'jwks_uri')!);
+    // One after the other, so the bound on fetches under way (8) is not what stops them.
+    const lookAll = async (members: AgentMember[]) => {
+      const answers: string[] = [];
+      for (const m of members) answers.push(status(await c.lookup(m, key.keyid)));
+      return answers;
+    };
+    expect(await lookAll(paths(0))).toEqual(Array(40).fill('unavailable'));
+    expect(server.hits.length).toBe(30);
+    at(61);
+    const member = directoryOf(server.origin);
+    expect(status(await c.lookup(member, key.keyid))).toBe('key');
+    // An hour on, the budget spent again: a directory we hold keys of is still refreshed when it goes stale.
+    at(3600);
+    await lookAll(paths(100));
+    expect(server.hits.length).toBe(30 + 1 + 30);
+    expect(status(await c.lookup(member, key.keyid))).toBe('key');
+    expect(server.count(WELL_KNOWN)).toBe(2);
   });
 
   it('takes 200 only, in the directory media type: anything else fails and is remembered at most five minutes', async () => {
