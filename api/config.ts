@@ -99,6 +99,8 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
+  WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
   /**
    * Proxies whose forwarded client address is believed (comma-separated addresses or CIDRs, or
    * `loopback`, `linklocal`, `uniquelocal`); empty trusts none, and every client is its socket's peer.

@@ -211,7 +211,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       funnelStepOf,
       ...telemetryRulesOf(content),
       resolver: systemResolver(config.DNS_SERVERS),
-      fetchDirectory: httpDirectoryFetcher(),
+      fetchDirectory: httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
       store: store.telemetry,
       logger,
       flushMs: config.TELEMETRY_FLUSH_MS,

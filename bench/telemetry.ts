@@ -89,7 +89,7 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
     funnelStepOf,
     ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
-    fetchDirectory: async () => new Map(),
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: openMemoryStore().telemetry,
     logger: pino({ level: 'silent' }),
     flushMs: 3_600_000,

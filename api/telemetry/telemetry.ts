@@ -9,7 +9,7 @@ import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
-import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
+import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 
@@ -136,8 +136,8 @@ export async function createTelemetry(o: TelemetryOptions) {
   const signatures = createSignatureVerifier({
     families: o.families,
     fetchDirectory: o.fetchDirectory,
-    onResult: (family, verdict) => {
-      settle(ledger, family, verdict === 'verified' ? 'verified' : 'failed', 1);
+    onResult: (family, outcome) => {
+      settle(ledger, family, ledgerOutcome(outcome), 1);
       dirty = true;
     },
   });
@@ -150,8 +150,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const verdict = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
-    return { classification: classificationOf(family), verification: verdict === null ? null : verdict === 'verified' ? 'verified' : 'failed' };
+    const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
+    return { classification: classificationOf(family), verification: outcome === null ? null : ledgerOutcome(outcome) };
   }
 
   /**

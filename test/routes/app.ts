@@ -21,7 +21,7 @@ export async function createTestApp(options: { writeRateLimit?: number; ingestTo
     funnelStepOf,
     ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
-    fetchDirectory: async () => new Map(),
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: store.telemetry,
     logger,
   });

@@ -18,7 +18,7 @@ describe('telemetry saving', () => {
       classify: createClassifier([]),
       resolver: { reverse: async () => [], resolve: async () => [] },
       families: [],
-      fetchDirectory: async () => new Map(),
+      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
       store,
       baitPaths: [],
       logger: pino({ level: 'silent' }),

@@ -12,7 +12,7 @@ async function telemetry(resolver: Resolver) {
     funnelStepOf,
     ...telemetryRulesOf(content),
     resolver,
-    fetchDirectory: async () => new Map(),
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: openMemoryStore().telemetry,
     logger: pino({ level: 'silent' }),
     flushMs: 60_000,
