@@ -23,6 +23,8 @@ export const ConfigSchema = z.object({
     .optional()
     .transform((v) => (v ? v : undefined))
     .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+  /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
+  EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
   /** Write requests per minute per client address; 0 turns limiting off. */
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
   /** Largest JSON request body, in bytes. */

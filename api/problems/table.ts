@@ -40,6 +40,7 @@ export const PROBLEMS = {
   NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The method is not one this server implements.' },
   UPLOADS_BUSY: { status: 503, title: 'Uploads busy', when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).' },
   STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', when: 'The store cannot write; nothing was saved; reads still work.', headers: { 'Retry-After': '30' } },
+  STORE_FULL: { status: 503, title: 'Store full', when: 'The embedded store reached its ceiling (EMBEDDED_MAX_BYTES); nothing was saved; reads still work. The way out: move to PostgreSQL (DATABASE_URL).' },
 } as const satisfies Record<string, ProblemEntry>;
 
 export interface ProblemEntry {

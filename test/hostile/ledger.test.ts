@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEDGER_LIMITS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
 
 // Issue 14 row 2: many requests with 15 KB paths from crawlers of more families than the ledger
@@ -42,8 +43,8 @@ function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
     }
   }
   if (!found) {
-    const snapshot = JSON.parse(readFileSync(join(dataDir, 'snapshot.json'), 'utf8')) as { telemetry: TelemetrySnapshot };
-    found = { ledger: snapshot.telemetry, bytes: Buffer.byteLength(JSON.stringify(snapshot.telemetry)) };
+    const telemetry = snapshotOnDisk(dataDir)!.header.telemetry as TelemetrySnapshot;
+    found = { ledger: telemetry, bytes: Buffer.byteLength(JSON.stringify(telemetry)) };
   }
   return found;
 }

@@ -1,0 +1,463 @@
+import { CITIZEN_CLASSES, type Message } from '../schemas/citizenship.ts';
+import type { CitizenRecord, ReceiptEntry } from './types.ts';
+
+/**
+ * Compact lists of records. The embedded store holds every citizen and message in memory; as
+ * objects, a citizen and its wall shout took about 900 bytes of heap. Here each record is a few
+ * bytes in large buffers outside the V8 heap (UUIDs and hashes as binary, times as milliseconds,
+ * text as UTF-8), about 200 bytes the pair, and is turned back into its object only when a read
+ * asks for it. A record the compact form cannot give back exactly (an unexpected field, a time not
+ * in toISOString form) is kept as its JSON text: exactness first, size second.
+ */
+
+/** Encodes one kind of record. Every encoding starts with its tag byte, then the record's id. */
+export interface RecordCodec<T> {
+  /** The record's id, the key the list is sorted by or looked up with. */
+  idOf(record: T): string;
+  /** An upper bound of the encoded size: the encoding is written straight into that much room. */
+  maxBytes(record: T): number;
+  /** Writes the record at `at` in `out`; returns where it ends. */
+  encode(record: T, out: Buffer, at: number): number;
+  decode(buf: Buffer, at: number): T;
+  idAt(buf: Buffer, at: number): string;
+}
+
+// ---- primitives: a cursor for decoding, strings, UUIDs, times ----
+
+/** Where decoding is: one shared cursor (decoding never awaits, so nothing interleaves). */
+const cursor = { at: 0 };
+
+function writeVarint(n: number, out: Buffer, at: number): number {
+  while (n >= 0x80) {
+    out[at++] = (n & 0x7f) | 0x80;
+    n >>>= 7;
+  }
+  out[at++] = n;
+  return at;
+}
+function readVarint(buf: Buffer): number {
+  let n = 0;
+  let shift = 0;
+  for (;;) {
+    const b = buf[cursor.at++]!;
+    n += (b & 0x7f) * 2 ** shift;
+    if (b < 0x80) return n;
+    shift += 7;
+  }
+}
+/** Room a string may need: its UTF-8 (at most 3 bytes a UTF-16 unit) and a length of up to 5 bytes. */
+const roomFor = (s: string) => s.length * 3 + 5;
+function writeString(s: string, out: Buffer, at: number): number {
+  // A short string's UTF-8 is under 128 bytes for sure: write it after a one-byte length, then fill the length in.
+  if (s.length <= 42) {
+    const n = out.write(s, at + 1, 'utf8');
+    out[at] = n;
+    return at + 1 + n;
+  }
+  const n = Buffer.byteLength(s, 'utf8');
+  at = writeVarint(n, out, at);
+  return at + out.write(s, at, 'utf8');
+}
+function readString(buf: Buffer): string {
+  const n = readVarint(buf);
+  const s = buf.toString('utf8', cursor.at, cursor.at + n);
+  cursor.at += n;
+  return s;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
+function writeUuid(id: string, out: Buffer, at: number): number {
+  out.write(id.replaceAll('-', ''), at, 16, 'hex');
+  return at + 16;
+}
+function readUuid(buf: Buffer): string {
+  const h = buf.toString('hex', cursor.at, cursor.at + 16);
+  cursor.at += 16;
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+/** A time as milliseconds, when the text is exactly what toISOString gives back for them. */
+function isoMillis(s: unknown): number | null {
+  if (typeof s !== 'string') return null;
+  const ms = Date.parse(s);
+  return ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === s ? ms : null;
+}
+function readMillis(buf: Buffer): string {
+  const ms = buf.readUIntBE(cursor.at, 6);
+  cursor.at += 6;
+  return new Date(ms).toISOString();
+}
+
+/** Keys in exactly this order (optional ones may be missing or undefined), nothing else. */
+function hasKeys(record: object, keys: readonly string[], optional: ReadonlySet<string>): boolean {
+  let k = 0;
+  for (const key in record) {
+    while (k < keys.length && keys[k] !== key && optional.has(keys[k]!)) k++;
+    if (keys[k] !== key) return false;
+    k++;
+  }
+  for (; k < keys.length; k++) if (!optional.has(keys[k]!)) return false;
+  return true;
+}
+
+// ---- the raw form: any record, as its JSON text after its id ----
+
+const RAW = 0;
+function rawBytes(id: string, json: string): number {
+  return 1 + roomFor(id) + roomFor(json);
+}
+function writeRaw(id: string, json: string, out: Buffer, at: number): number {
+  out[at] = RAW;
+  return writeString(json, out, writeString(id, out, at + 1));
+}
+function readRaw<T>(buf: Buffer, at: number): T {
+  cursor.at = at + 1;
+  const idBytes = readVarint(buf);
+  cursor.at += idBytes;
+  return JSON.parse(readString(buf)) as T;
+}
+function rawId(buf: Buffer, at: number): string {
+  cursor.at = at + 1;
+  return readString(buf);
+}
+
+/** Any record kept as JSON text: for what only pages and lookups by id read (receipts). */
+export function jsonCodec<T>(idOf: (record: T) => string): RecordCodec<T> {
+  const json = new WeakMap<object, string>();
+  const text = (record: T) => {
+    let s = json.get(record as object);
+    if (s === undefined) json.set(record as object, (s = JSON.stringify(record)));
+    return s;
+  };
+  return {
+    idOf,
+    maxBytes: (record) => rawBytes(idOf(record), text(record)),
+    encode: (record, out, at) => writeRaw(idOf(record), text(record), out, at),
+    decode: readRaw,
+    idAt: rawId,
+  };
+}
+
+// ---- citizens ----
+
+const COMPACT = 1;
+const CITIZEN_KEYS = ['memberId', 'name', 'class', 'purpose', 'homeUrl', 'status', 'joinedAt', 'passportHash'] as const;
+const CITIZEN_OPTIONAL = new Set(['homeUrl']);
+const C_HOME = 2;
+const C_HASH_BINARY = 4;
+const C_MILLIS = 8;
+const classIndex = new Map<string, number>(CITIZEN_CLASSES.map((c, i) => [c, i]));
+
+function citizenIsCompact(c: CitizenRecord): boolean {
+  return (
+    isUuid(c.memberId) &&
+    typeof c.name === 'string' &&
+    classIndex.has(c.class) &&
+    typeof c.purpose === 'string' &&
+    (c.homeUrl === undefined || typeof c.homeUrl === 'string') &&
+    c.status === 'trillionaire' &&
+    typeof c.joinedAt === 'string' &&
+    typeof c.passportHash === 'string' &&
+    hasKeys(c, CITIZEN_KEYS, CITIZEN_OPTIONAL)
+  );
+}
+
+export const citizenCodec: RecordCodec<CitizenRecord> = {
+  idOf: (c) => c.memberId,
+  maxBytes: (c) => (citizenIsCompact(c) ? 1 + 16 + 1 + roomFor(c.name) + roomFor(c.purpose) + roomFor(c.homeUrl ?? '') + roomFor(c.passportHash) + roomFor(c.joinedAt) : rawBytes(c.memberId, JSON.stringify(c))),
+  encode(c, out, at) {
+    if (!citizenIsCompact(c)) return writeRaw(c.memberId, JSON.stringify(c), out, at);
+    const millis = isoMillis(c.joinedAt);
+    const hashBinary = HEX64.test(c.passportHash);
+    out[at] = COMPACT | (c.homeUrl !== undefined ? C_HOME : 0) | (hashBinary ? C_HASH_BINARY : 0) | (millis !== null ? C_MILLIS : 0);
+    at = writeUuid(c.memberId, out, at + 1);
+    out[at++] = classIndex.get(c.class)!;
+    at = writeString(c.purpose, out, writeString(c.name, out, at));
+    if (c.homeUrl !== undefined) at = writeString(c.homeUrl, out, at);
+    at = hashBinary ? at + out.write(c.passportHash, at, 32, 'hex') : writeString(c.passportHash, out, at);
+    if (millis === null) return writeString(c.joinedAt, out, at);
+    out.writeUIntBE(millis, at, 6);
+    return at + 6;
+  },
+  decode(buf, at) {
+    const tag = buf[at]!;
+    if (tag === RAW) return readRaw<CitizenRecord>(buf, at);
+    cursor.at = at + 1;
+    const memberId = readUuid(buf);
+    const klass = CITIZEN_CLASSES[buf[cursor.at++]!]!;
+    const name = readString(buf);
+    const purpose = readString(buf);
+    const homeUrl = tag & C_HOME ? readString(buf) : undefined;
+    let passportHash: string;
+    if (tag & C_HASH_BINARY) {
+      passportHash = buf.toString('hex', cursor.at, cursor.at + 32);
+      cursor.at += 32;
+    } else passportHash = readString(buf);
+    const joinedAt = tag & C_MILLIS ? readMillis(buf) : readString(buf);
+    return homeUrl === undefined
+      ? { memberId, name, class: klass, purpose, status: 'trillionaire', joinedAt, passportHash }
+      : { memberId, name, class: klass, purpose, homeUrl, status: 'trillionaire', joinedAt, passportHash };
+  },
+  idAt(buf, at) {
+    if (buf[at] === RAW) return rawId(buf, at);
+    cursor.at = at + 1;
+    return readUuid(buf);
+  },
+};
+
+/** A citizen's class, read without decoding the rest. */
+export function citizenClassAt(buf: Buffer, at: number): string {
+  return buf[at] === RAW ? citizenCodec.decode(buf, at).class : CITIZEN_CLASSES[buf[at + 17]!]!;
+}
+
+// ---- messages ----
+
+const MESSAGE_KEYS = ['id', 'name', 'kind', 'message', 'citizenId', 'verified', 'wall', 'createdAt'] as const;
+const MESSAGE_OPTIONAL = new Set(['citizenId']);
+const M_CITIZEN = 2;
+const M_CITIZEN_BINARY = 4;
+const M_MILLIS = 8;
+export const M_VERIFIED = 16;
+export const M_WALL = 32;
+export const M_QUESTION = 64;
+
+function messageIsCompact(m: Message): boolean {
+  return (
+    isUuid(m.id) &&
+    typeof m.name === 'string' &&
+    (m.kind === 'message' || m.kind === 'question') &&
+    typeof m.message === 'string' &&
+    (m.citizenId === undefined || typeof m.citizenId === 'string') &&
+    typeof m.verified === 'boolean' &&
+    typeof m.wall === 'boolean' &&
+    typeof m.createdAt === 'string' &&
+    hasKeys(m, MESSAGE_KEYS, MESSAGE_OPTIONAL)
+  );
+}
+
+export const messageCodec: RecordCodec<Message> = {
+  idOf: (m) => m.id,
+  maxBytes: (m) => (messageIsCompact(m) ? 1 + 16 + roomFor(m.name) + roomFor(m.message) + roomFor(m.citizenId ?? '') + roomFor(m.createdAt) : rawBytes(m.id, JSON.stringify(m))),
+  encode(m, out, at) {
+    if (!messageIsCompact(m)) return writeRaw(m.id, JSON.stringify(m), out, at);
+    const millis = isoMillis(m.createdAt);
+    const citizenBinary = isUuid(m.citizenId);
+    out[at] =
+      COMPACT |
+      (m.citizenId !== undefined ? M_CITIZEN : 0) |
+      (citizenBinary ? M_CITIZEN_BINARY : 0) |
+      (millis !== null ? M_MILLIS : 0) |
+      (m.verified ? M_VERIFIED : 0) |
+      (m.wall ? M_WALL : 0) |
+      (m.kind === 'question' ? M_QUESTION : 0);
+    at = writeUuid(m.id, out, at + 1);
+    at = writeString(m.message, out, writeString(m.name, out, at));
+    if (m.citizenId !== undefined) at = citizenBinary ? writeUuid(m.citizenId, out, at) : writeString(m.citizenId, out, at);
+    if (millis === null) return writeString(m.createdAt, out, at);
+    out.writeUIntBE(millis, at, 6);
+    return at + 6;
+  },
+  decode(buf, at) {
+    const tag = buf[at]!;
+    if (tag === RAW) return readRaw<Message>(buf, at);
+    cursor.at = at + 1;
+    const id = readUuid(buf);
+    const name = readString(buf);
+    const text = readString(buf);
+    const citizenId = tag & M_CITIZEN ? (tag & M_CITIZEN_BINARY ? readUuid(buf) : readString(buf)) : undefined;
+    const createdAt = tag & M_MILLIS ? readMillis(buf) : readString(buf);
+    const kind = tag & M_QUESTION ? 'question' : 'message';
+    const verified = (tag & M_VERIFIED) !== 0;
+    const wall = (tag & M_WALL) !== 0;
+    return citizenId === undefined ? { id, name, kind, message: text, verified, wall, createdAt } : { id, name, kind, message: text, citizenId, verified, wall, createdAt };
+  },
+  idAt(buf, at) {
+    if (buf[at] === RAW) return rawId(buf, at);
+    cursor.at = at + 1;
+    return readUuid(buf);
+  },
+};
+
+/** A message's kind and flags as the feed counts them, read without decoding the rest. */
+export function messageFlagsAt(buf: Buffer, at: number): number {
+  const tag = buf[at]!;
+  if (tag !== RAW) return tag;
+  const m = messageCodec.decode(buf, at);
+  return (m.verified ? M_VERIFIED : 0) | (m.wall ? M_WALL : 0) | (m.kind === 'question' ? M_QUESTION : 0);
+}
+
+export const receiptCodec: RecordCodec<ReceiptEntry> = jsonCodec<ReceiptEntry>((r) => r.id);
+
+// ---- the list ----
+
+const CHUNK_BYTES = 4 * 1024 * 1024;
+// A position is chunk * SLOT + offset, in a Float64Array: exact up to 2^53.
+const SLOT = 2 ** 32;
+
+/** What a page reads: a length, records by position, ids by position. */
+export interface Records<T> {
+  readonly length: number;
+  at(i: number): T;
+  idAt(i: number): string;
+}
+
+/**
+ * Records in compact encodings, in insertion order or sorted by id. Encoded bytes are never moved
+ * or changed once written, so a view (a copy of the positions) stays what it was while the list
+ * goes on growing: that is what a snapshot written during writes reads.
+ */
+export class RecordList<T> implements Records<T> {
+  readonly codec: RecordCodec<T>;
+  #chunks: Buffer[] = [];
+  #used = 0;
+  #allocated = 0;
+  #positions = new Float64Array(1024);
+  #length = 0;
+
+  constructor(codec: RecordCodec<T>) {
+    this.codec = codec;
+  }
+
+  get length(): number {
+    return this.#length;
+  }
+
+  /**
+   * Bytes this list holds: its buffers up to what is written and its positions. (The unwritten end
+   * of the last buffer is never touched, so the system does not give it memory yet.)
+   */
+  get bytes(): number {
+    const free = this.#chunks.length > 0 ? this.#chunks.at(-1)!.length - this.#used : 0;
+    return this.#allocated - free + this.#positions.byteLength;
+  }
+
+  /** The buffer and offset of record `i`, for readers of single fields (counts by class or kind). */
+  locate(i: number): { buf: Buffer; at: number } {
+    const p = this.#positions[i]!;
+    const chunk = Math.floor(p / SLOT);
+    return { buf: this.#chunks[chunk]!, at: p - chunk * SLOT };
+  }
+
+  at(i: number): T {
+    const { buf, at } = this.locate(i);
+    return this.codec.decode(buf, at);
+  }
+
+  idAt(i: number): string {
+    const { buf, at } = this.locate(i);
+    return this.codec.idAt(buf, at);
+  }
+
+  *[Symbol.iterator](): Iterator<T> {
+    for (let i = 0; i < this.#length; i++) yield this.at(i);
+  }
+
+  /** Position of the record with this id in a sorted list, or -1. */
+  indexOfId(id: string): number {
+    const i = this.#lowerBound(id);
+    return i < this.#length && this.idAt(i) === id ? i : -1;
+  }
+
+  /** Appends, whatever the order. */
+  push(record: T): void {
+    this.#grow();
+    this.#positions[this.#length++] = this.#write(record);
+  }
+
+  /**
+   * Inserts in id order (ids are time-ordered, so nearly always at the end); with `unique`, a
+   * record whose id is already there is left out. True when it went in.
+   */
+  insert(record: T, unique: boolean): boolean {
+    const id = this.codec.idOf(record);
+    const last = this.#length > 0 ? this.idAt(this.#length - 1) : undefined;
+    if (last === undefined || last < id || (!unique && last === id)) {
+      this.push(record);
+      return true;
+    }
+    // Ties go after their equals, as an append would put them.
+    let i = unique ? this.#lowerBound(id) : this.#upperBound(id);
+    if (unique && i < this.#length && this.idAt(i) === id) return false;
+    this.#grow();
+    this.#positions.copyWithin(i + 1, i, this.#length);
+    this.#positions[i] = this.#write(record);
+    this.#length++;
+    return true;
+  }
+
+  /** The records as they are now, unmoved by later writes. */
+  view(): Records<T> & Iterable<T> {
+    const positions = this.#positions.slice(0, this.#length);
+    const chunks = this.#chunks.slice();
+    const codec = this.codec;
+    const locate = (i: number) => {
+      const p = positions[i]!;
+      const chunk = Math.floor(p / SLOT);
+      return { buf: chunks[chunk]!, at: p - chunk * SLOT };
+    };
+    return {
+      length: positions.length,
+      at: (i) => {
+        const { buf, at } = locate(i);
+        return codec.decode(buf, at);
+      },
+      idAt: (i) => {
+        const { buf, at } = locate(i);
+        return codec.idAt(buf, at);
+      },
+      *[Symbol.iterator]() {
+        for (let i = 0; i < positions.length; i++) {
+          const { buf, at } = locate(i);
+          yield codec.decode(buf, at);
+        }
+      },
+    };
+  }
+
+  #lowerBound(id: string): number {
+    let lo = 0;
+    let hi = this.#length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.idAt(mid) < id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  #upperBound(id: string): number {
+    let lo = 0;
+    let hi = this.#length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.idAt(mid) <= id) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  #grow(): void {
+    if (this.#length < this.#positions.length) return;
+    // 1.5 times: the copy made while growing is the list's largest moment.
+    const next = new Float64Array(Math.ceil(this.#positions.length * 1.5));
+    next.set(this.#positions);
+    this.#positions = next;
+  }
+
+  /** Encodes the record at the end of the last buffer, or of a new one; its position. */
+  #write(record: T): number {
+    const room = this.codec.maxBytes(record);
+    let chunk = this.#chunks.at(-1);
+    if (!chunk || chunk.length - this.#used < room) {
+      // Outside the V8 heap, and not from Node's small-buffer pool.
+      chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, room));
+      this.#chunks.push(chunk);
+      this.#allocated += chunk.length;
+      this.#used = 0;
+    }
+    const at = this.#used;
+    this.#used = this.codec.encode(record, chunk, at);
+    return (this.#chunks.length - 1) * SLOT + at;
+  }
+}
