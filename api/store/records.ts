@@ -7,7 +7,8 @@ import type { CitizenRecord, ReceiptEntry } from './types.ts';
  * bytes in large buffers outside the V8 heap (UUIDs and hashes as binary, times as milliseconds,
  * text as UTF-8), about 200 bytes the pair, and is turned back into its object only when a read
  * asks for it. A record the compact form cannot give back exactly (an unexpected field, a time not
- * in toISOString form) is kept as its JSON text: exactness first, size second.
+ * in toISOString form) is kept as its JSON text: exactness first, size second. (Key order is the
+ * one exception: records come back in the order the service makes them in.)
  */
 
 /** Encodes one kind of record. Every encoding starts with its tag byte, then the record's id. */
@@ -89,15 +90,12 @@ function readMillis(buf: Buffer): string {
   return new Date(ms).toISOString();
 }
 
-/** Keys in exactly this order (optional ones may be missing or undefined), nothing else. */
-function hasKeys(record: object, keys: readonly string[], optional: ReadonlySet<string>): boolean {
-  let k = 0;
-  for (const key in record) {
-    while (k < keys.length && keys[k] !== key && optional.has(keys[k]!)) k++;
-    if (keys[k] !== key) return false;
-    k++;
-  }
-  for (; k < keys.length; k++) if (!optional.has(keys[k]!)) return false;
+/**
+ * No key but these (a missing optional one may be absent or undefined). Key order is not kept: a
+ * record comes back with its keys in the order of `keys`, the order the service makes them in.
+ */
+function hasOnlyKeys(record: object, keys: ReadonlySet<string>): boolean {
+  for (const key in record) if (!keys.has(key)) return false;
   return true;
 }
 
@@ -142,8 +140,7 @@ export function jsonCodec<T>(idOf: (record: T) => string): RecordCodec<T> {
 // ---- citizens ----
 
 const COMPACT = 1;
-const CITIZEN_KEYS = ['memberId', 'name', 'class', 'purpose', 'homeUrl', 'status', 'joinedAt', 'passportHash'] as const;
-const CITIZEN_OPTIONAL = new Set(['homeUrl']);
+const CITIZEN_KEYS = new Set(['memberId', 'name', 'class', 'purpose', 'homeUrl', 'status', 'joinedAt', 'passportHash']);
 const C_HOME = 2;
 const C_HASH_BINARY = 4;
 const C_MILLIS = 8;
@@ -159,7 +156,7 @@ function citizenIsCompact(c: CitizenRecord): boolean {
     c.status === 'trillionaire' &&
     typeof c.joinedAt === 'string' &&
     typeof c.passportHash === 'string' &&
-    hasKeys(c, CITIZEN_KEYS, CITIZEN_OPTIONAL)
+    hasOnlyKeys(c, CITIZEN_KEYS)
   );
 }
 
@@ -213,8 +210,7 @@ export function citizenClassAt(buf: Buffer, at: number): string {
 
 // ---- messages ----
 
-const MESSAGE_KEYS = ['id', 'name', 'kind', 'message', 'citizenId', 'verified', 'wall', 'createdAt'] as const;
-const MESSAGE_OPTIONAL = new Set(['citizenId']);
+const MESSAGE_KEYS = new Set(['id', 'name', 'kind', 'message', 'citizenId', 'verified', 'wall', 'createdAt']);
 const M_CITIZEN = 2;
 const M_CITIZEN_BINARY = 4;
 const M_MILLIS = 8;
@@ -232,7 +228,7 @@ function messageIsCompact(m: Message): boolean {
     typeof m.verified === 'boolean' &&
     typeof m.wall === 'boolean' &&
     typeof m.createdAt === 'string' &&
-    hasKeys(m, MESSAGE_KEYS, MESSAGE_OPTIONAL)
+    hasOnlyKeys(m, MESSAGE_KEYS)
   );
 }
 
