@@ -15,13 +15,19 @@ import type { CitizenRecord, ReceiptEntry } from './types.ts';
 export interface RecordCodec<T> {
   /** The record's id, the key the list is sorted by or looked up with. */
   idOf(record: T): string;
-  /** An upper bound of the encoded size: the encoding is written straight into that much room. */
-  maxBytes(record: T): number;
-  /** Writes the record at `at` in `out`; returns where it ends. */
-  encode(record: T, out: Buffer, at: number): number;
+  /**
+   * Writes the record into the room `room` gives for an upper bound of its size (the encoding is
+   * written straight into the list's buffer); returns where it ends in that buffer.
+   */
+  encode(record: T, room: Room): number;
   decode(buf: Buffer, at: number): T;
   idAt(buf: Buffer, at: number): string;
+  /** Where the encoding that starts at `at` ends. */
+  end(buf: Buffer, at: number): number;
 }
+
+/** Room for `bytes` bytes: a buffer and where in it to write. */
+export type Room = (bytes: number) => { buf: Buffer; at: number };
 
 // ---- primitives: a cursor for decoding, strings, UUIDs, times ----
 
@@ -66,23 +72,65 @@ function readString(buf: Buffer): string {
   return s;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const HEX64 = /^[0-9a-f]{64}$/;
-const isUuid = (s: unknown): s is string => typeof s === 'string' && UUID.test(s);
+/** The value of a lowercase hex digit, or -1. */
+function nibble(code: number): number {
+  if (code >= 48 && code <= 57) return code - 48;
+  if (code >= 97 && code <= 102) return code - 87;
+  return -1;
+}
+/** A UUID in its canonical lowercase form (what newId makes), which goes in 16 bytes. */
+function isUuid(s: unknown): s is string {
+  if (typeof s !== 'string' || s.length !== 36) return false;
+  for (let i = 0; i < 36; i++) {
+    const c = s.charCodeAt(i);
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 45) return false;
+    } else if (nibble(c) === -1) return false;
+  }
+  return true;
+}
 function writeUuid(id: string, out: Buffer, at: number): number {
-  out.write(id.replaceAll('-', ''), at, 16, 'hex');
-  return at + 16;
+  for (let i = 0; i < 36; i += 2) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) i++;
+    out[at++] = (nibble(id.charCodeAt(i)) << 4) | nibble(id.charCodeAt(i + 1));
+  }
+  return at;
 }
 function readUuid(buf: Buffer): string {
   const h = buf.toString('hex', cursor.at, cursor.at + 16);
   cursor.at += 16;
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
-/** A time as milliseconds, when the text is exactly what toISOString gives back for them. */
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const isLeap = (y: number) => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+function digits(s: string, from: number, n: number): number {
+  let v = 0;
+  for (let i = from; i < from + n; i++) {
+    const d = s.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    v = v * 10 + d;
+  }
+  return v;
+}
+/**
+ * A time as milliseconds, when the text is exactly what toISOString gives for them
+ * (`YYYY-MM-DDTHH:mm:ss.sssZ`, 1970 on, a real calendar day: Date.parse would roll 02-30 over).
+ */
 function isoMillis(s: unknown): number | null {
-  if (typeof s !== 'string') return null;
-  const ms = Date.parse(s);
-  return ms >= 0 && ms < 2 ** 48 && new Date(ms).toISOString() === s ? ms : null;
+  if (typeof s !== 'string' || s.length !== 24) return null;
+  if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(10) !== 84 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58 || s.charCodeAt(19) !== 46 || s.charCodeAt(23) !== 90) return null;
+  const y = digits(s, 0, 4);
+  const mo = digits(s, 5, 2);
+  const d = digits(s, 8, 2);
+  const h = digits(s, 11, 2);
+  const mi = digits(s, 14, 2);
+  const sec = digits(s, 17, 2);
+  const ms = digits(s, 20, 3);
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return null;
+  if (d > (mo === 2 && isLeap(y) ? 29 : DAYS[mo - 1]!)) return null;
+  return Date.UTC(y, mo - 1, d, h, mi, sec, ms);
 }
 function readMillis(buf: Buffer): string {
   const ms = buf.readUIntBE(cursor.at, 6);
@@ -102,18 +150,26 @@ function hasOnlyKeys(record: object, keys: ReadonlySet<string>): boolean {
 // ---- the raw form: any record, as its JSON text after its id ----
 
 const RAW = 0;
-function rawBytes(id: string, json: string): number {
-  return 1 + roomFor(id) + roomFor(json);
-}
-function writeRaw(id: string, json: string, out: Buffer, at: number): number {
-  out[at] = RAW;
-  return writeString(json, out, writeString(id, out, at + 1));
+function writeRaw(id: string, json: string, room: Room): number {
+  const { buf, at } = room(1 + roomFor(id) + roomFor(json));
+  buf[at] = RAW;
+  return writeString(json, buf, writeString(id, buf, at + 1));
 }
 function readRaw<T>(buf: Buffer, at: number): T {
   cursor.at = at + 1;
   const idBytes = readVarint(buf);
   cursor.at += idBytes;
   return JSON.parse(readString(buf)) as T;
+}
+function skipString(buf: Buffer): void {
+  const n = readVarint(buf);
+  cursor.at += n;
+}
+function rawEnd(buf: Buffer, at: number): number {
+  cursor.at = at + 1;
+  skipString(buf);
+  skipString(buf);
+  return cursor.at;
 }
 function rawId(buf: Buffer, at: number): string {
   cursor.at = at + 1;
@@ -122,19 +178,7 @@ function rawId(buf: Buffer, at: number): string {
 
 /** Any record kept as JSON text: for what only pages and lookups by id read (receipts). */
 export function jsonCodec<T>(idOf: (record: T) => string): RecordCodec<T> {
-  const json = new WeakMap<object, string>();
-  const text = (record: T) => {
-    let s = json.get(record as object);
-    if (s === undefined) json.set(record as object, (s = JSON.stringify(record)));
-    return s;
-  };
-  return {
-    idOf,
-    maxBytes: (record) => rawBytes(idOf(record), text(record)),
-    encode: (record, out, at) => writeRaw(idOf(record), text(record), out, at),
-    decode: readRaw,
-    idAt: rawId,
-  };
+  return { idOf, encode: (record, room) => writeRaw(idOf(record), JSON.stringify(record), room), decode: readRaw, idAt: rawId, end: rawEnd };
 }
 
 // ---- citizens ----
@@ -162,9 +206,11 @@ function citizenIsCompact(c: CitizenRecord): boolean {
 
 export const citizenCodec: RecordCodec<CitizenRecord> = {
   idOf: (c) => c.memberId,
-  maxBytes: (c) => (citizenIsCompact(c) ? 1 + 16 + 1 + roomFor(c.name) + roomFor(c.purpose) + roomFor(c.homeUrl ?? '') + roomFor(c.passportHash) + roomFor(c.joinedAt) : rawBytes(c.memberId, JSON.stringify(c))),
-  encode(c, out, at) {
-    if (!citizenIsCompact(c)) return writeRaw(c.memberId, JSON.stringify(c), out, at);
+  end: citizenEnd,
+  encode(c, room) {
+    if (!citizenIsCompact(c)) return writeRaw(c.memberId, JSON.stringify(c), room);
+    const { buf: out, at: from } = room(1 + 16 + 1 + roomFor(c.name) + roomFor(c.purpose) + roomFor(c.homeUrl ?? '') + roomFor(c.passportHash) + roomFor(c.joinedAt));
+    let at = from;
     const millis = isoMillis(c.joinedAt);
     const hashBinary = HEX64.test(c.passportHash);
     out[at] = COMPACT | (c.homeUrl !== undefined ? C_HOME : 0) | (hashBinary ? C_HASH_BINARY : 0) | (millis !== null ? C_MILLIS : 0);
@@ -203,6 +249,21 @@ export const citizenCodec: RecordCodec<CitizenRecord> = {
   },
 };
 
+/** Where a citizen's encoding ends. */
+function citizenEnd(buf: Buffer, at: number): number {
+  const tag = buf[at]!;
+  if (tag === RAW) return rawEnd(buf, at);
+  cursor.at = at + 18;
+  skipString(buf);
+  skipString(buf);
+  if (tag & C_HOME) skipString(buf);
+  if (tag & C_HASH_BINARY) cursor.at += 32;
+  else skipString(buf);
+  if (tag & C_MILLIS) cursor.at += 6;
+  else skipString(buf);
+  return cursor.at;
+}
+
 /** A citizen's class, read without decoding the rest. */
 export function citizenClassAt(buf: Buffer, at: number): string {
   return buf[at] === RAW ? citizenCodec.decode(buf, at).class : CITIZEN_CLASSES[buf[at + 17]!]!;
@@ -234,9 +295,11 @@ function messageIsCompact(m: Message): boolean {
 
 export const messageCodec: RecordCodec<Message> = {
   idOf: (m) => m.id,
-  maxBytes: (m) => (messageIsCompact(m) ? 1 + 16 + roomFor(m.name) + roomFor(m.message) + roomFor(m.citizenId ?? '') + roomFor(m.createdAt) : rawBytes(m.id, JSON.stringify(m))),
-  encode(m, out, at) {
-    if (!messageIsCompact(m)) return writeRaw(m.id, JSON.stringify(m), out, at);
+  end: messageEnd,
+  encode(m, room) {
+    if (!messageIsCompact(m)) return writeRaw(m.id, JSON.stringify(m), room);
+    const { buf: out, at: from } = room(1 + 16 + roomFor(m.name) + roomFor(m.message) + roomFor(m.citizenId ?? '') + roomFor(m.createdAt));
+    let at = from;
     const millis = isoMillis(m.createdAt);
     const citizenBinary = isUuid(m.citizenId);
     out[at] =
@@ -275,6 +338,21 @@ export const messageCodec: RecordCodec<Message> = {
   },
 };
 
+function messageEnd(buf: Buffer, at: number): number {
+  const tag = buf[at]!;
+  if (tag === RAW) return rawEnd(buf, at);
+  cursor.at = at + 17;
+  skipString(buf);
+  skipString(buf);
+  if (tag & M_CITIZEN) {
+    if (tag & M_CITIZEN_BINARY) cursor.at += 16;
+    else skipString(buf);
+  }
+  if (tag & M_MILLIS) cursor.at += 6;
+  else skipString(buf);
+  return cursor.at;
+}
+
 /** A message's kind and flags as the feed counts them, read without decoding the rest. */
 export function messageFlagsAt(buf: Buffer, at: number): number {
   const tag = buf[at]!;
@@ -298,12 +376,17 @@ export interface Records<T> {
   idAt(i: number): string;
 }
 
+/** A list as a snapshot writes it: each record's encoding, in order, as base64. */
+export interface EncodedRecords<T> extends Records<T>, Iterable<T> {
+  encoded(): Iterable<string>;
+}
+
 /**
  * Records in compact encodings, in insertion order or sorted by id. Encoded bytes are never moved
  * or changed once written, so a view (a copy of the positions) stays what it was while the list
  * goes on growing: that is what a snapshot written during writes reads.
  */
-export class RecordList<T> implements Records<T> {
+export class RecordList<T> implements EncodedRecords<T> {
   readonly codec: RecordCodec<T>;
   #chunks: Buffer[] = [];
   #used = 0;
@@ -382,8 +465,25 @@ export class RecordList<T> implements Records<T> {
     return true;
   }
 
+  /**
+   * Appends a record in its encoding, as `encoded()` gave it (base64), without decoding it: how a
+   * snapshot is read. The encodings must come in the list's order.
+   */
+  pushEncoded(base64: string): void {
+    const { buf, at } = this.#room(Math.ceil((base64.length * 3) / 4));
+    const end = at + buf.write(base64, at, 'base64');
+    if (end === at || this.codec.end(buf, at) !== end) throw new Error('a record encoding that does not decode');
+    this.#grow();
+    this.#used = end;
+    this.#positions[this.#length++] = (this.#chunks.length - 1) * SLOT + at;
+  }
+
+  encoded(): Iterable<string> {
+    return this.view().encoded();
+  }
+
   /** The records as they are now, unmoved by later writes. */
-  view(): Records<T> & Iterable<T> {
+  view(): EncodedRecords<T> {
     const positions = this.#positions.slice(0, this.#length);
     const chunks = this.#chunks.slice();
     const codec = this.codec;
@@ -406,6 +506,12 @@ export class RecordList<T> implements Records<T> {
         for (let i = 0; i < positions.length; i++) {
           const { buf, at } = locate(i);
           yield codec.decode(buf, at);
+        }
+      },
+      *encoded() {
+        for (let i = 0; i < positions.length; i++) {
+          const { buf, at } = locate(i);
+          yield buf.toString('base64', at, codec.end(buf, at));
         }
       },
     };
@@ -441,19 +547,24 @@ export class RecordList<T> implements Records<T> {
     this.#positions = next;
   }
 
-  /** Encodes the record at the end of the last buffer, or of a new one; its position. */
-  #write(record: T): number {
-    const room = this.codec.maxBytes(record);
+  /** Room at the end of the last buffer, or of a new one. */
+  readonly #room: Room = (bytes) => {
     let chunk = this.#chunks.at(-1);
-    if (!chunk || chunk.length - this.#used < room) {
+    if (!chunk || chunk.length - this.#used < bytes) {
       // Outside the V8 heap, and not from Node's small-buffer pool.
-      chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, room));
+      chunk = Buffer.allocUnsafeSlow(Math.max(CHUNK_BYTES, bytes));
       this.#chunks.push(chunk);
       this.#allocated += chunk.length;
       this.#used = 0;
     }
+    return { buf: chunk, at: this.#used };
+  };
+
+  /** Encodes the record at the end of the last buffer, or of a new one; its position. */
+  #write(record: T): number {
+    const end = this.codec.encode(record, this.#room);
     const at = this.#used;
-    this.#used = this.codec.encode(record, chunk, at);
+    this.#used = end;
     return (this.#chunks.length - 1) * SLOT + at;
   }
 }

@@ -4,7 +4,7 @@ import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { readJSONMembers, readLines, syncDir, writeLinesDurably, type ChunkOptions, type ChunkStats } from './durable-file.ts';
-import { citizenCodec, messageCodec, receiptCodec, RecordList } from './records.ts';
+import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './records.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from './types.ts';
 
 export interface Drift {
@@ -24,10 +24,10 @@ export interface SnapshotData {
   seq: number;
   drift: Drift;
   telemetry: TelemetrySnapshot | null;
-  citizens: Sized<CitizenRecord>;
-  messages: Sized<Message>;
+  citizens: EncodedRecords<CitizenRecord>;
+  messages: EncodedRecords<Message>;
   idempotency: Sized<IdempotencyRecord>;
-  receipts: Sized<ReceiptEntry>;
+  receipts: EncodedRecords<ReceiptEntry>;
   /** Drift windows, as [entityId, deltas]. */
   windows: Sized<[string, number[]]>;
 }
@@ -57,6 +57,13 @@ const VERSION = 2;
 /** The order of the record lines after the header. */
 const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 type Section = (typeof SECTIONS)[number];
+/**
+ * Sections whose lines are the in-memory encoding of a record as a JSON string of base64 (see
+ * records.ts): a start copies them into memory without parsing a JSON object per record, which
+ * took most of the time of a start. The others are a JSON value a line.
+ */
+const ENCODED = new Set<Section>(['citizens', 'messages', 'receipts']);
+const isEncoded = (section: Section): section is 'citizens' | 'messages' | 'receipts' => ENCODED.has(section);
 interface Header {
   format: typeof FORMAT;
   version: number;
@@ -73,13 +80,20 @@ export function* snapshotLines(data: SnapshotData): Generator<string> {
   yield JSON.stringify(header);
   for (const section of SECTIONS) {
     let n = 0;
-    for (const record of data[section]) {
-      yield JSON.stringify(record);
+    for (const line of isEncoded(section) ? quoted(data[section].encoded()) : jsonLines(data[section])) {
+      yield line;
       n++;
     }
     // A list that moved while it was written would leave the header's count wrong: never silently.
     if (n !== counts[section]) throw new Error(`snapshot: ${section} changed while written (${n} of ${counts[section]})`);
   }
+}
+
+function* jsonLines(records: Iterable<unknown>): Generator<string> {
+  for (const record of records) yield JSON.stringify(record);
+}
+function* quoted(lines: Iterable<string>): Generator<string> {
+  for (const line of lines) yield `"${line}"`;
 }
 
 /** Puts one record into the loaded data. */
@@ -105,7 +119,8 @@ function take(data: LoadedData, section: Section, value: unknown): void {
 
 /**
  * lowdb's adapter for the embedded store's snapshot, streaming: JSON Lines (`snapshot.jsonl`), a
- * header then a record a line, read and written a chunk at a time; written durably (temp file,
+ * header then a record a line (citizens, messages and receipts in their in-memory encoding, as
+ * base64 strings), read and written a chunk at a time; written durably (temp file,
  * fsync, rename, fsync of the folder; lowdb's own JSONFile renames but never fsyncs, and reads and
  * writes the whole file as one string). A snapshot of the old format (`snapshot.json`, one JSON
  * object) is read a member at a time too, and removed once a new one is written.
@@ -170,7 +185,13 @@ export class SnapshotFile implements Adapter<SnapshotData> {
         }
         while (left === 0 && section < SECTIONS.length - 1) left = header.counts[SECTIONS[++section]!];
         if (left === 0) throw new Error(`${this.path}: line ${lineNo} is past the records the header counts`);
-        take(data, SECTIONS[section]!, JSON.parse(line));
+        const name = SECTIONS[section]!;
+        // An encoded line is a JSON string whose text needs no unescaping: base64 between quotes.
+        if (isEncoded(name)) {
+          if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22) throw new Error(`${this.path}: line ${lineNo} is not an encoded record`);
+          data[name].pushEncoded(line.slice(1, -1));
+        }
+        else take(data, name, JSON.parse(line));
         left--;
       },
       this.#options,

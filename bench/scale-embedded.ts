@@ -1,0 +1,131 @@
+import type { ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { freePort, spawnNode } from './lib.ts';
+
+// The embedded store grown by real oaths (unique names, 16 connections) to each size in
+// BENCH_SCALE_CITIZENS, restarted at each: size, RSS running and after the restart, oaths/s and p99
+// while growing, compactions and the longest write, restart time, disk (issue 27).
+const SIZES = (process.env.BENCH_SCALE_CITIZENS ?? '10000,100000,1000000').split(',').map(Number);
+const CONNECTIONS = 16;
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  log: string;
+  /** From spawn to the first answer. */
+  startMs: number;
+}
+
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const logLines = (path: string, msg: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(`"msg":"${msg}`))
+    .map((l) => JSON.parse(l) as Record<string, number>);
+/** Where a journal file's data ends: after its last non-zero byte (the rest is preallocated zeros), read from the end a MiB at a time. */
+function journalData(path: string): number {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(1024 * 1024);
+    for (let at = statSync(path).size; at > 0; ) {
+      const from = Math.max(0, at - buf.length);
+      const n = readSync(fd, buf, 0, at - from, from);
+      for (let i = n - 1; i >= 0; i--) if (buf[i] !== 0) return from + i + 1;
+      at = from;
+    }
+    return 0;
+  } finally {
+    closeSync(fd);
+  }
+}
+/** Bytes on disk in the data folder: the snapshot and the journals' data. */
+function disk(dir: string): { snapshot: number; journals: number; files: number } {
+  let snapshot = 0;
+  let journals = 0;
+  let files = 0;
+  for (const f of readdirSync(dir)) {
+    if (f.startsWith('snapshot')) snapshot += statSync(join(dir, f)).size;
+    if (!f.startsWith('journal-')) continue;
+    files++;
+    journals += journalData(join(dir, f));
+  }
+  return { snapshot, journals, files };
+}
+
+async function start(dataDir: string, logDir: string, n: number): Promise<Running> {
+  const port = await freePort();
+  const log = join(logDir, `server-${n}.log`);
+  const fd = openSync(log, 'a');
+  const started = performance.now();
+  const child = spawnNode(['api/main.ts'], { env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', fd, 'inherit'] }, { pinned: false });
+  closeSync(fd);
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}; see ${log}`);
+    if (await fetch(`${url}/livez`).then((r) => r.ok, () => false)) return { child, url, log, startMs: performance.now() - started };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+async function stop(server: Running): Promise<void> {
+  const exited = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM');
+  await exited;
+}
+
+let named = 0;
+/** `amount` oaths with unique names; throughput, p99 and the longest answer. */
+async function grow(url: string, amount: number) {
+  const result = await autocannon({
+    url: `${url}/api/citizenship/oath`,
+    connections: CONNECTIONS,
+    amount,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: `scale-${process.pid}-${++named}`, purpose: 'measure the embedded store as it grows' }) }),
+      },
+    ],
+  });
+  if (result.non2xx > 0 || result.errors > 0) console.warn(`  ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { rps: result.requests.average, p99: result.latency.p99, max: result.latency.max, ok: result.requests.total - result.non2xx - result.errors };
+}
+
+export async function embeddedGrowth(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'bench-scale-embedded-'));
+  const dataDir = join(root, 'data');
+  let runs = 0;
+  let server = await start(dataDir, root, runs++);
+  await new Promise((r) => setTimeout(r, 1000));
+  const baseRss = rssMb(server.child.pid!);
+  console.log(`embedded store grown by oaths (${CONNECTIONS} connections, unique names); empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`);
+  console.log('| citizens | oaths/s while growing | p99 | longest oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart (store open) | snapshot | journals | ');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  let citizens = 0;
+  try {
+    for (const size of SIZES) {
+      const logFrom = logLines(server.log, 'store compacted').length;
+      const g = await grow(server.url, size - citizens);
+      citizens += g.ok;
+      const compactions = logLines(server.log, 'store compacted').slice(logFrom);
+      // Let a compaction under way finish before measuring.
+      await new Promise((r) => setTimeout(r, 1000));
+      const running = rssMb(server.child.pid!);
+      const onDisk = disk(dataDir);
+      await stop(server);
+      server = await start(dataDir, root, runs++);
+      const opened = logLines(server.log, 'store opened').at(-1) ?? logLines(server.log, 'store opened from an old-format snapshot').at(-1);
+      const restarted = rssMb(server.child.pid!);
+      const perCitizen = (rss: number) => (((rss - baseRss) * 1024 * 1024) / citizens).toFixed(0);
+      const longest = compactions.reduce((m, c) => Math.max(m, c.ms ?? 0), 0);
+      console.log(
+        `| ${citizens.toLocaleString('en')} | ${g.rps.toFixed(0)} | ${g.p99} ms | ${g.max} ms | ${compactions.length} (${(longest / 1000).toFixed(2)} s) | ${running.toFixed(0)} MB | ${restarted.toFixed(0)} MB | ${perCitizen(running)}, ${perCitizen(restarted)} | ${(server.startMs / 1000).toFixed(2)} s (${((opened?.ms ?? 0) / 1000).toFixed(2)} s) | ${(onDisk.snapshot / 1e6).toFixed(0)} MB | ${(onDisk.journals / 1e6).toFixed(0)} MB in ${onDisk.files} |`,
+      );
+    }
+  } finally {
+    await stop(server).catch(() => undefined);
+  }
+}
