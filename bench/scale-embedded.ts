@@ -19,6 +19,12 @@ interface Running {
   startMs: number;
 }
 
+/** CPU seconds (user + system) a process has used so far; Linux /proc, 100 ticks a second. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const logLines = (path: string, msg: string) =>
   readFileSync(path, 'utf8')
@@ -102,13 +108,15 @@ export async function embeddedGrowth(): Promise<void> {
   await new Promise((r) => setTimeout(r, 1000));
   const baseRss = rssMb(server.child.pid!);
   console.log(`embedded store grown by oaths (${CONNECTIONS} connections, unique names); empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`);
-  console.log('| citizens | oaths/s while growing | p99 | longest oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart (store open) | snapshot | journals | ');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+  console.log('| citizens | oaths/s while growing | p99 | longest oath | server CPU per oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart: first answer (store open, its CPU) | snapshot | journals |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   let citizens = 0;
   try {
     for (const size of SIZES) {
       const logFrom = logLines(server.log, 'store compacted').length;
+      const cpuBefore = cpuSeconds(server.child.pid!);
       const g = await grow(server.url, size - citizens);
+      const cpuPerOath = ((cpuSeconds(server.child.pid!) - cpuBefore) * 1e6) / Math.max(1, g.ok);
       citizens += g.ok;
       const compactions = logLines(server.log, 'store compacted').slice(logFrom);
       // Let a compaction under way finish before measuring.
@@ -119,10 +127,11 @@ export async function embeddedGrowth(): Promise<void> {
       server = await start(dataDir, root, runs++);
       const opened = logLines(server.log, 'store opened').at(-1) ?? logLines(server.log, 'store opened from an old-format snapshot').at(-1);
       const restarted = rssMb(server.child.pid!);
+      const startCpu = cpuSeconds(server.child.pid!);
       const perCitizen = (rss: number) => (((rss - baseRss) * 1024 * 1024) / citizens).toFixed(0);
       const longest = compactions.reduce((m, c) => Math.max(m, c.ms ?? 0), 0);
       console.log(
-        `| ${citizens.toLocaleString('en')} | ${g.rps.toFixed(0)} | ${g.p99} ms | ${g.max} ms | ${compactions.length} (${(longest / 1000).toFixed(2)} s) | ${running.toFixed(0)} MB | ${restarted.toFixed(0)} MB | ${perCitizen(running)}, ${perCitizen(restarted)} | ${(server.startMs / 1000).toFixed(2)} s (${((opened?.ms ?? 0) / 1000).toFixed(2)} s) | ${(onDisk.snapshot / 1e6).toFixed(0)} MB | ${(onDisk.journals / 1e6).toFixed(0)} MB in ${onDisk.files} |`,
+        `| ${citizens.toLocaleString('en')} | ${g.rps.toFixed(0)} | ${g.p99} ms | ${g.max} ms | ${cpuPerOath.toFixed(0)} µs | ${compactions.length} (${(longest / 1000).toFixed(2)} s) | ${running.toFixed(0)} MB | ${restarted.toFixed(0)} MB | ${perCitizen(running)}, ${perCitizen(restarted)} | ${(server.startMs / 1000).toFixed(2)} s (${((opened?.ms ?? 0) / 1000).toFixed(2)} s; process CPU ${startCpu.toFixed(2)} s) | ${(onDisk.snapshot / 1e6).toFixed(0)} MB | ${(onDisk.journals / 1e6).toFixed(0)} MB in ${onDisk.files} |`,
       );
     }
   } finally {

@@ -17,7 +17,7 @@ import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type Drif
 const RECENT_SAMPLES = 100;
 
 // What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
-// for the ceiling, measured with the heap of 100,000 idempotency records.
+// for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
 const OBJECT_OVERHEAD_BYTES = 200;
 const idempotencyBytes = (r: IdempotencyRecord) => OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
 const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
