@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { CHUNK_BYTES, readLines, syncDir, type ChunkOptions } from './durable-file.ts';
 
 /** One journal line: a sequence number, an operation type and its value. */
@@ -146,7 +146,7 @@ export class Journal {
       await this.#writing;
       const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
       const previous = this.#handle;
-      if (this.#file) this.#older.set(this.#file.slice(this.dir.length + 1), this.#size);
+      if (this.#file) this.#older.set(basename(this.#file), this.#size);
       this.#file = join(this.dir, fileName(firstSeq));
       this.#older.delete(fileName(firstSeq));
       this.#size = 0;
