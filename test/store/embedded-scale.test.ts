@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { CITIZEN_CLASSES, type Message } from '../../api/schemas/citizenship.ts';
-import { StringLimitError } from '../../api/store/durable-file.ts';
+import { readJSONMembers, StringLimitError } from '../../api/store/durable-file.ts';
 import { openEmbeddedStore, StoreFullError, type CitizenRecord, type EmbeddedStore, type Store } from '../../api/store/index.ts';
 import { citizenCodec, messageCodec, RecordList } from '../../api/store/records.ts';
 import { emptyData, SnapshotFile } from '../../api/store/snapshot.ts';
@@ -257,6 +257,33 @@ describe('a store larger than the longest string', () => {
     const third = await openEmbeddedStore({ dir, logger, chunks });
     expect(await observed(third)).toEqual(seen);
     await third.close();
+  });
+});
+
+describe('the old one-object snapshot, read a member at a time', () => {
+  it('gives every member, and every element of the spread ones, whatever the spacing, escapes and chunk size', async () => {
+    const dir = fresh();
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({ seq: fc.nat(), citizens: fc.array(fc.jsonValue(), { maxLength: 8 }), windows: fc.dictionary(fc.string(), fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { maxLength: 3 })), drift: fc.jsonValue(), other: fc.string() }),
+        fc.constantFrom(undefined, 2),
+        fc.integer({ min: 1, max: 64 }),
+        async (value, indent, chunkBytes) => {
+          const path = join(dir, `old-${n++}.json`);
+          writeFileSync(path, JSON.stringify(value, null, indent));
+          const seen: Record<string, unknown[]> = {};
+          await readJSONMembers(path, new Set(['citizens', 'windows']), (key, v) => (seen[key] ??= []).push(v), { chunkBytes });
+          const expected = JSON.parse(JSON.stringify(value)) as typeof value;
+          expect(seen.citizens ?? []).toEqual(expected.citizens);
+          expect(seen.windows ?? []).toEqual(Object.entries(expected.windows));
+          expect(seen.seq).toEqual([expected.seq]);
+          expect(seen.drift).toEqual([expected.drift]);
+          expect(seen.other).toEqual([expected.other]);
+        },
+      ),
+      { numRuns: 200 },
+    );
   });
 });
 
