@@ -2,7 +2,10 @@ import type { ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
+import { newId } from '../api/ids.ts';
+import { emptyData, SnapshotFile } from '../api/store/snapshot.ts';
 import { freePort, spawnNode } from './lib.ts';
 
 // The embedded store grown by real oaths (unique names, 16 connections) to each size in
@@ -10,6 +13,22 @@ import { freePort, spawnNode } from './lib.ts';
 // while growing, compactions and the longest write, restart time, disk (issue 27).
 const SIZES = (process.env.BENCH_SCALE_CITIZENS ?? '10000,100000,1000000').split(',').map(Number);
 const CONNECTIONS = 16;
+/** With BENCH_SCALE_SEED=n, the store starts from a snapshot of n citizens (and their wall shouts) written here, not grown by oaths to n. */
+const SEED = Number(process.env.BENCH_SCALE_SEED ?? 0);
+
+/** Writes a snapshot of `n` citizens shaped as the service makes them, each with its wall shout. */
+async function seed(dataDir: string, n: number): Promise<void> {
+  const data = emptyData();
+  for (let i = 0; i < n; i++) {
+    const joinedAt = new Date().toISOString();
+    const memberId = newId();
+    const name = `seed-${i}`;
+    data.citizens.insert({ memberId, name, class: 'agent', purpose: 'measure the embedded store as it grows', status: 'trillionaire', joinedAt, passportHash: createHash('sha256').update(name).digest('hex') }, true);
+    data.messages.insert({ id: newId(), name: 'wall', kind: 'message', message: `${name} took the oath`, citizenId: memberId, verified: false, wall: true, createdAt: joinedAt }, false);
+  }
+  data.seq = 2 * n;
+  await new SnapshotFile(join(dataDir, 'snapshot.jsonl'), join(dataDir, 'snapshot.json')).write(data);
+}
 
 interface Running {
   child: ChildProcess;
@@ -104,13 +123,24 @@ export async function embeddedGrowth(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'bench-scale-embedded-'));
   const dataDir = join(root, 'data');
   let runs = 0;
-  let server = await start(dataDir, root, runs++);
+  // The RSS of a server with an empty store, to take from the others.
+  const empty = await start(join(root, 'empty'), root, runs++);
   await new Promise((r) => setTimeout(r, 1000));
-  const baseRss = rssMb(server.child.pid!);
-  console.log(`embedded store grown by oaths (${CONNECTIONS} connections, unique names); empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`);
+  const baseRss = rssMb(empty.child.pid!);
+  await stop(empty);
+  let citizens = 0;
+  if (SEED > 0) {
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(dataDir, { recursive: true });
+    await seed(dataDir, SEED);
+    citizens = SEED;
+  }
+  let server = await start(dataDir, root, runs++);
+  console.log(
+    `embedded store grown by oaths (${CONNECTIONS} connections, unique names)${SEED ? ` from a snapshot of ${SEED.toLocaleString('en')} citizens written by the bench (first start ${(server.startMs / 1000).toFixed(2)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB)` : ''}; empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`,
+  );
   console.log('| citizens | oaths/s while growing | p99 | longest oath | server CPU per oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart: first answer (store open, its CPU) | snapshot | journals |');
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
-  let citizens = 0;
   try {
     for (const size of SIZES) {
       const logFrom = logLines(server.log, 'store compacted').length;
