@@ -5,6 +5,9 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import autocannon from 'autocannon';
 import { newId } from '../api/ids.ts';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createLogging } from '../api/log.ts';
+import { openEmbeddedStore } from '../api/store/embedded.ts';
 import { emptyData, SnapshotFile } from '../api/store/snapshot.ts';
 import { freePort, spawnNode } from './lib.ts';
 
@@ -167,4 +170,40 @@ export async function embeddedGrowth(): Promise<void> {
   } finally {
     await stop(server).catch(() => undefined);
   }
+  await compactionUnderWrites(dataDir, citizens);
+}
+
+/**
+ * A compaction of the whole store, in this process, while writes go on: how long it takes, the
+ * longest write meanwhile and the longest the event loop was held.
+ */
+async function compactionUnderWrites(dataDir: string, citizens: number): Promise<void> {
+  const { logger } = createLogging('silent', { write: () => true });
+  const store = await openEmbeddedStore({ dir: dataDir, logger });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  let longestWrite = 0;
+  let writes = 0;
+  let done = false;
+  const writer = (async () => {
+    while (!done) {
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const t = performance.now();
+          await store.feed.add({ id: newId(), name: 'bench', kind: 'message', message: `during compaction ${writes++}`, verified: false, wall: false, createdAt: new Date().toISOString() });
+          longestWrite = Math.max(longestWrite, performance.now() - t);
+        }),
+      );
+    }
+  })();
+  delay.enable();
+  const started = performance.now();
+  await store.compact();
+  const took = performance.now() - started;
+  done = true;
+  await writer;
+  delay.disable();
+  await store.close();
+  console.log(
+    `compaction of ${citizens.toLocaleString('en')} citizens in this process under a stream of writes (16 at a time): ${(took / 1000).toFixed(2)} s, ${writes} writes meanwhile, longest write ${longestWrite.toFixed(0)} ms, event loop held at most ${(delay.max / 1e6).toFixed(0)} ms (p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms)`,
+  );
 }

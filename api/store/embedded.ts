@@ -228,9 +228,11 @@ export interface Capacity {
   citizens: number;
 }
 
-/** The embedded store: a Store that knows its ceiling. */
+/** The embedded store: a Store that knows its ceiling, and can be compacted on demand. */
 export interface EmbeddedStore extends Store {
   capacity(): Capacity;
+  /** Writes a snapshot of everything now (or waits for the one under way) and removes the journals it covers. */
+  compact(): Promise<void>;
 }
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
@@ -439,5 +441,13 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     await compacting;
     await journal.close();
   });
-  return { ...store, capacity };
+  return {
+    ...store,
+    capacity,
+    compact: async () => {
+      await compacting;
+      maybeCompact(true);
+      await compacting;
+    },
+  };
 }

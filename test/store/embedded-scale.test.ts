@@ -312,6 +312,24 @@ describe('journal files across restarts', () => {
     await last.close();
   });
 
+  it('are folded into a snapshot on demand (compact), while writes go on', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    await populate(store, 50);
+    expect(existsSync(join(dir, 'snapshot.jsonl'))).toBe(false);
+    const during = Array.from({ length: 20 }, () => store.citizens.add(citizen()));
+    await store.compact();
+    await Promise.all(during);
+    expect(existsSync(join(dir, 'snapshot.jsonl'))).toBe(true);
+    const before = await observed(store);
+    await store.close();
+    expect(journals(dir).length).toBeLessThanOrEqual(1);
+    const again = await openEmbeddedStore({ dir, logger });
+    expect(await observed(again)).toEqual(before);
+    expect(before.citizenStats.total).toBe(70);
+    await again.close();
+  });
+
   it('leaves no empty file behind a start that wrote nothing', async () => {
     const dir = fresh();
     for (let run = 0; run < 5; run++) await (await openEmbeddedStore({ dir, logger })).close();
