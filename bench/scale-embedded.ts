@@ -122,7 +122,26 @@ async function grow(url: string, amount: number) {
   return { rps: result.requests.average, p99: result.latency.p99, max: result.latency.max, ok: result.requests.total - result.non2xx - result.errors };
 }
 
+/**
+ * BENCH_SCALE_DIR=<a data folder the growth left>: three restarts of it (first answer, the store's
+ * open, the process's CPU, RSS), then a whole compaction under writes, instead of growing.
+ */
+async function restartsOf(dataDir: string): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'bench-scale-restarts-'));
+  for (let run = 0; run < 3; run++) {
+    const server = await start(dataDir, root, run);
+    const opened = logLines(server.log, 'store opened').at(-1)!;
+    console.log(
+      `restart of ${opened.citizens!.toLocaleString('en')} citizens: first answer ${(server.startMs / 1000).toFixed(2)} s, store open ${(opened.ms! / 1000).toFixed(2)} s, process CPU ${cpuSeconds(server.child.pid!).toFixed(2)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB`,
+    );
+    await stop(server);
+  }
+  const opened = logLines(join(root, 'server-0.log'), 'store opened').at(-1)!;
+  await compactionUnderWrites(dataDir, opened.citizens!);
+}
+
 export async function embeddedGrowth(): Promise<void> {
+  if (process.env.BENCH_SCALE_DIR) return restartsOf(process.env.BENCH_SCALE_DIR);
   const root = mkdtempSync(join(tmpdir(), 'bench-scale-embedded-'));
   const dataDir = join(root, 'data');
   let runs = 0;
