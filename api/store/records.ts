@@ -46,7 +46,9 @@ function readVarint(buf: Buffer): number {
   let n = 0;
   let shift = 0;
   for (;;) {
-    const b = buf[cursor.at++]!;
+    const b = buf[cursor.at++];
+    // Only a damaged encoding runs off its buffer; without this it would loop for ever.
+    if (b === undefined) throw new RangeError('a record encoding ends early');
     n += (b & 0x7f) * 2 ** shift;
     if (b < 0x80) return n;
     shift += 7;

@@ -180,6 +180,21 @@ describe('snapshot in chunks', () => {
     expect(back.windows).toEqual(data.windows);
   });
 
+  it('refuses a snapshot whose record encoding is damaged, rather than load a wrong record', async () => {
+    const dir = fresh();
+    const file = new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json'));
+    const data = emptyData();
+    data.citizens.push(citizen({ homeUrl: 'https://example.org/' }));
+    await file.write(data);
+    const [header, line] = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
+    const bytes = Buffer.from(JSON.parse(line!) as string, 'base64');
+    // Cut short, and with a string length that runs past the end.
+    for (const damaged of [bytes.subarray(0, 30), Buffer.concat([bytes.subarray(0, 18), Buffer.from([0xff, 0xff, 0x7f])])]) {
+      writeFileSync(join(dir, 'snapshot.jsonl'), `${header}\n${JSON.stringify(damaged.toString('base64'))}\n`);
+      await expect(file.read()).rejects.toThrow();
+    }
+  });
+
   it('refuses a snapshot that ends before the records its header counts', async () => {
     const dir = fresh();
     const file = new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json'));
