@@ -108,7 +108,7 @@ class Memory {
       }
       case 'citizen.add': {
         const c = entry.v as CitizenRecord;
-        if (!this.citizens.insert(c, true)) return;
+        if (this.citizens.insert(c, true) === -1) return;
         this.byClass[c.class] = (this.byClass[c.class] ?? 0) + 1;
         return;
       }

@@ -440,31 +440,45 @@ export class RecordList<T> implements EncodedRecords<T> {
     return i < this.#length && this.idAt(i) === id ? i : -1;
   }
 
-  /** Appends, whatever the order. */
-  push(record: T): void {
+  /**
+   * Appends, whatever the order; returns the record's place: where its bytes are, which never
+   * changes (its position in the list may, when an earlier id is inserted).
+   */
+  push(record: T): number {
     this.#grow();
-    this.#positions[this.#length++] = this.#write(record);
+    const place = this.#write(record);
+    this.#positions[this.#length++] = place;
+    return place;
   }
 
   /**
    * Inserts in id order (ids are time-ordered, so nearly always at the end); with `unique`, a
-   * record whose id is already there is left out. True when it went in.
+   * record whose id is already there is left out. Its place, or -1 when it was left out.
    */
-  insert(record: T, unique: boolean): boolean {
+  insert(record: T, unique: boolean): number {
     const id = this.codec.idOf(record);
     const last = this.#length > 0 ? this.idAt(this.#length - 1) : undefined;
-    if (last === undefined || last < id || (!unique && last === id)) {
-      this.push(record);
-      return true;
-    }
+    if (last === undefined || last < id || (!unique && last === id)) return this.push(record);
     // Ties go after their equals, as an append would put them.
-    let i = unique ? this.#lowerBound(id) : this.#upperBound(id);
-    if (unique && i < this.#length && this.idAt(i) === id) return false;
+    const i = unique ? this.#lowerBound(id) : this.#upperBound(id);
+    if (unique && i < this.#length && this.idAt(i) === id) return -1;
     this.#grow();
     this.#positions.copyWithin(i + 1, i, this.#length);
-    this.#positions[i] = this.#write(record);
+    const place = this.#write(record);
+    this.#positions[i] = place;
     this.#length++;
-    return true;
+    return place;
+  }
+
+  /** The place of the record at position `i`. */
+  placeAt(i: number): number {
+    return this.#positions[i]!;
+  }
+
+  /** The record at a place `push`, `insert` or `placeAt` gave. */
+  atPlace(place: number): T {
+    const chunk = Math.floor(place / SLOT);
+    return this.codec.decode(this.#chunks[chunk]!, place - chunk * SLOT);
   }
 
   /**
@@ -568,5 +582,64 @@ export class RecordList<T> implements EncodedRecords<T> {
     const at = this.#used;
     this.#used = end;
     return (this.#chunks.length - 1) * SLOT + at;
+  }
+}
+
+/** FNV-1a over a string's UTF-16 units: 32 bits. */
+function hash32(key: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * An index from string keys to record places, for a lookup a Map of strings would make cost about
+ * 100 bytes a key (the key's string, the entry, a reference): here a 32-bit hash and a place in
+ * typed arrays (open addressing, at most half full), 12 to 24 bytes a key. Different keys may
+ * share a hash, so a lookup gives every place whose hash matches and the caller checks the record.
+ */
+export class KeyIndex {
+  #hashes = new Uint32Array(1024);
+  /** -1 where a slot is empty. */
+  #places = new Float64Array(1024).fill(-1);
+  #size = 0;
+
+  get size(): number {
+    return this.#size;
+  }
+
+  get bytes(): number {
+    return this.#hashes.byteLength + this.#places.byteLength;
+  }
+
+  add(key: string, place: number): void {
+    if ((this.#size + 1) * 2 > this.#places.length) this.#resize();
+    this.#put(hash32(key), place);
+    this.#size++;
+  }
+
+  /** The places added under this key (and any other key with its hash). */
+  candidates(key: string): number[] {
+    const h = hash32(key);
+    const mask = this.#places.length - 1;
+    const found: number[] = [];
+    for (let i = h & mask; this.#places[i] !== -1; i = (i + 1) & mask) if (this.#hashes[i] === h) found.push(this.#places[i]!);
+    return found;
+  }
+
+  #put(h: number, place: number): void {
+    const mask = this.#places.length - 1;
+    let i = h & mask;
+    while (this.#places[i] !== -1) i = (i + 1) & mask;
+    this.#hashes[i] = h;
+    this.#places[i] = place;
+  }
+
+  #resize(): void {
+    const hashes = this.#hashes;
+    const places = this.#places;
+    this.#hashes = new Uint32Array(hashes.length * 2);
+    this.#places = new Float64Array(places.length * 2).fill(-1);
+    for (let i = 0; i < places.length; i++) if (places[i] !== -1) this.#put(hashes[i]!, places[i]!);
   }
 }

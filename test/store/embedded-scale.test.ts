@@ -8,7 +8,7 @@ import { createLogging } from '../../api/log.ts';
 import { CITIZEN_CLASSES, type Message } from '../../api/schemas/citizenship.ts';
 import { readJSONMembers, StringLimitError } from '../../api/store/durable-file.ts';
 import { openEmbeddedStore, StoreFullError, type CitizenRecord, type EmbeddedStore, type Store } from '../../api/store/index.ts';
-import { citizenCodec, messageCodec, RecordList } from '../../api/store/records.ts';
+import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/records.ts';
 import { emptyData, SnapshotFile } from '../../api/store/snapshot.ts';
 import { citizen, message } from './contract.ts';
 
@@ -134,6 +134,32 @@ describe('compact records', () => {
         for (const id of unique) expect(list.at(list.indexOfId(id)).memberId).toBe(id);
       }),
     );
+  });
+
+  it('keep each record at its place while earlier ids are inserted, and a key index finds places by key in a few bytes a key', () => {
+    const list = new RecordList(citizenCodec);
+    const index = new KeyIndex();
+    const added: CitizenRecord[] = [];
+    const places: number[] = [];
+    // Ids out of order, so inserts move positions but not places.
+    for (const id of fc.sample(fc.uuid(), 5000)) {
+      const c = citizen({ memberId: id, name: `name-${id.slice(0, 8)}` });
+      const place = list.insert(c, true);
+      if (place === -1) continue;
+      added.push(c);
+      places.push(place);
+      index.add(`folded:${c.name}`, place);
+      index.add(`shaped:${c.name.toUpperCase()}`, place);
+    }
+    const find = (key: string, name: (c: CitizenRecord) => string) => index.candidates(key).map((p) => list.atPlace(p)).filter((c) => name(c) === key);
+    added.forEach((c, i) => {
+      expect(list.atPlace(places[i]!)).toEqual(c);
+      expect(find(`folded:${c.name}`, (x) => `folded:${x.name}`).map((x) => x.memberId)).toContain(c.memberId);
+      expect(find(`shaped:${c.name.toUpperCase()}`, (x) => `shaped:${x.name.toUpperCase()}`).map((x) => x.memberId)).toContain(c.memberId);
+    });
+    expect(find('folded:nobody', (x) => `folded:${x.name}`)).toEqual([]);
+    expect(index.size).toBe(2 * added.length);
+    expect(index.bytes / index.size).toBeLessThanOrEqual(24 * 2);
   });
 
   it('hold a citizen and its wall shout in a few hundred bytes', () => {
