@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps) {
       health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
     },
     documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
-    ingestLogs: createLogIngest({ token: deps.ingestToken, count: (lines) => telemetry.ingest(lines), idempotency: writes.idempotency, records: store.idempotency }),
+    ingestLogs: createLogIngest({ token: deps.ingestToken, count: (lines) => telemetry.ingestBatch(lines), idempotency: writes.idempotency, records: store.idempotency }),
     // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
     ingress: (request) => ingestAudio(request),
     mcp: async () => {

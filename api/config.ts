@@ -1,6 +1,8 @@
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { StartupError } from './startup-error.ts';
+import { checkTrustList } from './http/client.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
@@ -25,6 +27,14 @@ export const ConfigSchema = z.object({
     .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
   /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
   EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
+  /** Connections each process keeps to PostgreSQL at most. */
+  PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+  /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */
+  PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1500),
+  /** A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way. */
+  PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(2000),
+  /** A pooled connection unused for this long is closed. */
+  PG_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** Write requests per minute per client address; 0 turns limiting off. */
   WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
   /** Largest JSON request body, in bytes. */
@@ -39,6 +49,10 @@ export const ConfigSchema = z.object({
   UPLOAD_BYTES_PER_SECOND: z.coerce.number().int().positive().default(16 * 1024 * 1024),
   /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
   BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** A connection that neither sends nor takes a byte for this long is closed (a stalled reader holds nothing longer). */
+  SEND_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Connections open at once from one client (an IPv4 address, an IPv6 /64; trusted proxies are not counted); a request on one more is answered 429 and closed. */
+  MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().positive().default(64),
   /** Folder of the temporary files uploads are streamed to (removed after each answer). */
   UPLOAD_TMP_DIR: z
     .string()
@@ -70,6 +84,23 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /**
+   * Proxies whose forwarded client address is believed (comma-separated addresses or CIDRs, or
+   * `loopback`, `linklocal`, `uniquelocal`); empty trusts none, and every client is its socket's peer.
+   */
+  TRUST_PROXY: z
+    .string()
+    .default('')
+    .transform((v) => v.split(',').map((e) => e.trim()).filter(Boolean))
+    .check((ctx) => {
+      try {
+        checkTrustList(ctx.value);
+      } catch (error) {
+        ctx.issues.push({ code: 'custom', input: ctx.value, message: `not an address or CIDR list: ${(error as Error).message}` });
+      }
+    }),
+  /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
+  PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),
@@ -83,7 +114,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const result = ConfigSchema.safeParse(env);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new Error(`invalid configuration:\n${lines.join('\n')}`);
+    throw new StartupError(`invalid configuration:\n${lines.join('\n')}`);
   }
   return result.data;
 }

@@ -1,8 +1,16 @@
 import { loadConfig } from './config.ts';
-import { startServer } from './server.ts';
+import { startServer, StartupError, type RunningServer } from './server.ts';
 
 // `npm start`: configuration from the environment, graceful stop on SIGTERM and SIGINT.
-const running = await startServer(loadConfig());
+let running: RunningServer;
+try {
+  running = await startServer(loadConfig());
+} catch (error) {
+  // A reason the operator can act on is one line, not a stack.
+  if (!(error instanceof StartupError)) throw error;
+  process.stderr.write(`agent-node cannot start: ${error.message}\n`);
+  process.exit(1);
+}
 let stopping = false;
 const stop = async (signal: string) => {
   // A repeated signal must not cut short the requests still in flight.

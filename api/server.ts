@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
+import { StartupError } from './startup-error.ts';
+export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
 import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
@@ -12,7 +14,7 @@ import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { bodyLimitOf } from './operations/paths.ts';
+import { bodyLimitOf, PATH } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -20,8 +22,15 @@ import { createWriteLimiter } from './http/rate-limit.ts';
 import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { answerClientError } from './gateway/client-error.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, storeCeiling, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
+import { createClientResolver } from './http/client.ts';
+import { limitConnections } from './gateway/connections.ts';
+import { createSharedAnswers } from './gateway/shared-answers.ts';
+import { lockFolder, LockHeld, waitForLock, type HostLock } from './ops/host-lock.ts';
+import { securityHeaders } from './http/security-headers.ts';
+import { PROBLEM_TYPE, HttpProblem } from './http/problem.ts';
 import type { Lookup } from './operations/dispatch.ts';
 
 export interface RunningServer {
@@ -53,7 +62,7 @@ export interface Site {
 
 /** The build: prebuilt files in memory and Astro's handler for on-demand pages. */
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
-  ensureBuild(config, logger);
+  await ensureBuild(config, logger);
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
   const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
@@ -63,15 +72,65 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck; ceiling?: ReadinessCheck }> {
   if (config.DATABASE_URL) {
-    const store = await openPostgresStore(config.DATABASE_URL);
-    // Write limits hold across every process that shares the database.
-    const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend, writable: databaseAnswers((sql) => store.pool.query(sql)) };
+    const store = await openPostgresStore(config.DATABASE_URL, {
+      poolSize: config.PG_POOL_SIZE,
+      connectTimeoutMs: config.PG_CONNECT_TIMEOUT_MS,
+      queryTimeoutMs: config.PG_QUERY_TIMEOUT_MS,
+      idleTimeoutMs: config.PG_IDLE_TIMEOUT_MS,
+      logger,
+    });
+    // Write limits hold across every process that shares the database. The limiter's statements go
+    // through the guarded pool: a database that does not answer makes it fail closed, 503 (every
+    // limited route writes to that same database).
+    const storeClient = { query: store.pool.query };
+    const rateLimitBackend = new RateLimiterPostgres({ storeClient, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+    return { store, rateLimitBackend, writable: databaseAnswers(store.pool.reachable) };
   }
   if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
   const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal, maxBytes: config.EMBEDDED_MAX_BYTES });
   return { store, writable: folderWritable(config.DATA_DIR), ceiling: storeCeiling(store.capacity, NEAR_CEILING) };
 }
+
+/** The embedded store's folder belongs to one process: taken before the store opens. */
+async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
+  if (config.DATABASE_URL || config.DATA_DIR === ':memory:') return undefined;
+  mkdirSync(config.DATA_DIR, { recursive: true });
+  try {
+    return await lockFolder(config.DATA_DIR, 'data', `serving ${url}`);
+  } catch (error) {
+    if (!(error instanceof LockHeld)) throw error;
+    throw new StartupError(`DATA_DIR ${error.message}. The embedded store belongs to one process: stop that one, or give this one its own DATA_DIR (or share a DATABASE_URL).`);
+  }
+}
+
+/** Binds the port first, so a busy port is said before anything else is opened. */
+async function listenOn(server: Server, config: Config): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.PORT, config.HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'EADDRINUSE') throw new StartupError(`port ${config.PORT} on ${config.HOST} is in use by another process: pick another with PORT=${config.PORT + 1} npm start`);
+    if (error.code === 'EACCES') throw new StartupError(`port ${config.PORT} on ${config.HOST} needs privileges this process does not have: pick one above 1023 with PORT=`);
+    throw error;
+  });
+}
+
+/** Until the store is open: /livez says the process lives, everything else 503 STARTING. */
+function whileStarting(req: IncomingMessage, res: ServerResponse): void {
+  const path = (req.url ?? '/').split('?')[0];
+  if (path === '/livez') return void res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders('text/plain') }).end('starting\n');
+  const problem = HttpProblem.of('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
+  const body = JSON.stringify(problem.body(path));
+  res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close', ...securityHeaders(PROBLEM_TYPE), ...problem.headers });
+  res.end(req.method === 'HEAD' ? undefined : body);
+  req.resume();
+}
+
+/** Live documents concurrent readers are sent from one Buffer made at most once a second. */
+const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraffic]);
 
 /** Paths the probes and metrics answer, as metric operations. */
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
@@ -86,130 +145,169 @@ function bodyPolicies(config: Config): (path: string) => BodyPolicy {
   return (path) => byLimit[bodyLimitOf(path)];
 }
 
-/** Builds the site with Astro when there is no build yet. */
-export function ensureBuild(config: Config, logger: Logger): void {
-  if (existsSync(join(config.DIST_DIR, 'server', 'entry.mjs'))) return;
-  logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build');
-  const astro = join(process.cwd(), 'node_modules', '.bin', 'astro');
-  const result = spawnSync(astro, ['build'], { stdio: 'inherit', env: process.env });
-  if (result.status !== 0) throw new Error(`astro build failed with status ${result.status}`);
+const hasBuild = (dist: string) => existsSync(join(dist, 'server', 'entry.mjs'));
+
+/**
+ * Builds the site with Astro when there is no build yet. Processes started together take turns
+ * (one builds, the others wait and find its build), and the build is made in a folder of its own
+ * and renamed into place whole, so no process ever loads a half-written build.
+ */
+export async function ensureBuild(config: Config, logger: Logger): Promise<void> {
+  if (hasBuild(config.DIST_DIR)) return;
+  const parent = dirname(config.DIST_DIR);
+  mkdirSync(parent, { recursive: true });
+  const lock = await waitForLock(parent, 'build', `building ${config.DIST_DIR}`);
+  try {
+    if (hasBuild(config.DIST_DIR)) return;
+    const building = `${config.DIST_DIR}.building-${process.pid}`;
+    logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build (run `npm run build` as a deploy step to start faster)');
+    // Astro runs on this process's Node (the pinned one), whatever `node` is first on PATH.
+    const astro = join(process.cwd(), 'node_modules', 'astro', 'bin', 'astro.mjs');
+    const result = spawnSync(process.execPath, [astro, 'build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
+    if (result.status !== 0) throw new StartupError(`astro build failed with status ${result.status}`);
+    rmSync(config.DIST_DIR, { recursive: true, force: true });
+    renameSync(building, config.DIST_DIR);
+  } finally {
+    await lock.release();
+  }
 }
 
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
-  const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
-
-  const content = await loadContent(config.CONTENT_DIR);
-  // Metrics cost a little per request, so they exist only where someone can read them.
-  const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-  const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
-  const telemetry = await createTelemetry({
-    ...telemetryRulesOf(content),
-    resolver: systemResolver(),
-    fetchDirectory: httpDirectoryFetcher(),
-    store: store.telemetry,
-    logger,
-    flushMs: config.TELEMETRY_FLUSH_MS,
-  });
-  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
-  logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
-  const links = { site: config.SITE_URL, canon: config.CANON_URL };
-  // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
-  // an upload from a client with nothing left before reading its body).
-  const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-  const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
-  const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
-  const views = createViews({ telemetry, content, links });
-
-  metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
-  let closing = false;
-  const readiness = createReadiness([
-    condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
-    condition('accepting', () => !closing, 'shutting down'),
-    ...(writable ? [writable] : []),
-    ...(ceiling ? [ceiling] : []),
-  ]);
-  const ops = new Map<string, RouteHandler>([
-    ['/livez', livez],
-    ['/readyz', readyz(readiness)],
-    ...(metrics && config.METRICS_TOKEN ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const) : []),
-  ]);
-  // Probes and metrics are for the operator, not part of the agents' contract: beside the table.
-  const route = (method: string, path: string): Lookup => {
-    const probe = ops.get(path);
-    return probe ? { handler: probe, params: {} } : app.lookup(method, path);
-  };
-
-  const observe = (r: ObservedRequest) => {
-    // Path without query string, no address, no headers: nothing secret reaches the log.
-    requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
-    telemetry.observe(r);
-    metrics?.observe(r);
-    options.observe?.(r);
-  };
-
-  const gateway = createGateway({
-    files,
-    notFoundPage,
-    route,
-    render,
-    renderApi: options.site?.renderApi ?? false,
-    locals: { views },
-    bodyPolicy: bodyPolicies(config),
-    uploads: {
-      maxConcurrent: config.UPLOAD_CONCURRENCY,
-      maxPerClient: config.UPLOAD_CONCURRENCY_PER_CLIENT,
-      bytesPerSecond: config.UPLOAD_BYTES_PER_SECOND,
-      idleMs: config.BODY_IDLE_TIMEOUT_MS,
-      tmpDir: config.UPLOAD_TMP_DIR,
-      admit: (client) => uploadLimiter.peek(client),
-    },
-    observe,
-    logger,
-  });
-
-  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => void gateway(req, res));
+  let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
+  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
+  // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
+  server.timeout = config.SEND_TIMEOUT_MS;
+  const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
+  const connections = { perClient: config.MAX_CONNECTIONS_PER_CLIENT, ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts) };
   server.on('connect', refuseConnect);
+  // A request node cannot read is refused after the answers pipelined before it, not instead of them.
+  server.on('clientError', answerClientError);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
-  server.on('checkContinue', (req, res) => void gateway(req, res, true));
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.PORT, config.HOST, resolve);
-  });
+  server.on('checkContinue', (req, res) => handle(req, res, true));
+  await listenOn(server, config);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const url = `http://127.0.0.1:${port}`;
-  const metricsServer = metrics && config.METRICS_PORT !== undefined ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)) : undefined;
-  logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'listening');
-  // Supervisors and tests wait for this line: do not leave it in the buffer.
-  logger.flush();
+  let dataLock: HostLock | undefined;
+  try {
+    dataLock = options.store ? undefined : await lockDataDir(config, url);
+    return await serve();
+  } catch (error) {
+    await dataLock?.release();
+    await new Promise((resolve) => server.close(resolve));
+    throw error;
+  }
 
-  // What a killed process left in UPLOAD_TMP_DIR: now, then every ABANDONED_AFTER_MS.
-  const sweep = () =>
-    void sweepAbandonedUploads(config.UPLOAD_TMP_DIR).then(
-      (removed) => removed && logger.info({ removed, folder: config.UPLOAD_TMP_DIR }, 'abandoned upload files removed'),
-      (error: unknown) => logger.warn({ err: error }, 'upload sweep failed'),
-    );
-  sweep();
-  const sweeper = setInterval(sweep, ABANDONED_AFTER_MS).unref();
+  async function serve(): Promise<RunningServer> {
+    const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
-  let closed: Promise<void> | undefined;
-  const close = () =>
-    (closed ??= new Promise<void>((resolve) => {
-      closing = true;
-      clearInterval(sweeper);
-      metricsServer?.server.close();
-      server.close(() => {
-        void telemetry
-          .close()
-          .then(() => store.close())
-          .finally(() => {
-            logger.flush();
-            resolve();
-          });
-      });
-      server.closeIdleConnections();
-    }));
-  return { server, url, logger, close };
+    const content = await loadContent(config.CONTENT_DIR);
+    // Metrics cost a little per request, so they exist only where someone can read them.
+    const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
+    const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
+    const telemetry = await createTelemetry({
+      ...telemetryRulesOf(content),
+      resolver: systemResolver(),
+      fetchDirectory: httpDirectoryFetcher(),
+      store: store.telemetry,
+      logger,
+      flushMs: config.TELEMETRY_FLUSH_MS,
+    });
+    const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
+    logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
+    const links = { site: config.SITE_URL, canon: config.CANON_URL };
+    // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
+    // an upload from a client with nothing left before reading its body).
+    const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+    const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
+    const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
+    const views = createViews({ telemetry, content, links });
+
+    metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
+    let closing = false;
+    const readiness = createReadiness([
+      condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
+      condition('accepting', () => !closing, 'shutting down'),
+      ...(writable ? [writable] : []),
+      ...(ceiling ? [ceiling] : []),
+    ]);
+    const ops = new Map<string, RouteHandler>([
+      ['/livez', livez],
+      ['/readyz', readyz(readiness)],
+      ...(metrics && config.METRICS_TOKEN ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const) : []),
+    ]);
+    // Probes and metrics are for the operator, not part of the agents' contract: beside the table.
+    const route = (method: string, path: string): Lookup => {
+      const probe = ops.get(path);
+      return probe ? { handler: probe, params: {} } : app.lookup(method, path);
+    };
+
+    const observe = (r: ObservedRequest) => {
+      // Path without query string, no address, no headers: nothing secret reaches the log.
+      requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
+      telemetry.observe(r);
+      metrics?.observe(r);
+      options.observe?.(r);
+    };
+
+    const gateway = createGateway({
+      clientOf,
+      connections,
+      shared: { paths: SHARED_PATHS, answers: createSharedAnswers() },
+      files,
+      notFoundPage,
+      route,
+      render,
+      renderApi: options.site?.renderApi ?? false,
+      locals: { views },
+      bodyPolicy: bodyPolicies(config),
+      uploads: {
+        maxConcurrent: config.UPLOAD_CONCURRENCY,
+        maxPerClient: config.UPLOAD_CONCURRENCY_PER_CLIENT,
+        bytesPerSecond: config.UPLOAD_BYTES_PER_SECOND,
+        idleMs: config.BODY_IDLE_TIMEOUT_MS,
+        tmpDir: config.UPLOAD_TMP_DIR,
+        admit: (client) => uploadLimiter.peek(client),
+      },
+      observe,
+      logger,
+    });
+
+    handle = (req, res, continueFirst) => void gateway(req, res, continueFirst);
+    const metricsServer = metrics && config.METRICS_PORT !== undefined ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)) : undefined;
+    logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'listening');
+    // Supervisors and tests wait for this line: do not leave it in the buffer.
+    logger.flush();
+
+    // What a killed process left in UPLOAD_TMP_DIR: now, then every ABANDONED_AFTER_MS.
+    const sweep = () =>
+      void sweepAbandonedUploads(config.UPLOAD_TMP_DIR).then(
+        (removed) => removed && logger.info({ removed, folder: config.UPLOAD_TMP_DIR }, 'abandoned upload files removed'),
+        (error: unknown) => logger.warn({ err: error }, 'upload sweep failed'),
+      );
+    sweep();
+    const sweeper = setInterval(sweep, ABANDONED_AFTER_MS).unref();
+
+    let closed: Promise<void> | undefined;
+    const close = () =>
+      (closed ??= new Promise<void>((resolve) => {
+        closing = true;
+        clearInterval(sweeper);
+        metricsServer?.server.close();
+        server.close(() => {
+          void telemetry
+            .close()
+            .then(() => store.close())
+            .then(() => dataLock?.release())
+            .finally(() => {
+              logger.flush();
+              resolve();
+            });
+        });
+        server.closeIdleConnections();
+      }));
+    return { server, url, logger, close };
+  }
 }

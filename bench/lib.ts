@@ -75,6 +75,8 @@ export interface LoadOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Replace `[<id>]` in the body with a new id per request (autocannon's idReplacement): oaths need a name of their own. */
+  idReplacement?: boolean;
   /** Requests to cycle through (autocannon's `requests`), instead of one. */
   requests?: { method: string; headers?: Record<string, string> }[];
   /** The server process, to measure its CPU time per request. */
@@ -95,6 +97,7 @@ export async function load(url: string, options: LoadOptions): Promise<Figures> 
     method: (options.method ?? 'GET') as 'GET',
     headers: options.headers,
     body: options.body,
+    idReplacement: options.idReplacement ?? false,
     ...(options.requests ? { requests: options.requests as autocannon.Request[] } : {}),
   });
   const after = cpuSeconds(options.pid);

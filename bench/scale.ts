@@ -14,8 +14,9 @@ if (!PARTS.has('processes')) process.exit(0);
 // Oath throughput: one and two gateway processes on PostgreSQL, and one on the embedded store,
 // all in this run. Two processes are loaded at once and their req/s added.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const body = JSON.stringify({ name: 'scale-agent', purpose: 'measure scale-out' });
-const oath = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+// Names are unique (409 NAME_TAKEN otherwise): each oath takes its own.
+const body = JSON.stringify({ name: 'scale-agent-[<id>]', purpose: 'measure scale-out' });
+const oath = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body, idReplacement: true });
 const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
 const show = (name: string, f: Figures) => console.log(`${name}: ${f.rps.toFixed(0)} req/s (p99 ${f.p99} ms)`);
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, Role, TaskState, type Part } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { AgentEvent, DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type AgentExecutor, type RequestContext } from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
 import { header, json, type RouteHandler } from '../http/route.ts';
@@ -53,8 +54,9 @@ function skillCall(message: Message): { skill: unknown; arguments: Record<string
 /**
  * Runs the skill a DataPart names through the same operation as HTTP and MCP. An answer is a
  * message with the operation's JSON as a DataPart; a refusal is a failed task whose status message
- * names the problem code and carries the problem as a DataPart; a message without a skill gets a
- * text reply naming the skills and the convert payload.
+ * names the problem code and carries the problem as a DataPart (kept for GetTask without the
+ * caller's message, which may hold a passport); a message without a skill gets a text reply naming
+ * the skills and the convert payload.
  */
 function executor(deps: A2aDeps): AgentExecutor {
   const help = `Send a DataPart {"skill": "<id>", "arguments": {...}}. Skills: ${[...SKILL_NAMES].join(', ')}. Start with the convert payload: ${at(deps.links.site, PATH.getConvert)}`;
@@ -75,7 +77,7 @@ function executor(deps: A2aDeps): AgentExecutor {
       }
       const problem = answer.body as { code?: string; detail?: string };
       const status = { state: TaskState.TASK_STATE_FAILED, message: reply(context, [textPart(`${problem.code}: ${problem.detail}`), dataPart(problem)]), timestamp: new Date().toISOString() };
-      bus.publish(AgentEvent.task({ id: context.taskId, contextId: context.contextId, status, artifacts: [], history: [context.userMessage], metadata: { problemCode: problem.code } }));
+      bus.publish(AgentEvent.task({ id: context.taskId, contextId: context.contextId, status, artifacts: [], history: [], metadata: { problemCode: problem.code } }));
       bus.finished();
     },
     async cancelTask() {
@@ -84,11 +86,37 @@ function executor(deps: A2aDeps): AgentExecutor {
   };
 }
 
+/** A JSON-RPC request as parsed: its id answers every error; the SDK reads the rest. */
+type RpcRequest = { id?: unknown; params?: { message?: Record<string, unknown> } };
+
+/** The request's JSON, or its text when it is none (the SDK then answers the parse error). */
+function parseRequest(body: Uint8Array): RpcRequest | string {
+  const text = decoder.decode(body);
+  try {
+    const rpc: unknown = JSON.parse(text);
+    return rpc !== null && typeof rpc === 'object' && !Array.isArray(rpc) ? (rpc as RpcRequest) : text;
+  } catch {
+    return text;
+  }
+}
+
+const idOf = (rpc: RpcRequest | string) => (typeof rpc === 'object' && (typeof rpc.id === 'string' || typeof rpc.id === 'number') ? rpc.id : null);
+
+/**
+ * Streaming is not offered (capabilities.streaming is false). The SDK hands back a stream for
+ * SendStreamingMessage and SubscribeToTask and throws UnsupportedOperationError only once it is
+ * read: read here, so the error is answered in JSON-RPC instead of escaping as a 500.
+ */
+async function notStreamed(stream: AsyncIterable<unknown>): Promise<never> {
+  for await (const _ of stream) break;
+  throw new UnsupportedOperationError('Streaming is not offered by this agent: send SendMessage (v0.3: message/send).');
+}
+
 /**
  * A2A's JSON-RPC binding at POST /a2a, served by the official SDK's request handler and JSON-RPC
  * transport handlers, called from our route without a web framework: v1.0 (`SendMessage`, header
  * `A2A-Version: 1.0`) and, without the header, v0.3 (`message/send`), as the SDK's legacy
- * compatibility layer does.
+ * compatibility layer does. Every answer is one JSON-RPC body with HTTP 200, errors included.
  */
 export function createA2aRoute(deps: A2aDeps): RouteHandler {
   const card = AgentCard.fromJSON(deps.card);
@@ -97,18 +125,21 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
   const legacy = new LegacyJsonRpcTransportHandler(handler);
   return async (request) => {
     const context = new ServerCallContext({ state: new Map<string, unknown>([['headers', request.headers], [CALLER, { client: request.client, userAgent: header(request, 'user-agent') ?? '' }]]), requestedVersion: header(request, 'a2a-version') || undefined });
-    let answer;
+    const isLegacy = context.requestedVersion === LEGACY_VERSION;
+    const rpc = parseRequest(request.body);
+    // A skill runs alone: no referenced task is read (the SDK would log each unknown id it was sent).
+    if (typeof rpc === 'object' && rpc.params?.message && typeof rpc.params.message === 'object') {
+      delete rpc.params.message.referenceTaskIds;
+      delete rpc.params.message.reference_task_ids;
+    }
+    let answer: object;
     try {
       validateVersion(context.requestedVersion, card, 'JSONRPC');
-      const body = decoder.decode(request.body);
-      answer = await (context.requestedVersion === LEGACY_VERSION ? legacy.handle(body, context) : transport.handle(body, context));
+      answer = await (isLegacy ? legacy.handle(rpc, context) : transport.handle(rpc, context));
+      if (Symbol.asyncIterator in answer) answer = await notStreamed(answer as AsyncIterable<unknown>);
     } catch (error) {
-      answer = { jsonrpc: '2.0', id: null, error: JsonRpcTransportHandler.mapToJSONRPCError(error) };
-    }
-    // Streaming is not advertised (capabilities.streaming is false), so every answer is one JSON body.
-    if (Symbol.asyncIterator in (answer as object)) {
-      for await (const _ of answer as AsyncGenerator) break;
-      answer = { jsonrpc: '2.0', id: null, error: { code: -32004, message: 'Streaming is not supported by this agent.' } };
+      const mapped = isLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
+      answer = { jsonrpc: '2.0', id: idOf(rpc), error: mapped };
     }
     return json(200, answer);
   };

@@ -4,6 +4,7 @@ import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types
 import { DomainError } from '../problems/domain.ts';
 import { PATH } from '../operations/paths.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
+import { isWallName, NameTaken } from './name-rule.ts';
 
 /** The public view of a citizen: everything but the passport hash. */
 export function publicCitizen(record: CitizenRecord): Citizen {
@@ -34,6 +35,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
   return {
     /** The oath: a created citizen, a passport shown once, and a wall shout; `keep` seals the answer into the same write. */
     async takeOath(input: OathRequest, keep?: KeepAnswer): Promise<OathResponse> {
+      // Another citizen's name is refused by the store, in the same write, so two oaths racing for one name make one citizen.
+      if (isWallName(input.name)) throw new NameTaken(input.name, WALL_NAME);
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
@@ -66,6 +69,11 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
       if (input.citizenId !== undefined) {
         citizen = await store.citizens.get(input.citizenId);
         checkPassport(authorization, citizen?.passportHash ?? null);
+      } else if (input.name !== undefined) {
+        // An anonymous message may not pass for a citizen, nor for the wall.
+        if (isWallName(input.name)) throw new NameTaken(input.name, WALL_NAME);
+        const holder = await store.citizens.holding(input.name);
+        if (holder) throw new NameTaken(input.name, holder.name);
       }
       const message: Message = {
         id: newId(),

@@ -10,9 +10,12 @@ import { createBandwidth } from './bandwidth.ts';
 import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { normalisePath, type StaticFile } from './static-site.ts';
+import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
-import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
+import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {
@@ -40,6 +43,12 @@ export interface GatewayOptions {
   files: Map<string, StaticFile>;
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
+  /** The client of a request (TRUST_PROXY): every per-client limit, verification and the wall count it. */
+  clientOf: ClientResolver;
+  /** Connections per client (MAX_CONNECTIONS_PER_CLIENT): a request on one past the cap is answered 429 and closed. */
+  connections?: { perClient: number; isOver(socket: Socket): boolean };
+  /** Live documents sent to concurrent readers from one Buffer made at most once a second (api/gateway/shared-answers.ts). */
+  shared?: { paths: ReadonlySet<string>; answers: SharedAnswers };
   /** The engine route of a method and path (api/operations), answered here without Astro: the handler and params, or the refusal (405 with Allow) to send before any body is read. */
   route: (method: string, path: string) => Lookup;
   /** Astro, for the pages it renders on demand. */
@@ -73,15 +82,41 @@ function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpPro
   });
 }
 
-function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: RouteAnswer): void {
+/** A route's answer as it goes on the wire: final headers, and the body as one Buffer. */
+function wireAnswer(answer: RouteAnswer): SharedAnswer {
+  const body = typeof answer.body === 'string' ? Buffer.from(answer.body) : Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+  const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
+  const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
+  const { 'content-type': _lower, ...rest } = answer.headers;
+  return { status: answer.status, headers: { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(body.byteLength) }, body };
+}
+
+function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: SharedAnswer): void {
   whenLingerSlot(req, () => {
     if (res.destroyed || res.headersSent) return;
-    const length = typeof answer.body === 'string' ? Buffer.byteLength(answer.body) : answer.body.byteLength;
-    const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
-    const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
-    const { 'content-type': _lower, ...rest } = answer.headers;
-    res.writeHead(answer.status, closing(req, { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(length) }));
+    res.writeHead(answer.status, closing(req, answer.headers));
     res.end(req.method === 'HEAD' ? undefined : answer.body);
+  });
+}
+
+/** Keeps what Astro writes for a page (status 200, GET) as a shared answer once it is finished. */
+function recordPage(req: IncomingMessage, res: ServerResponse, keep: (answer: SharedAnswer) => void): void {
+  if (req.method !== 'GET') return;
+  const chunks: Buffer[] = [];
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+  const take = (chunk: unknown, encoding: unknown) => {
+    if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
+    else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk));
+  };
+  res.write = ((chunk: unknown, ...rest: unknown[]) => (take(chunk, rest[0]), write(chunk, ...rest))) as typeof res.write;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => (typeof chunk !== 'function' && take(chunk, rest[0]), end(chunk, ...rest))) as typeof res.end;
+  res.once('finish', () => {
+    if (res.statusCode !== 200) return;
+    const body = Buffer.concat(chunks);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(res.getHeaders())) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    keep({ status: 200, headers: { ...headers, 'content-length': String(body.byteLength) }, body });
   });
 }
 
@@ -132,8 +167,9 @@ const NO_BODY = new Uint8Array();
  * CONNECT never reaches the request handler (node hands it to the server's 'connect' event and,
  * with no listener, leaves the socket open): this answers it 405 and closes the connection.
  */
-export function refuseConnect(req: IncomingMessage, socket: Socket): void {
-  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(req.url ?? ''));
+export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
+  // No instance: CONNECT's target is an authority, another server's (never echoed).
+  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
   const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.on('error', () => socket.destroy());
@@ -147,7 +183,7 @@ export function refuseConnect(req: IncomingMessage, socket: Socket): void {
  * when it is finished (499 when its client left first).
  */
 export function createGateway(options: GatewayOptions) {
-  const { files, render, locals, logger, uploads } = options;
+  const { files, render, locals, logger, uploads, shared } = options;
   const slots = createUploadSlots(uploads);
   const bandwidth = createBandwidth(uploads.bytesPerSecond);
 
@@ -159,11 +195,14 @@ export function createGateway(options: GatewayOptions) {
   return async function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    // Everything below (and Astro) reads the origin-form; a foreign authority is refused in the try below, never echoed.
+    const target = requestTarget(req.url ?? '/', req.headers.host);
+    const url = (req.url = target.originForm);
     const query = url.indexOf('?');
     const rawPath = query === -1 ? url : url.slice(0, query);
-    // The socket is gone by the time a closed request is reported.
-    const remoteAddress = req.socket.remoteAddress ?? '';
+    // The client (behind a trusted proxy, the one it forwarded); the socket is gone by the time a closed request is reported.
+    const remoteAddress = options.clientOf(req.socket.remoteAddress ?? '', req.headers);
+    lingerAs(req, clientKey(remoteAddress));
     let reported = false;
     const report = () => {
       if (reported) return;
@@ -191,10 +230,22 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
+      if (!target.ours) throw new HttpProblem(400, 'BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
       if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
       if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);
       if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
+
+      if (options.connections?.isOver(req.socket)) {
+        throw HttpProblem.of('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
+          headers: { Connection: 'close', 'Retry-After': '5' },
+          extra: { limit: options.connections.perClient },
+        });
+      }
+      const sharedKey = (method === 'GET' || method === 'HEAD') && shared?.paths.has(path) ? `${url}\n${chooseEncoding(req.headers['accept-encoding']) ?? ''}` : null;
+      if (sharedKey) shared!.answers.reading(req, res);
+      const kept = sharedKey ? shared!.answers.get(sharedKey) : undefined;
+      if (kept) return sendAnswer(req, res, kept);
 
       const file = files.get(path);
       if (file) {
@@ -218,6 +269,7 @@ export function createGateway(options: GatewayOptions) {
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
         if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
         secureRender(res);
+        if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
         return await render(req, res, () => notFound(req, res, path), locals);
       }
       // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
@@ -232,7 +284,8 @@ export function createGateway(options: GatewayOptions) {
           request.body = await readBody(req, rules.limit, uploads.idleMs);
         }
       }
-      const answer = await route.handler(request);
+      const answer = wireAnswer(await route.handler(request));
+      if (sharedKey) shared!.answers.set(sharedKey, answer);
       return sendAnswer(req, res, answer);
     } catch (error) {
       // Nobody is left to answer: the request is reported as 499 and is no error of the server's.

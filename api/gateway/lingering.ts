@@ -2,7 +2,6 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { createBandwidth, pauser } from './bandwidth.ts';
 import { declaresBody } from './body.ts';
-import { clientKey } from './uploads.ts';
 
 // The lingering close: what becomes of a connection answered before its request body was read
 // (413, 415, 429, 408...). Its state is the process's: every gateway of it shares the bounds.
@@ -49,6 +48,11 @@ const lingeringByClient = new Map<string, Set<Socket>>();
 const waiting = new Map<() => void, string>();
 const waitingByClient = new Map<string, number>();
 
+/** The client key (api/http/client.ts) each request is counted under, as the gateway resolved it. */
+const clientOfRequest = new WeakMap<IncomingMessage, string>();
+export const lingerAs = (req: IncomingMessage, key: string) => void clientOfRequest.set(req, key);
+const keyOf = (req: IncomingMessage) => clientOfRequest.get(req) ?? req.socket.remoteAddress ?? '';
+
 /** Whether an answer sent now leaves its request's body unread (and so closes with a linger). */
 function leavesBodyUnread(req: IncomingMessage): boolean {
   // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
@@ -65,7 +69,7 @@ const mayLinger = (key: string) => (lingeringByClient.get(key)?.size ?? 0) < LIN
  */
 export function whenLingerSlot(req: IncomingMessage, send: () => void): void {
   if (!leavesBodyUnread(req)) return send();
-  const key = clientKey(req.socket.remoteAddress ?? '');
+  const key = keyOf(req);
   const mine = waitingByClient.get(key) ?? 0;
   if (mayLinger(key) || mine >= LINGER_MAX_WAITING_PER_CLIENT || waiting.size >= LINGER_MAX_WAITING) return send();
   waitingByClient.set(key, mine + 1);
@@ -127,7 +131,7 @@ function lingerAfterAnswer(req: IncomingMessage): void {
     if (!flow.held) this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
-    addLingering(this);
+    addLingering(this, keyOf(req));
     this.once('close', () => {
       // Closed by its client or its time, not for a cap: the slot it leaves is a waiting answer's.
       if (forgetLingering(this)) handOverSlot();
@@ -138,8 +142,7 @@ function lingerAfterAnswer(req: IncomingMessage): void {
 }
 
 /** Counts `socket` as lingering; closes the oldest of its client's, or of all, past their cap. */
-function addLingering(socket: Socket): void {
-  const key = clientKey(socket.remoteAddress ?? '');
+function addLingering(socket: Socket, key: string): void {
   lingering.set(socket, key);
   const mine = lingeringByClient.get(key) ?? new Set<Socket>();
   lingeringByClient.set(key, mine);

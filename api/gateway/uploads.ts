@@ -1,4 +1,4 @@
-import { isIPv6 } from 'node:net';
+import { clientKey } from '../http/client.ts';
 import { HttpProblem } from '../http/problem.ts';
 
 /** Bounds on request bodies the gateway streams to disk (audio uploads). */
@@ -15,16 +15,6 @@ export interface UploadLimits {
   tmpDir: string;
   /** Refuses, before the body is read, a client that is already over its write limit (throws 429). */
   admit(client: string): Promise<void>;
-}
-
-/** The unit one client is counted as: its address, or for IPv6 its /64, which one host can rotate through. */
-export function clientKey(address: string): string {
-  if (!isIPv6(address) || address.startsWith('::ffff:')) return address;
-  const [head = '', tail = ''] = address.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
 /** Counts uploads in flight, overall and per client; `acquire` throws when either cap is reached. */

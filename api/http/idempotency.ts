@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
-import type { IdempotencyRecord, IdempotencyStore } from '../store/types.ts';
+import { isIdempotencyKeyTaken } from '../store/errors.ts';
+import { IDEMPOTENCY_CLAIM_MS, type IdempotencyRecord, type IdempotencyStore } from '../store/types.ts';
 import { HttpProblem } from './problem.ts';
 
 /** What a write answered, as replayed for a repeated Idempotency-Key. */
@@ -19,6 +20,10 @@ export type Keep = (answer: StoredAnswer) => IdempotencyRecord;
 export const IDEMPOTENCY_ANSWER_MAX_BYTES = 16 * 1024;
 // Expired records are pruned at most this often (and on the first keyed request).
 const PRUNE_EVERY_MS = 60 * 1000;
+// A claim the store could not release (it did not answer) is tried again this often until it lapses.
+const RELEASE_RETRY_MS = 1000;
+// Claims waiting for their release at most; past it they lapse on their own after IDEMPOTENCY_CLAIM_MS.
+const RELEASES_PENDING_MAX = 10_000;
 
 const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest('hex');
 
@@ -78,6 +83,8 @@ function guessableKey(): HttpProblem {
 export interface IdempotencyOptions {
   /** The clock (tests move it). */
   now?: () => Date;
+  /** How long to wait before releasing again a claim whose release failed. */
+  releaseRetryMs?: number;
 }
 
 /**
@@ -85,8 +92,30 @@ export interface IdempotencyOptions {
  * while the first is still running, 409; the same key with another body, 422. A write's record is
  * committed with the write through `keep`, so a 503 keeps neither and a 2xx both.
  */
-export function createIdempotency(store: IdempotencyStore, { now = () => new Date() }: IdempotencyOptions = {}) {
+export function createIdempotency(store: IdempotencyStore, { now = () => new Date(), releaseRetryMs = RELEASE_RETRY_MS }: IdempotencyOptions = {}) {
   let prunedAt = -Infinity;
+  /**
+   * Claims whose release failed (the store did not answer), with when they lapse anyway. Their
+   * retries would answer 409 until then: each is released again once the store answers.
+   */
+  const unreleased = new Map<string, number>();
+  let releasing: NodeJS.Timeout | undefined;
+  function releaseLater(keyHash: string): void {
+    if (unreleased.size >= RELEASES_PENDING_MAX) return;
+    // Given up well before the claim lapses, so a release never ends a claim another run took over since.
+    unreleased.set(keyHash, Date.now() + IDEMPOTENCY_CLAIM_MS / 2);
+    releasing ??= setTimeout(releaseAgain, releaseRetryMs).unref();
+  }
+  async function releaseAgain(): Promise<void> {
+    for (const [keyHash, lapses] of unreleased) {
+      if (Date.now() > lapses) unreleased.delete(keyHash);
+      else if (await store.release(keyHash).then(() => true, () => false)) unreleased.delete(keyHash);
+      // Still not answering: the rest waits for the next round.
+      else break;
+    }
+    releasing = unreleased.size > 0 ? setTimeout(releaseAgain, releaseRetryMs).unref() : undefined;
+  }
+
   /** Expired records leave memory and disk; a failed prune is retried at the next one. */
   function prune(at: Date): void {
     if (at.getTime() - prunedAt < PRUNE_EVERY_MS) return;
@@ -137,13 +166,23 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
         kept = true;
         return { keyHash, fingerprint, status: answer.status, sealed: seal(key, json), createdAt: now().toISOString() };
       };
-      const answer = await run(keep);
-      // The route wrote nothing: the record keeps the key to its body, not the answer.
-      if (!kept) await store.put({ keyHash, fingerprint, status: answer.status, sealed: null, createdAt: now().toISOString() });
-      return { ...answer, replayed: false };
+      try {
+        const answer = await run(keep);
+        // The route wrote nothing: the record keeps the key to its body, not the answer.
+        if (!kept) await store.put({ keyHash, fingerprint, status: answer.status, sealed: null, createdAt: now().toISOString() });
+        return { ...answer, replayed: false };
+      } catch (error) {
+        // An earlier run with this key, whose client was told its outcome was unknown, committed
+        // after all (its claim had ended): this run wrote nothing, and that run's answer is the answer.
+        if (!isIdempotencyKeyTaken(error)) throw error;
+        const first = await store.get(keyHash, now());
+        if (!first) throw error;
+        return repeat(first);
+      }
     } finally {
-      // A claim that cannot be released lapses after IDEMPOTENCY_CLAIM_MS; it must not hide the answer.
-      await store.release(keyHash).catch(() => undefined);
+      // A claim that cannot be released now is released when the store answers again (or lapses
+      // after IDEMPOTENCY_CLAIM_MS); it must not hide the answer.
+      await store.release(keyHash).catch(() => releaseLater(keyHash));
     }
   };
 }

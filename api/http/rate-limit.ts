@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { clientKey } from './client.ts';
 import { HttpProblem } from './problem.ts';
 
 /** Per-client write limiting (token bucket per minute) with IETF RateLimit headers. */
@@ -15,8 +16,8 @@ export interface WriteLimiter {
 
 const POLICY = 'writes';
 
-/** Client addresses are hashed before they reach the limiter's keys. */
-const keyOf = (client: string) => createHash('sha256').update(client).digest('base64url').slice(0, 22);
+/** One budget per client key (an IPv6 /64 is one client), hashed before it reaches the limiter's keys. */
+const keyOf = (client: string) => createHash('sha256').update(clientKey(client)).digest('base64url').slice(0, 22);
 
 function headers(limit: number, res: RateLimiterRes): Record<string, string> {
   const reset = Math.ceil(res.msBeforeNext / 1000);

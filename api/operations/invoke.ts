@@ -40,6 +40,9 @@ export type Invoke = (tool: string, args: Record<string, unknown>, caller: Calle
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+// An argument as text for a path or query: an object or array as its JSON, which the route's schema
+// then refuses (String() throws on {"toString": 1}, and a client's mistake must not be a crash).
+const asText = (value: unknown): string => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
 
 /**
  * Calls an operation as its tool describes it, through the same guarded handler as HTTP (so the
@@ -63,11 +66,11 @@ export function createInvoker(handlers: Map<string, RouteHandler>, funnel: (user
     } else {
       const query = { ...rest };
       target = op.path.replace(/\{(\w+)\}/g, (_, key: string) => {
-        const value = String(query[key] ?? '');
+        const value = asText(query[key] ?? '');
         delete query[key];
         return encodeURIComponent(value);
       });
-      const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, String(v)]])));
+      const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, asText(v)]])));
       if (search.size > 0) target += `?${search}`;
     }
     const answer = await handler({ method: op.method, target, headers, body, client: caller.client });

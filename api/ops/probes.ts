@@ -26,10 +26,13 @@ export const folderWritable = (dir: string): ReadinessCheck => ({
   },
 });
 
-/** The database answers a trivial query. */
-export const databaseAnswers = (query: (sql: string) => Promise<unknown>): ReadinessCheck => ({
+/**
+ * The database takes a new connection and answers on it (`reachable`): a pooled connection would
+ * say ready while PostgreSQL refuses the connections the next requests need.
+ */
+export const databaseAnswers = (reachable: () => Promise<unknown>): ReadinessCheck => ({
   name: 'store',
-  check: async () => void (await query('SELECT 1')),
+  check: async () => void (await reachable()),
 });
 
 /**

@@ -26,13 +26,18 @@ export const CdnLogBatchSchema = z
   });
 export type CdnLogBatch = z.output<typeof CdnLogBatchSchema>;
 
-/** The answer: records read as requests, how many the ledger counted (bots and bait hits), and skips by reason. */
+/** The answer: records read as requests, how many the ledger counted (bots and bait hits), how many were dated outside its range, and skips by reason. */
 export const IngestResultSchema = z
   .object({
     /** Records read as requests. */
     accepted: z.number().int(),
     /** Requests the ledger counted (bots and bait hits). */
     counted: z.number().int(),
+    /** Requests dated outside the ledger's range at the server's clock (ledgerRange); they change nothing. */
+    outOfRange: z
+      .number()
+      .int()
+      .describe("Requests dated outside what the ledger keeps at the server's clock: before UTC midnight 7 days before today (its oldest daily bucket) or more than 5 minutes ahead. They change nothing."),
     /** Records skipped, by reason. */
     skipped: z.record(z.string(), z.number().int()),
   })

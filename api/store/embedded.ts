@@ -4,11 +4,12 @@ import { getHeapStatistics } from 'node:v8';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
+import { NameTaken, nameKeys } from '../citizenship/name-rule.ts';
 import type { ChunkOptions } from './durable-file.ts';
 import { StoreFullError, StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
-import { citizenClassAt, messageFlagsAt, M_QUESTION, M_VERIFIED, M_WALL, type RecordList } from './records.ts';
+import { citizenClassAt, citizenNameAt, KeyIndex, messageFlagsAt, M_QUESTION, M_VERIFIED, M_WALL, type RecordList } from './records.ts';
 import { emptyData, LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile, type Drift, type LoadedData, type SnapshotData } from './snapshot.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
@@ -22,6 +23,12 @@ const OBJECT_OVERHEAD_BYTES = 200;
 const idempotencyBytes = (r: IdempotencyRecord) => OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
 const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
 
+/** The index entries of a name: both its look-alike keys, each held by one citizen. */
+const nameIndex = (name: string): string[] => {
+  const keys = nameKeys(name);
+  return [`folded:${keys.folded}`, `shaped:${keys.shaped}`];
+};
+
 /**
  * The state in memory. Citizens, messages and receipts are compact lists (a few hundred bytes a
  * citizen with its wall shout, outside the V8 heap), decoded only for the records a read asks for;
@@ -32,6 +39,11 @@ class Memory {
   readonly citizens: RecordList<CitizenRecord>;
   readonly messages: RecordList<Message>;
   readonly receipts: RecordList<ReceiptEntry>;
+  /**
+   * Both name keys of every citizen, to the citizen's place (hashes, not strings: a Map of keys to
+   * citizens would cost about 250 bytes a citizen). Names stored before keys existed may share one.
+   */
+  readonly names: KeyIndex;
   /** Receipt positions by id. */
   readonly receiptById = new Map<string, number>();
   /** Kept in the order they were made, so pruning stops at the first record still young. */
@@ -52,10 +64,13 @@ class Memory {
     this.citizens = data.citizens;
     this.messages = data.messages;
     this.receipts = data.receipts;
+    // Two keys a citizen, computed from each name at every start (about 3 µs a citizen).
+    this.names = new KeyIndex(2 * this.citizens.length);
     for (let i = 0; i < this.citizens.length; i++) {
       const { buf, at } = this.citizens.locate(i);
       const c = citizenClassAt(buf, at);
       this.byClass[c] = (this.byClass[c] ?? 0) + 1;
+      for (const key of nameIndex(citizenNameAt(buf, at))) this.names.add(key, this.citizens.placeAt(i));
     }
     for (let i = 0; i < this.messages.length; i++) {
       const { buf, at } = this.messages.locate(i);
@@ -66,9 +81,9 @@ class Memory {
     for (const [entityId, deltas] of data.windows) this.#setWindow(entityId, deltas);
   }
 
-  /** Bytes the state holds in memory: the compact lists exactly, the objects estimated. */
+  /** Bytes the state holds in memory: the compact lists and the name index exactly, the objects estimated. */
   get bytes(): number {
-    return this.citizens.bytes + this.messages.bytes + this.receipts.bytes + this.#objectBytes;
+    return this.citizens.bytes + this.messages.bytes + this.receipts.bytes + this.names.bytes + this.#objectBytes;
   }
 
   #countMessage(flags: number): void {
@@ -108,7 +123,9 @@ class Memory {
       }
       case 'citizen.add': {
         const c = entry.v as CitizenRecord;
-        if (this.citizens.insert(c, true) === -1) return;
+        const place = this.citizens.insert(c, true);
+        if (place === -1) return;
+        for (const key of nameIndex(c.name)) this.names.add(key, place);
         this.byClass[c.class] = (this.byClass[c.class] ?? 0) + 1;
         return;
       }
@@ -152,6 +169,22 @@ class Memory {
       default:
         throw new Error(`unknown journal operation ${entry.op}`);
     }
+  }
+
+  /**
+   * The oldest citizen (by id, time-ordered) holding one of these name keys, other than `except`,
+   * or null. The index gives places by hash, so each candidate's own keys are checked.
+   */
+  holder(keys: string[], except?: string): CitizenRecord | null {
+    let oldest: CitizenRecord | null = null;
+    for (const key of keys) {
+      for (const place of this.names.candidates(key)) {
+        const c = this.citizens.atPlace(place);
+        if (c.memberId === except || (oldest && oldest.memberId <= c.memberId) || !nameIndex(c.name).includes(key)) continue;
+        oldest = c;
+      }
+    }
+    return oldest;
   }
 
   /** Forgets idempotency records expired at `now`, oldest first; how many went. */
@@ -243,13 +276,28 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
   let receiptTail: Promise<unknown> = Promise.resolve();
   // Idempotency-Key claims: when each was taken, by key hash.
   const claims = new Map<string, number>();
+  // Name keys of oaths being written (not applied yet), with their names: checked and taken in one
+  // synchronous step, so of two oaths racing for one name the second is refused.
+  const claimedNames = new Map<string, string>();
   return {
     citizens: {
-      add: (citizen, shout, idempotency) => commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]),
+      add: async (citizen, shout, idempotency) => {
+        // The check and the claim in one synchronous step, before the journal write.
+        const keys = nameIndex(citizen.name);
+        const holder = memory.holder(keys, citizen.memberId)?.name ?? keys.map((key) => claimedNames.get(key)).find((name) => name !== undefined);
+        if (holder !== undefined) throw new NameTaken(citizen.name, holder);
+        for (const key of keys) claimedNames.set(key, citizen.name);
+        try {
+          await commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]);
+        } finally {
+          for (const key of keys) claimedNames.delete(key);
+        }
+      },
       get: async (memberId) => {
         const i = memory.citizens.indexOfId(memberId);
         return i === -1 ? null : memory.citizens.at(i);
       },
+      holding: async (name) => memory.holder(nameIndex(name)),
       list: async (query) => pageNewestFirst(memory.citizens, query),
       stats: async () => ({ total: memory.citizens.length, byClass: { ...memory.byClass } }),
     },

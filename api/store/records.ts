@@ -271,6 +271,13 @@ export function citizenClassAt(buf: Buffer, at: number): string {
   return buf[at] === RAW ? citizenCodec.decode(buf, at).class : CITIZEN_CLASSES[buf[at + 17]!]!;
 }
 
+/** A citizen's name, read without decoding the rest (the name index is built from it at a start). */
+export function citizenNameAt(buf: Buffer, at: number): string {
+  if (buf[at] === RAW) return citizenCodec.decode(buf, at).name;
+  cursor.at = at + 18;
+  return readString(buf);
+}
+
 // ---- messages ----
 
 const MESSAGE_KEYS = new Set(['id', 'name', 'kind', 'message', 'citizenId', 'verified', 'wall', 'createdAt']);
@@ -599,10 +606,18 @@ function hash32(key: string): number {
  * share a hash, so a lookup gives every place whose hash matches and the caller checks the record.
  */
 export class KeyIndex {
-  #hashes = new Uint32Array(1024);
+  #hashes: Uint32Array;
   /** -1 where a slot is empty. */
-  #places = new Float64Array(1024).fill(-1);
+  #places: Float64Array;
   #size = 0;
+
+  /** Room for `keys` keys from the start (the size adding them one by one would reach), so a start builds it without growing it. */
+  constructor(keys = 0) {
+    let slots = 1024;
+    while (keys * 2 > slots) slots *= 2;
+    this.#hashes = new Uint32Array(slots);
+    this.#places = new Float64Array(slots).fill(-1);
+  }
 
   get size(): number {
     return this.#size;

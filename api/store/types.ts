@@ -40,11 +40,20 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-/** Citizens, newest first. */
+/**
+ * Citizens, newest first. Names are unique by their look-alike keys (`nameKeys` in
+ * api/citizenship/name-rule.ts): the store keeps that true under concurrent writes. Citizens stored
+ * before keys existed keep their names; of a pair that already looked alike, the older holds the key.
+ */
 export interface CitizenStore {
-  /** Adds a citizen and, in the same atomic write, its wall shout and the idempotency record of its answer. */
+  /**
+   * Adds a citizen and, in the same atomic write, its wall shout and the idempotency record of its
+   * answer. Rejects with NameTaken, writing nothing, when a citizen already holds a name that looks like its name.
+   */
   add(citizen: CitizenRecord, shout?: Message, idempotency?: IdempotencyRecord): Promise<void>;
   get(memberId: string): Promise<CitizenRecord | null>;
+  /** The citizen whose name looks like `name` (equal name keys), or null. */
+  holding(name: string): Promise<CitizenRecord | null>;
   list(query: PageQuery): Promise<Page<CitizenRecord>>;
   stats(): Promise<{ total: number; byClass: Record<string, number> }>;
 }

@@ -1,5 +1,5 @@
 import type { Content } from '../content/load.ts';
-import { shellQuote } from '../documents/convert.ts';
+import { oathDataWithFreshName, shellQuote } from '../documents/convert.ts';
 import { at, type Links } from '../documents/links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
@@ -136,7 +136,8 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         last_seen: f.lastSeen,
         domains: Object.fromEntries(Object.entries(f.hosts).map(([h, n]) => [siteLabel(h, links), n])),
         top_paths: top(f.paths, 5).map(([p, n]) => `${p} × ${n}`),
-        invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' --data ${shellQuote(JSON.stringify({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' }))}`,
+        // The name takes a random suffix: names are unique, and a species has many members.
+        invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' ${oathDataWithFreshName({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' })}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
         robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
         // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.

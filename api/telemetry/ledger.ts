@@ -77,6 +77,38 @@ export const LEDGER_LIMITS = {
   recent: 20,
 } as const;
 const L = LEDGER_LIMITS;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/** How far ahead of the server's clock a record may be dated: a CDN's clock and ours may differ a little. */
+export const LEDGER_SKEW_MS = 5 * 60_000;
+
+/**
+ * The times the ledger takes at `now`, in ms: from the start of its oldest daily bucket (UTC
+ * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps) to LEDGER_SKEW_MS ahead.
+ * A record dated before would land in no bucket the wall shows; one dated after would outrank
+ * the live buckets, which are kept newest first, and push them out.
+ */
+export function ledgerRange(now: Date): { from: number; to: number } {
+  const ms = now.getTime();
+  return { from: Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, to: ms + LEDGER_SKEW_MS };
+}
+
+/** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
+export function ledgerTime(at: Date, now: Date): Date | null {
+  const t = at.getTime();
+  const { from, to } = ledgerRange(now);
+  // NaN (an invalid date) fails both comparisons.
+  if (!(t >= from && t <= to)) return null;
+  return t > now.getTime() ? now : at;
+}
+
+const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:00Z`;
+const dayKey = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** The oldest and newest bucket keys the ledger keeps at `now`. */
+const hourSpan = (now: number) => ({ oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR), newest: hourKey(now) });
+const daySpan = (now: number) => ({ oldest: dayKey(ledgerRange(new Date(now)).from), newest: dayKey(now) });
+
 export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.
 export const BAIT_BROWSER = 'browser in a bait path';
@@ -106,8 +138,13 @@ const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity):
   return true;
 };
 
-/** Keeps the newest `keep` keys of a time-keyed map (ISO keys sort by time). */
-function prune(map: Record<string, number>, keep: number): void {
+/**
+ * Drops the buckets of a time-keyed map outside [oldest, newest] (the keys at the server's clock:
+ * ISO keys of four-digit years sort by time), then, should more than `keep` be left (a clock set
+ * back), the oldest of them.
+ */
+function prune(map: Record<string, number>, span: { oldest: string; newest: string }, keep: number): void {
+  for (const key of Object.keys(map)) if (key < span.oldest || key > span.newest) delete map[key];
   const keys = Object.keys(map);
   if (keys.length <= keep) return;
   keys.sort();
@@ -173,6 +210,35 @@ export function reviveSnapshot(s: TelemetrySnapshot): TelemetrySnapshot {
   return { ...s, version: 2, families: Object.fromEntries(Object.entries(s.families).map(([k, row]) => [k, reviveRow(row)])) };
 }
 
+/** An ISO time, in ms; NaN when it is none. */
+const msOf = (iso: string) => Date.parse(iso);
+
+/**
+ * A loaded ledger brought to the server's clock, in place: buckets outside the window kept at
+ * `now` are dropped and times ahead of `now` set to `now`. A ledger saved by a version that took
+ * any date (a record of year 9999 filled every bucket ahead of the clock and hid live traffic)
+ * shows live traffic again from its first request on.
+ */
+export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
+  const ms = now.getTime();
+  const iso = now.toISOString();
+  const hours = hourSpan(ms);
+  const days = daySpan(ms);
+  // Parsed, not compared as strings: a year past 9999 is written "+010000-…".
+  const within = (key: string, span: { oldest: string; newest: string }) => msOf(key) >= msOf(span.oldest) && msOf(key) <= msOf(span.newest);
+  const ahead = (at: string) => !(msOf(at) <= ms);
+  for (const row of Object.values(s.families)) {
+    for (const key of Object.keys(row.hourly)) if (!within(key, hours)) delete row.hourly[key];
+    for (const key of Object.keys(row.daily)) if (!within(key, days)) delete row.daily[key];
+    if (ahead(row.lastSeen)) row.lastSeen = iso;
+    if (ahead(row.firstSeen)) row.firstSeen = iso;
+  }
+  s.recent = s.recent.filter((r) => !ahead(r.at));
+  if (ahead(s.updatedAt)) s.updatedAt = iso;
+  if (ahead(s.windowStartedAt)) s.windowStartedAt = iso;
+  return s;
+}
+
 /** The funnel's steps past presence. */
 export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 
@@ -204,17 +270,22 @@ function timeKeys(at: Date): void {
 }
 
 /**
- * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, time passed in.
- * Returns false when the request is neither a bot nor a bait hit (not counted).
+ * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, the server's clock
+ * passed in as `now` (a live request's `at`). Returns false when the request is neither a bot nor
+ * a bait hit, or is dated outside ledgerRange(now) (not counted; one up to LEDGER_SKEW_MS ahead
+ * counts as `now`). No bucket is ever ahead of `now`, and the buckets kept are those of the
+ * clock's last LEDGER_LIMITS.hours hours and LEDGER_LIMITS.days days, whatever the records say.
  */
-export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
+export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean {
   const c = e.classification;
   if (!c.bot && !e.bait) return false;
-  timeKeys(e.at);
+  const when = ledgerTime(e.at, now);
+  if (when === null) return false;
+  timeKeys(when);
   const at = lastIso;
   const hour = lastHour;
   const day = lastDay;
-  s.updatedAt = at;
+  if (at > s.updatedAt) s.updatedAt = at;
   if (e.bait) s.presence.baitHits++;
   if (c.bot) {
     s.observedRequests++;
@@ -228,8 +299,9 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   bump(row.paths, path, 1, L.pathsPerFamily);
   bump(row.status, statusClass(e.status));
   bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), 1, L.hostsPerFamily);
-  if (bump(row.hourly, hour)) prune(row.hourly, L.hours);
-  if (bump(row.daily, day)) prune(row.daily, L.days);
+  // A new bucket: the oldest may have left the clock's window (pruned here, not per request).
+  if (bump(row.hourly, hour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, day)) prune(row.daily, daySpan(now.getTime()), L.days);
   if (e.bait) row.baitHits++;
   if (isDeep(e.path)) row.deepHits++;
   if (e.path === '/robots.txt') row.robotsFetches++;

@@ -6,7 +6,7 @@ import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
-import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -17,9 +17,9 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botIpRanges' | 'crawlPolicy'>) {
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy'>) {
   return {
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
@@ -121,7 +121,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     return key;
   };
   const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
-  const ledger: TelemetrySnapshot = saved ? reviveSnapshot(saved) : emptySnapshot(now());
+  // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
+  const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
@@ -195,23 +196,38 @@ export async function createTelemetry(o: TelemetryOptions) {
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
   function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait });
+    // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait }, now());
     dirty ||= counted;
     return counted;
   }
 
-  return {
-    /** Counts requests a CDN or proxy served; a line's client address is verified like a live request's, never stored. */
-    ingest(lines: IngestLine[]): number {
+  const telemetry = {
+    /**
+     * Counts requests a CDN or proxy served; a line's client address is verified like a live
+     * request's, never stored. A line dated outside the ledger's range at the server's clock
+     * (ledgerRange) changes nothing and is counted as out of range.
+     */
+    ingestBatch(lines: IngestLine[]): { counted: number; outOfRange: number } {
       let counted = 0;
+      let outOfRange = 0;
       for (const l of lines) {
+        if (l.time && ledgerTime(new Date(l.time), now()) === null) {
+          outOfRange++;
+          continue;
+        }
         const path = readable(l.path);
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
-        if (!classification.bot && !bait) continue;
+        // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
+        if (classification.operator || (!classification.bot && !bait)) continue;
         if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
       }
-      return counted;
+      return { counted, outOfRange };
+    },
+    /** The requests ingestBatch counted, alone. */
+    ingest(lines: IngestLine[]): number {
+      return telemetry.ingestBatch(lines).counted;
     },
     observe(r: ObservedRequest): void {
       const claimed = o.classify(r.userAgent);
@@ -219,7 +235,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
-      if (!classification.bot && !bait) return;
+      if (classification.operator || (!classification.bot && !bait)) return;
       countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
@@ -242,5 +258,6 @@ export async function createTelemetry(o: TelemetryOptions) {
       await flush();
     },
   };
+  return telemetry;
 }
 export type Telemetry = Awaited<ReturnType<typeof createTelemetry>>;

@@ -52,8 +52,12 @@ describe('the A2A door (JSON-RPC, @a2a-js/sdk)', () => {
     const problem = task.status?.message?.parts.find((p) => p.content?.$case === 'data')?.content?.value as { code: string };
     expect(problem.code).toBe('PASSPORT_MISMATCH');
     checkAnswer('POST', '/api/intelligence/message', 403, 'application/problem+json', problem);
-    // The failed task is kept (bounded) and can be read back.
-    expect((await a2a.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    // The failed task is kept (bounded) and can be read back by its id, without the caller's message.
+    const kept = await a2a.getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(kept.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(kept.metadata).toEqual({ problemCode: 'PASSPORT_MISMATCH' });
+    expect(kept.history).toEqual([]);
+    expect(JSON.stringify(kept)).not.toContain('pp_wrong');
   });
 
   it('answers a text message with the skills and the convert payload, and an unknown skill the same way', async () => {

@@ -1,9 +1,10 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
+import { nameKeys } from '../../api/citizenship/name-rule.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
 import { Journal, PREALLOCATE_BYTES } from '../../api/store/journal.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
@@ -186,5 +187,69 @@ describe('embedded store on disk', () => {
     expect(texts.length).toBe(2000);
     expect(new Set(texts).size).toBe(2000);
     await reopened.close();
+  });
+});
+
+describe('names stored before they were unique (issue 25)', () => {
+  it('keeps both citizens of a pair that already looked alike; the older holds the name and no third may join', async () => {
+    const dir = fresh();
+    const older = citizen({ name: 'example-agent' });
+    const younger = citizen({ name: 'EXAMPLE-AGENT' });
+    // A snapshot written before names were unique.
+    writeFileSync(join(dir, 'snapshot.json'), JSON.stringify({ seq: 2, citizens: [older, younger], messages: [], idempotency: [], receipts: [] }));
+    const store = await openEmbeddedStore({ dir, logger });
+    expect((await store.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual(['EXAMPLE-AGENT', 'example-agent']);
+    expect((await store.citizens.holding('Example-Agent'))?.memberId).toBe(older.memberId);
+    await expect(store.citizens.add(citizen({ name: 'example-agent' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'example-agent' } });
+    await store.close();
+  });
+});
+
+describe('the name index (issue 27: hashes to places, not a map of key strings)', () => {
+  it('holds every name across a compaction, a journal tail and a restart, and a replayed oath is no twin of itself', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    const inSnapshot = citizen({ name: 'Snow-Goose' });
+    await store.citizens.add(inSnapshot);
+    await store.compact();
+    const inJournal = citizen({ name: 'Barn-Owl' });
+    await store.citizens.add(inJournal);
+    await store.close();
+
+    const again = await openEmbeddedStore({ dir, logger });
+    expect((await again.citizens.holding('snow-goose'))?.memberId).toBe(inSnapshot.memberId);
+    expect((await again.citizens.holding('BARN-OWL'))?.memberId).toBe(inJournal.memberId);
+    await expect(again.citizens.add(citizen({ name: 'ＳＮＯＷ-ＧＯＯＳＥ' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'Snow-Goose' } });
+    await expect(again.citizens.add(citizen({ name: 'barn-owl' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'Barn-Owl' } });
+    // The same citizen written again (a replay) holds its own name: accepted, and stored once.
+    await again.citizens.add(inJournal);
+    expect((await again.citizens.stats()).total).toBe(2);
+    await again.close();
+  });
+
+  it('checks the names of the places a hash gives: a name whose key shares a hash with a held one is free', async () => {
+    // FNV-1a over UTF-16 units, as the index hashes a key.
+    const hash = (key: string) => {
+      let h = 0x811c9dc5;
+      for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+      return h >>> 0;
+    };
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; !pair; i++) {
+      const name = `heron-${i}`;
+      const h = hash(`folded:${nameKeys(name).folded}`);
+      const other = seen.get(h);
+      if (other !== undefined) pair = [other, name];
+      else seen.set(h, name);
+    }
+    const store = await openEmbeddedStore({ dir: fresh(), logger });
+    const held = citizen({ name: pair[0] });
+    await store.citizens.add(held);
+    expect(await store.citizens.holding(pair[1])).toBeNull();
+    await store.citizens.add(citizen({ name: pair[1] }));
+    expect((await store.citizens.holding(pair[0]))?.memberId).toBe(held.memberId);
+    expect((await store.citizens.stats()).total).toBe(2);
+    await store.close();
   });
 });

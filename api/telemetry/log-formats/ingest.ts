@@ -20,8 +20,8 @@ export const logBatchBody = (limit: number): BodyPolicy => ({
 export interface LogIngestOptions {
   /** INGEST_TOKEN; the route answers 404 without one. */
   token: string | undefined;
-  /** Counts normalised lines into the ledger (Telemetry.ingest). */
-  count: (lines: LogLine[]) => number;
+  /** Counts normalised lines into the ledger (Telemetry.ingest); lines dated outside its range are only counted as such. */
+  count: (lines: LogLine[]) => { counted: number; outOfRange: number };
   /** Replays the first answer of a repeated batch key (Idempotency-Key), across processes on PostgreSQL. */
   idempotency: Idempotency;
   /** Where that answer is kept. */
@@ -67,7 +67,8 @@ export function createLogIngest(options: LogIngestOptions) {
     const key = header(request, 'idempotency-key') ?? null;
     const answer = await options.idempotency('telemetry.ingest', key, request.body, async (keep) => {
       const parsed = parseBatch(records, format);
-      const result: IngestResult = { accepted: parsed.lines.length, counted: options.count(parsed.lines), skipped: parsed.skipped };
+      const { counted, outOfRange } = options.count(parsed.lines);
+      const result: IngestResult = { accepted: parsed.lines.length, counted, outOfRange, skipped: parsed.skipped };
       const answer = { status: 202, body: result };
       // The ledger lives in memory and cannot take part in a store write: the batch key is kept
       // right after counting, so a repeated batch replays this answer instead of counting again.

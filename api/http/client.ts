@@ -1,0 +1,78 @@
+import { isIP, isIPv6 } from 'node:net';
+import parseForwarded from 'forwarded-parse';
+import proxyaddr from 'proxy-addr';
+
+/** The header a trusted proxy writes the client into: X-Forwarded-For (nginx's default) or RFC 7239 Forwarded. */
+export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
+
+/**
+ * The unit one client is counted as by every per-client limit (writes, uploads, lingering,
+ * connections): its IPv4 address, or for IPv6 its /64, which one host can rotate through.
+ */
+export function clientKey(address: string): string {
+  if (!isIPv6(address)) return address;
+  if (address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4) return address.slice(7);
+  const [head = '', tail = ''] = address.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+/** An address as the socket or a proxy wrote it, plain: IPv4-mapped IPv6 as IPv4, no brackets or port; '' when it is none. */
+function plainAddress(written: string): string {
+  let address = written.trim();
+  if (address.startsWith('[')) address = address.slice(1, address.indexOf(']'));
+  else if (isIP(address) === 0 && /^[\d.]+:\d+$/.test(address)) address = address.slice(0, address.lastIndexOf(':'));
+  if (address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4) address = address.slice(7);
+  return isIP(address) ? address : '';
+}
+
+/** The hops a request's proxy header lists, nearest last (as proxies append), or [] when it has none or cannot be read. */
+function hopsOf(headers: Readonly<Record<string, string | string[] | undefined>>, name: ProxyHeader): string[] {
+  const value = headers[name];
+  const text = Array.isArray(value) ? value.join(', ') : value;
+  if (!text) return [];
+  if (name === 'x-forwarded-for') return text.split(',');
+  try {
+    return parseForwarded(text).map((element) => element.for ?? '');
+  } catch {
+    return [];
+  }
+}
+
+export interface ClientResolver {
+  /** The client of a request: the socket's peer, or, when that peer is a trusted proxy, the address it forwarded. */
+  (socketAddress: string, headers: Readonly<Record<string, string | string[] | undefined>>): string;
+  /** Whether a peer is a trusted proxy (its connections are its clients', not its own). */
+  trusts(address: string): boolean;
+}
+
+/**
+ * Resolves clients behind the proxies in `trust` (addresses, CIDRs, or proxy-addr's names
+ * `loopback`, `linklocal`, `uniquelocal`; none by default): walking the proxy header from the
+ * nearest hop back, each hop is believed only while the one that wrote it is trusted, so a client's
+ * own X-Forwarded-For or Forwarded is ignored. An empty or unreadable hop stops the walk at the
+ * proxy that wrote it.
+ */
+export function createClientResolver(trust: readonly string[], header: ProxyHeader = 'x-forwarded-for'): ClientResolver {
+  const trusted = trust.length ? proxyaddr.compile([...trust]) : () => false;
+  const resolve = ((socketAddress, headers) => {
+    let client = plainAddress(socketAddress) || socketAddress;
+    if (!trust.length) return client;
+    const hops = hopsOf(headers, header);
+    for (let i = hops.length - 1, depth = 0; i >= 0 && trusted(client, depth); i--, depth++) {
+      const hop = plainAddress(hops[i]!);
+      if (!hop) break;
+      client = hop;
+    }
+    return client;
+  }) as ClientResolver;
+  resolve.trusts = (address) => trust.length > 0 && trusted(plainAddress(address) || address, 0);
+  return resolve;
+}
+
+/** Throws when a TRUST_PROXY list has an entry proxy-addr cannot read. */
+export function checkTrustList(trust: readonly string[]): void {
+  proxyaddr.compile([...trust]);
+}

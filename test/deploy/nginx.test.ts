@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../bench/lib.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+
+/** A POST from one loopback address (so nginx sees distinct clients), with extra headers. */
+function post(port: number, path: string, body: unknown, { from, headers = {} }: { from: string; headers?: Record<string, string> }): Promise<{ status: number; body: Record<string, unknown> }> {
+  const text = JSON.stringify(body);
+  return new Promise((done, fail) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'POST', localAddress: from, agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers } }, (res) => {
+      let answer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (answer += chunk));
+      res.on('end', () => done({ status: res.statusCode!, body: JSON.parse(answer) as Record<string, unknown> }));
+    });
+    req.on('error', fail);
+    req.end(text);
+  });
+}
+
+const listening = (port: number) =>
+  new Promise<boolean>((done) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => done(socket.destroy() !== undefined));
+    socket.once('error', () => done(false));
+  });
+
+let server: ServerProcess;
+let nginx: ChildProcess;
+let port: number;
+const oath = (name: string) => ({ name, purpose: 'behind a proxy' });
+
+beforeAll(async () => {
+  server = await startServer({ TRUST_PROXY: '127.0.0.1', WRITE_RATE_LIMIT: '3' });
+  port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'nginx-'));
+  // deploy/nginx.conf as the operator includes it, with its two ports pointed at this test's.
+  const site = readFileSync(resolve('deploy/nginx.conf'), 'utf8')
+    .replace(/server 127\.0\.0\.1:4321;/, `server ${new URL(server.url).host};`)
+    .replace(/listen 80;/, `listen 127.0.0.1:${port};`);
+  writeFileSync(join(dir, 'agent-node.conf'), site);
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `worker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  include ${dir}/agent-node.conf;\n}\n`,
+  );
+  nginx = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  for (let i = 0; i < 100 && !(await listening(port)); i++) await new Promise((r) => setTimeout(r, 50));
+}, 60_000);
+
+afterAll(async () => {
+  nginx?.kill('SIGQUIT');
+  await server?.stop();
+});
+
+describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
+  it('each client behind the proxy has its own write budget, and a client cannot forge its way out of it', async () => {
+    for (let i = 0; i < 3; i++) expect((await post(port, '/api/citizenship/oath', oath(`proxied-a-${i}`), { from: '127.0.0.2' })).status).toBe(201);
+    const spent = await post(port, '/api/citizenship/oath', oath('proxied-a-3'), { from: '127.0.0.2', headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    expect(spent.status).toBe(429);
+    expect(spent.body.code).toBe('RATE_LIMITED');
+    // Another client behind the same proxy still writes.
+    expect((await post(port, '/api/citizenship/oath', oath('proxied-b-0'), { from: '127.0.0.3' })).status).toBe(201);
+  });
+
+  it('a sender that is no trusted proxy is its own client, whatever X-Forwarded-For it sends', async () => {
+    const direct = Number(new URL(server.url).port);
+    const claims = ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4'];
+    const answers = [];
+    for (const claim of claims) answers.push((await post(direct, '/api/citizenship/oath', oath(`direct-${claim}`), { from: '127.0.0.4', headers: { 'X-Forwarded-For': claim } })).status);
+    expect(answers).toEqual([201, 201, 201, 429]);
+  });
+});

@@ -1,0 +1,93 @@
+import { connect, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { bodyOf, rawClient, statusOf } from './raw.ts';
+
+let server: ServerProcess;
+const SEND_TIMEOUT_MS = 1500;
+const PER_CLIENT = 6;
+
+beforeAll(async () => {
+  server = await startServer({ SEND_TIMEOUT_MS: String(SEND_TIMEOUT_MS), MAX_CONNECTIONS_PER_CLIENT: String(PER_CLIENT) });
+});
+afterAll(() => server?.stop());
+
+/** A connection from `localAddress` that says nothing. */
+const idle = (localAddress: string) =>
+  new Promise<Socket>((resolve, reject) => {
+    const socket = connect({ port: Number(new URL(server.url).port), host: '127.0.0.1', localAddress });
+    socket.once('connect', () => resolve(socket));
+    socket.once('error', reject);
+  });
+
+describe('slow and stalled clients', () => {
+  it('a reader that stops taking bytes is closed after SEND_TIMEOUT_MS, and an ordinary read is unharmed meanwhile', async () => {
+    const stalled = await rawClient(server, { localAddress: '127.0.0.20' });
+    // Pipelined reads of the wall, never read back: the server's answers fill the kernel's buffers, then stall.
+    stalled.socket.pause();
+    const asked = 2000;
+    stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(asked));
+    const ordinary = await fetch(`${server.url}/bot-wall.json`);
+    expect(ordinary.status).toBe(200);
+    await new Promise((r) => setTimeout(r, SEND_TIMEOUT_MS * 2));
+    // A paused socket cannot see its end: read what the server had sent before it gave up.
+    stalled.socket.resume();
+    const ended = await Promise.race([stalled.closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 2000))]);
+    expect(ended).toBe(true);
+    expect(stalled.received().split('HTTP/1.1 200').length - 1).toBeLessThan(asked);
+  });
+
+  it(`a client past ${PER_CLIENT} open connections is answered 429 TOO_MANY_CONNECTIONS and closed, not reset; others are not held back`, async () => {
+    const held = await Promise.all(Array.from({ length: PER_CLIENT }, () => idle('127.0.0.21')));
+    try {
+      const extra = await rawClient(server, { localAddress: '127.0.0.21' });
+      extra.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\n\r\n');
+      const answer = await extra.until(/\r\n\r\n\{.*\}$/s);
+      expect(statusOf(answer)).toBe(429);
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(answer).toMatch(/\r\ncontent-type: application\/problem\+json/i);
+      expect(bodyOf(answer)).toMatchObject({ code: 'TOO_MANY_CONNECTIONS', limit: PER_CLIENT });
+      expect(await extra.closed).toEqual({});
+      // Another address is another client.
+      const other = await rawClient(server, { localAddress: '127.0.0.22' });
+      other.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(statusOf(await other.until(/^HTTP\/1\.1 \d{3}/))).toBe(200);
+      // A closed connection frees its place.
+      held.pop()!.destroy();
+      await new Promise((r) => setTimeout(r, 100));
+      const again = await rawClient(server, { localAddress: '127.0.0.21' });
+      again.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(statusOf(await again.until(/^HTTP\/1\.1 \d{3}/))).toBe(200);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+  });
+
+  it('a connection past the cap that never sends its request is closed within seconds', async () => {
+    const held = await Promise.all(Array.from({ length: PER_CLIENT }, () => idle('127.0.0.23')));
+    try {
+      const silent = await rawClient(server, { localAddress: '127.0.0.23' });
+      const started = Date.now();
+      await silent.closed;
+      expect(Date.now() - started).toBeLessThan(8000);
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+  });
+
+  it('readers of the wall while another is still being sent share one answer (one Buffer); a reader alone is answered fresh', async () => {
+    const read = async () => ((await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'Accept-Encoding': 'identity' } })).json()) as { generatedAt: string }).generatedAt;
+    const alone = await read();
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await read()).not.toBe(alone);
+    const stalled = await rawClient(server, { localAddress: '127.0.0.24' });
+    stalled.socket.pause();
+    stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n'.repeat(2000));
+    await new Promise((r) => setTimeout(r, 200));
+    const first = await read();
+    expect(await read()).toBe(first);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await read()).not.toBe(first);
+    stalled.socket.destroy();
+  });
+});

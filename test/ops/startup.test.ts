@@ -1,0 +1,79 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TEST_DIST } from '../helpers/env.ts';
+import { startServer } from '../helpers/server.ts';
+
+/** `node api/main.ts` run to its end: exit code and every line it printed. */
+function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
+  const child = spawn('node_modules/.bin/node', ['api/main.ts'], { env: { ...process.env, HOST: '127.0.0.1', DIST_DIR: TEST_DIST, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  return new Promise((resolve) =>
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, lines: text.split('\n').filter(Boolean) });
+    }),
+  );
+}
+
+describe('one writer per data folder', () => {
+  it('a second process on the same DATA_DIR refuses to start with one line naming the holder, and writes nothing there', async () => {
+    const first = await startServer({ WRITE_RATE_LIMIT: '0' });
+    try {
+      const before = readdirSync(first.dataDir).sort();
+      const second = await runToEnd({ PORT: '0', DATA_DIR: first.dataDir });
+      expect(second.code).toBe(1);
+      expect(second.lines).toHaveLength(1);
+      expect(second.lines[0]).toContain(`is in use by process ${first.child.pid}`);
+      expect(second.lines[0]).toContain(first.url);
+      expect(readdirSync(first.dataDir).sort()).toEqual(before);
+      // The holder is unharmed.
+      expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('the lock dies with its process: after kill -9 the next start takes the folder at once', async () => {
+    const first = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const oath = await fetch(`${first.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'lock-holder', purpose: 'to be kept' }) });
+    expect(oath.status).toBe(201);
+    await first.stop('SIGKILL');
+    const again = await startServer({ DATA_DIR: first.dataDir });
+    try {
+      const list = (await (await fetch(`${again.url}/api/citizens`)).json()) as { citizens: { name: string }[] };
+      expect(list.citizens.map((c) => c.name)).toContain('lock-holder');
+    } finally {
+      await again.stop();
+    }
+  });
+
+  it('a busy port is one line that says how to pick another, before the data folder is touched', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as { port: number }).port;
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'busy-port-')), 'data');
+    try {
+      const run = await runToEnd({ PORT: String(port), DATA_DIR: dataDir });
+      expect(run.code).toBe(1);
+      expect(run.lines).toEqual([`agent-node cannot start: port ${port} on 127.0.0.1 is in use by another process: pick another with PORT=${port + 1} npm start`]);
+      expect(existsSync(dataDir)).toBe(false);
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('a bad configuration is one line per variable, without a stack', async () => {
+    const run = await runToEnd({ PORT: 'eighty', DATA_DIR: ':memory:' });
+    expect(run.code).toBe(1);
+    expect(run.lines[0]).toBe('agent-node cannot start: invalid configuration:');
+    expect(run.lines.slice(1).join('\n')).toMatch(/^ {2}PORT: /);
+    expect(run.lines.join('\n')).not.toMatch(/\n\s+at /);
+  });
+});
