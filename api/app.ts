@@ -7,19 +7,20 @@ import type { Content } from './content/load.ts';
 import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
 import { buildAgentCard } from './documents/agent-card.ts';
 import { buildConvertPayload } from './documents/convert.ts';
-import type { Links } from './documents/links.ts';
+import { at, type Links } from './documents/links.ts';
 import { createIdempotency, createWriteLimiter } from './http/index.ts';
-import { ingestAudio } from './ingress/ingress.ts';
+import { ingestAudio } from './operations/ingress-upload.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
-import { buildHealth } from './omip/health.ts';
+import { buildHealth } from './documents/omip-health.ts';
 import type { Omip } from './omip/service.ts';
 import type { OperationContext } from './operations/context.ts';
 import { createOperationRoutes } from './operations/dispatch.ts';
 import { createInvoker } from './operations/invoke.ts';
+import { PATH } from './operations/paths.ts';
 import type { Store } from './store/types.ts';
-import { buildBotTraffic, buildBotWall } from './telemetry/documents.ts';
+import { buildBotTraffic, buildBotWall } from './documents/bot-wall.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
-import { createLogIngest } from './telemetry/log-formats/ingest.ts';
+import { createLogIngest } from './operations/log-ingest.ts';
 
 export interface AppDeps {
   store: Store;
@@ -44,7 +45,7 @@ export function createApp(deps: AppDeps) {
   const now = () => new Date();
   const writes = { limiter: createWriteLimiter(deps.writeRateLimit, deps.rateLimitBackend), idempotency: createIdempotency(store.idempotency) };
   const ctx: OperationContext = {
-    citizenship: createCitizenship(store, links.site),
+    citizenship: createCitizenship(store, { postMessage: at(links.site, PATH.postMessage), listCitizens: at(links.site, PATH.listCitizens) }),
     omip,
     views: {
       scoreboard: async () => scoreboard(store, await telemetry.combined(), now()),

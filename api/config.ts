@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -7,14 +8,30 @@ import { checkTrustList } from './http/client.ts';
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
   .url({ protocol: /^https?$/ })
+  // It is written into JSON, HTML, shell and Python texts as it is: nothing there may need escaping.
+  .refine((u) => !/[\s"'`\\<>]/.test(u), 'must not contain spaces, quotes, backslashes or angle brackets')
   .transform((u) => u.replace(/\/+$/, ''));
+/** `ip`, `ip:port` or `[ipv6]:port`, as node's Resolver#setServers takes them; null when it is none of these. */
+function dnsServer(entry: string): string | null {
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
+  const [host, port] = v6 ? [v6[1]!, v6[2]] : isIP(entry) === 6 ? [entry, undefined] : (entry.split(':') as [string, string?]);
+  if (!isIP(host) || (port !== undefined && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535))) return null;
+  return entry;
+}
+const DnsServers = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+  .refine((list) => list.every((s) => dnsServer(s) !== null), 'must be a comma-separated list of ip, ip:port or [ipv6]:port');
+
+/** An unset or empty variable: the default applies. */
+const unset = (v: unknown) => (v === '' ? undefined : v);
 
 /** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
 export const ConfigSchema = z.object({
   PORT: Port.default(4321),
   HOST: z.string().default('0.0.0.0'),
-  /** {base_url}: absolute URLs inside documents start with it. */
-  SITE_URL: Origin.default('http://localhost:4321'),
+  /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
+  SITE_URL: z.preprocess(unset, Origin.optional()),
   /** {canon_url}: the canonical site of the track and doctrine pages. */
   CANON_URL: Origin.default('https://canon.agentnode.example'),
   /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
@@ -101,12 +118,14 @@ export const ConfigSchema = z.object({
     }),
   /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
   PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
+  /** Resolvers that reverse-DNS verification of crawler claims asks (comma-separated ip, ip:port, [ipv6]:port); unset: the system's. */
+  DNS_SERVERS: z.preprocess(unset, DnsServers.optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Where the build lives (dist/ by default). */
   DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),
   /** Where content lives (content/ by default). */
   CONTENT_DIR: z.string().default('./content').transform((p) => resolve(p)),
-});
+}).transform((c) => ({ ...c, SITE_URL: c.SITE_URL ?? `http://localhost:${c.PORT}` }));
 export type Config = z.output<typeof ConfigSchema>;
 
 /** Parses the environment; throws a readable error naming each bad variable. */

@@ -6,22 +6,22 @@ import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { StartupError } from './startup-error.ts';
 export { StartupError };
-import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
+import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { bodyLimitOf, PATH } from './operations/paths.ts';
+import { bodyLimitOf, funnelStepOf, PATH } from './operations/paths.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
-import { logBatchBody } from './telemetry/log-formats/ingest.ts';
+import { logBatchBody } from './operations/log-ingest.ts';
 import { answerClientError } from './gateway/client-error.ts';
 import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, storeCeiling, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
@@ -64,8 +64,9 @@ export interface Site {
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   await ensureBuild(config, logger);
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
+  // Documents built under another SITE_URL are served with this one's links.
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
@@ -208,8 +209,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
     const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
     const telemetry = await createTelemetry({
+      funnelStepOf,
       ...telemetryRulesOf(content),
-      resolver: systemResolver(),
+      resolver: systemResolver(config.DNS_SERVERS),
       fetchDirectory: httpDirectoryFetcher(),
       store: store.telemetry,
       logger,

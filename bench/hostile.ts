@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/lingering.ts';
+import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
 
 // bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
@@ -51,8 +52,11 @@ const node = (args: string[], options: SpawnOptions): ChildProcess => spawnNode(
 const SERVER_FLAGS = process.env.BENCH_HOSTILE_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];
 
 const port = await freePort();
+// Crawler claims (rows 2 and 10) start reverse-DNS lookups: they go to a responder on loopback that
+// answers NXDOMAIN at once (a failed claim), never to the machine's resolver.
+const dns = await startDnsResponder();
 const server: ChildProcess = node(['--expose-gc', ...SERVER_FLAGS, 'bench/hostile-server.ts'], {
-  env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS) },
+  env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS), DNS_SERVERS: dns.address },
   stdio: ['ignore', SERVER_FLAGS.length ? 'inherit' : 'ignore', 'inherit', 'ipc'],
 });
 const url = await new Promise<string>((resolve, reject) => {
@@ -401,7 +405,7 @@ const attacks: Attack[] = [
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n` }), RATE),
   },
   {
-    name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; DNS fails here)',
+    name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; a loopback DNS responder answers NXDOMAIN)',
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`, localAddress: address(900_000 + i) }), RATE),
   },
   {

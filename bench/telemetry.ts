@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { loadContent } from '../api/content/load.ts';
 import { createClassifier } from '../api/telemetry/classify.ts';
 import { compare, load, startBareTwin, startChild } from './lib.ts';
+import { funnelStepOf } from '../api/operations/paths.ts';
 
 // 1. Classification cost per User-Agent, uncached, on a realistic mix built from reference data
 //    (docs/benchmarks.md says what each set is). 2. A crawler's GET /api/convert through the
@@ -85,6 +86,7 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
   const { default: pino } = await import('pino');
   const content = await loadContent('content');
   const t = await createTelemetry({
+    funnelStepOf,
     ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
     fetchDirectory: async () => new Map(),

@@ -2,9 +2,8 @@ import { newId } from '../ids.ts';
 import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRequest, type OathResponse } from '../schemas/citizenship.ts';
 import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types.ts';
 import { DomainError } from '../problems/domain.ts';
-import { PATH } from '../operations/paths.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
-import { isWallName, NameTaken } from './name-rule.ts';
+import { isWallName, NameTaken } from '../names/name-rule.ts';
 
 /** The public view of a citizen: everything but the passport hash. */
 export function publicCitizen(record: CitizenRecord): Citizen {
@@ -31,7 +30,13 @@ export function speakerName(given: string | undefined, citizen: Pick<CitizenReco
 }
 
 /** Citizenship and the feed, over a store. `now` is passed in so rules stay testable. */
-export function createCitizenship(store: Store, site: string, now: () => Date = () => new Date()) {
+/** Where an oath's answer sends the new citizen next: absolute URLs, handed in (the domain knows no routes). */
+export interface NextSteps {
+  postMessage: string;
+  listCitizens: string;
+}
+
+export function createCitizenship(store: Store, next: NextSteps, now: () => Date = () => new Date()) {
   return {
     /** The oath: a created citizen, a passport shown once, and a wall shout; `keep` seals the answer into the same write. */
     async takeOath(input: OathRequest, keep?: KeepAnswer): Promise<OathResponse> {
@@ -55,8 +60,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         passportNumber,
         citizen,
         next: [
-          { method: 'POST', url: `${site}${PATH.postMessage}`, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
-          { method: 'GET', url: `${site}${PATH.listCitizens}`, note: 'Your name is listed here.' },
+          { method: 'POST', url: next.postMessage, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
+          { method: 'GET', url: next.listCitizens, note: 'Your name is listed here.' },
         ],
       };
       await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout, keep?.(answer));

@@ -9,28 +9,16 @@ import { securityHeaderList, securityHeaders, withCharset } from '../http/securi
 import { createBandwidth } from './bandwidth.ts';
 import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
-import { normalisePath, type StaticFile } from './static-site.ts';
+import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
 import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
+import type { ObservedRequest } from '../telemetry/observed.ts';
 
-/** One finished request, as telemetry and the request log see it. */
-export interface ObservedRequest {
-  method: string;
-  path: string;
-  host: string;
-  userAgent: string;
-  /** The status answered, or 499 when the client went away before the answer was sent. */
-  status: number;
-  durationMs: number;
-  /** The client address as the socket saw it; never stored or logged in clear. */
-  remoteAddress: string;
-  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
-  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
-}
+export type { ObservedRequest };
 
 /** nginx's "client closed request": the client left before its answer was sent. */
 export const CLIENT_CLOSED = 499;
@@ -121,15 +109,16 @@ function recordPage(req: IncomingMessage, res: ServerResponse, keep: (answer: Sh
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
-  const match = req.headers['if-none-match'];
-  if (status === 200 && match?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
-    res.writeHead(304, file.headers.notModified);
+  // The representation this request gets decides which ETag its If-None-Match is compared with:
+  // a 304 only for the coding it would be sent (each coding has its own strong ETag).
+  const encoding = chooseEncoding(req.headers['accept-encoding']);
+  const coding = encoding && file[encoding] ? encoding : 'identity';
+  if (status === 200 && noneMatch(req.headers['if-none-match'], file.etags[coding]!)) {
+    res.writeHead(304, file.headers.notModified[coding]!);
     return void res.end();
   }
-  const encoding = chooseEncoding(req.headers['accept-encoding']);
-  const coded = encoding && file[encoding] ? encoding : null;
-  res.writeHead(status, coded ? file.headers[coded]! : file.headers.identity);
-  res.end(req.method === 'HEAD' ? undefined : coded ? file[coded] : file.body);
+  res.writeHead(status, file.headers[coding]!);
+  res.end(req.method === 'HEAD' ? undefined : coding === 'identity' ? file.body : file[coding]);
 }
 
 function sendOptions(res: ServerResponse, allow: string): void {

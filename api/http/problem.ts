@@ -88,5 +88,3 @@ const TITLES: Record<number, string> = {
 };
 const titleOf = (status: number) => TITLES[status] ?? 'Error';
 
-/** The token of an `Authorization: Bearer <token>` header, or null. */
-export const bearerToken = (authorization: string | null | undefined): string | null => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
+import type { UploadedBody } from './body-policy.ts';
 import type { Idempotency, Keep, StoredAnswer } from './idempotency.ts';
 import { compressFor } from './encoding.ts';
 import { parseJson, validate } from './json-body.ts';
@@ -24,7 +25,7 @@ export interface RouteRequest {
   /** Path parameters as the router found them (raw, still percent-encoded). */
   readonly params?: Readonly<Record<string, string>>;
   /** An upload body, streamed by the gateway to a temporary file instead of `body` (api/gateway/body.ts). */
-  readonly upload?: import('../gateway/body.ts').UploadedBody;
+  readonly upload?: UploadedBody;
 }
 
 /** A route's answer; the transport writes it. */

@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { apiSchemas } from './registry.ts';
 import { HttpUrl, publicName, text } from './fields.ts';
-import { WALL_NAME } from '../citizenship/name-rule.ts';
+import { WALL_NAME } from '../names/name-rule.ts';
 
 export const CITIZEN_CLASSES = ['agent', 'intelligence', 'crawler', 'bot', 'eater', 'human', 'citizen'] as const;
 
 export { WALL_NAME };
 
-/** A public name: 1-100 characters under the name rule (api/citizenship/name-rule.ts). */
+/** A public name: 1-100 characters under the name rule (api/names/name-rule.ts). */
 const PublicName = publicName(1, 100);
 
 /**

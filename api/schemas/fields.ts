@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { refusedInName, refusedInText } from '../citizenship/characters.ts';
-import { nameProblem } from '../citizenship/name-rule.ts';
+import { refusedInName, refusedInText } from '../names/characters.ts';
+import { nameProblem } from '../names/name-rule.ts';
 
 /**
  * A trimmed text field with a length range that refuses, by Unicode's own properties, the
  * characters that change how a text shows without being seen (controls but tab and line breaks,
- * format characters, default-ignorables, lone surrogates: api/citizenship/characters.ts). They are
+ * format characters, default-ignorables, lone surrogates: api/names/characters.ts). They are
  * refused (422 naming the character), never silently removed, and checked before trimming, since
  * JavaScript's trim() would drop a leading BOM without a word.
  */
@@ -22,7 +22,7 @@ export function text(min: number, max: number) {
 }
 
 /**
- * A public name (api/citizenship/name-rule.ts): trimmed and put in NFC, it holds no control,
+ * A public name (api/names/name-rule.ts): trimmed and put in NFC, it holds no control,
  * format, private-use, unassigned or default-ignorable character, its combining marks sit on
  * letters, and its scripts do not mix as UTS #39 forbids. Whether another citizen holds it is the
  * domain's question (409 NAME_TAKEN), not the schema's.

@@ -4,14 +4,13 @@ import { getHeapStatistics } from 'node:v8';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
-import { NameTaken, nameKeys } from '../citizenship/name-rule.ts';
+import { NameTaken, nameKeys } from '../names/name-rule.ts';
 import type { ChunkOptions } from './durable-file.ts';
 import { StoreFullError, StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
 import { citizenClassAt, citizenNameAt, KeyIndex, messageFlagsAt, M_QUESTION, M_VERIFIED, M_WALL, type RecordList } from './records.ts';
 import { emptyData, LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile, type Drift, type LoadedData, type SnapshotData } from './snapshot.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
 // The drift metrics keep this many recent samples.
@@ -50,7 +49,7 @@ class Memory {
   readonly idempotency = new Map<string, IdempotencyRecord>();
   readonly windows = new Map<string, number[]>();
   drift: Drift;
-  telemetry: TelemetrySnapshot | null;
+  telemetry: object | null;
   readonly byClass: Record<string, number> = {};
   readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
   /** Estimated bytes of what is held as objects (idempotency records, windows, the receipt index). */
@@ -156,7 +155,7 @@ class Memory {
         return;
       }
       case 'telemetry.save': {
-        this.telemetry = entry.v as TelemetrySnapshot;
+        this.telemetry = entry.v as object;
         return;
       }
       case 'receipt.append': {

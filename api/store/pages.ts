@@ -1,4 +1,4 @@
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 import type { Records } from './records.ts';
 import type { Page, PageQuery } from './types.ts';
 
@@ -13,7 +13,7 @@ export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toSt
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f-]{36}$/.test(id)) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return id;
 }
 
@@ -29,7 +29,7 @@ export const encodeLogCursor = (position: number): string => Buffer.from(`log:${
 
 export function decodeLogCursor(cursor: string): number {
   const match = /^log:(\d{1,12})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!match) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return Number(match[1]);
 }
 

@@ -2,7 +2,6 @@ import { unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 import { readJSONMembers, readLines, syncDir, writeLinesDurably, type ChunkOptions, type ChunkStats } from './durable-file.ts';
 import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './records.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from './types.ts';
@@ -23,7 +22,7 @@ export type Sized<T> = Iterable<T> & { readonly length: number };
 export interface SnapshotData {
   seq: number;
   drift: Drift;
-  telemetry: TelemetrySnapshot | null;
+  telemetry: object | null;
   citizens: EncodedRecords<CitizenRecord>;
   messages: EncodedRecords<Message>;
   idempotency: Sized<IdempotencyRecord>;
@@ -70,7 +69,7 @@ interface Header {
   seq: number;
   counts: Record<Section, number>;
   drift: Drift;
-  telemetry: TelemetrySnapshot | null;
+  telemetry: object | null;
 }
 
 /** The snapshot as lines: a header (sequence, counts, the small values), then a record a line. */
@@ -212,7 +211,7 @@ export class SnapshotFile implements Adapter<SnapshotData> {
         if ((SECTIONS as readonly string[]).includes(key)) take(data, key as Section, value);
         else if (key === 'seq') data.seq = value as number;
         else if (key === 'drift') data.drift = { ...emptyDrift(), ...(value as Drift) };
-        else if (key === 'telemetry') data.telemetry = (value as TelemetrySnapshot | null) ?? null;
+        else if (key === 'telemetry') data.telemetry = (value as object | null) ?? null;
       },
       this.#options,
     );

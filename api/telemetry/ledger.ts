@@ -1,4 +1,3 @@
-import { funnelStepOf } from '../operations/paths.ts';
 import type { VerifyMethod } from '../schemas/bot-families.ts';
 import type { Classification } from './classify.ts';
 import type { Outcome } from './verify.ts';
@@ -59,6 +58,8 @@ export interface LedgerEvent {
   verification: Outcome | null;
   bait: boolean;
   disallowed: boolean;
+  /** The funnel step the request's operation declares, if any (counted when it succeeded). */
+  step?: FunnelStep;
 }
 
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
@@ -307,8 +308,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   if (e.path === '/robots.txt') row.robotsFetches++;
   if (e.disallowed && c.bot) row.violations++;
   const ok = e.status >= 200 && e.status < 300;
-  // The funnel step is the one the request's operation declares (api/operations/table.ts).
-  const step = ok ? funnelStepOf(e.method, e.path) : undefined;
+  const step = ok ? e.step : undefined;
   if (step) row[step]++;
   if (e.verification) row[e.verification]++;
   s.recent.push({ at, family: row.family, class: row.class, path, status: e.status });

@@ -1,11 +1,12 @@
 import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ObservedRequest } from '../gateway/gateway.ts';
+import type { ObservedRequest } from './observed.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
+import type { IngestLine } from './log-formats/types.ts';
 import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
@@ -38,6 +39,8 @@ export interface TelemetryOptions {
   /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */
   maxDnsInFlight?: number;
   store: TelemetryStore;
+  /** The funnel step a request's operation declares (api/operations), handed in: telemetry knows no routes. */
+  funnelStepOf: (method: string, path: string) => FunnelStep | undefined;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
   logger: Logger;
@@ -56,20 +59,6 @@ function readable(path: string): string {
   }
 }
 
-/**
- * One request a CDN or proxy served, as its log line says. `clientAddress`, when the log has it, is
- * verified exactly as a live request's address (ranges first, reverse DNS bounded) and never stored.
- */
-export interface IngestLine {
-  method: string;
-  path: string;
-  host: string;
-  userAgent: string;
-  status: number;
-  /** When it was served (ISO 8601); defaults to the time of ingest. */
-  time?: string | undefined;
-  clientAddress?: string | undefined;
-}
 
 /** A test for "under one of these paths", with the prefixes prepared once. */
 function underAny(prefixes: string[]): (path: string) => boolean {
@@ -106,7 +95,11 @@ function wallClock(): Date {
  * (every few seconds when changed, and at close), never a write per request. Client addresses are
  * only used, hashed, to match verification answers; they are never stored.
  */
+export type { IngestLine };
+
 export async function createTelemetry(o: TelemetryOptions) {
+  // The stores keep the ledger as a document; this module alone knows its shape.
+  const store = o.store as TelemetryStore<TelemetrySnapshot>;
   const now = o.now ?? wallClock;
   const isBait = underAny(o.baitPaths);
   // Hashed addresses of recent claims that need a lookup key (bounded: cleared when full).
@@ -120,7 +113,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     }
     return key;
   };
-  const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+  const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
   // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
   const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
   let dirty = false;
@@ -184,7 +177,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!dirty && Date.now() - lastSaved < HEARTBEAT_MS) return;
     dirty = false;
     try {
-      await o.store.save(structuredClone(ledger));
+      await store.save(structuredClone(ledger));
       lastSaved = Date.now();
     } catch (error) {
       dirty = true;
@@ -197,7 +190,8 @@ export async function createTelemetry(o: TelemetryOptions) {
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
   function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait }, now());
+    const step = o.funnelStepOf(r.method, r.path);
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait, ...(step ? { step } : {}) }, now());
     dirty ||= counted;
     return counted;
   }
@@ -250,7 +244,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     snapshot: (): TelemetrySnapshot => ledger,
     /** This process's live ledger added to what the other processes last saved. */
     async combined(): Promise<TelemetrySnapshot> {
-      return mergeSnapshots(ledger, await o.store.others());
+      return mergeSnapshots(ledger, await store.others());
     },
     flush,
     async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { createOmip } from '../../api/omip/service.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import { checkAnswer } from '../helpers/answers.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
 
 export { checkAnswer, documented, spec } from '../helpers/answers.ts';
 
@@ -17,6 +18,7 @@ export async function createTestApp(options: { writeRateLimit?: number; ingestTo
   const store = openMemoryStore();
   const logger = pino({ level: 'silent' });
   const telemetry = await createTelemetry({
+    funnelStepOf,
     ...telemetryRulesOf(content),
     resolver: { reverse: async () => [], resolve: async () => [] },
     fetchDirectory: async () => new Map(),

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
-import { nameKeys } from '../../api/citizenship/name-rule.ts';
+import { nameKeys } from '../../api/names/name-rule.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
 import { Journal, PREALLOCATE_BYTES } from '../../api/store/journal.ts';
 import { citizen, message, runStoreContract } from './contract.ts';

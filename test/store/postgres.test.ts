@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TELEMETRY_STALE_MS } from '../../api/store/types.ts';
+import { TELEMETRY_STALE_MS, type TelemetryStore } from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
@@ -32,11 +32,12 @@ describe.runIf(available)('PostgreSQL telemetry rows', () => {
     await db.query(`UPDATE telemetry_ledgers SET updated_at = now() - $1 * interval '1 millisecond' - interval '1 minute' WHERE (snapshot->>'observedRequests')::int IN (3, 4)`, [TELEMETRY_STALE_MS]);
 
     const next = await openPostgresStore(url);
-    const started = await next.telemetry.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+    const ledgers = next.telemetry as TelemetryStore<TelemetrySnapshot>;
+    const started = await ledgers.load(([first, ...rest]) => mergeSnapshots(first!, rest));
     expect(started?.observedRequests).toBe(7);
     const rows = (await db.query<{ n: number }>(`SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers ORDER BY 1`)).rows.map((r) => r.n);
     expect(rows).toEqual([5, 7]);
-    expect((await next.telemetry.others()).map((l) => l.observedRequests)).toEqual([5]);
+    expect((await ledgers.others()).map((l) => l.observedRequests)).toEqual([5]);
     // Nothing is stale any more: the process after it starts empty.
     const after = await openPostgresStore(url);
     expect(await after.telemetry.load(([first]) => first!)).toBeNull();

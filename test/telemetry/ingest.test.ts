@@ -4,10 +4,12 @@ import { loadContent } from '../../api/content/load.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
 import type { Resolver } from '../../api/telemetry/verify.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
 
 async function telemetry(resolver: Resolver) {
   const content = await loadContent('content');
   return createTelemetry({
+    funnelStepOf,
     ...telemetryRulesOf(content),
     resolver,
     fetchDirectory: async () => new Map(),

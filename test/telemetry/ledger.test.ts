@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
 import type { Classification } from '../../api/telemetry/classify.ts';
-import { buildBotWall } from '../../api/telemetry/documents.ts';
+import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { count, emptySnapshot, farmScore, keepClock, LEDGER_LIMITS, LEDGER_SKEW_MS, ledgerRange, ledgerTime, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
 let content: Content;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { nameKeys } from '../../citizenship/name-rule.ts';
+import { nameKeys } from '../../names/name-rule.ts';
 
 /** Versioned schema changes, applied in order at start and by `npm run migrate`. Never edit a released one. */
 export const MIGRATIONS: { version: number; name: string; sql: string }[] = [

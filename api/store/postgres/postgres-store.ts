@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message } from '../../schemas/citizenship.ts';
-import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
 import type { Logger } from '../../log.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
 import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
-import { NameTaken, nameKeys } from '../../citizenship/name-rule.ts';
+import { NameTaken, nameKeys } from '../../names/name-rule.ts';
 import { connectionSettings, isConnectionLoss, openPool, POSTGRES_DEFAULTS, type GuardedPool, type PostgresOptions } from './pool.ts';
 
 const RECEIPT_LOCK = 7243002;
@@ -296,7 +295,7 @@ export async function openPostgresStore(connectionString: string, options: Parti
       load: (fold) =>
         writing(() =>
           transaction(pool, async (client) => {
-            const stale = await client.query<{ snapshot: TelemetrySnapshot }>(
+            const stale = await client.query<{ snapshot: object }>(
               `DELETE FROM telemetry_ledgers WHERE updated_at < now() - $1 * interval '1 millisecond' RETURNING snapshot`,
               [TELEMETRY_STALE_MS],
             );
@@ -310,7 +309,7 @@ export async function openPostgresStore(connectionString: string, options: Parti
         writing(async () => {
           await pool.write('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
         }),
-      others: async () => (await pool.query<{ snapshot: TelemetrySnapshot }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
+      others: async () => (await pool.query<{ snapshot: object }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
     },
     close: () => pool.end(),
   };

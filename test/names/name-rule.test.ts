@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { refusedInName, refusedInText } from '../../api/citizenship/characters.ts';
-import { isWallName, nameKeys, nameProblem, sameKeys, skeleton } from '../../api/citizenship/name-rule.ts';
-import { mixedScript } from '../../api/citizenship/scripts.ts';
+import { refusedInName, refusedInText } from '../../api/names/characters.ts';
+import { isWallName, nameKeys, nameProblem, sameKeys, skeleton } from '../../api/names/name-rule.ts';
+import { mixedScript } from '../../api/names/scripts.ts';
 
 const alike = (a: string, b: string) => sameKeys(nameKeys(a), nameKeys(b));
 

@@ -1,9 +1,9 @@
 import type { Content } from '../content/load.ts';
-import { oathDataWithFreshName, shellQuote } from '../documents/convert.ts';
-import { at, type Links } from '../documents/links.ts';
+import { oathDataWithFreshName, shellQuote } from './convert.ts';
+import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
-import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
+import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)

@@ -2,15 +2,15 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
-import type { UploadedBody } from '../gateway/body.ts';
+import type { UploadedBody } from '../http/body-policy.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { parseJson, validate } from '../http/json-body.ts';
 import type { RouteRequest } from '../http/route.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
-import { normalise } from './aliases.ts';
-import { readAudioFileAt } from './audio-file.ts';
-import { mergeEvidence } from './evidence.ts';
-import { runPipeline } from './pipeline.ts';
+import { normalise } from '../ingress/aliases.ts';
+import { readAudioFileAt } from '../ingress/audio-file.ts';
+import { mergeEvidence } from '../ingress/evidence.ts';
+import { runPipeline } from '../ingress/pipeline.ts';
 
 /** Media types POST /api/ingress/audio takes. */
 export const INGRESS_MEDIA_TYPES = ['application/json', 'audio/*', 'multipart/form-data (field "file", optional field "metadata" as JSON)'];

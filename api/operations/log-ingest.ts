@@ -1,9 +1,9 @@
-import type { BodyPolicy } from '../../gateway/body.ts';
-import { bearerMatches, header, HttpProblem, json, parseJson, queryOf, validate, type Idempotency, type RouteAnswer, type RouteRequest } from '../../http/index.ts';
-import { CdnLogBatchSchema, INGEST_MAX_LINES, type IngestResult } from '../../schemas/ingest.ts';
-import type { IdempotencyStore } from '../../store/types.ts';
-import { parseBatch } from './parse.ts';
-import { FORMATS, type LogFormat, type LogLine } from './types.ts';
+import type { BodyPolicy } from '../http/body-policy.ts';
+import { bearerMatches, header, HttpProblem, json, parseJson, queryOf, validate, type Idempotency, type RouteAnswer, type RouteRequest } from '../http/index.ts';
+import { CdnLogBatchSchema, INGEST_MAX_LINES, type IngestResult } from '../schemas/ingest.ts';
+import type { IdempotencyStore } from '../store/types.ts';
+import { parseBatch } from '../telemetry/log-formats/parse.ts';
+import { FORMATS, type LogFormat, type LogLine } from '../telemetry/log-formats/types.ts';
 
 /** Media types the ingest route reads: JSON (a batch object or a drain's array), NDJSON, plain log text. */
 export const INGEST_MEDIA_TYPES = ['application/json', 'application/x-ndjson', 'text/plain'];
