@@ -40,12 +40,13 @@ export function staticManifestOf(json: unknown): StaticManifest {
 }
 
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
-  const common = (etag: string) => ['Content-Type', file.type, 'ETag', etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
-  const withBody = (body: Buffer, etag: string, coding?: string) => [...common(etag), ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
+  const common = (etag: string) => ['ETag', etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
+  const withBody = (body: Buffer, etag: string, coding?: string) => ['Content-Type', file.type, ...common(etag), ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
   return {
     identity: withBody(file.body, file.etags.identity),
     ...(file.gzip ? { gzip: withBody(file.gzip, file.etags.gzip!, 'gzip') } : {}),
     ...(file.br ? { br: withBody(file.br, file.etags.br!, 'br') } : {}),
+    // A 304 has no body and sends no Content-Type (RFC 9110 15.4.5): clients such as Prism's proxy parse a body by it.
     notModified: {
       identity: common(file.etags.identity),
       ...(file.gzip ? { gzip: common(file.etags.gzip!) } : {}),

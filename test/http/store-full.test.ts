@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const oath = (url: string, name: string) =>
   fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, purpose: 'fill the store' }) });
@@ -43,7 +44,8 @@ describe('the embedded store at its ceiling (EMBEDDED_MAX_BYTES)', () => {
     expect(problem.detail).toMatch(/DATABASE_URL/);
     // Reads go on; readiness stays (reads are served) and says the store is full.
     expect(await listed(server.url)).toBe(accepted);
-    const full = await ceiling(server.url);
+    // /readyz runs its checks at most once a second: the 'ok' it gave at the start may still be served.
+    const full = await waitFor(() => ceiling(server.url), { until: (r) => r.check !== 'ok', what: '/readyz past its cached answer' });
     expect(full.status).toBe(200);
     expect(full.check).toMatch(/^full: .*STORE_FULL.*PostgreSQL/);
     await server.waitForLog((l) => l.includes('store near its ceiling'));
