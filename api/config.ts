@@ -42,6 +42,8 @@ export const ConfigSchema = z.object({
     .optional()
     .transform((v) => (v ? v : undefined))
     .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+  /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
+  EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
   /** Connections each process keeps to PostgreSQL at most. */
   PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
   /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */

@@ -19,11 +19,11 @@ import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createWriteLimiter } from './http/rate-limit.ts';
-import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
+import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { logBatchBody } from './operations/log-ingest.ts';
 import { answerClientError } from './gateway/client-error.ts';
-import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, storeCeiling, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
@@ -71,7 +71,7 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
 }
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck }> {
+async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck; ceiling?: ReadinessCheck }> {
   if (config.DATABASE_URL) {
     const store = await openPostgresStore(config.DATABASE_URL, {
       poolSize: config.PG_POOL_SIZE,
@@ -88,7 +88,8 @@ async function openStore(config: Config, logger: Logger, metrics?: Metrics): Pro
     return { store, rateLimitBackend, writable: databaseAnswers(store.pool.reachable) };
   }
   if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
-  return { store: await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal }), writable: folderWritable(config.DATA_DIR) };
+  const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal, maxBytes: config.EMBEDDED_MAX_BYTES });
+  return { store, writable: folderWritable(config.DATA_DIR), ceiling: storeCeiling(store.capacity, NEAR_CEILING) };
 }
 
 /** The embedded store's folder belongs to one process: taken before the store opens. */
@@ -206,7 +207,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const content = await loadContent(config.CONTENT_DIR);
     // Metrics cost a little per request, so they exist only where someone can read them.
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-    const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
+    const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
     const telemetry = await createTelemetry({
       funnelStepOf,
       ...telemetryRulesOf(content),
@@ -232,6 +233,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
       condition('accepting', () => !closing, 'shutting down'),
       ...(writable ? [writable] : []),
+      ...(ceiling ? [ceiling] : []),
     ]);
     const ops = new Map<string, RouteHandler>([
       ['/livez', livez],

@@ -3,6 +3,13 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, startChild, type Figures } from './lib.ts';
+import { embeddedGrowth } from './scale-embedded.ts';
+
+// BENCH_SCALE picks the parts (comma-separated; all by default): `embedded` grows the embedded
+// store (issue 27), `processes` compares one and two gateway processes.
+const PARTS = new Set((process.env.BENCH_SCALE ?? 'embedded,processes').split(','));
+if (PARTS.has('embedded')) await embeddedGrowth();
+if (!PARTS.has('processes')) process.exit(0);
 
 // Oath throughput: one and two gateway processes on PostgreSQL, and one on the embedded store,
 // all in this run. Two processes are loaded at once and their req/s added.

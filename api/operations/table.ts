@@ -46,7 +46,7 @@ const LogQuery = z.object({
 });
 
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
-const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE'] as const;
+const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE', 'STORE_FULL'] as const;
 const PAGE_PROBLEMS = ['INVALID_QUERY', 'INVALID_CURSOR'] as const;
 /** Reads of the store answer it when PostgreSQL is unreachable, restarting or too slow (the embedded store's reads never fail). */
 const READ_PROBLEMS = ['STORE_UNAVAILABLE'] as const;

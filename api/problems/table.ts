@@ -48,6 +48,7 @@ export const PROBLEMS = {
     when: 'The embedded store\'s disk refuses writes (reads still work), or PostgreSQL is unreachable, restarting or too slow (reads too). Nothing was saved, unless the detail says the commit outcome is unknown: then retry with the same Idempotency-Key.',
     headers: { 'Retry-After': '30' },
   },
+  STORE_FULL: { status: 503, title: 'Store full', when: 'The embedded store reached its ceiling (EMBEDDED_MAX_BYTES); nothing was saved; reads still work. The way out: move to PostgreSQL (DATABASE_URL).' },
 } as const satisfies Record<string, ProblemEntry>;
 
 export interface ProblemEntry {

@@ -23,6 +23,23 @@ export class StoreUnavailableError extends DomainError {
 }
 
 /**
+ * The embedded store holds as much as its ceiling (EMBEDDED_MAX_BYTES) allows: a write past it
+ * would make a state the process might not start from. Nothing was saved; reads still work.
+ */
+export class StoreFullError extends DomainError {
+  override name = 'StoreFullError';
+  constructor(bytes: number, maxBytes: number) {
+    super(
+      'STORE_FULL',
+      `The embedded store is full: it holds ${bytes} bytes in memory, its ceiling is ${maxBytes} (EMBEDDED_MAX_BYTES). Nothing was saved; reads still work. ` +
+        'The way out is PostgreSQL: move the data to a PostgreSQL database and start the service with DATABASE_URL (docs/deploy.md). ' +
+        'A larger EMBEDDED_MAX_BYTES only helps on a machine with the memory for it.',
+      { extra: { bytes, maxBytes } },
+    );
+  }
+}
+
+/**
  * A write carried an idempotency record for a key another run had already committed (the first
  * run's commit outcome was unknown and it committed late): this run wrote nothing, and the first
  * run's answer is the one to give.

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEDGER_LIMITS, LEDGER_SKEW_MS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { RANGES, toWallView, type RangeKey } from '../../src/lib/bot-wall-view.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
 
 // Issue 14 row 2: many requests with 15 KB paths from crawlers of more families than the ledger
@@ -45,8 +46,8 @@ function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
     }
   }
   if (!found) {
-    const snapshot = JSON.parse(readFileSync(join(dataDir, 'snapshot.json'), 'utf8')) as { telemetry: TelemetrySnapshot };
-    found = { ledger: snapshot.telemetry, bytes: Buffer.byteLength(JSON.stringify(snapshot.telemetry)) };
+    const telemetry = snapshotOnDisk(dataDir)!.header.telemetry as TelemetrySnapshot;
+    found = { ledger: telemetry, bytes: Buffer.byteLength(JSON.stringify(telemetry)) };
   }
   return found;
 }

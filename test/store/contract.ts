@@ -276,6 +276,7 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
     });
 
     it('refuses a cursor it did not give out', async () => {
+      // The store refuses in the domain's words; the edge answers it 400 (problem table).
       const { store } = await open();
       await expect(store.citizens.list({ limit: 3, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({ name: 'DomainError', code: 'INVALID_CURSOR' });
       await store.close();
