@@ -14,7 +14,8 @@ import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
-import { bodyLimitOf, funnelStepOf, PATH } from './operations/paths.ts';
+import { funnelStepOf, PATH } from './operations/paths.ts';
+import type { BodyLimit } from './operations/operation.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { loadContent } from './content/load.ts';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
@@ -137,13 +138,13 @@ const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraf
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
 /** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
-function bodyPolicies(config: Config): (path: string) => BodyPolicy {
-  const byLimit: Record<ReturnType<typeof bodyLimitOf>, BodyPolicy> = {
+function bodyPolicies(config: Config): (limit: BodyLimit | undefined) => BodyPolicy {
+  const byLimit: Record<BodyLimit, BodyPolicy> = {
     json: jsonBody(config.BODY_LIMIT_BYTES),
     upload: uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
     ingest: logBatchBody(config.INGEST_BATCH_BYTES),
   };
-  return (path) => byLimit[bodyLimitOf(path)];
+  return (limit) => byLimit[limit ?? 'json'];
 }
 
 const hasBuild = (dist: string) => existsSync(join(dist, 'server', 'entry.mjs'));
