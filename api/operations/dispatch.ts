@@ -89,9 +89,8 @@ export interface OperationRoutes {
   lookup(method: string, path: string): Lookup;
 }
 
-/** The engine's routes from the operation table. */
-export function createOperationRoutes(ctx: OperationContext, writes: WriteDeps, logger: Logger): OperationRoutes {
-  const handlers = new Map<string, RouteHandler>();
+/** The engine's routes from the operation table; `handlers` is filled with every operation's (by id). */
+export function createOperationRoutes(ctx: OperationContext, writes: WriteDeps, logger: Logger, handlers = new Map<string, RouteHandler>()): OperationRoutes {
   for (const op of OPERATIONS as readonly AnyOperation[]) {
     if (op.handle || op.raw) handlers.set(op.id, guard(handlerOf(op, ctx, writes), logger));
   }
