@@ -9,21 +9,13 @@ export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
 import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
-import { createApp, createViews } from './app.ts';
-import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
-import { systemResolver } from './telemetry/verify.ts';
-import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
-import { createOmip } from './omip/service.ts';
-import { bodyLimitOf, funnelStepOf, PATH } from './operations/paths.ts';
-import { openLogSigner } from './omip/signer.ts';
-import { loadContent } from './content/load.ts';
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { createWriteLimiter } from './http/rate-limit.ts';
-import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
-import { openPostgresStore } from './store/postgres/postgres-store.ts';
+import { PATH } from './operations/paths.ts';
+import { createEngine } from './engine.ts';
+import type { BodyLimit } from './operations/operation.ts';
+import type { Store } from './store/index.ts';
 import { logBatchBody } from './operations/log-ingest.ts';
 import { answerClientError } from './gateway/client-error.ts';
-import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, storeCeiling, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import { condition, createMetrics, createReadiness, livez, metricsRoute, operationNamer, readyz, startMetricsServer } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
@@ -70,27 +62,6 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
-/** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck; ceiling?: ReadinessCheck }> {
-  if (config.DATABASE_URL) {
-    const store = await openPostgresStore(config.DATABASE_URL, {
-      poolSize: config.PG_POOL_SIZE,
-      connectTimeoutMs: config.PG_CONNECT_TIMEOUT_MS,
-      queryTimeoutMs: config.PG_QUERY_TIMEOUT_MS,
-      idleTimeoutMs: config.PG_IDLE_TIMEOUT_MS,
-      logger,
-    });
-    // Write limits hold across every process that shares the database. The limiter's statements go
-    // through the guarded pool: a database that does not answer makes it fail closed, 503 (every
-    // limited route writes to that same database).
-    const storeClient = { query: store.pool.query };
-    const rateLimitBackend = new RateLimiterPostgres({ storeClient, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend, writable: databaseAnswers(store.pool.reachable) };
-  }
-  if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
-  const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal, maxBytes: config.EMBEDDED_MAX_BYTES });
-  return { store, writable: folderWritable(config.DATA_DIR), ceiling: storeCeiling(store.capacity, NEAR_CEILING) };
-}
 
 /** The embedded store's folder belongs to one process: taken before the store opens. */
 async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
@@ -137,13 +108,13 @@ const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraf
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
 /** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
-function bodyPolicies(config: Config): (path: string) => BodyPolicy {
-  const byLimit: Record<ReturnType<typeof bodyLimitOf>, BodyPolicy> = {
+function bodyPolicies(config: Config): (limit: BodyLimit | undefined) => BodyPolicy {
+  const byLimit: Record<BodyLimit, BodyPolicy> = {
     json: jsonBody(config.BODY_LIMIT_BYTES),
     upload: uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
     ingest: logBatchBody(config.INGEST_BATCH_BYTES),
   };
-  return (path) => byLimit[bodyLimitOf(path)];
+  return (limit) => byLimit[limit ?? 'json'];
 }
 
 const hasBuild = (dist: string) => existsSync(join(dist, 'server', 'entry.mjs'));
@@ -204,36 +175,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   async function serve(): Promise<RunningServer> {
     const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
-    const content = await loadContent(config.CONTENT_DIR);
     // Metrics cost a little per request, so they exist only where someone can read them.
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-    const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
-    const telemetry = await createTelemetry({
-      funnelStepOf,
-      ...telemetryRulesOf(content),
-      resolver: systemResolver(config.DNS_SERVERS),
-      fetchDirectory: httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
-      store: store.telemetry,
-      logger,
-      flushMs: config.TELEMETRY_FLUSH_MS,
-    });
-    const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
-    logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
-    const links = { site: config.SITE_URL, canon: config.CANON_URL };
-    // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
-    // an upload from a client with nothing left before reading its body).
-    const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
-    const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
-    const views = createViews({ telemetry, content, links });
+    const engine = await createEngine(config, { logger, metrics, store: options.store });
+    const { app, telemetry } = engine;
 
     metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
     let closing = false;
     const readiness = createReadiness([
       condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
       condition('accepting', () => !closing, 'shutting down'),
-      ...(writable ? [writable] : []),
-      ...(ceiling ? [ceiling] : []),
+      ...engine.readiness,
     ]);
     const ops = new Map<string, RouteHandler>([
       ['/livez', livez],
@@ -263,7 +215,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       route,
       render,
       renderApi: options.site?.renderApi ?? false,
-      locals: { views },
+      locals: { views: app.views },
       bodyPolicy: bodyPolicies(config),
       uploads: {
         maxConcurrent: config.UPLOAD_CONCURRENCY,
@@ -271,7 +223,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         bytesPerSecond: config.UPLOAD_BYTES_PER_SECOND,
         idleMs: config.BODY_IDLE_TIMEOUT_MS,
         tmpDir: config.UPLOAD_TMP_DIR,
-        admit: (client) => uploadLimiter.peek(client),
+        admit: (client) => engine.limiter.peek(client),
       },
       observe,
       logger,
@@ -299,9 +251,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         clearInterval(sweeper);
         metricsServer?.server.close();
         server.close(() => {
-          void telemetry
+          void engine
             .close()
-            .then(() => store.close())
             .then(() => dataLock?.release())
             .finally(() => {
               logger.flush();

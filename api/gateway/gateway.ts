@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
 import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
+import type { BodyLimit } from '../operations/operation.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
 import { createBandwidth } from './bandwidth.ts';
 import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
@@ -45,8 +46,8 @@ export interface GatewayOptions {
   renderApi?: boolean;
   /** Handed to every on-demand page as Astro.locals. */
   locals: object;
-  /** The body rules of a path, or null when the path takes no body. */
-  bodyPolicy: (path: string) => BodyPolicy;
+  /** The body rules of an operation's body limit (its declaration's `bodyLimit`; JSON where none is found). */
+  bodyPolicy: (limit: BodyLimit | undefined) => BodyPolicy;
   /** Bounds on uploads (bodies a policy streams to disk); also the idle time of every body. */
   uploads: UploadLimits;
   /** Called exactly once per request, when its answer is finished or the client went away. */
@@ -248,7 +249,7 @@ export function createGateway(options: GatewayOptions) {
         if (path.startsWith('/api/') && !options.renderApi) {
           // Body rules hold on every path: an oversized body is 413 even where nothing is served.
           if (BODY_METHODS.has(method)) {
-            const rules = checkBody(req, options.bodyPolicy(path));
+            const rules = checkBody(req, options.bodyPolicy(undefined));
             if (continueFirst) res.writeContinue();
             await readBody(req, rules.limit, uploads.idleMs);
           }
@@ -266,7 +267,7 @@ export function createGateway(options: GatewayOptions) {
 
       const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { method, target: url, headers: req.headers, body: NO_BODY, client: remoteAddress, params: route.params };
       if (BODY_METHODS.has(method)) {
-        const rules = checkBody(req, options.bodyPolicy(path));
+        const rules = checkBody(req, options.bodyPolicy(route.operation?.bodyLimit));
         if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
         else {
           if (continueFirst) res.writeContinue();
