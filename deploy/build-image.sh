@@ -9,12 +9,16 @@
 # then built on it; the build stage installs Debian's nodejs and npm from the same mirror and npm
 # packages from the npm registry.
 #
-# Environment: IMAGE (localhost/agent-node:latest), BASE_IMAGE (docker.io/library/debian:bookworm-slim,
-# or localhost/debian:bookworm-minbase with --make-base), DEBIAN_MIRROR (http://deb.debian.org/debian),
-# EXTRA_CA_FILE (a CA bundle the build's npm must trust, for a network whose TLS is intercepted:
-# mounted for the build only, never copied into the image), SITE_URL and CANON_URL (written into the documents at build time), BUILD_OPTS (more `podman build`
-# options, split on spaces: where podman's default runtime or limits do not work, e.g.
-# `--runtime runc --ulimit nofile=20000:20000 --ulimit nproc=4096:4096`, see docs/deploy.md).
+# Environment:
+#   IMAGE          the tag to build (localhost/agent-node:latest)
+#   BASE_IMAGE     any Debian bookworm image (docker.io/library/debian:bookworm-slim; with
+#                  --make-base, localhost/debian:bookworm-minbase)
+#   DEBIAN_MIRROR  where debootstrap gets Debian (http://deb.debian.org/debian)
+#   CANON_URL      written into the documents at build time (SITE_URL is set when the container runs)
+#   EXTRA_CA_FILE  a CA bundle the build's npm must trust, on a network whose TLS is intercepted;
+#                  mounted for the build only, never copied into the image
+#   BUILD_OPTS     more `podman build` options, split on spaces, where podman's default runtime or
+#                  limits do not work (see docs/deploy.md): `--runtime runc --ulimit nofile=20000:20000`
 #
 # Exit codes: 0 built; 1 a step failed (its own message above); 2 usage.
 set -euo pipefail
@@ -58,7 +62,6 @@ fi
 # shellcheck disable=SC2086 # BUILD_OPTS is a list of options
 podman build --format docker --pull=missing ${BUILD_OPTS:-} \
   "${ca_opts[@]}" --build-arg "BASE=$base" \
-  --build-arg "SITE_URL=${SITE_URL:-http://localhost:4321}" \
   --build-arg "CANON_URL=${CANON_URL:-https://canon.agentnode.example}" \
   -f "$root/deploy/Containerfile" -t "$image" "$root"
 echo "built $image" >&2

@@ -12,11 +12,11 @@ const UNIT = readFileSync(resolve('deploy/agent-node.service'), 'utf8');
 // systemd-analyze finds the ExecStart binary (it refuses a unit whose command does not exist).
 const rendered = (unit = UNIT) => unit.replaceAll('/opt/agent-node', process.cwd());
 
-/** `systemd-analyze verify` on a copy of the unit: its exit code and everything it said. */
-function verify(unit: string): { status: number | null; said: string } {
+/** `systemd-analyze verify` on a copy of the unit (or of a template, as `instance`): its exit code and everything it said. */
+function verify(unit: string, { file = 'agent-node.service', instance = file } = {}): { status: number | null; said: string } {
   const dir = mkdtempSync(join(tmpdir(), 'systemd-unit-'));
-  writeFileSync(join(dir, 'agent-node.service'), unit);
-  const result = spawnSync('/usr/bin/systemd-analyze', ['verify', join(dir, 'agent-node.service')], { encoding: 'utf8' });
+  writeFileSync(join(dir, file), unit);
+  const result = spawnSync('/usr/bin/systemd-analyze', ['verify', join(dir, instance)], { encoding: 'utf8' });
   return { status: result.status, said: `${result.stdout}${result.stderr}`.trim() };
 }
 
@@ -28,6 +28,13 @@ const environment = (unit: string) => Object.fromEntries(values(unit, 'Environme
 describe('deploy/agent-node.service', () => {
   it('passes systemd-analyze verify without a word', () => {
     expect(verify(rendered())).toEqual({ status: 0, said: '' });
+  });
+
+  it('made a template as docs/deploy.md says (PORT=%i), passes verify as agent-node@4322.service', () => {
+    // sed without g: the first PORT=4321 of each line, and no line holds two.
+    const template = rendered().replaceAll('PORT=4321', 'PORT=%i');
+    expect(template).toMatch(/^Environment=PORT=%i /m);
+    expect(verify(template, { file: 'agent-node@.service', instance: 'agent-node@4322.service' })).toEqual({ status: 0, said: '' });
   });
 
   it('verify would catch a mistake (a misspelt key, a missing binary)', () => {
@@ -58,7 +65,8 @@ describe('deploy/agent-node.service', () => {
     const [command, ...args] = values(unit, 'ExecStart')[0]!.split(/\s+/);
     const data = mkdtempSync(join(tmpdir(), 'systemd-data-'));
     // As the unit would, but on a free port, a temporary data folder and the test build.
-    const env = { PATH: process.env.PATH, ...environment(unit), PORT: '0', DATA_DIR: data, DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL };
+    // DNS_SERVERS: a loopback port nobody answers on; these requests start no lookup anyway.
+    const env = { PATH: process.env.PATH, ...environment(unit), PORT: '0', DATA_DIR: data, DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, DNS_SERVERS: '127.0.0.1:9' };
     const child = spawn(command!, args, { cwd: values(unit, 'WorkingDirectory')[0], env, stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       const url = await new Promise<string>((done, fail) => {
