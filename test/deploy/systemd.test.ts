@@ -53,6 +53,8 @@ describe('deploy/agent-node.service', () => {
     expect(values(UNIT, 'EnvironmentFile')).toEqual(['-/etc/agent-node/env']);
     expect(values(UNIT, 'Restart')).toEqual(['on-failure']);
     expect(values(UNIT, 'KillSignal')).toEqual(['SIGTERM']);
+    // journald would otherwise drop request lines under load.
+    expect(values(UNIT, 'LogRateLimitIntervalSec')).toEqual(['0']);
     // A stop waits for the requests in flight, a stalled one at most SEND_TIMEOUT_MS.
     const config = loadConfig({});
     expect(Number(values(UNIT, 'TimeoutStopSec')[0]!.replace(/s$/, ''))).toBeGreaterThan(config.SEND_TIMEOUT_MS / 1000);
