@@ -13,7 +13,9 @@ const UNIT = readFileSync(resolve('deploy/agent-node.service'), 'utf8');
 const rendered = (unit = UNIT) => unit.replaceAll('/opt/agent-node', process.cwd());
 
 /** `systemd-analyze verify` on a copy of the unit (or of a template, as `instance`): its exit code and everything it said. */
-function verify(unit: string, { file = 'agent-node.service', instance = file } = {}): { status: number | null; said: string } {
+function verify(unit: string, options: { file?: string; instance?: string } = {}): { status: number | null; said: string } {
+  const file = options.file ?? 'agent-node.service';
+  const instance = options.instance ?? file;
   const dir = mkdtempSync(join(tmpdir(), 'systemd-unit-'));
   writeFileSync(join(dir, file), unit);
   const result = spawnSync('/usr/bin/systemd-analyze', ['verify', join(dir, instance)], { encoding: 'utf8' });
