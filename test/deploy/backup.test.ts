@@ -5,8 +5,9 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createCitizenship } from '../../api/citizenship/citizenship.ts';
-import { openEmbeddedStore } from '../../api/store/index.ts';
+import { hashPassport, newPassport } from '../../api/citizenship/passport.ts';
+import { newId } from '../../api/ids.ts';
+import { openEmbeddedStore, type Store } from '../../api/store/index.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
@@ -85,6 +86,13 @@ async function speaks(url: string, oath: Oath): Promise<{ status: number; verifi
 
 const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 
+/** A citizen written straight into a store, as an oath writes it (the passport kept only hashed). */
+async function enrol(store: Store, name: string): Promise<Oath> {
+  const oath = { memberId: newId(), passportNumber: newPassport() };
+  await store.citizens.add({ memberId: oath.memberId, name, class: 'agent', purpose: 'already there', status: 'trillionaire', joinedAt: new Date().toISOString(), passportHash: hashPassport(oath.passportNumber) });
+  return oath;
+}
+
 // The store compacts its journal into the snapshot once this many entries were written since the
 // last snapshot (api/store/embedded.ts, compactEvery), counting those it replayed at start.
 const COMPACT_EVERY = 20_000;
@@ -94,10 +102,9 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
     // A store 10 writes short of a compaction: the burst below sets it off while the backup runs.
     const dir = temp('backup-live-');
     const prefill = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }), compactEvery: Number.MAX_SAFE_INTEGER, compactBytes: Number.MAX_SAFE_INTEGER });
-    const citizenship = createCitizenship(prefill, 'http://127.0.0.1');
     const before: Oath[] = [];
     for (let i = 0; i < COMPACT_EVERY - 10; i += 1000) {
-      const chunk = Array.from({ length: Math.min(1000, COMPACT_EVERY - 10 - i) }, (_, j) => citizenship.takeOath({ name: `prefill-${i + j}`, class: 'agent', purpose: 'already there' }));
+      const chunk = Array.from({ length: Math.min(1000, COMPACT_EVERY - 10 - i) }, (_, j) => enrol(prefill, `prefill-${i + j}`));
       before.push(...(await Promise.all(chunk)));
     }
     await prefill.close();
@@ -157,8 +164,7 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
     // Two acknowledged oaths, and a new journal whose first line was half-written when it was read.
     const dir = temp('backup-torn-');
     const store = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }) });
-    const citizenship = createCitizenship(store, 'http://127.0.0.1');
-    const before = [await citizenship.takeOath({ name: 'torn-a', class: 'agent', purpose: 'whole' }), await citizenship.takeOath({ name: 'torn-b', class: 'agent', purpose: 'whole' })];
+    const before = [await enrol(store, 'torn-a'), await enrol(store, 'torn-b')];
     await store.close();
     writeFileSync(join(dir, 'journal-000000000003.jsonl'), Buffer.concat([Buffer.from('{"seq":3,"op":"unit","v":[{"op":"citizen.add","v":{"memberId":'), Buffer.alloc(64 * 1024)]));
 
@@ -192,7 +198,7 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
   it('answers each documented exit code', async () => {
     const dir = temp('backup-codes-');
     const store = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }) });
-    await createCitizenship(store, 'http://127.0.0.1').takeOath({ name: 'codes', class: 'agent', purpose: 'exit codes' });
+    await enrol(store, 'codes');
     await store.close();
     const out = temp('backup-out-');
     const archive = join(out, 'a.tar.gz');
