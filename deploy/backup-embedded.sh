@@ -8,8 +8,9 @@
 # is written with mode 0600.
 #
 # Why not `tar` of the live folder: the store appends to journal-*.jsonl and, now and then,
-# compacts: it starts a new journal, writes snapshot.json (a temp file renamed over the old one)
-# and then deletes the journals the snapshot now holds. A copy that takes the snapshot before the
+# compacts: it starts a new journal, writes its snapshot (snapshot.jsonl; snapshot.json in the
+# earlier format, which the first new snapshot removes), a temp file renamed over the old one, and
+# then deletes the journals the snapshot now holds. A copy that takes the snapshot before the
 # journals can get the old snapshot and miss the deleted journals, losing writes; tar takes files
 # in directory order (or by name with --sort=name), and exits 1 ("file changed as we read it",
 # "File removed before we read it") in the ordinary course. So this script:
@@ -17,8 +18,10 @@
 #      with zeros, and its last line may be half-written while it is read); a journal deleted by a
 #      compaction meanwhile is skipped, since the snapshot taken next holds it;
 #   2. copies every other file but temporary ones (the signing key);
-#   3. copies snapshot.json last: a rename replaces it whole, so the copy is one snapshot or the
-#      next, and either holds everything the journals it deleted held;
+#   3. copies the snapshot last: a rename replaces it whole, so the copy is one snapshot or the
+#      next, and either holds everything the journals it deleted held (an earlier-format
+#      snapshot.json first, then snapshot.jsonl: the old one is removed only once the new one is
+#      in place, so one of the two is always found);
 #   4. packs the copies (which no longer change) with tar and renames the archive into place.
 #
 # Exit codes: 0 the archive is written; 1 a copy or the archive failed (no archive is left at
@@ -37,8 +40,8 @@ usage() {
 dir=${1%/}
 archive=$2
 [ -d "$dir" ] || { echo "$dir is not a folder" >&2; exit 2; }
-if ! compgen -G "$dir/journal-*.jsonl" >/dev/null && [ ! -e "$dir/snapshot.json" ]; then
-  echo "$dir holds no snapshot.json and no journal-*.jsonl: not an embedded store's DATA_DIR" >&2
+if ! compgen -G "$dir/journal-*.jsonl" >/dev/null && ! compgen -G "$dir/snapshot.json*" >/dev/null; then
+  echo "$dir holds no snapshot and no journal-*.jsonl: not an embedded store's DATA_DIR" >&2
   exit 2
 fi
 [ ! -e "$archive" ] || { echo "$archive exists already" >&2; exit 2; }
@@ -66,15 +69,19 @@ for file in "$dir"/* "$dir"/.[!.]*; do
   [ -f "$file" ] || continue
   name=$(basename "$file")
   case "$name" in
-    journal-*.jsonl | snapshot.json | *.tmp | .readyz) continue ;;
+    journal-*.jsonl | snapshot.json | snapshot.jsonl | *.tmp | .readyz) continue ;;
   esac
   cp -p "$file" "$stage/$name"
 done
 
-# 3. The snapshot, last.
-if [ -e "$dir/snapshot.json" ]; then
-  cp "$dir/snapshot.json" "$stage/snapshot.json"
-fi
+# 3. The snapshot, last: the earlier format first, then the current one.
+for name in snapshot.json snapshot.jsonl; do
+  # cp of a path that vanished (the old format, removed meanwhile) is no failure.
+  if [ -e "$dir/$name" ] && ! cp "$dir/$name" "$stage/$name" 2>/dev/null && [ -e "$dir/$name" ]; then
+    echo "cannot read $dir/$name" >&2
+    exit 1
+  fi
+done
 
 # 4. The archive, whole or not at all.
 tar -C "$stage" --sort=name --numeric-owner -czf "$archive.partial" .

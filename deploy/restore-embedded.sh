@@ -37,8 +37,8 @@ work=$(mktemp -d "$parent/.agent-node-restore.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 tar -C "$work" --no-same-owner --no-same-permissions -xzf "$archive"
-if ! compgen -G "$work/journal-*.jsonl" >/dev/null && [ ! -e "$work/snapshot.json" ]; then
-  echo "$archive holds no snapshot.json and no journal-*.jsonl: not a backup of an embedded store" >&2
+if ! compgen -G "$work/journal-*.jsonl" >/dev/null && ! compgen -G "$work/snapshot.json*" >/dev/null; then
+  echo "$archive holds no snapshot and no journal-*.jsonl: not a backup of an embedded store" >&2
   exit 2
 fi
 [ ! -d "$dir" ] || rmdir "$dir"
