@@ -34,6 +34,19 @@ async function endOfData(handle: FileHandle): Promise<{ end: number; size: numbe
   return { end: size, size };
 }
 
+/** Where the last whole line of the first `end` bytes ends (after its newline); 0 when there is none. */
+async function endOfLastLine(handle: FileHandle, end: number): Promise<number> {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (let to = end; to > 0; ) {
+    const from = Math.max(0, to - CHUNK_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, to - from, from);
+    const newline = buffer.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (newline !== -1) return from + newline + 1;
+    to = from;
+  }
+  return 0;
+}
+
 const NAME = /^journal-(\d{12})\.jsonl$/;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
 
@@ -175,7 +188,11 @@ export class Journal {
     try {
       const { end, size } = await endOfData(handle);
       this.#allocated = size;
-      this.#size = end;
+      // A crash can leave this very file (its name is the next entry's) ending in a torn line:
+      // appending after it would glue the next acknowledged entry to it. Zeroed from its last newline.
+      const whole = await endOfLastLine(handle, end);
+      if (whole < end) await handle.write(Buffer.alloc(end - whole), 0, end - whole, whole);
+      this.#size = whole;
     } catch (error) {
       await handle.close();
       throw error;

@@ -119,6 +119,22 @@ describe('embedded store on disk', () => {
     await journal.close();
   });
 
+  it('cuts a torn line off the journal file it reopens, so the next acknowledged entry is not glued to it', async () => {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    await store.citizens.add(citizen({ name: 'kept-before' }));
+    await store.close();
+    // A crash during the first write of the next file: its name is the next entry's, so the next start reopens it.
+    const next = readdirSync(dir).filter((f) => f.startsWith('journal-')).sort().at(-1)!.replace(/\d{12}/, (n) => String(Number(n) + 1).padStart(12, '0'));
+    writeFileSync(join(dir, next), '{"seq":2,"op":"citizen.add","v":{"memberId":"01a1');
+    const reopened = await openEmbeddedStore({ dir, logger });
+    await reopened.citizens.add(citizen({ name: 'acknowledged-after' }));
+    await reopened.close();
+    const third = await openEmbeddedStore({ dir, logger });
+    expect((await third.citizens.list({ limit: 10 })).items.map((c) => c.name).sort()).toEqual(['acknowledged-after', 'kept-before']);
+    await third.close();
+  });
+
   it('skips a torn last journal line, reports it, and opens', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
