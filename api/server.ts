@@ -11,6 +11,8 @@ import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
+import { createRobotsJudge, readRobotsDir } from './telemetry/robots.ts';
+import { buildRobots } from './documents/crawl.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
@@ -211,6 +213,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const telemetry = await createTelemetry({
       funnelStepOf,
       ...telemetryRulesOf(content),
+      robots: await robotsJudgeOf(files, content, config),
       resolver: systemResolver(config.DNS_SERVERS),
       fetchDirectory: httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
       store: store.telemetry,
@@ -312,4 +315,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       }));
     return { server, url, logger, close };
   }
+}
+
+/**
+ * The robots.txt files crawlers are judged against: the build's own /robots.txt (the version this
+ * process serves; built from content/ when no build is loaded) for live requests and ingested lines
+ * of SITE_URL's and CANON_URL's hosts, and the files in ROBOTS_TXT_DIR for other hosts.
+ */
+async function robotsJudgeOf(files: Map<string, StaticFile>, content: Awaited<ReturnType<typeof loadContent>>, config: Config) {
+  const own = files.get('/robots.txt')?.body.toString('utf8') ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL });
+  const others = config.ROBOTS_TXT_DIR ? await readRobotsDir(config.ROBOTS_TXT_DIR) : new Map<string, string>();
+  return createRobotsJudge(own, others, [new URL(config.SITE_URL).hostname, new URL(config.CANON_URL).hostname]);
 }
