@@ -110,9 +110,10 @@ export const LEDGER_LIMITS = {
   hours: 48,
   days: 8,
   recent: 20,
-  /** Broken robots.txt rules kept per family, and paths per rule. */
-  robotsRules: 8,
-  robotsPathsPerRule: 8,
+  /** Broken robots.txt rules kept per family, paths per rule, and characters kept of those paths and of a rule's line. */
+  robotsRules: 4,
+  robotsPathsPerRule: 4,
+  robotsChars: 96,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -418,19 +419,20 @@ function ruleOf(p: RobotsPart, r: Omit<RobotsRuleCount, 'requests' | 'afterFetch
  */
 function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string): void {
   p.judged++;
+  const host = cut(v.host, L.hostChars);
   if (path === '/robots.txt') {
-    const first = p.fetchedAt[v.host];
-    if (first === undefined ? Object.keys(p.fetchedAt).length < L.hostsPerFamily : at < first) p.fetchedAt[v.host] = at;
+    const first = p.fetchedAt[host];
+    if (first === undefined ? Object.keys(p.fetchedAt).length < L.hostsPerFamily : at < first) p.fetchedAt[host] = at;
   }
   if (!v.broke) return;
-  const fetched = p.fetchedAt[v.host];
+  const fetched = p.fetchedAt[host];
   const after = fetched !== undefined && fetched <= at ? 1 : 0;
   p.violations++;
   p.afterFetch += after;
-  const rule = ruleOf(p, { host: cut(v.host, L.hostChars), version: v.version, line: v.broke.line, rule: cut(v.broke.text, L.pathChars), agent: cut(v.broke.agent, L.nameChars) });
+  const rule = ruleOf(p, { host, version: v.version, line: v.broke.line, rule: cut(v.broke.text, L.robotsChars), agent: cut(v.broke.agent, L.nameChars) });
   rule.requests++;
   rule.afterFetch += after;
-  bump(rule.paths, path, 1, L.robotsPathsPerRule);
+  bump(rule.paths, cut(path, L.robotsChars), 1, L.robotsPathsPerRule);
 }
 
 /** Adds another process's robots part into one (within the same bounds). */

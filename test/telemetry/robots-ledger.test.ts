@@ -19,6 +19,8 @@ const links = { site: 'https://site.example', canon: 'https://canon.example' };
 const OWN = ['# ours', 'User-agent: *', 'Disallow: /trap/', '', 'User-agent: GPTBot', 'Disallow: /drafts/', 'Allow: /drafts/public/', ''].join('\n');
 const bot = (family: string): Classification => ({ bot: true, family, class: 'Eater', known: null, verify: 'none' });
 const T0 = new Date('2026-11-21T10:00:00Z');
+/** What the robots parts add at worst to the saved ledger and to /bot-wall.json, on top of the ledger's other bounds (README "Limits"). */
+const ROBOTS_WORST = { saved: 300 * 1024, wall: 300 * 1024 };
 
 /** Counts a request of `family` to `path`, judged by `judge` (live: the service's own robots.txt). */
 function request(s: TelemetrySnapshot, judge: ReturnType<typeof createRobotsJudge>, family: string, path: string, minute: number, host: string | null = null) {
@@ -109,6 +111,38 @@ describe('the ledger counts robots.txt per family', () => {
     expect(Object.values(p.rules)).toMatchObject([{ line: 6, requests: 2, afterFetch: 1, paths: { '/drafts/a': 2 } }]);
     // The inputs are not changed.
     expect(a.families.GPTBot!.robots!.violations).toBe(1);
+  });
+});
+
+describe('the worst case', () => {
+  it('stays within the sizes README "Limits" states when every family breaks more rules on more long paths than kept', () => {
+    const long = (prefix: string, i: number) => `${prefix}${i}-${'x'.repeat(15_000)}`;
+    // Rules as long as a file may write them, from a host named as long as a log may.
+    const file = `User-agent: *\n${Array.from({ length: 10 }, (_, i) => `Disallow: /${i}${'r'.repeat(2000)}`).join('\n')}\n`;
+    const host = `${'h'.repeat(5000)}.example`;
+    const judge = createRobotsJudge(OWN, new Map([[host, file]]));
+    const s = emptySnapshot(T0);
+    for (let f = 0; f < 300; f++)
+      for (let r = 0; r < 10; r++) {
+        for (let p = 0; p < 6; p++) request(s, judge, long(`Family-${f}-`, f), `/${r}${'r'.repeat(2000)}${long('/p', p)}`, 0, host);
+        request(s, judge, long(`Family-${f}-`, f), '/robots.txt', 0, host);
+      }
+    for (const row of Object.values(s.families)) {
+      expect(Object.keys(row.robots!.rules).length).toBeLessThanOrEqual(LEDGER_LIMITS.robotsRules);
+      for (const r of Object.values(row.robots!.rules)) {
+        expect(r.rule.length).toBeLessThanOrEqual(LEDGER_LIMITS.robotsChars);
+        expect(Object.keys(r.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.robotsPathsPerRule);
+        for (const p of Object.keys(r.paths)) expect(p.length).toBeLessThanOrEqual(LEDGER_LIMITS.robotsChars);
+      }
+    }
+    const sizes = () => ({ saved: Buffer.byteLength(JSON.stringify(s)), wall: Buffer.byteLength(JSON.stringify(buildBotWall(content, s, links, T0))) });
+    const full = sizes();
+    for (const row of Object.values(s.families)) delete row.robots;
+    const without = sizes();
+    console.log(`robots worst case: saved ${full.saved} bytes (${without.saved} without), /bot-wall.json ${full.wall} bytes (${without.wall} without)`);
+    expect(full.saved - without.saved).toBeLessThan(ROBOTS_WORST.saved);
+    expect(full.wall - without.wall).toBeLessThan(ROBOTS_WORST.wall);
+    expect(full.saved - without.saved).toBeGreaterThan(100 * 1024);
   });
 });
 
