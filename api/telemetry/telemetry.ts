@@ -191,12 +191,13 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, live: boolean): boolean {
+  function countRequest(r: { method: string; path: string; query?: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, live: boolean): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
     const host = hostName(r.host);
-    // Judged on the path as sent (RFC 9309 compares percent-encoded forms), by the crawler's own tokens.
-    const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
+    // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
+    // own tokens; an ingested line's query is not in its record, so only its path is judged.
+    const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
     const counted = count(ledger, { at, method: r.method, path, status: r.status, host, classification, verification, bait, disallowed: bait, robots, ...(step ? { step } : {}) }, now());
     dirty ||= counted;
     return counted;

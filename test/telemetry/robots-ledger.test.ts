@@ -146,6 +146,31 @@ describe('the worst case', () => {
   });
 });
 
+describe('live requests', () => {
+  it('are judged on their path and query, so a rule naming a query string applies', async () => {
+    const t = await createTelemetry({
+      funnelStepOf,
+      ...telemetryRulesOf(content),
+      robots: createRobotsJudge('User-agent: *\nDisallow: /*?sort=\n'),
+      resolver: { reverse: async () => [], resolve: async () => [] },
+      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
+      store: openMemoryStore().telemetry,
+      logger: pino({ level: 'silent' }),
+      flushMs: 60_000,
+    });
+    const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+    const seen = (path: string, query?: string) => t.observe({ method: 'GET', path, ...(query ? { query } : {}), host: 'localhost:4321', userAgent: GPT, status: 200, durationMs: 1, remoteAddress: '127.0.0.1' });
+    seen('/list', '?sort=name');
+    seen('/list', '?page=2');
+    seen('/list');
+    const p = t.snapshot().families.GPTBot!.robots!;
+    expect(p).toMatchObject({ judged: 3, violations: 1 });
+    // The ledger keeps the path without its query.
+    expect(Object.values(p.rules)).toMatchObject([{ line: 2, rule: 'Disallow: /*?sort=', paths: { '/list': 1 } }]);
+    await t.close();
+  });
+});
+
 describe('ingested logs are judged per host', () => {
   it("judges a line by its host's robots.txt from ROBOTS_TXT_DIR's files, the service's own hosts by its own, and leaves an unknown host unjudged", async () => {
     const t = await createTelemetry({
