@@ -42,6 +42,7 @@ export const ROBOTS_LIMITS = { bytes: 512 * 1024, rulesPerFile: 10_000 } as cons
 export const robotsVersion = (text: string) => hash('sha256', text, 'base64url').slice(0, 12);
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
+const PLAIN = /^[\x21-\x24\x26-\x7e]*$/;
 
 /**
  * A path or pattern in the one form both are compared in (RFC 9309 2.2.2): octets outside ASCII
@@ -50,6 +51,8 @@ const UNRESERVED = /[A-Za-z0-9\-._~]/;
  * not `/` (the path's structure differs). `*` and `$` are left to the caller.
  */
 export function normalise(path: string): string {
+  // Most paths are printable ASCII without an escape: already in the form.
+  if (PLAIN.test(path)) return path;
   let out = '';
   for (let i = 0; i < path.length; i++) {
     const ch = path[i]!;
@@ -201,7 +204,7 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
   const selectionOf = (file: RobotsFile, tokens: readonly string[]) => {
     let byTokens = selections.get(file);
     if (!byTokens) selections.set(file, (byTokens = new Map()));
-    const key = tokens.join('\n');
+    const key = tokens.length === 1 ? tokens[0]! : tokens.join('\n');
     let s = byTokens.get(key);
     if (!s) {
       // Bounded by the families the classifier names; cleared if a flood of unknown names grows it.
