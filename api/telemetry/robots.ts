@@ -21,6 +21,9 @@ export interface RobotsRule {
   line: number;
   /** The line as written, comment and surrounding space removed (`Disallow: /private/`). */
   text: string;
+  /** The pattern split at `*`, and whether it ends in `$`: made once, matched per request. */
+  parts: string[];
+  anchored: boolean;
 }
 
 interface Group {
@@ -83,8 +86,15 @@ export function normalise(path: string): string {
  * segment, no regular expression: a pattern of many `*` cannot make it backtrack.
  */
 export function matches(pattern: string, path: string): boolean {
+  return matchParts(compile(pattern), path);
+}
+
+const compile = (pattern: string) => {
   const anchored = pattern.endsWith('$');
-  const parts = (anchored ? pattern.slice(0, -1) : pattern).split('*');
+  return { anchored, parts: (anchored ? pattern.slice(0, -1) : pattern).split('*') };
+};
+
+function matchParts({ parts, anchored }: { parts: string[]; anchored: boolean }, path: string): boolean {
   const first = parts[0]!;
   if (!path.startsWith(first)) return false;
   if (parts.length === 1) return anchored ? path.length === first.length : true;
@@ -129,7 +139,8 @@ export function parseRobots(text: string): RobotsFile {
     // A rule before any user-agent line belongs to no group; an empty one allows everything (no rule).
     if (current === null || value === '' || rules >= ROBOTS_LIMITS.rulesPerFile) continue;
     rules++;
-    current.rules.push({ allow: key === 'allow', pattern: normalise(value), line: n + 1, text: `${key === 'allow' ? 'Allow' : 'Disallow'}: ${value}` });
+    const pattern = normalise(value);
+    current.rules.push({ allow: key === 'allow', pattern, line: n + 1, text: `${key === 'allow' ? 'Allow' : 'Disallow'}: ${value}`, ...compile(pattern) });
   }
   return { version: robotsVersion(text), groups };
 }
@@ -165,7 +176,7 @@ export function decidingRule(rules: readonly RobotsRule[], path: string): Robots
   if (p === '/robots.txt') return null;
   let best: RobotsRule | null = null;
   for (const r of rules) {
-    if (!matches(r.pattern, p)) continue;
+    if (!matchParts(r, p)) continue;
     if (!best || r.pattern.length > best.pattern.length || (r.pattern.length === best.pattern.length && r.allow && !best.allow)) best = r;
   }
   return best;
@@ -186,7 +197,7 @@ export interface RobotsVerdict {
   broke: { line: number; text: string; agent: string } | null;
 }
 
-/** The hosts' robots.txt files (at most ROBOTS_HOSTS of them), and the crawler tokens' selections cached. */
+/** Other hosts' robots.txt files read at most (ROBOTS_TXT_DIR). */
 export const ROBOTS_HOSTS = 64;
 
 /**
@@ -200,8 +211,23 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
   const files = new Map<string, RobotsFile>();
   for (const [host, text] of [...others].slice(0, ROBOTS_HOSTS)) files.set(host.toLowerCase(), parseRobots(text));
   const mine = new Set(['', ...ownHosts.map((h) => h.toLowerCase())]);
-  const selections = new WeakMap<RobotsFile, Map<string, Selection>>();
-  const selectionOf = (file: RobotsFile, tokens: readonly string[]) => {
+  /** A selection with its verdicts made once (the ledger only reads them). */
+  type Judged = Selection & { allowed: RobotsVerdict; verdictOf: (rule: RobotsRule) => RobotsVerdict };
+  const judged = (file: RobotsFile, s: Selection): Judged => {
+    const host = file === site ? 'site' : [...files].find(([, f]) => f === file)![0];
+    const broken = new Map<RobotsRule, RobotsVerdict>();
+    return {
+      ...s,
+      allowed: { host, version: file.version, broke: null },
+      verdictOf: (rule) => {
+        let v = broken.get(rule);
+        if (!v) broken.set(rule, (v = { host, version: file.version, broke: { line: rule.line, text: rule.text, agent: s.agent! } }));
+        return v;
+      },
+    };
+  };
+  const selections = new WeakMap<RobotsFile, Map<string, Judged>>();
+  const selectionOf = (file: RobotsFile, tokens: readonly string[]): Judged => {
     let byTokens = selections.get(file);
     if (!byTokens) selections.set(file, (byTokens = new Map()));
     const key = tokens.length === 1 ? tokens[0]! : tokens.join('\n');
@@ -209,7 +235,7 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
     if (!s) {
       // Bounded by the families the classifier names; cleared if a flood of unknown names grows it.
       if (byTokens.size >= 4096) byTokens.clear();
-      byTokens.set(key, (s = selectRules(file, tokens)));
+      byTokens.set(key, (s = judged(file, selectRules(file, tokens))));
     }
     return s;
   };
@@ -225,9 +251,9 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
       const h = host?.toLowerCase() ?? '';
       const file = host === null ? site : (files.get(h) ?? (mine.has(h) ? site : null));
       if (!file) return null;
-      const { agent, rules } = selectionOf(file, tokens);
-      const rule = decidingRule(rules, path);
-      return { host: file === site ? 'site' : h, version: file.version, broke: rule && !rule.allow ? { line: rule.line, text: rule.text, agent: agent! } : null };
+      const selection = selectionOf(file, tokens);
+      const rule = decidingRule(selection.rules, path);
+      return rule && !rule.allow ? selection.verdictOf(rule) : selection.allowed;
     },
   };
 }
