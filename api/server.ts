@@ -324,6 +324,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
  */
 async function robotsJudgeOf(files: Map<string, StaticFile>, content: Awaited<ReturnType<typeof loadContent>>, config: Config) {
   const own = files.get('/robots.txt')?.body.toString('utf8') ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL });
-  const others = config.ROBOTS_TXT_DIR ? await readRobotsDir(config.ROBOTS_TXT_DIR) : new Map<string, string>();
+  const others = config.ROBOTS_TXT_DIR
+    ? await readRobotsDir(config.ROBOTS_TXT_DIR).catch((error: Error) => {
+        throw new StartupError(`ROBOTS_TXT_DIR: cannot read ${config.ROBOTS_TXT_DIR}: ${error.message}`);
+      })
+    : new Map<string, string>();
   return createRobotsJudge(own, others, [new URL(config.SITE_URL).hostname, new URL(config.CANON_URL).hostname]);
 }

@@ -1,8 +1,10 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { robotsVersion } from '../../api/telemetry/robots.ts';
+import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
@@ -68,5 +70,25 @@ describe('robots.txt judged per crawler, over HTTP', () => {
     // ClaudeBot falls to `*`, which allows all; the unknown host is not judged.
     expect((await robotsOf('ClaudeBot')).violations).toBe(0);
     expect(r.judged).toBe(6);
+  });
+});
+
+describe('ROBOTS_TXT_DIR', () => {
+  it('refuses to start with one line naming the folder when it cannot be read', async () => {
+    const missing = join(tmpdir(), `no-robots-${process.pid}-${Date.now()}`);
+    const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
+      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'robots-data-')), LOG_LEVEL: 'info', ROBOTS_TXT_DIR: missing },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let text = '';
+    child.stdout.on('data', (c: Buffer) => (text += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (text += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    clearTimeout(timer);
+    expect(code).toBe(1);
+    const lines = text.split('\n').filter(Boolean);
+    expect(lines.some((l) => l.includes(`ROBOTS_TXT_DIR: cannot read ${missing}`)), text).toBe(true);
+    expect(text).not.toMatch(/\n\s+at /);
   });
 });
