@@ -101,6 +101,11 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /** A folder of other hosts' robots.txt files, one `<host>.txt` each (at most 64, 512 KiB each), that ingested log lines of those hosts are judged against; empty means none. */
+  ROBOTS_TXT_DIR: z
+    .string()
+    .optional()
+    .transform((v) => (v ? resolve(v) : undefined)),
   /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
   WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
   /**

@@ -2,7 +2,10 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
-import { loadContent } from './content/load.ts';
+import { loadContent, type Content } from './content/load.ts';
+import { buildRobots } from './documents/crawl.ts';
+import { StartupError } from './startup-error.ts';
+import { createRobotsJudge, readRobotsDir } from './telemetry/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { createOmip } from './omip/service.ts';
@@ -46,6 +49,22 @@ export interface EngineOptions {
   resolver?: Resolver;
   /** Web Bot Auth key directories; by default fetched over https (tests: none). */
   fetchDirectory?: DirectoryFetcher;
+  /** The robots.txt this process serves (the build's); built from content/ when there is none. */
+  robotsTxt?: string | undefined;
+}
+
+/**
+ * The robots.txt rules each crawler's requests are judged by: this process's own robots.txt for
+ * live requests and ingested lines of SITE_URL's and CANON_URL's hosts, and the files in
+ * ROBOTS_TXT_DIR for other hosts.
+ */
+async function robotsJudgeOf(own: string | undefined, content: Content, config: Config) {
+  const others = config.ROBOTS_TXT_DIR
+    ? await readRobotsDir(config.ROBOTS_TXT_DIR).catch((error: Error) => {
+        throw new StartupError(`ROBOTS_TXT_DIR: cannot read ${config.ROBOTS_TXT_DIR}: ${error.message}`);
+      })
+    : new Map<string, string>();
+  return createRobotsJudge(own ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL }), others, [new URL(config.SITE_URL).hostname, new URL(config.CANON_URL).hostname]);
 }
 
 /**
@@ -60,6 +79,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const telemetry = await createTelemetry({
     funnelStepOf,
     ...telemetryRulesOf(content),
+    robots: await robotsJudgeOf(options.robotsTxt, content, config),
     resolver: options.resolver ?? systemResolver(config.DNS_SERVERS),
     fetchDirectory: options.fetchDirectory ?? httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
     store: store.telemetry,

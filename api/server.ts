@@ -177,7 +177,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     // Metrics cost a little per request, so they exist only where someone can read them.
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-    const engine = await createEngine(config, { logger, metrics, store: options.store });
+    const engine = await createEngine(config, { logger, metrics, store: options.store, robotsTxt: files.get('/robots.txt')?.body.toString('utf8') });
     const { app, telemetry } = engine;
 
     metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
@@ -264,3 +264,4 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     return { server, url, logger, close };
   }
 }
+

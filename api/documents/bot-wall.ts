@@ -15,6 +15,33 @@ const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway pro
 /** How a family's claims were checked: the method and one outcome per request. */
 const verificationOf = (f: FamilyRow) => ({ method: f.verify, verified: f.verified, failed: f.failed, unverifiable: f.unverifiable });
 
+/**
+ * A family's requests judged against the robots.txt its group there gives it (RFC 9309): whether it
+ * complied, whether it fetched robots.txt, and each Disallow rule it broke with the line as
+ * written, the version of the file, and the paths and counts (bounded by LEDGER_LIMITS).
+ */
+export function robotsTxtOf(f: FamilyRow) {
+  const p = f.robots ?? { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} };
+  return {
+    compliance: p.judged === 0 ? ('not judged' as const) : p.violations === 0 ? ('compliant' as const) : ('violating' as const),
+    judged: p.judged,
+    violations: p.violations,
+    violationsAfterFetch: p.afterFetch,
+    fetchedRobotsTxt: f.robotsFetches > 0,
+    firstFetch: Object.values(p.fetchedAt).sort()[0] ?? null,
+    rules: Object.values(p.rules)
+      .sort((a, b) => b.requests - a.requests || a.line - b.line)
+      .map((r) => ({ host: r.host, version: r.version, line: r.line, rule: r.rule, agent: r.agent, requests: r.requests, afterFetch: r.afterFetch, paths: top(r.paths, LEDGER_LIMITS.robotsPathsPerRule).map(([path, requests]) => ({ path, requests })) })),
+  };
+}
+
+/** The robots.txt versions the ledger's broken rules name, by host. */
+const robotsVersionsOf = (rows: FamilyRow[]) => {
+  const seen = new Map<string, { host: string; version: string }>();
+  for (const f of rows) for (const r of Object.values(f.robots?.rules ?? {})) if (r.line > 0) seen.set(`${r.host} ${r.version}`, { host: r.host, version: r.version });
+  return [...seen.values()].sort((a, b) => a.host.localeCompare(b.host) || a.version.localeCompare(b.version));
+};
+
 /** How a species is shown: a family whose checked claims mostly fail verification is Cosplay. */
 const wallClass = (f: FamilyRow) => (f.failed > f.verified ? 'Cosplay' : f.class);
 
@@ -59,6 +86,7 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
         verification: verificationOf(f),
         robotsTxtFetches: f.robotsFetches,
         disallowedHits: f.violations,
+        robotsTxt: robotsTxtOf(f),
         hourly: hourlyOf(f, now),
         daily: dailyOf(f, now),
       })),
@@ -123,6 +151,10 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       observed_bot_families: bots.length,
     },
     botTraffic: buildBotTraffic(c, s, now),
+    robotsTxt: {
+      judged_by: 'RFC 9309: the group naming the crawler\'s product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came',
+      versions: robotsVersionsOf(rows),
+    },
     species: rows
       .sort((a, b) => farmScore(b) - farmScore(a) || a.family.localeCompare(b.family))
       .map((f) => ({
@@ -139,7 +171,7 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         // The name takes a random suffix: names are unique, and a species has many members.
         invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' ${oathDataWithFreshName({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' })}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
-        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
+        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations, compliance: robotsTxtOf(f).compliance, violations: f.robots?.violations ?? 0 },
         // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.
         verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
         hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),

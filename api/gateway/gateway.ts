@@ -208,6 +208,7 @@ export function createGateway(options: GatewayOptions) {
           durationMs: performance.now() - started,
           remoteAddress,
         };
+        if (query !== -1) observed.query = url.slice(query);
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
         if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url };

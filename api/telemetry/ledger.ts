@@ -1,6 +1,7 @@
 import type { VerifyMethod } from '../schemas/bot-families.ts';
 import type { Classification } from './classify.ts';
 import type { Outcome } from './verify.ts';
+import type { RobotsVerdict } from './robots.ts';
 
 /** Everything counted for one family (the family a User-Agent claims). */
 export interface FamilyRow {
@@ -32,6 +33,37 @@ export interface FamilyRow {
   verified: number;
   failed: number;
   unverifiable: number;
+  /** Requests judged against robots.txt (absent in ledgers saved before it; robotsPart() fills it in). */
+  robots?: RobotsPart;
+}
+
+/** One Disallow rule a family broke: the line as written, in the version of the file in force. */
+export interface RobotsRuleCount {
+  /** The host whose robots.txt it is (`site` for the service's own). */
+  host: string;
+  version: string;
+  line: number;
+  /** `Disallow: /path`, as written. */
+  rule: string;
+  /** The group's user-agent (the crawler's token, or `*`). */
+  agent: string;
+  requests: number;
+  /** Of them, sent after the family had fetched that host's robots.txt. */
+  afterFetch: number;
+  /** Requests per path (at most LEDGER_LIMITS.robotsPathsPerRule; the rest under "(other)"). */
+  paths: Record<string, number>;
+}
+
+/** A family's requests judged against the robots.txt in force for the host they went to. */
+export interface RobotsPart {
+  judged: number;
+  violations: number;
+  /** Violations sent after the family had fetched that host's robots.txt. */
+  afterFetch: number;
+  /** First /robots.txt fetch per host (at most LEDGER_LIMITS.hostsPerFamily hosts). */
+  fetchedAt: Record<string, string>;
+  /** Broken rules, keyed `host version line` (at most LEDGER_LIMITS.robotsRules; the rest under "(other)"). */
+  rules: Record<string, RobotsRuleCount>;
 }
 
 /** The persisted telemetry ledger. */
@@ -58,6 +90,8 @@ export interface LedgerEvent {
   verification: Outcome | null;
   bait: boolean;
   disallowed: boolean;
+  /** The robots.txt verdict on the request; absent or null when no robots.txt is known for its host. */
+  robots?: RobotsVerdict | null;
   /** The funnel step the request's operation declares, if any (counted when it succeeded). */
   step?: FunnelStep;
 }
@@ -76,6 +110,10 @@ export const LEDGER_LIMITS = {
   hours: 48,
   days: 8,
   recent: 20,
+  /** Broken robots.txt rules kept per family, paths per rule, and characters kept of those paths and of a rule's line. */
+  robotsRules: 4,
+  robotsPathsPerRule: 4,
+  robotsChars: 96,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -307,6 +345,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   if (isDeep(e.path)) row.deepHits++;
   if (e.path === '/robots.txt') row.robotsFetches++;
   if (e.disallowed && c.bot) row.violations++;
+  if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at);
   const ok = e.status >= 200 && e.status < 300;
   const step = ok ? e.step : undefined;
   if (step) row[step]++;
@@ -350,9 +389,65 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
       row ??= out.families[OTHER_FAMILIES] ??= newRow(OTHER_FAMILIES, { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' }, f.firstSeen);
       for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'failed', 'unverifiable'] as const) row[k] += f[k];
       for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
+      if (f.robots) mergeRobots(robotsPart(row), f.robots);
       if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
       if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
     }
   }
   return out;
+}
+
+/** A family's robots part, made on first use (a row saved before it existed has none). */
+export const robotsPart = (row: FamilyRow): RobotsPart => (row.robots ??= { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} });
+
+const OTHER_RULE = '(other)';
+
+/** The rule's entry, made on first sight; past LEDGER_LIMITS.robotsRules, new rules share "(other)". */
+function ruleOf(p: RobotsPart, r: Omit<RobotsRuleCount, 'requests' | 'afterFetch' | 'paths'>): RobotsRuleCount {
+  let key = r.line === 0 ? OTHER_RULE : `${r.host} ${r.version} ${r.line}`;
+  if (!(key in p.rules) && Object.keys(p.rules).length >= L.robotsRules - 1) {
+    key = OTHER_RULE;
+    r = { host: '(other)', version: '', line: 0, rule: '(other rules)', agent: '' };
+  }
+  return (p.rules[key] ??= { ...r, requests: 0, afterFetch: 0, paths: {} });
+}
+
+/**
+ * Adds one judged request to a family's robots part: a fetch of /robots.txt is remembered per
+ * host (the first one); a request a Disallow rule forbids is counted under its rule and path,
+ * and as sent after a fetch when the family had fetched that host's file before it.
+ */
+function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string): void {
+  p.judged++;
+  const host = cut(v.host, L.hostChars);
+  if (path === '/robots.txt') {
+    const first = p.fetchedAt[host];
+    if (first === undefined ? Object.keys(p.fetchedAt).length < L.hostsPerFamily : at < first) p.fetchedAt[host] = at;
+  }
+  if (!v.broke) return;
+  const fetched = p.fetchedAt[host];
+  const after = fetched !== undefined && fetched <= at ? 1 : 0;
+  p.violations++;
+  p.afterFetch += after;
+  const rule = ruleOf(p, { host, version: v.version, line: v.broke.line, rule: cut(v.broke.text, L.robotsChars), agent: cut(v.broke.agent, L.nameChars) });
+  rule.requests++;
+  rule.afterFetch += after;
+  bump(rule.paths, cut(path, L.robotsChars), 1, L.robotsPathsPerRule);
+}
+
+/** Adds another process's robots part into one (within the same bounds). */
+function mergeRobots(into: RobotsPart, from: RobotsPart): void {
+  into.judged += from.judged;
+  into.violations += from.violations;
+  into.afterFetch += from.afterFetch;
+  for (const [host, at] of Object.entries(from.fetchedAt)) {
+    const mine = into.fetchedAt[host];
+    if (mine === undefined ? Object.keys(into.fetchedAt).length < L.hostsPerFamily : at < mine) into.fetchedAt[host] = at;
+  }
+  for (const r of Object.values(from.rules)) {
+    const rule = ruleOf(into, r);
+    rule.requests += r.requests;
+    rule.afterFetch += r.afterFetch;
+    for (const [path, n] of Object.entries(r.paths)) bump(rule.paths, path, n, L.robotsPathsPerRule);
+  }
 }

@@ -2,6 +2,8 @@
 export interface ObservedRequest {
   method: string;
   path: string;
+  /** The query as sent, `?` included, only when the target has one (robots.txt rules may name it). */
+  query?: string;
   host: string;
   userAgent: string;
   /** The status answered, or 499 when the client went away before the answer was sent. */

@@ -8,6 +8,7 @@ import { classificationOf, createClassifier, type Classification, type Classifie
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import type { RobotsJudge } from './robots.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -43,6 +44,8 @@ export interface TelemetryOptions {
   funnelStepOf: (method: string, path: string) => FunnelStep | undefined;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
+  /** Judges a crawler's request against the robots.txt in force for its host (none: not judged). */
+  robots?: RobotsJudge;
   logger: Logger;
   /** How often the ledger is saved when it changed. */
   flushMs?: number;
@@ -188,10 +191,14 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
+  function countRequest(r: { method: string; path: string; query?: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, live: boolean): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait, ...(step ? { step } : {}) }, now());
+    const host = hostName(r.host);
+    // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
+    // own tokens; an ingested line's query is not in its record, so only its path is judged.
+    const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host, classification, verification, bait, disallowed: bait, robots, ...(step ? { step } : {}) }, now());
     dirty ||= counted;
     return counted;
   }
@@ -215,7 +222,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
         if (classification.operator || (!classification.bot && !bait)) continue;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress), false)) counted++;
       }
       return { counted, outOfRange };
     },
@@ -230,7 +237,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const path = readable(r.path);
       const bait = isBait(path);
       if (classification.operator || (!classification.bot && !bait)) return;
-      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
+      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress), true);
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {

@@ -4,6 +4,7 @@
  * stay open, the range switches without a request, and a pause button stops the polling.
  */
 import { renderCharts, renderClasses, familyBody, familySummary, renderFunnel, renderMeters, when } from '../lib/bot-wall-render.ts';
+import { renderRobotsTxt } from '../lib/bot-wall-robots.ts';
 import { isRange, toWallView, type RangeKey, type WallView } from '../lib/bot-wall-view.ts';
 
 const root = document.getElementById('wall');
@@ -23,6 +24,7 @@ function start(root: HTMLElement, source: string): void {
     $('charts').innerHTML = renderCharts(v);
     $('classes').innerHTML = renderClasses(v);
     $('funnel').innerHTML = renderFunnel(v);
+    $('robots').innerHTML = renderRobotsTxt(v.families);
     drawFamilies(v);
     root.dataset.range = v.range;
     for (const a of root.querySelectorAll<HTMLAnchorElement>('.range a')) {
