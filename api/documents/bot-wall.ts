@@ -36,6 +36,59 @@ function dailyOf(f: FamilyRow, now: Date) {
     .map(([day, requests]) => ({ day, requests }));
 }
 
+/** Crawls per referred visit, to two decimals; null when no visit was referred (Cloudflare Radar's crawl-to-referral ratio). */
+export const crawlToReferral = (crawls: number, visits: number) => (visits > 0 ? Math.round((100 * crawls) / visits) / 100 : null);
+
+/**
+ * What AI sends back, per operator: its crawlers' requests (families of that operator) beside the
+ * people its products sent (content/ai-referrers.yaml), with their ratio, since the window started
+ * and per hour and day. Operators of the table, and any the ledger holds, even with no visit yet.
+ */
+export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
+  const crawlers = new Map<string, { requests: number; hourly: Record<string, number>; daily: Record<string, number> }>();
+  for (const f of Object.values(s.families)) {
+    if (f.operator === null || f.family === BAIT_BROWSER) continue;
+    const at = crawlers.get(f.operator) ?? { requests: 0, hourly: {}, daily: {} };
+    at.requests += f.requests;
+    for (const [k, n] of Object.entries(f.hourly)) at.hourly[k] = (at.hourly[k] ?? 0) + n;
+    for (const [k, n] of Object.entries(f.daily ?? {})) at.daily[k] = (at.daily[k] ?? 0) + n;
+    crawlers.set(f.operator, at);
+  }
+  const sent = s.referrals ?? {};
+  const names = [...new Set([...c.aiReferrers.operators.map((o) => o.operator), ...Object.keys(sent)])];
+  const hourSince = new Date(now.getTime() - (LEDGER_LIMITS.hours - 1) * 3_600_000).toISOString().slice(0, 13);
+  const daySince = new Date(now.getTime() - (LEDGER_LIMITS.days - 1) * 86_400_000).toISOString().slice(0, 10);
+  const buckets = (visits: Record<string, number>, crawls: Record<string, number>, keep: (k: string) => boolean, name: 'hour' | 'day') =>
+    [...new Set([...Object.keys(visits), ...Object.keys(crawls)])]
+      .filter(keep)
+      .sort()
+      .map((k) => ({ [name]: k, visits: visits[k] ?? 0, crawlerRequests: crawls[k] ?? 0 }))
+      .filter((b) => b.visits + b.crawlerRequests > 0);
+  const operators = names.map((operator) => {
+    const r = sent[operator];
+    const crawl = crawlers.get(operator) ?? { requests: 0, hourly: {}, daily: {} };
+    const visits = r?.visits ?? 0;
+    return {
+      operator,
+      crawlerRequests: crawl.requests,
+      referredVisits: visits,
+      crawlToReferral: crawlToReferral(crawl.requests, visits),
+      sources: top(r?.sources ?? {}, LEDGER_LIMITS.sourcesPerOperator).map(([source, n]) => ({ source, visits: n })),
+      firstSeen: r?.firstSeen ?? null,
+      lastSeen: r?.lastSeen ?? null,
+      hourly: buckets(r?.hourly ?? {}, crawl.hourly, (k) => k.slice(0, 13) >= hourSince, 'hour'),
+      daily: buckets(r?.daily ?? {}, crawl.daily, (k) => k >= daySince, 'day'),
+    };
+  });
+  operators.sort((a, b) => b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) || a.operator.localeCompare(b.operator));
+  return {
+    definition: "A referred visit is a request from a person's browser (no bot User-Agent) whose Referer host, or whose utm_source, names an AI product of content/ai-referrers.yaml; crawler requests are those of the families that operator runs. Only the operator and the matched host are kept, never the Referer.",
+    ratio: 'crawlToReferral = crawler requests / referred visits (Cloudflare Radar\'s crawl-to-referral ratio); null when no visit was referred',
+    sources: c.aiReferrers.sources,
+    operators,
+  };
+}
+
 /** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic), families by requests. */
 export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
   const families = Object.values(s.families).filter((f) => f.family !== BAIT_BROWSER);
@@ -123,6 +176,7 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       observed_bot_families: bots.length,
     },
     botTraffic: buildBotTraffic(c, s, now),
+    referrals: buildReferrals(c, s, now),
     species: rows
       .sort((a, b) => farmScore(b) - farmScore(a) || a.family.localeCompare(b.family))
       .map((f) => ({

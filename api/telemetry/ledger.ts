@@ -43,7 +43,21 @@ export interface TelemetrySnapshot {
   observedRequests: number;
   presence: { namedBotHits: number; baitHits: number };
   families: Record<string, FamilyRow>;
+  /** People sent by AI products, by operator (absent in ledgers saved before it). */
+  referrals?: Record<string, ReferralRow>;
   recent: { at: string; family: string; class: string; path: string; status: number }[];
+}
+
+/** The visits one AI operator's products sent (what AI sends back): never a URL, only the table's host. */
+export interface ReferralRow {
+  operator: string;
+  visits: number;
+  /** Visits per matched table entry (`chatgpt.com`, `utm_source=chatgpt.com`), at most LEDGER_LIMITS.sourcesPerOperator. */
+  sources: Record<string, number>;
+  hourly: Record<string, number>;
+  daily: Record<string, number>;
+  firstSeen: string;
+  lastSeen: string;
 }
 
 /** One request as the ledger counts it. */
@@ -76,6 +90,9 @@ export const LEDGER_LIMITS = {
   hours: 48,
   days: 8,
   recent: 20,
+  /** Referral rows (operators of content/ai-referrers.yaml; past them, "(other operators)"). */
+  referralOperators: 32,
+  sourcesPerOperator: 8,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -234,6 +251,12 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
     if (ahead(row.lastSeen)) row.lastSeen = iso;
     if (ahead(row.firstSeen)) row.firstSeen = iso;
   }
+  for (const r of Object.values(s.referrals ?? {})) {
+    for (const key of Object.keys(r.hourly)) if (!within(key, hours)) delete r.hourly[key];
+    for (const key of Object.keys(r.daily)) if (!within(key, days)) delete r.daily[key];
+    if (ahead(r.lastSeen)) r.lastSeen = iso;
+    if (ahead(r.firstSeen)) r.firstSeen = iso;
+  }
   s.recent = s.recent.filter((r) => !ahead(r.at));
   if (ahead(s.updatedAt)) s.updatedAt = iso;
   if (ahead(s.windowStartedAt)) s.windowStartedAt = iso;
@@ -316,6 +339,50 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   return true;
 }
 
+export const OTHER_OPERATORS = '(other operators)';
+
+/**
+ * Adds one visit an AI product sent (a person's request whose Referer or utm_source names one).
+ * Same clock rules as count(); false when dated outside ledgerRange(now). Bounded like families:
+ * LEDGER_LIMITS.referralOperators rows, LEDGER_LIMITS.sourcesPerOperator sources in each.
+ */
+export function countReferral(s: TelemetrySnapshot, operator: string, source: string, at: Date, now: Date): boolean {
+  const when = ledgerTime(at, now);
+  if (when === null) return false;
+  timeKeys(when);
+  const iso = lastIso;
+  const rows = (s.referrals ??= {});
+  let name = cut(operator, L.nameChars);
+  if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;
+  const row = (rows[name] ??= { operator: name, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: iso, lastSeen: iso });
+  row.visits++;
+  if (iso < row.firstSeen) row.firstSeen = iso;
+  if (iso > row.lastSeen) row.lastSeen = iso;
+  bump(row.sources, cut(source, L.hostChars), 1, L.sourcesPerOperator);
+  if (bump(row.hourly, lastHour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, lastDay)) prune(row.daily, daySpan(now.getTime()), L.days);
+  if (iso > s.updatedAt) s.updatedAt = iso;
+  return true;
+}
+
+/** Adds the referral rows of `from` into `into` (several processes' ledgers), within the same bounds. */
+function mergeReferrals(into: TelemetrySnapshot, from: TelemetrySnapshot): void {
+  if (!from.referrals) return;
+  const rows = (into.referrals ??= {});
+  for (const r of Object.values(from.referrals)) {
+    let row = rows[r.operator];
+    if (!row && Object.keys(rows).length < L.referralOperators) {
+      rows[r.operator] = structuredClone(r);
+      continue;
+    }
+    row ??= rows[OTHER_OPERATORS] ??= { operator: OTHER_OPERATORS, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: r.firstSeen, lastSeen: r.lastSeen };
+    row.visits += r.visits;
+    for (const k of ['sources', 'hourly', 'daily'] as const) addMaps(row[k], r[k]);
+    if (r.firstSeen < row.firstSeen) row.firstSeen = r.firstSeen;
+    if (r.lastSeen > row.lastSeen) row.lastSeen = r.lastSeen;
+  }
+}
+
 /** Adds a verification answer that arrived after its requests were counted. */
 export function settle(s: TelemetrySnapshot, family: string, outcome: Outcome, requests: number): void {
   const row = s.families[family] ?? s.families[OTHER_FAMILIES];
@@ -339,6 +406,7 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
     out.observedRequests += o.observedRequests;
     out.presence.namedBotHits += o.presence.namedBotHits;
     out.presence.baitHits += o.presence.baitHits;
+    mergeReferrals(out, o);
     out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
     for (const f of Object.values(reviveSnapshot(o).families)) {
       let row = out.families[f.family];

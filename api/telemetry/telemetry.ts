@@ -7,7 +7,8 @@ import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
-import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { referralRule, type ReferralRule } from './referrals.ts';
+import { count, countReferral, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -18,12 +19,13 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy'>) {
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'>) {
   return {
     classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
+    referrals: referralRule(content.aiReferrers),
   };
 }
 
@@ -43,6 +45,8 @@ export interface TelemetryOptions {
   funnelStepOf: (method: string, path: string) => FunnelStep | undefined;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
+  /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
+  referrals?: ReferralRule;
   logger: Logger;
   /** How often the ledger is saved when it changed. */
   flushMs?: number;
@@ -196,6 +200,20 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
+  /**
+   * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
+   * people) whose Referer or utm_source the table names. Only the operator and the table's host
+   * are kept, never the Referer itself.
+   */
+  function countReferred(referer: string | undefined, utmSource: string | undefined, at: Date): boolean {
+    if (!o.referrals || (!referer && !utmSource)) return false;
+    const found = o.referrals(referer, utmSource);
+    if (!found) return false;
+    const counted = countReferral(ledger, found.operator, found.source, at, now());
+    dirty ||= counted;
+    return counted;
+  }
+
   const telemetry = {
     /**
      * Counts requests a CDN or proxy served; a line's client address is verified like a live
@@ -214,8 +232,14 @@ export async function createTelemetry(o: TelemetryOptions) {
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
-        if (classification.operator || (!classification.bot && !bait)) continue;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
+        if (classification.operator) continue;
+        // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
+        const referred = !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
+        if (!classification.bot && !bait) {
+          if (referred) counted++;
+          continue;
+        }
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress)) || referred) counted++;
       }
       return { counted, outOfRange };
     },
@@ -229,7 +253,9 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
-      if (classification.operator || (!classification.bot && !bait)) return;
+      if (classification.operator) return;
+      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, now());
+      if (!classification.bot && !bait) return;
       countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
