@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { StartupError } from './startup-error.ts';
 import { checkTrustList } from './http/client.ts';
+import { RETENTION_BOUNDS } from './telemetry/ledger.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
@@ -101,6 +102,10 @@ export const ConfigSchema = z.object({
     .transform((v) => (v ? resolve(v) : undefined)),
   /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
   TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+  /** Hourly buckets the bot ledger keeps per family and per AI operator (24-336): the reach of ?range=1h and 24h. */
+  LEDGER_HOURS: z.coerce.number().int().min(RETENTION_BOUNDS.hours.min).max(RETENTION_BOUNDS.hours.max).default(RETENTION_BOUNDS.hours.default),
+  /** Daily buckets the bot ledger keeps per family and per AI operator (7-400): the reach of ?range=7d and 30d. */
+  LEDGER_DAYS: z.coerce.number().int().min(RETENTION_BOUNDS.days.min).max(RETENTION_BOUNDS.days.max).default(RETENTION_BOUNDS.days.default),
   /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
   WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
   /**

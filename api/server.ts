@@ -216,6 +216,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       store: store.telemetry,
       logger,
       flushMs: config.TELEMETRY_FLUSH_MS,
+      retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
     });
     const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
     logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');

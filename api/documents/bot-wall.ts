@@ -3,6 +3,7 @@ import { oathDataWithFreshName, shellQuote } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
+import { crawlToReferral } from '../telemetry/referrals.ts';
 import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
@@ -36,8 +37,6 @@ function dailyOf(f: FamilyRow, now: Date) {
     .map(([day, requests]) => ({ day, requests }));
 }
 
-/** Crawls per referred visit, to two decimals; null when no visit was referred (Cloudflare Radar's crawl-to-referral ratio). */
-export const crawlToReferral = (crawls: number, visits: number) => (visits > 0 ? Math.round((100 * crawls) / visits) / 100 : null);
 
 /**
  * What AI sends back, per operator: its crawlers' requests (families of that operator) beside the

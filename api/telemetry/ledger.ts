@@ -76,6 +76,22 @@ export interface LedgerEvent {
   step?: FunnelStep;
 }
 
+/** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
+export const RETENTION_BOUNDS = { hours: { min: 24, max: 336, default: 48 }, days: { min: 7, max: 400, default: 8 } } as const;
+const retention: { hours: number; days: number } = { hours: RETENTION_BOUNDS.hours.default, days: RETENTION_BOUNDS.days.default };
+
+/**
+ * Sets how many hourly and daily buckets every family and referral row keeps (the operator's
+ * LEDGER_HOURS and LEDGER_DAYS, validated by api/config.ts); throws outside RETENTION_BOUNDS.
+ * Process-wide, like the other bounds: one ledger a process.
+ */
+export function setLedgerRetention(r: { hours: number; days: number }): void {
+  const within = (n: number, b: { min: number; max: number }) => Number.isInteger(n) && n >= b.min && n <= b.max;
+  if (!within(r.hours, RETENTION_BOUNDS.hours) || !within(r.days, RETENTION_BOUNDS.days)) throw new RangeError(`retention out of bounds: ${JSON.stringify(r)}`);
+  retention.hours = r.hours;
+  retention.days = r.days;
+}
+
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
 export const LEDGER_LIMITS = {
   /** Family rows; past them, new families share OTHER_FAMILIES. */
@@ -87,8 +103,14 @@ export const LEDGER_LIMITS = {
   pathChars: 128,
   hostChars: 64,
   nameChars: 64,
-  hours: 48,
-  days: 8,
+  /** Hourly buckets kept (LEDGER_HOURS). */
+  get hours(): number {
+    return retention.hours;
+  },
+  /** Daily buckets kept (LEDGER_DAYS). */
+  get days(): number {
+    return retention.days;
+  },
   recent: 20,
   /** Referral rows (operators of content/ai-referrers.yaml; past them, "(other operators)"). */
   referralOperators: 32,
@@ -103,13 +125,14 @@ export const LEDGER_SKEW_MS = 5 * 60_000;
 
 /**
  * The times the ledger takes at `now`, in ms: from the start of its oldest daily bucket (UTC
- * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps) to LEDGER_SKEW_MS ahead.
+ * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps), or of its oldest hourly one
+ * when LEDGER_HOURS reaches further back, to LEDGER_SKEW_MS ahead.
  * A record dated before would land in no bucket the wall shows; one dated after would outrank
  * the live buckets, which are kept newest first, and push them out.
  */
 export function ledgerRange(now: Date): { from: number; to: number } {
   const ms = now.getTime();
-  return { from: Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, to: ms + LEDGER_SKEW_MS };
+  return { from: Math.min(Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR), to: ms + LEDGER_SKEW_MS };
 }
 
 /** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
@@ -125,7 +148,7 @@ const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:0
 const dayKey = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** The oldest and newest bucket keys the ledger keeps at `now`. */
 const hourSpan = (now: number) => ({ oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR), newest: hourKey(now) });
-const daySpan = (now: number) => ({ oldest: dayKey(ledgerRange(new Date(now)).from), newest: dayKey(now) });
+const daySpan = (now: number) => ({ oldest: dayKey(Math.floor(now / DAY) * DAY - (L.days - 1) * DAY), newest: dayKey(now) });
 
 export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.

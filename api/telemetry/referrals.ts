@@ -83,3 +83,6 @@ export function utmSourceOf(query: string): string | undefined {
   const value = new URLSearchParams(query.startsWith('?') ? query.slice(1) : query).get('utm_source');
   return value ? value.slice(0, UTM_MAX_CHARS) : undefined;
 }
+
+/** Crawls per referred visit, to two decimals; null when no visit was referred (Cloudflare Radar's crawl-to-referral ratio). */
+export const crawlToReferral = (crawls: number, visits: number): number | null => (visits > 0 ? Math.round((100 * crawls) / visits) / 100 : null);

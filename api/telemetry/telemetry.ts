@@ -8,7 +8,7 @@ import { classificationOf, createClassifier, type Classification, type Classifie
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { referralRule, type ReferralRule } from './referrals.ts';
-import { count, countReferral, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { count, countReferral, countStep, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -48,6 +48,8 @@ export interface TelemetryOptions {
   /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
   referrals?: ReferralRule;
   logger: Logger;
+  /** Hourly and daily buckets kept (LEDGER_HOURS, LEDGER_DAYS); the defaults when left out. */
+  retention?: { hours: number; days: number };
   /** How often the ledger is saved when it changed. */
   flushMs?: number;
   now?: () => Date;
@@ -117,6 +119,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     }
     return key;
   };
+  // Before the saved ledger is brought to the clock: keepClock drops buckets past the retention.
+  if (o.retention) setLedgerRetention(o.retention);
   const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
   // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
   const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
