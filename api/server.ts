@@ -11,6 +11,7 @@ import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { createApp, createViews } from './app.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
+import { createAlerts } from './telemetry/alerts.ts';
 import { systemResolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
 import { createOmip } from './omip/service.ts';
@@ -217,6 +218,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger,
       flushMs: config.TELEMETRY_FLUSH_MS,
       retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
+      alerts: createAlerts({ webhookUrl: config.ALERT_WEBHOOK_URL, logger, windowMs: config.ALERT_WINDOW_MS, spoofThreshold: config.ALERT_SPOOF_THRESHOLD, maxQueue: config.ALERT_QUEUE_MAX, timeoutMs: config.ALERT_TIMEOUT_MS, service: content.site.service }),
     });
     const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
     logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');

@@ -8,7 +8,8 @@ import { classificationOf, createClassifier, type Classification, type Classifie
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { referralRule, type ReferralRule } from './referrals.ts';
-import { count, countReferral, countStep, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import type { Alerts } from './alerts.ts';
+import { count, countReferral, countStep, cut, LEDGER_LIMITS, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
@@ -48,6 +49,8 @@ export interface TelemetryOptions {
   /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
   referrals?: ReferralRule;
   logger: Logger;
+  /** Alerts to the operator's webhook and the log (a new family, spoofing, robots.txt broken); none when left out. */
+  alerts?: Alerts;
   /** Hourly and daily buckets kept (LEDGER_HOURS, LEDGER_DAYS); the defaults when left out. */
   retention?: { hours: number; days: number };
   /** How often the ledger is saved when it changed. */
@@ -136,7 +139,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     maxInFlight: o.maxDnsInFlight,
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
-      settle(ledger, family, outcome, waiting.get(key) ?? 0);
+      const n = waiting.get(key) ?? 0;
+      settle(ledger, family, outcome, n);
+      if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
       waiting.delete(key);
       dirty = true;
     },
@@ -145,7 +150,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     families: o.families,
     fetchDirectory: o.fetchDirectory,
     onResult: (family, outcome) => {
-      settle(ledger, family, ledgerOutcome(outcome), 1);
+      const settled = ledgerOutcome(outcome);
+      settle(ledger, family, settled, 1);
+      if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
       dirty = true;
     },
   });
@@ -199,9 +206,24 @@ export async function createTelemetry(o: TelemetryOptions) {
   function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
+    const name = o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
+    const seen = name === null || name in ledger.families;
     const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait, ...(step ? { step } : {}) }, now());
     dirty ||= counted;
+    if (counted && o.alerts && classification.bot) alertOn(name, seen, bait, path, verification);
     return counted;
+  }
+
+  /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
+  function alertOn(name: string | null, seen: boolean, bait: boolean, path: string, verification: Outcome | null): void {
+    const alerts = o.alerts!;
+    const row = name === null ? undefined : ledger.families[name];
+    if (!row) return;
+    // A family folded into "(other families)" has no row of its own and raises nothing new.
+    if (!seen) alerts.newFamily(row.family, row.operator, row.class);
+    if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
+    // Until robots.txt is judged per crawler, a disallowed hit is a bait path's.
+    if (bait) alerts.robots(row.family, row.operator, path);
   }
 
   /**
