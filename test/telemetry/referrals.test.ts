@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { buildReferrals } from '../../api/documents/bot-wall.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { countReferral, emptySnapshot, LEDGER_LIMITS, mergeSnapshots, OTHER_OPERATORS } from '../../api/telemetry/ledger.ts';
+import { countReferral, emptySnapshot, keepClock, LEDGER_LIMITS, mergeSnapshots, OTHER_OPERATORS } from '../../api/telemetry/ledger.ts';
 import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
 
 const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
@@ -151,6 +151,21 @@ describe('referrals in the ledger', () => {
     const merged = mergeSnapshots(s, [structuredClone(s)]);
     expect(Object.keys(merged.referrals!)).toHaveLength(LEDGER_LIMITS.referralOperators);
     expect(merged.referrals!['Operator 0']!.visits).toBe(2 * s.referrals!['Operator 0']!.visits);
+  });
+
+  it("brings a saved ledger's referral buckets to the server's clock", () => {
+    const then = new Date('2026-11-20T10:00:00Z');
+    const s = emptySnapshot(then);
+    countReferral(s, 'OpenAI', 'chatgpt.com', then, then);
+    // Saved by a clock far ahead, loaded by one eight days later: nothing ahead, nothing past the window.
+    s.referrals!.OpenAI!.hourly['2099-01-01T00:00:00Z'] = 5;
+    s.referrals!.OpenAI!.lastSeen = '2099-01-01T00:00:00.000Z';
+    const now = new Date('2026-11-28T12:00:00Z');
+    keepClock(s, now);
+    expect(s.referrals!.OpenAI!.hourly).toEqual({});
+    expect(s.referrals!.OpenAI!.daily).toEqual({});
+    expect(s.referrals!.OpenAI!.lastSeen).toBe(now.toISOString());
+    expect(s.referrals!.OpenAI!.visits).toBe(1);
   });
 
   it("sets each operator's crawler requests beside its referred visits, with their ratio", () => {
