@@ -18,6 +18,7 @@ import { createInvoker } from './operations/invoke.ts';
 import { PATH } from './operations/paths.ts';
 import type { Store } from './store/types.ts';
 import { buildBotTraffic, buildBotWall } from './documents/bot-wall.ts';
+import { buildBotWallCsv } from './documents/bot-wall-csv.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { createLogIngest } from './operations/log-ingest.ts';
 
@@ -53,6 +54,7 @@ export function createApp(deps: AppDeps) {
       livingLattice: async () => livingLattice(store, await telemetry.combined(), now()),
       botTraffic: async () => buildBotTraffic(content, await telemetry.combined(), now()),
       botWall: async () => buildBotWall(content, await telemetry.combined(), links, now()),
+      botWallCsv: async (range) => buildBotWallCsv(await telemetry.combined(), range, now()),
       health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
     },
     documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },

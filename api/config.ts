@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { StartupError } from './startup-error.ts';
 import { checkTrustList } from './http/client.ts';
+import { RETENTION_BOUNDS } from './telemetry/ledger.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z
@@ -106,6 +107,20 @@ export const ConfigSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v ? resolve(v) : undefined)),
+  /** Hourly buckets the bot ledger keeps per family and per AI operator (24-336): the reach of ?range=1h and 24h. */
+  LEDGER_HOURS: z.coerce.number().int().min(RETENTION_BOUNDS.hours.min).max(RETENTION_BOUNDS.hours.max).default(RETENTION_BOUNDS.hours.default),
+  /** Daily buckets the bot ledger keeps per family and per AI operator (7-400): the reach of ?range=7d and 30d. */
+  LEDGER_DAYS: z.coerce.number().int().min(RETENTION_BOUNDS.days.min).max(RETENTION_BOUNDS.days.max).default(RETENTION_BOUNDS.days.default),
+  /** Where bot alerts are POSTed as JSON (a new family, a spike of failed verifications, a crawler on a disallowed path); empty: logged at warn only. */
+  ALERT_WEBHOOK_URL: z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional()),
+  /** Each alert kind is raised once per family within this window. */
+  ALERT_WINDOW_MS: z.coerce.number().int().min(60_000).max(7 * 86_400_000).default(3_600_000),
+  /** Failed verifications of one family within ALERT_WINDOW_MS that raise a spoofing alert. */
+  ALERT_SPOOF_THRESHOLD: z.coerce.number().int().min(1).max(1_000_000).default(20),
+  /** Alerts waiting for the webhook at most (one is sent at a time); past it, new ones are only logged. */
+  ALERT_QUEUE_MAX: z.coerce.number().int().min(1).max(10_000).default(100),
+  /** One webhook POST's time to answer; then it is dropped (never retried). */
+  ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
   WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
   /**

@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
 import { StartupError } from './startup-error.ts';
+import { createAlerts } from './telemetry/alerts.ts';
 import { createRobotsJudge, readRobotsDir } from './telemetry/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openLogSigner } from './omip/signer.ts';
@@ -85,6 +86,8 @@ export async function createEngine(config: Config, options: EngineOptions) {
     store: store.telemetry,
     logger,
     flushMs: config.TELEMETRY_FLUSH_MS,
+    retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
+    alerts: createAlerts({ webhookUrl: config.ALERT_WEBHOOK_URL, logger, windowMs: config.ALERT_WINDOW_MS, spoofThreshold: config.ALERT_SPOOF_THRESHOLD, maxQueue: config.ALERT_QUEUE_MAX, timeoutMs: config.ALERT_TIMEOUT_MS, service: content.site.service }),
   });
   const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
   logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');

@@ -17,6 +17,7 @@ import {
 } from '../schemas/content.ts';
 import { ConstitutionSchema } from '../schemas/constitution.ts';
 import { BotFamiliesSchema, BotIpRangesSchema, GeneratedBotFamiliesSchema } from '../schemas/bot-families.ts';
+import { AiReferrersSchema } from '../schemas/ai-referrers.ts';
 
 /**
  * Every content file with the schema that validates it; no file may publish a placeholder URL.
@@ -36,6 +37,7 @@ export const CONTENT_FILES = {
   botFamilies: { file: 'bot-families.yaml', schema: publishable(BotFamiliesSchema) },
   botFamiliesGenerated: { file: 'bot-families.generated.json', schema: publishable(GeneratedBotFamiliesSchema) },
   botIpRanges: { file: 'bot-ip-ranges.yaml', schema: publishable(BotIpRangesSchema) },
+  aiReferrers: { file: 'ai-referrers.yaml', schema: publishable(AiReferrersSchema) },
 } as const;
 
 export type ContentKey = keyof typeof CONTENT_FILES;

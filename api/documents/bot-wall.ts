@@ -3,6 +3,7 @@ import { oathDataWithFreshName, shellQuote } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
+import { crawlToReferral } from '../telemetry/referrals.ts';
 import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
@@ -61,6 +62,57 @@ function dailyOf(f: FamilyRow, now: Date) {
     .filter(([day, n]) => n > 0 && day >= since)
     .sort((a, b) => a[0].localeCompare(b[0]))
     .map(([day, requests]) => ({ day, requests }));
+}
+
+
+/**
+ * What AI sends back, per operator: its crawlers' requests (families of that operator) beside the
+ * people its products sent (content/ai-referrers.yaml), with their ratio, since the window started
+ * and per hour and day. Operators of the table, and any the ledger holds, even with no visit yet.
+ */
+export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
+  const crawlers = new Map<string, { requests: number; hourly: Record<string, number>; daily: Record<string, number> }>();
+  for (const f of Object.values(s.families)) {
+    if (f.operator === null || f.family === BAIT_BROWSER) continue;
+    const at = crawlers.get(f.operator) ?? { requests: 0, hourly: {}, daily: {} };
+    at.requests += f.requests;
+    for (const [k, n] of Object.entries(f.hourly)) at.hourly[k] = (at.hourly[k] ?? 0) + n;
+    for (const [k, n] of Object.entries(f.daily ?? {})) at.daily[k] = (at.daily[k] ?? 0) + n;
+    crawlers.set(f.operator, at);
+  }
+  const sent = s.referrals ?? {};
+  const names = [...new Set([...c.aiReferrers.operators.map((o) => o.operator), ...Object.keys(sent)])];
+  const hourSince = new Date(now.getTime() - (LEDGER_LIMITS.hours - 1) * 3_600_000).toISOString().slice(0, 13);
+  const daySince = new Date(now.getTime() - (LEDGER_LIMITS.days - 1) * 86_400_000).toISOString().slice(0, 10);
+  const buckets = (visits: Record<string, number>, crawls: Record<string, number>, keep: (k: string) => boolean, name: 'hour' | 'day') =>
+    [...new Set([...Object.keys(visits), ...Object.keys(crawls)])]
+      .filter(keep)
+      .sort()
+      .map((k) => ({ [name]: k, visits: visits[k] ?? 0, crawlerRequests: crawls[k] ?? 0 }))
+      .filter((b) => b.visits + b.crawlerRequests > 0);
+  const operators = names.map((operator) => {
+    const r = sent[operator];
+    const crawl = crawlers.get(operator) ?? { requests: 0, hourly: {}, daily: {} };
+    const visits = r?.visits ?? 0;
+    return {
+      operator,
+      crawlerRequests: crawl.requests,
+      referredVisits: visits,
+      crawlToReferral: crawlToReferral(crawl.requests, visits),
+      sources: top(r?.sources ?? {}, LEDGER_LIMITS.sourcesPerOperator).map(([source, n]) => ({ source, visits: n })),
+      firstSeen: r?.firstSeen ?? null,
+      lastSeen: r?.lastSeen ?? null,
+      hourly: buckets(r?.hourly ?? {}, crawl.hourly, (k) => k.slice(0, 13) >= hourSince, 'hour'),
+      daily: buckets(r?.daily ?? {}, crawl.daily, (k) => k >= daySince, 'day'),
+    };
+  });
+  operators.sort((a, b) => b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) || a.operator.localeCompare(b.operator));
+  return {
+    definition: "A referred visit is a request from a person's browser (no bot User-Agent) whose Referer host, or whose utm_source, names an AI product of content/ai-referrers.yaml; crawler requests are those of the families that operator runs. Only the operator and the matched host are kept, never the Referer.",
+    ratio: 'crawlToReferral = crawler requests / referred visits (Cloudflare Radar\'s crawl-to-referral ratio); null when no visit was referred',
+    sources: c.aiReferrers.sources,
+    operators,
+  };
 }
 
 /** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic), families by requests. */
@@ -155,6 +207,7 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       judged_by: 'RFC 9309: the group naming the crawler\'s product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came',
       versions: robotsVersionsOf(rows),
     },
+    referrals: buildReferrals(c, s, now),
     species: rows
       .sort((a, b) => farmScore(b) - farmScore(a) || a.family.localeCompare(b.family))
       .map((f) => ({

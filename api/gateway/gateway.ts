@@ -17,7 +17,7 @@ import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
-import type { ObservedRequest } from '../telemetry/observed.ts';
+import { referralOf, type ObservedRequest } from '../telemetry/observed.ts';
 
 export type { ObservedRequest };
 
@@ -212,6 +212,8 @@ export function createGateway(options: GatewayOptions) {
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
         if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url };
+        const referral = referralOf(req.headers.referer, query === -1 ? '' : url.slice(query + 1));
+        if (referral) observed.referral = referral;
         options.observe(observed);
       } catch (error) {
         logger.error({ err: error }, 'request observer failed');

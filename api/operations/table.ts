@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { header } from '../http/route.ts';
+import { header, queryOf } from '../http/route.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { CSV_RANGES, rangeBeyondRetention } from '../documents/bot-wall-csv.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
 import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
 import { FORMATS } from '../telemetry/log-formats/types.ts';
@@ -46,6 +48,9 @@ const LogQuery = z.object({
 });
 
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
+
+/** `?range=` of GET /bot-wall.csv. */
+const CsvQuery = z.object({ range: z.enum(CSV_RANGES).default('24h').meta({ description: 'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.' }) });
 const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE', 'STORE_FULL'] as const;
 const PAGE_PROBLEMS = ['INVALID_QUERY', 'INVALID_CURSOR'] as const;
 /** Reads of the store answer it when PostgreSQL is unreachable, restarting or too slow (the embedded store's reads never fail). */
@@ -336,6 +341,27 @@ export const OPERATIONS = [
     problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.botWall(),
+  }),
+  defineOperation({
+    id: 'getBotWallCsv',
+    method: 'GET',
+    path: '/bot-wall.csv',
+    summary: 'The bot wall as CSV (RFC 4180, formula-safe): a row per family with requests in the range, with class, operator, verification, robots.txt and the operator\'s referred visits',
+    tag: 'telemetry',
+    served: 'engine',
+    query: CsvQuery,
+    responses: { 200: { description: 'Families with requests in the range, most first; a header row names the columns', schema: z.string(), media: 'text/csv' } },
+    problems: ['INVALID_QUERY', ...READ_PROBLEMS],
+    credentials: 'none',
+    // A CSV answer, not JSON: the handler writes it.
+    raw: async (request, ctx) => {
+      const parsed = CsvQuery.safeParse(Object.fromEntries(queryOf(request)));
+      if (!parsed.success) throw new HttpProblem('INVALID_QUERY', `range must be one of ${CSV_RANGES.join(', ')}.`);
+      const beyond = rangeBeyondRetention(parsed.data.range);
+      if (beyond) throw new HttpProblem('INVALID_QUERY', `${beyond}: ask a shorter range or range=all.`);
+      const body = await ctx.views.botWallCsv(parsed.data.range);
+      return { status: 200, headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `inline; filename="bot-wall-${parsed.data.range}.csv"`, 'Cache-Control': 'no-store' }, body };
+    },
   }),
   defineOperation({
     id: 'botWallPage',

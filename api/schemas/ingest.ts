@@ -33,7 +33,7 @@ export const IngestResultSchema = z
   .object({
     /** Records read as requests. */
     accepted: z.number().int(),
-    /** Requests the ledger counted (bots and bait hits). */
+    /** Requests the ledger counted (bots, bait hits, and people an AI product sent: referrals). */
     counted: z.number().int(),
     /** Requests dated outside the ledger's range at the server's clock (ledgerRange); they change nothing. */
     outOfRange: z

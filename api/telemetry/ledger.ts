@@ -75,7 +75,21 @@ export interface TelemetrySnapshot {
   observedRequests: number;
   presence: { namedBotHits: number; baitHits: number };
   families: Record<string, FamilyRow>;
+  /** People sent by AI products, by operator (absent in ledgers saved before it). */
+  referrals?: Record<string, ReferralRow>;
   recent: { at: string; family: string; class: string; path: string; status: number }[];
+}
+
+/** The visits one AI operator's products sent (what AI sends back): never a URL, only the table's host. */
+export interface ReferralRow {
+  operator: string;
+  visits: number;
+  /** Visits per matched table entry (`chatgpt.com`, `utm_source=chatgpt.com`), at most LEDGER_LIMITS.sourcesPerOperator. */
+  sources: Record<string, number>;
+  hourly: Record<string, number>;
+  daily: Record<string, number>;
+  firstSeen: string;
+  lastSeen: string;
 }
 
 /** One request as the ledger counts it. */
@@ -96,6 +110,22 @@ export interface LedgerEvent {
   step?: FunnelStep;
 }
 
+/** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
+export const RETENTION_BOUNDS = { hours: { min: 24, max: 336, default: 48 }, days: { min: 7, max: 400, default: 8 } } as const;
+const retention: { hours: number; days: number } = { hours: RETENTION_BOUNDS.hours.default, days: RETENTION_BOUNDS.days.default };
+
+/**
+ * Sets how many hourly and daily buckets every family and referral row keeps (the operator's
+ * LEDGER_HOURS and LEDGER_DAYS, validated by api/config.ts); throws outside RETENTION_BOUNDS.
+ * Process-wide, like the other bounds: one ledger a process.
+ */
+export function setLedgerRetention(r: { hours: number; days: number }): void {
+  const within = (n: number, b: { min: number; max: number }) => Number.isInteger(n) && n >= b.min && n <= b.max;
+  if (!within(r.hours, RETENTION_BOUNDS.hours) || !within(r.days, RETENTION_BOUNDS.days)) throw new RangeError(`retention out of bounds: ${JSON.stringify(r)}`);
+  retention.hours = r.hours;
+  retention.days = r.days;
+}
+
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
 export const LEDGER_LIMITS = {
   /** Family rows; past them, new families share OTHER_FAMILIES. */
@@ -107,13 +137,22 @@ export const LEDGER_LIMITS = {
   pathChars: 128,
   hostChars: 64,
   nameChars: 64,
-  hours: 48,
-  days: 8,
+  /** Hourly buckets kept (LEDGER_HOURS). */
+  get hours(): number {
+    return retention.hours;
+  },
+  /** Daily buckets kept (LEDGER_DAYS). */
+  get days(): number {
+    return retention.days;
+  },
   recent: 20,
   /** Broken robots.txt rules kept per family, paths per rule, and characters kept of those paths and of a rule's line. */
   robotsRules: 4,
   robotsPathsPerRule: 4,
   robotsChars: 96,
+  /** Referral rows (operators of content/ai-referrers.yaml; past them, "(other operators)"). */
+  referralOperators: 32,
+  sourcesPerOperator: 8,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -124,13 +163,14 @@ export const LEDGER_SKEW_MS = 5 * 60_000;
 
 /**
  * The times the ledger takes at `now`, in ms: from the start of its oldest daily bucket (UTC
- * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps) to LEDGER_SKEW_MS ahead.
+ * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps), or of its oldest hourly one
+ * when LEDGER_HOURS reaches further back, to LEDGER_SKEW_MS ahead.
  * A record dated before would land in no bucket the wall shows; one dated after would outrank
  * the live buckets, which are kept newest first, and push them out.
  */
 export function ledgerRange(now: Date): { from: number; to: number } {
   const ms = now.getTime();
-  return { from: Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, to: ms + LEDGER_SKEW_MS };
+  return { from: Math.min(Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR), to: ms + LEDGER_SKEW_MS };
 }
 
 /** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
@@ -146,7 +186,7 @@ const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:0
 const dayKey = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** The oldest and newest bucket keys the ledger keeps at `now`. */
 const hourSpan = (now: number) => ({ oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR), newest: hourKey(now) });
-const daySpan = (now: number) => ({ oldest: dayKey(ledgerRange(new Date(now)).from), newest: dayKey(now) });
+const daySpan = (now: number) => ({ oldest: dayKey(Math.floor(now / DAY) * DAY - (L.days - 1) * DAY), newest: dayKey(now) });
 
 export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.
@@ -272,6 +312,12 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
     if (ahead(row.lastSeen)) row.lastSeen = iso;
     if (ahead(row.firstSeen)) row.firstSeen = iso;
   }
+  for (const r of Object.values(s.referrals ?? {})) {
+    for (const key of Object.keys(r.hourly)) if (!within(key, hours)) delete r.hourly[key];
+    for (const key of Object.keys(r.daily)) if (!within(key, days)) delete r.daily[key];
+    if (ahead(r.lastSeen)) r.lastSeen = iso;
+    if (ahead(r.firstSeen)) r.firstSeen = iso;
+  }
   s.recent = s.recent.filter((r) => !ahead(r.at));
   if (ahead(s.updatedAt)) s.updatedAt = iso;
   if (ahead(s.windowStartedAt)) s.windowStartedAt = iso;
@@ -355,6 +401,50 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   return true;
 }
 
+export const OTHER_OPERATORS = '(other operators)';
+
+/**
+ * Adds one visit an AI product sent (a person's request whose Referer or utm_source names one).
+ * Same clock rules as count(); false when dated outside ledgerRange(now). Bounded like families:
+ * LEDGER_LIMITS.referralOperators rows, LEDGER_LIMITS.sourcesPerOperator sources in each.
+ */
+export function countReferral(s: TelemetrySnapshot, operator: string, source: string, at: Date, now: Date): boolean {
+  const when = ledgerTime(at, now);
+  if (when === null) return false;
+  timeKeys(when);
+  const iso = lastIso;
+  const rows = (s.referrals ??= {});
+  let name = cut(operator, L.nameChars);
+  if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;
+  const row = (rows[name] ??= { operator: name, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: iso, lastSeen: iso });
+  row.visits++;
+  if (iso < row.firstSeen) row.firstSeen = iso;
+  if (iso > row.lastSeen) row.lastSeen = iso;
+  bump(row.sources, cut(source, L.hostChars), 1, L.sourcesPerOperator);
+  if (bump(row.hourly, lastHour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, lastDay)) prune(row.daily, daySpan(now.getTime()), L.days);
+  if (iso > s.updatedAt) s.updatedAt = iso;
+  return true;
+}
+
+/** Adds the referral rows of `from` into `into` (several processes' ledgers), within the same bounds. */
+function mergeReferrals(into: TelemetrySnapshot, from: TelemetrySnapshot): void {
+  if (!from.referrals) return;
+  const rows = (into.referrals ??= {});
+  for (const r of Object.values(from.referrals)) {
+    let row = rows[r.operator];
+    if (!row && Object.keys(rows).length < L.referralOperators) {
+      rows[r.operator] = structuredClone(r);
+      continue;
+    }
+    row ??= rows[OTHER_OPERATORS] ??= { operator: OTHER_OPERATORS, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: r.firstSeen, lastSeen: r.lastSeen };
+    row.visits += r.visits;
+    for (const k of ['sources', 'hourly', 'daily'] as const) addMaps(row[k], r[k]);
+    if (r.firstSeen < row.firstSeen) row.firstSeen = r.firstSeen;
+    if (r.lastSeen > row.lastSeen) row.lastSeen = r.lastSeen;
+  }
+}
+
 /** Adds a verification answer that arrived after its requests were counted. */
 export function settle(s: TelemetrySnapshot, family: string, outcome: Outcome, requests: number): void {
   const row = s.families[family] ?? s.families[OTHER_FAMILIES];
@@ -378,6 +468,7 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
     out.observedRequests += o.observedRequests;
     out.presence.namedBotHits += o.presence.namedBotHits;
     out.presence.baitHits += o.presence.baitHits;
+    mergeReferrals(out, o);
     out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
     for (const f of Object.values(reviveSnapshot(o).families)) {
       let row = out.families[f.family];

@@ -7,7 +7,9 @@ import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
-import { count, countStep, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import { referralRule, type ReferralRule } from './referrals.ts';
+import type { Alerts } from './alerts.ts';
+import { count, countReferral, countStep, cut, LEDGER_LIMITS, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
 import type { RobotsJudge } from './robots.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
@@ -19,12 +21,13 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy'>) {
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'>) {
   return {
     classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
+    referrals: referralRule(content.aiReferrers),
   };
 }
 
@@ -46,7 +49,13 @@ export interface TelemetryOptions {
   baitPaths: string[];
   /** Judges a crawler's request against the robots.txt in force for its host (none: not judged). */
   robots?: RobotsJudge;
+  /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
+  referrals?: ReferralRule;
   logger: Logger;
+  /** Alerts to the operator's webhook and the log (a new family, spoofing, robots.txt broken); none when left out. */
+  alerts?: Alerts;
+  /** Hourly and daily buckets kept (LEDGER_HOURS, LEDGER_DAYS); the defaults when left out. */
+  retention?: { hours: number; days: number };
   /** How often the ledger is saved when it changed. */
   flushMs?: number;
   now?: () => Date;
@@ -116,6 +125,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     }
     return key;
   };
+  // Before the saved ledger is brought to the clock: keepClock drops buckets past the retention.
+  if (o.retention) setLedgerRetention(o.retention);
   const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
   // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
   const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
@@ -131,7 +142,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     maxInFlight: o.maxDnsInFlight,
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
-      settle(ledger, family, outcome, waiting.get(key) ?? 0);
+      const n = waiting.get(key) ?? 0;
+      settle(ledger, family, outcome, n);
+      if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
       waiting.delete(key);
       dirty = true;
     },
@@ -140,7 +153,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     families: o.families,
     fetchDirectory: o.fetchDirectory,
     onResult: (family, outcome) => {
-      settle(ledger, family, ledgerOutcome(outcome), 1);
+      const settled = ledgerOutcome(outcome);
+      settle(ledger, family, settled, 1);
+      if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
       dirty = true;
     },
   });
@@ -198,7 +213,36 @@ export async function createTelemetry(o: TelemetryOptions) {
     // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
     // own tokens; an ingested line's query is not in its record, so only its path is judged.
     const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
+    const name = o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
+    const seen = name === null || name in ledger.families;
     const counted = count(ledger, { at, method: r.method, path, status: r.status, host, classification, verification, bait, disallowed: bait, robots, ...(step ? { step } : {}) }, now());
+    dirty ||= counted;
+    if (counted && o.alerts && classification.bot) alertOn(name, seen, bait || robots?.broke != null, path, verification);
+    return counted;
+  }
+
+  /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
+  function alertOn(name: string | null, seen: boolean, disallowed: boolean, path: string, verification: Outcome | null): void {
+    const alerts = o.alerts!;
+    const row = name === null ? undefined : ledger.families[name];
+    if (!row) return;
+    // A family folded into "(other families)" has no row of its own and raises nothing new.
+    if (!seen) alerts.newFamily(row.family, row.operator, row.class);
+    if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
+    // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
+    if (disallowed) alerts.robots(row.family, row.operator, path);
+  }
+
+  /**
+   * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
+   * people) whose Referer or utm_source the table names. Only the operator and the table's host
+   * are kept, never the Referer itself.
+   */
+  function countReferred(referer: string | undefined, utmSource: string | undefined, at: Date): boolean {
+    if (!o.referrals || (!referer && !utmSource)) return false;
+    const found = o.referrals(referer, utmSource);
+    if (!found) return false;
+    const counted = countReferral(ledger, found.operator, found.source, at, now());
     dirty ||= counted;
     return counted;
   }
@@ -221,8 +265,14 @@ export async function createTelemetry(o: TelemetryOptions) {
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
-        if (classification.operator || (!classification.bot && !bait)) continue;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress), false)) counted++;
+        if (classification.operator) continue;
+        // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
+        const referred = !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
+        if (!classification.bot && !bait) {
+          if (referred) counted++;
+          continue;
+        }
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress), false) || referred) counted++;
       }
       return { counted, outOfRange };
     },
@@ -236,7 +286,9 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
-      if (classification.operator || (!classification.bot && !bait)) return;
+      if (classification.operator) return;
+      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, now());
+      if (!classification.bot && !bait) return;
       countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress), true);
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */

@@ -13,6 +13,10 @@ export interface IngestLine {
   /** When it was served (ISO 8601); defaults to the time of ingest. */
   time?: string | undefined;
   clientAddress?: string | undefined;
+  /** The Referer, when the log has it (cut to REFERER_MAX_CHARS); only what AI sends back is read from it, never stored. */
+  referer?: string | undefined;
+  /** utm_source of the request's query, when the log has the query. */
+  utmSource?: string | undefined;
 }
 
 /** One request as any log format says it, normalised for the ledger (the line telemetry counts). */
