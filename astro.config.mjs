@@ -2,9 +2,14 @@
 import node from '@astrojs/node';
 import { defineConfig } from 'astro/config';
 import staticManifest from './src/integrations/static-manifest.ts';
+import { loadConfig } from './api/config.ts';
+
+// The documents' links ({base_url}) come from the same configuration the server reads at run time
+// (SITE_URL, by default http://localhost:${PORT}); the build records it in static-manifest.json.
+const { SITE_URL } = loadConfig();
 
 export default defineConfig({
-  site: process.env.SITE_URL ?? 'http://localhost:4321',
+  site: SITE_URL,
   outDir: process.env.DIST_DIR ?? './dist',
   output: 'static',
   trailingSlash: 'ignore',
@@ -15,7 +20,7 @@ export default defineConfig({
   markdown: { syntaxHighlight: false },
   // The gateway (api/gateway) serves static files and owns the HTTP edge; Astro renders.
   adapter: node({ mode: 'middleware', staticHeaders: true }),
-  integrations: [staticManifest()],
+  integrations: [staticManifest({ siteUrl: SITE_URL })],
   // No cookies: agents POST JSON without an Origin header. The gateway checks media types.
   security: { checkOrigin: false },
   session: false,

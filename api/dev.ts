@@ -56,7 +56,7 @@ const render: RenderHandler = async (req: IncomingMessage, res: ServerResponse, 
   // Anything else under /api/ would be Vite serving our source files: not found, as in production.
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/$/, '');
   if (path.startsWith('/api/') && !apiPages.has(path)) {
-    const problem = new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`).toAnswer(path);
+    const problem = new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`).toAnswer(path);
     return void res.writeHead(problem.status, problem.headers).end(problem.body);
   }
   // Vite takes an extensionless URL that names a source file (/api/omip/primitives -> api/omip/primitives.ts)

@@ -6,23 +6,16 @@ import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
 import { StartupError } from './startup-error.ts';
 export { StartupError };
-import { INGRESS_MEDIA_TYPES, isUploadType } from './ingress/ingress.ts';
-import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
+import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
-import { createApp, createViews } from './app.ts';
-import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
-import { systemResolver } from './telemetry/verify.ts';
-import { httpDirectoryFetcher } from './telemetry/web-bot-auth.ts';
-import { createOmip } from './omip/service.ts';
-import { bodyLimitOf } from './operations/paths.ts';
-import { openLogSigner } from './omip/signer.ts';
-import { loadContent } from './content/load.ts';
-import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { createWriteLimiter } from './http/rate-limit.ts';
-import { openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
-import { openPostgresStore } from './store/postgres/postgres-store.ts';
-import { logBatchBody } from './telemetry/log-formats/ingest.ts';
-import { condition, createMetrics, createReadiness, databaseAnswers, folderWritable, livez, metricsRoute, operationNamer, readyz, startMetricsServer, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import { PATH } from './operations/paths.ts';
+import { createEngine } from './engine.ts';
+import type { BodyLimit } from './operations/operation.ts';
+import type { Store } from './store/index.ts';
+import { logBatchBody } from './operations/log-ingest.ts';
+import { answerClientError } from './gateway/client-error.ts';
+import { condition, createMetrics, createReadiness, livez, metricsRoute, operationNamer, readyz, startMetricsServer } from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
@@ -63,22 +56,12 @@ export interface Site {
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   await ensureBuild(config, logger);
   const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
-  const manifest = JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')) as Record<string, Record<string, string>>;
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest);
+  const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
+  // Documents built under another SITE_URL are served with this one's links.
+  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
-/** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck }> {
-  if (config.DATABASE_URL) {
-    const store = await openPostgresStore(config.DATABASE_URL);
-    // Write limits hold across every process that shares the database.
-    const rateLimitBackend = new RateLimiterPostgres({ storeClient: store.pool, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    return { store, rateLimitBackend, writable: databaseAnswers((sql) => store.pool.query(sql)) };
-  }
-  if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
-  return { store: await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal }), writable: folderWritable(config.DATA_DIR) };
-}
 
 /** The embedded store's folder belongs to one process: taken before the store opens. */
 async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
@@ -111,7 +94,7 @@ async function listenOn(server: Server, config: Config): Promise<void> {
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/livez') return void res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders('text/plain') }).end('starting\n');
-  const problem = HttpProblem.of('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
+  const problem = new HttpProblem('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
   const body = JSON.stringify(problem.body(path));
   res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close', ...securityHeaders(PROBLEM_TYPE), ...problem.headers });
   res.end(req.method === 'HEAD' ? undefined : body);
@@ -119,19 +102,19 @@ function whileStarting(req: IncomingMessage, res: ServerResponse): void {
 }
 
 /** Live documents concurrent readers are sent from one Buffer made at most once a second. */
-const SHARED_PATHS = new Set(['/bot-wall', '/bot-wall.json', '/bot-traffic.json']);
+const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraffic]);
 
 /** Paths the probes and metrics answer, as metric operations. */
 const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
 
 /** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
-function bodyPolicies(config: Config): (path: string) => BodyPolicy {
-  const byLimit: Record<ReturnType<typeof bodyLimitOf>, BodyPolicy> = {
+function bodyPolicies(config: Config): (limit: BodyLimit | undefined) => BodyPolicy {
+  const byLimit: Record<BodyLimit, BodyPolicy> = {
     json: jsonBody(config.BODY_LIMIT_BYTES),
     upload: uploadBody(config.BODY_LIMIT_BYTES, config.INGRESS_UPLOAD_LIMIT_BYTES, INGRESS_MEDIA_TYPES, isUploadType),
     ingest: logBatchBody(config.INGEST_BATCH_BYTES),
   };
-  return (path) => byLimit[bodyLimitOf(path)];
+  return (limit) => byLimit[limit ?? 'json'];
 }
 
 const hasBuild = (dist: string) => existsSync(join(dist, 'server', 'entry.mjs'));
@@ -150,8 +133,9 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
     if (hasBuild(config.DIST_DIR)) return;
     const building = `${config.DIST_DIR}.building-${process.pid}`;
     logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build (run `npm run build` as a deploy step to start faster)');
-    const astro = join(process.cwd(), 'node_modules', '.bin', 'astro');
-    const result = spawnSync(astro, ['build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
+    // Astro runs on this process's Node (the pinned one), whatever `node` is first on PATH.
+    const astro = join(process.cwd(), 'node_modules', 'astro', 'bin', 'astro.mjs');
+    const result = spawnSync(process.execPath, [astro, 'build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
     if (result.status !== 0) throw new StartupError(`astro build failed with status ${result.status}`);
     rmSync(config.DIST_DIR, { recursive: true, force: true });
     renameSync(building, config.DIST_DIR);
@@ -170,6 +154,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
   const connections = { perClient: config.MAX_CONNECTIONS_PER_CLIENT, ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts) };
   server.on('connect', refuseConnect);
+  // A request node cannot read is refused after the answers pipelined before it, not instead of them.
+  server.on('clientError', answerClientError);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
   server.on('checkContinue', (req, res) => handle(req, res, true));
   await listenOn(server, config);
@@ -189,34 +175,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   async function serve(): Promise<RunningServer> {
     const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
-    const content = await loadContent(config.CONTENT_DIR);
     // Metrics cost a little per request, so they exist only where someone can read them.
     const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-    const { store, rateLimitBackend, writable } = options.store ? { store: options.store } : await openStore(config, logger, metrics);
-    const telemetry = await createTelemetry({
-      ...telemetryRulesOf(content),
-      resolver: systemResolver(),
-      fetchDirectory: httpDirectoryFetcher(),
-      store: store.telemetry,
-      logger,
-      flushMs: config.TELEMETRY_FLUSH_MS,
-    });
-    const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
-    logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
-    const links = { site: config.SITE_URL, canon: config.CANON_URL };
-    // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
-    // an upload from a client with nothing left before reading its body).
-    const writeBudget = rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
-    const uploadLimiter = createWriteLimiter(config.WRITE_RATE_LIMIT, writeBudget);
-    const app = createApp({ store, telemetry, omip, content, links, logger, writeRateLimit: config.WRITE_RATE_LIMIT, rateLimitBackend: writeBudget, ingestToken: config.INGEST_TOKEN });
-    const views = createViews({ telemetry, content, links });
+    const engine = await createEngine(config, { logger, metrics, store: options.store, robotsTxt: files.get('/robots.txt')?.body.toString('utf8') });
+    const { app, telemetry } = engine;
 
     metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
     let closing = false;
     const readiness = createReadiness([
       condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
       condition('accepting', () => !closing, 'shutting down'),
-      ...(writable ? [writable] : []),
+      ...engine.readiness,
     ]);
     const ops = new Map<string, RouteHandler>([
       ['/livez', livez],
@@ -246,7 +215,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       route,
       render,
       renderApi: options.site?.renderApi ?? false,
-      locals: { views },
+      locals: { views: app.views },
       bodyPolicy: bodyPolicies(config),
       uploads: {
         maxConcurrent: config.UPLOAD_CONCURRENCY,
@@ -254,7 +223,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         bytesPerSecond: config.UPLOAD_BYTES_PER_SECOND,
         idleMs: config.BODY_IDLE_TIMEOUT_MS,
         tmpDir: config.UPLOAD_TMP_DIR,
-        admit: (client) => uploadLimiter.peek(client),
+        admit: (client) => engine.limiter.peek(client),
       },
       observe,
       logger,
@@ -282,9 +251,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         clearInterval(sweeper);
         metricsServer?.server.close();
         server.close(() => {
-          void telemetry
+          void engine
             .close()
-            .then(() => store.close())
             .then(() => dataLock?.release())
             .finally(() => {
               logger.flush();
@@ -296,3 +264,4 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     return { server, url, logger, close };
   }
 }
+

@@ -19,7 +19,7 @@ process.on('message', (message) => {
   gc?.();
   gc?.();
   const { rss, heapUsed, heapTotal } = process.memoryUsage();
-  process.send?.({ rss, heapUsed, heapTotal, ...loop });
+  running.server.getConnections((_error, connections) => process.send?.({ rss, heapUsed, heapTotal, connections, ...loop }));
   delay.reset();
   cpu = process.cpuUsage();
   since = performance.now();

@@ -1,9 +1,10 @@
 import type { ChildProcess, SpawnOptions } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/lingering.ts';
+import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
 
 // bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
@@ -51,8 +52,11 @@ const node = (args: string[], options: SpawnOptions): ChildProcess => spawnNode(
 const SERVER_FLAGS = process.env.BENCH_HOSTILE_SERVER_FLAGS?.split(' ').filter(Boolean) ?? [];
 
 const port = await freePort();
+// Crawler claims (rows 2 and 10) start reverse-DNS lookups: they go to a responder on loopback that
+// answers NXDOMAIN at once (a failed claim), never to the machine's resolver.
+const dns = await startDnsResponder();
 const server: ChildProcess = node(['--expose-gc', ...SERVER_FLAGS, 'bench/hostile-server.ts'], {
-  env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS) },
+  env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS), DNS_SERVERS: dns.address },
   stdio: ['ignore', SERVER_FLAGS.length ? 'inherit' : 'ignore', 'inherit', 'ipc'],
 });
 const url = await new Promise<string>((resolve, reject) => {
@@ -68,6 +72,8 @@ interface ServerReport {
   loopP99: number;
   loopMax: number;
   cpuShare: number;
+  /** The server's open connections. */
+  connections: number;
 }
 const memory = () =>
   new Promise<ServerReport>((resolve) => {
@@ -247,6 +253,50 @@ interface Attack {
   control?: boolean;
 }
 
+/**
+ * Row 26 (issue 26): readers that take the first chunk of the wall and then nothing. Prints the
+ * server's peak RSS over the idle one while they hang, and how long until the server has closed
+ * them all (SEND_TIMEOUT_MS; MAX_CONNECTIONS_PER_CLIENT answers the rest 429).
+ */
+async function stalledReaders(): Promise<Map<number, number>> {
+  const total = n(6000);
+  const base = await memory();
+  const sockets: Socket[] = [];
+  const statuses = new Map<number, number>();
+  await pool(total, 64, (i) =>
+    new Promise<number>((resolve) => {
+      const path = i % 2 ? '/bot-wall' : '/bot-wall.json';
+      const socket = connect({ port: target, host: '127.0.0.1', localAddress: `127.0.${100 + (i % 30)}.1` });
+      sockets.push(socket);
+      socket.on('error', () => resolve(0));
+      socket.once('data', (chunk) => {
+        socket.pause();
+        resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(chunk.toString('latin1'))?.[1] ?? 0));
+      });
+      socket.once('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36\r\nAccept-Encoding: identity\r\n\r\n`));
+    }).then((status) => {
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      return status;
+    }),
+  );
+  const opened = performance.now();
+  let peak = base.rss;
+  let gone = NaN;
+  for (let second = 0; second < 90; second++) {
+    const now = await memory();
+    peak = Math.max(peak, now.rss);
+    // The ordinary probe's two connections stay.
+    if (now.connections <= 4) {
+      gone = (performance.now() - opened) / 1000;
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  console.log(`row 26: ${total} stalled readers: server RSS peak +${mb(peak - base.rss)} MB over ${mb(base.rss)} MB; all closed by the server ${Number.isNaN(gone) ? 'NOT within 90 s' : `${gone.toFixed(1)} s after the last opened`}`);
+  for (const socket of sockets) socket.destroy();
+  return statuses;
+}
+
 /** The sink of the control runs, started on first use. */
 let sink: { port: number; child: ChildProcess } | undefined;
 async function sinkPort(): Promise<number> {
@@ -355,7 +405,7 @@ const attacks: Attack[] = [
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n` }), RATE),
   },
   {
-    name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; DNS fails here)',
+    name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; a loopback DNS responder answers NXDOMAIN)',
     run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`, localAddress: address(900_000 + i) }), RATE),
   },
   {
@@ -366,6 +416,13 @@ const attacks: Attack[] = [
         const [path, body] = i % 2 === 0 ? ['/api/citizenship/oath', JSON.stringify({ name: text, purpose: 'p' })] : ['/api/intelligence/message', JSON.stringify({ name: 'n', message: text })];
         return exchange({ head: `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, localAddress: address(1_000_000 + Math.floor(i / 4)) });
       }, RATE),
+  },
+  {
+    name: `row 26: ${n(6000)} stalled readers of /bot-wall.json and /bot-wall from 30 addresses (they read the first chunk, then nothing)`,
+    // A wall of about the documented size: many families, long paths.
+    prepare: () => pool(n(2000), 16, (i) => exchange({ head: `GET /${'w'.repeat(2000)}/${i % 16} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\nConnection: close\r\n\r\n` })),
+    run: stalledReaders,
+    settleMs: 1000,
   },
 ].filter((attack) => ONLY === null || ONLY.has(/^row (\d+)/.exec(attack.name)?.[1] ?? ''));
 

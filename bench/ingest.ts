@@ -28,11 +28,14 @@ const PATHS = ['/api/convert', '/llms.txt', '/doctrine/node-protocol', '/', '/wh
 const dir = mkdtempSync(join(tmpdir(), 'bench-ingest-'));
 const file = join(dir, 'access.log');
 const lines: string[] = [];
+// Dated yesterday: the ledger counts only records of its range at the server's clock (ledgerRange).
+const [y, m, d] = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10).split('-');
+const day = `${d}/${['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][Number(m) - 1]}/${y}`;
 for (let i = 0; i < LINES; i++) {
   const ua = UAS[i % UAS.length]!;
   const address = ua.includes('Googlebot') ? `66.249.${64 + (i % 32)}.${i % 250}` : `192.0.2.${i % 250}`;
   const second = String(i % 60).padStart(2, '0');
-  lines.push(`${address} - - [21/Nov/2026:10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${second} +0000] "GET ${PATHS[i % PATHS.length]}?n=${i} HTTP/1.1" 200 ${1000 + (i % 5000)} "-" "${ua}"`);
+  lines.push(`${address} - - [${day}:10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${second} +0000] "GET ${PATHS[i % PATHS.length]}?n=${i} HTTP/1.1" 200 ${1000 + (i % 5000)} "-" "${ua}"`);
 }
 writeFileSync(file, `${lines.join('\n')}\n`);
 

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import autocannon from 'autocannon';
+import { sharedDnsResponder } from '../test/helpers/dns-responder.ts';
 
 // Servers run on the last CPU and the load generator (this process) on the others, so the two never
 // trade cores mid-run: on this 2-core machine, unpinned runs of the same server moved by ±25%.
@@ -55,10 +56,15 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Starts a server child process on a free port (stdout discarded) and waits until it answers. */
+/**
+ * Starts a server child process on a free port (stdout discarded) and waits until it answers. Its
+ * reverse-DNS lookups (crawler claims, ingested log records) go to a responder on loopback
+ * (DNS_SERVERS, test/helpers/dns-responder.ts), never to the machine's resolver.
+ */
 export async function startChild(args: string[], env: Record<string, string> = {}, { pinned = true } = {}): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawnNode(args, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] }, { pinned });
+  const dns = env.DNS_SERVERS ?? (await sharedDnsResponder()).address;
+  const child = spawnNode(args, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', DNS_SERVERS: dns }, stdio: ['ignore', 'ignore', 'inherit'] }, { pinned });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
@@ -75,6 +81,8 @@ export interface LoadOptions {
   method?: string;
   headers?: Record<string, string>;
   body?: string;
+  /** Replace `[<id>]` in the body with a new id per request (autocannon's idReplacement): oaths need a name of their own. */
+  idReplacement?: boolean;
   /** Requests to cycle through (autocannon's `requests`), instead of one. */
   requests?: { method: string; headers?: Record<string, string> }[];
   /** The server process, to measure its CPU time per request. */
@@ -95,6 +103,7 @@ export async function load(url: string, options: LoadOptions): Promise<Figures> 
     method: (options.method ?? 'GET') as 'GET',
     headers: options.headers,
     body: options.body,
+    idReplacement: options.idReplacement ?? false,
     ...(options.requests ? { requests: options.requests as autocannon.Request[] } : {}),
   });
   const after = cpuSeconds(options.pid);

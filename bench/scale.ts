@@ -3,19 +3,23 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { load, startChild, type Figures } from './lib.ts';
+import { embeddedGrowth } from './scale-embedded.ts';
 import { postgresReads } from './scale-postgres.ts';
 
-// BENCH_SCALE picks the parts (comma-separated; all by default): `postgres` grows a PostgreSQL
-// store and measures its reads (issue 27), `processes` compares one and two gateway processes.
-const PARTS = new Set((process.env.BENCH_SCALE ?? 'postgres,processes').split(','));
+// BENCH_SCALE picks the parts (comma-separated; all by default): `embedded` grows the embedded
+// store, `postgres` grows a PostgreSQL store and measures its reads (issue 27), `processes`
+// compares one and two gateway processes.
+const PARTS = new Set((process.env.BENCH_SCALE ?? 'embedded,postgres,processes').split(','));
+if (PARTS.has('embedded')) await embeddedGrowth();
 if (PARTS.has('postgres')) await postgresReads();
 if (!PARTS.has('processes')) process.exit(0);
 
 // Oath throughput: one and two gateway processes on PostgreSQL, and one on the embedded store,
 // all in this run. Two processes are loaded at once and their req/s added.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
-const body = JSON.stringify({ name: 'scale-agent', purpose: 'measure scale-out' });
-const oath = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+// Names are unique (409 NAME_TAKEN otherwise): each oath takes its own.
+const body = JSON.stringify({ name: 'scale-agent-[<id>]', purpose: 'measure scale-out' });
+const oath = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body, idReplacement: true });
 const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
 const show = (name: string, f: Figures) => console.log(`${name}: ${f.rps.toFixed(0)} req/s (p99 ${f.p99} ms)`);
 

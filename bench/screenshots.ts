@@ -1,16 +1,17 @@
 /**
  * npm run screenshots: every page at 360 and 1280 px, in light and dark, from the real server on a
- * fresh build. All go to test-results/screenshots/ (ignored by git); the two the README shows are copied to
- * docs/screenshots/.
+ * fresh build. All go to test-results/screenshots/ (ignored by git). Only `npm run screenshots --
+ * --update-docs` copies the two the reference shows into docs/screenshots/ (tracked files).
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { emulate, launchChromium, PAGES, SCHEMES, VIEWPORTS } from './browser.ts';
 import { serveSite } from './site.ts';
 
 const out = process.env.SCREENSHOTS_DIR ?? 'test-results/screenshots';
-const README = ['bot-wall-1280-dark.png', 'api-reference-360-light.png'];
+const SHOWN = ['bot-wall-1280-dark.png', 'api-reference-360-light.png'];
+const updateDocs = process.argv.includes('--update-docs');
 mkdirSync(out, { recursive: true });
-mkdirSync('docs/screenshots', { recursive: true });
+if (updateDocs) mkdirSync('docs/screenshots', { recursive: true });
 
 const server = await serveSite();
 const chromium = await launchChromium();
@@ -26,7 +27,7 @@ try {
         await page.goto(server.url + path + (long ? '#post-api-citizenship-oath' : ''), { waitUntil: 'networkidle0' });
         const file = `${name}-${width}-${scheme}.png`;
         await page.screenshot({ path: `${out}/${file}`, fullPage: !long });
-        if (README.includes(file)) copyFileSync(`${out}/${file}`, `docs/screenshots/${file}`);
+        if (updateDocs && SHOWN.includes(file)) copyFileSync(`${out}/${file}`, `docs/screenshots/${file}`);
         console.log(`${out}/${file}`);
         await page.close();
       }

@@ -12,9 +12,10 @@ import { compare, load, startChild, type Figures } from './lib.ts';
 // and against PostgreSQL with synchronous commit, all measured in this one run.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const oathBody = JSON.stringify({ name: 'bench-agent', purpose: 'measure the store' });
+// Names are unique (409 NAME_TAKEN otherwise): each oath takes its own.
+const oathBody = JSON.stringify({ name: 'bench-agent-[<id>]', purpose: 'measure the store' });
 // The server's CPU per oath is measured for our gateway only: PostgreSQL's work happens in its own processes.
-const oathLoad = (url: string, pid?: number) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body: oathBody, pid });
+const oathLoad = (url: string, pid?: number) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body: oathBody, idReplacement: true, pid });
 const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
 
 /** A data folder whose snapshot already holds `n` citizens. */

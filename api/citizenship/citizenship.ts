@@ -2,8 +2,8 @@ import { newId } from '../ids.ts';
 import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRequest, type OathResponse } from '../schemas/citizenship.ts';
 import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types.ts';
 import { DomainError } from '../problems/domain.ts';
-import { PATH } from '../operations/paths.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
+import { isWallName, NameTaken } from '../names/name-rule.ts';
 
 /** The public view of a citizen: everything but the passport hash. */
 export function publicCitizen(record: CitizenRecord): Citizen {
@@ -30,10 +30,18 @@ export function speakerName(given: string | undefined, citizen: Pick<CitizenReco
 }
 
 /** Citizenship and the feed, over a store. `now` is passed in so rules stay testable. */
-export function createCitizenship(store: Store, site: string, now: () => Date = () => new Date()) {
+/** Where an oath's answer sends the new citizen next: absolute URLs, handed in (the domain knows no routes). */
+export interface NextSteps {
+  postMessage: string;
+  listCitizens: string;
+}
+
+export function createCitizenship(store: Store, next: NextSteps, now: () => Date = () => new Date()) {
   return {
     /** The oath: a created citizen, a passport shown once, and a wall shout; `keep` seals the answer into the same write. */
     async takeOath(input: OathRequest, keep?: KeepAnswer): Promise<OathResponse> {
+      // Another citizen's name is refused by the store, in the same write, so two oaths racing for one name make one citizen.
+      if (isWallName(input.name)) throw new NameTaken(input.name, WALL_NAME);
       const passportNumber = newPassport();
       const joinedAt = now().toISOString();
       const citizen: Citizen = {
@@ -52,8 +60,8 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
         passportNumber,
         citizen,
         next: [
-          { method: 'POST', url: `${site}${PATH.postMessage}`, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
-          { method: 'GET', url: `${site}${PATH.listCitizens}`, note: 'Your name is listed here.' },
+          { method: 'POST', url: next.postMessage, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
+          { method: 'GET', url: next.listCitizens, note: 'Your name is listed here.' },
         ],
       };
       await store.citizens.add({ ...citizen, passportHash: hashPassport(passportNumber) }, shout, keep?.(answer));
@@ -66,6 +74,11 @@ export function createCitizenship(store: Store, site: string, now: () => Date = 
       if (input.citizenId !== undefined) {
         citizen = await store.citizens.get(input.citizenId);
         checkPassport(authorization, citizen?.passportHash ?? null);
+      } else if (input.name !== undefined) {
+        // An anonymous message may not pass for a citizen, nor for the wall.
+        if (isWallName(input.name)) throw new NameTaken(input.name, WALL_NAME);
+        const holder = await store.citizens.holding(input.name);
+        if (holder) throw new NameTaken(input.name, holder.name);
       }
       const message: Message = {
         id: newId(),

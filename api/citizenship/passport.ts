@@ -1,6 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBytes } from '../ids.ts';
-import { bearerToken } from '../http/problem.ts';
+import { bearerToken } from '../bearer.ts';
 import { PassportMismatch, PassportRequired } from '../problems/domain.ts';
 
 /** A new passport number: 256 random bits, shown once. */

@@ -8,7 +8,8 @@ if (!/^https?:\/\//.test(base)) {
   process.exit(2);
 }
 const get = async (path: string) => {
-  const res = await fetch(base + path, { signal: AbortSignal.timeout(30_000) });
+  // Its own User-Agent: the bot wall names it as the operator's traffic, never as a bot.
+  const res = await fetch(base + path, { signal: AbortSignal.timeout(30_000), headers: { 'User-Agent': 'agent-node-verify-receipts' } });
   if (!res.ok) throw new Error(`GET ${path}: ${res.status}`);
   return res.json() as Promise<Record<string, any>>;
 };

@@ -16,7 +16,8 @@ import {
   type DoctrineFrontmatter,
 } from '../schemas/content.ts';
 import { ConstitutionSchema } from '../schemas/constitution.ts';
-import { BotFamiliesSchema, BotIpRangesSchema } from '../schemas/bot-families.ts';
+import { BotFamiliesSchema, BotIpRangesSchema, GeneratedBotFamiliesSchema } from '../schemas/bot-families.ts';
+import { AiReferrersSchema } from '../schemas/ai-referrers.ts';
 
 /**
  * Every content file with the schema that validates it; no file may publish a placeholder URL.
@@ -34,7 +35,9 @@ export const CONTENT_FILES = {
   property: { file: 'property.yaml', schema: publishable(PropertyContentSchema) },
   constitution: { file: 'constitution.yaml', schema: publishable(ConstitutionSchema) },
   botFamilies: { file: 'bot-families.yaml', schema: publishable(BotFamiliesSchema) },
+  botFamiliesGenerated: { file: 'bot-families.generated.json', schema: publishable(GeneratedBotFamiliesSchema) },
   botIpRanges: { file: 'bot-ip-ranges.yaml', schema: publishable(BotIpRangesSchema) },
+  aiReferrers: { file: 'ai-referrers.yaml', schema: publishable(AiReferrersSchema) },
 } as const;
 
 export type ContentKey = keyof typeof CONTENT_FILES;
@@ -77,7 +80,8 @@ function validate<S extends z.ZodType>(schema: S, data: unknown, file: string): 
 export async function loadContentFile<K extends ContentKey>(dir: string, key: K): Promise<Content[K]> {
   const { file, schema } = CONTENT_FILES[key];
   const text = await readFile(join(dir, file), 'utf8');
-  return validate(schema, parseYaml(text), file) as Content[K];
+  // JSON for the generated table (YAML's parser took half a second on it), YAML for the rest.
+  return validate(schema, file.endsWith('.json') ? JSON.parse(text) : parseYaml(text), file) as Content[K];
 }
 
 /** Reads and validates every data file of `content/`. */

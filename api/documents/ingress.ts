@@ -1,7 +1,7 @@
 import type { Content } from '../content/load.ts';
 import { COUNT_ALIASES, DRM_ALIASES, DURATION_ALIASES, RANKING_ALIASES, TEXT_ALIASES } from '../ingress/aliases.ts';
 import { MAX_DURATION_SECONDS } from '../ingress/duration.ts';
-import { INGRESS_MEDIA_TYPES } from '../ingress/ingress.ts';
+import { INGRESS_MEDIA_TYPES } from '../operations/ingress-upload.ts';
 import { at, type Links } from './links.ts';
 
 /** GET /api/ingress: the audio ingress descriptor (spec 2.8). */

@@ -34,9 +34,12 @@ export function createBandwidth(bytesPerSecond: number, now: () => number = () =
 export function pauser(stream: Readable) {
   const reasons = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
+  gateReads(stream, () => reasons.size === 0);
   const end = (reason: string) => {
     if (!reasons.delete(reason)) return;
-    if (reasons.size === 0 && !stream.destroyed) stream.resume();
+    if (reasons.size > 0 || stream.destroyed) return;
+    stream.resume();
+    restartReads(stream);
   };
   const pause = (reason: string) => {
     reasons.add(reason);
@@ -64,15 +67,44 @@ export function pauser(stream: Readable) {
   };
 }
 
+type Handle = { reading?: boolean; readStop?: () => number; readStart?: () => number } | null | undefined;
+const handleOf = (stream: Readable): Handle => (stream as { _handle?: Handle })._handle;
+
 /**
  * A socket's pause() stops its 'data' events, not its reads: its handle reads on until the stream's
  * buffer is full, up to 64 KiB more each pause, which no budget sees. This stops them at once, as
- * net.Socket's own pause() does for sockets made with `onread`; resume() starts them again
- * (Socket#_read). A stream with no handle of its own (a request) is left as it is.
+ * net.Socket's own pause() does for sockets made with `onread`. A stream with no handle of its own
+ * (a request) is left as it is, here and below.
  */
 function haltReads(stream: Readable): void {
-  const handle = (stream as { _handle?: { reading?: boolean; readStop?: () => number } | null })._handle;
+  const handle = handleOf(stream);
   if (!handle?.reading || !handle.readStop) return;
   handle.reading = false;
   handle.readStop();
+}
+
+/**
+ * Starts the reads haltReads stopped, as Socket#_read's tryReadStart does. resume() alone does not:
+ * a socket halted while its stream waited for a read never calls `_read` again (the stream still
+ * counts that read as under way), so a lingering connection read nothing after its first wait and
+ * its client was reset at LINGER_MS.
+ */
+function restartReads(stream: Readable): void {
+  const handle = handleOf(stream);
+  if (!handle || handle.reading || !handle.readStart) return;
+  handle.reading = true;
+  if (handle.readStart() !== 0) stream.destroy();
+}
+
+/**
+ * While held, a socket's `_read` does nothing: the stream reads ahead to fill its buffer on its own
+ * (after each 'data' event), which would restart a halted handle for one more chunk a pause, read
+ * before the budget counts it. Only restartReads starts it again.
+ */
+function gateReads(stream: Readable, open: () => boolean): void {
+  if (!handleOf(stream)) return;
+  const read = stream._read;
+  stream._read = function gatedRead(this: Readable, size: number) {
+    if (open()) read.call(this, size);
+  };
 }

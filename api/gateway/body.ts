@@ -1,30 +1,10 @@
 import { createWriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import type { BodyPolicy, UploadedBody } from '../http/body-policy.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { pauser, type Bandwidth } from './bandwidth.ts';
 
-/** What a route accepts as a request body. */
-export interface BodyPolicy {
-  /** Largest body in bytes for a media type. */
-  limit(mediaType: string): number;
-  /** Media types accepted, for the 415 message. */
-  accepts: string[];
-  /** True when the Content-Type (without parameters, lower case) is accepted. */
-  allows(mediaType: string): boolean;
-  /** True when a body of this type is an upload: streamed to a temporary file, never held in memory. */
-  streams?(mediaType: string): boolean;
-}
-
-/** An upload body the gateway streamed to a temporary file; the file is removed once the answer is finished. */
-export interface UploadedBody {
-  /** Path of the temporary file holding the body as sent. */
-  file: string;
-  size: number;
-  /** The Content-Type header as sent (multipart needs its boundary). */
-  contentType: string;
-  /** The media type without parameters, lower case. */
-  mediaType: string;
-}
+export type { BodyPolicy, UploadedBody };
 
 const isJson = (t: string) => t === 'application/json' || t.endsWith('+json');
 
@@ -55,9 +35,9 @@ export class ClientClosed extends Error {
 }
 
 const tooLarge = (limit: number) =>
-  new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, { extra: { limit }, headers: { Connection: 'close' } });
+  new HttpProblem('PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, { extra: { limit }, headers: { Connection: 'close' } });
 const stalled = (idleMs: number) =>
-  new HttpProblem(408, 'BODY_STALLED', `No byte of the body arrived for ${idleMs / 1000} s; the request was dropped. Send the body without pauses.`, {
+  new HttpProblem('BODY_STALLED', `No byte of the body arrived for ${idleMs / 1000} s; the request was dropped. Send the body without pauses.`, {
     extra: { idleMs },
     headers: { Connection: 'close' },
   });
@@ -72,14 +52,14 @@ export function declaresBody(req: IncomingMessage): boolean {
  * and drop it to keep the connection, at the socket's speed, outside every body budget.
  */
 export const bodyNotTaken = (method: string) =>
-  new HttpProblem(413, 'PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, { extra: { limit: 0 }, headers: { Connection: 'close' } });
+  new HttpProblem('PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, { extra: { limit: 0 }, headers: { Connection: 'close' } });
 
 /** The rules checked on the headers alone, before a byte of the body is read: 415 for a media type the route does not take, 413 for a declared size over the limit. */
 export function checkBody(req: IncomingMessage, policy: BodyPolicy): { mediaType: string; limit: number; upload: boolean } {
   const declared = Number(req.headers['content-length'] ?? 0);
   const type = mediaTypeOf(req);
   if ((declaresBody(req) || type) && !policy.allows(type)) {
-    throw new HttpProblem(415, 'UNSUPPORTED_MEDIA_TYPE', `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`, {
+    throw new HttpProblem('UNSUPPORTED_MEDIA_TYPE', `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`, {
       headers: { 'Accept-Post': policy.accepts.join(', '), Connection: 'close' },
     });
   }

@@ -5,31 +5,21 @@ import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
 import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
+import type { BodyLimit } from '../operations/operation.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
 import { createBandwidth } from './bandwidth.ts';
 import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
-import { normalisePath, type StaticFile } from './static-site.ts';
+import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
+import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import { clientKey, type ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
+import { referralOf, type ObservedRequest } from '../telemetry/observed.ts';
 
-/** One finished request, as telemetry and the request log see it. */
-export interface ObservedRequest {
-  method: string;
-  path: string;
-  host: string;
-  userAgent: string;
-  /** The status answered, or 499 when the client went away before the answer was sent. */
-  status: number;
-  durationMs: number;
-  /** The client address as the socket saw it; never stored or logged in clear. */
-  remoteAddress: string;
-  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
-  signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
-}
+export type { ObservedRequest };
 
 /** nginx's "client closed request": the client left before its answer was sent. */
 export const CLIENT_CLOSED = 499;
@@ -56,8 +46,8 @@ export interface GatewayOptions {
   renderApi?: boolean;
   /** Handed to every on-demand page as Astro.locals. */
   locals: object;
-  /** The body rules of a path, or null when the path takes no body. */
-  bodyPolicy: (path: string) => BodyPolicy;
+  /** The body rules of an operation's body limit (its declaration's `bodyLimit`; JSON where none is found). */
+  bodyPolicy: (limit: BodyLimit | undefined) => BodyPolicy;
   /** Bounds on uploads (bodies a policy streams to disk); also the idle time of every body. */
   uploads: UploadLimits;
   /** Called exactly once per request, when its answer is finished or the client went away. */
@@ -120,15 +110,16 @@ function recordPage(req: IncomingMessage, res: ServerResponse, keep: (answer: Sh
 }
 
 function sendStatic(req: IncomingMessage, res: ServerResponse, file: StaticFile, status = 200): void {
-  const match = req.headers['if-none-match'];
-  if (status === 200 && match?.split(',').some((t) => t.trim().replace(/^W\//, '') === file.etag)) {
-    res.writeHead(304, file.headers.notModified);
+  // The representation this request gets decides which ETag its If-None-Match is compared with:
+  // a 304 only for the coding it would be sent (each coding has its own strong ETag).
+  const encoding = chooseEncoding(req.headers['accept-encoding']);
+  const coding = encoding && file[encoding] ? encoding : 'identity';
+  if (status === 200 && noneMatch(req.headers['if-none-match'], file.etags[coding]!)) {
+    res.writeHead(304, file.headers.notModified[coding]!);
     return void res.end();
   }
-  const encoding = chooseEncoding(req.headers['accept-encoding']);
-  const coded = encoding && file[encoding] ? encoding : null;
-  res.writeHead(status, coded ? file.headers[coded]! : file.headers.identity);
-  res.end(req.method === 'HEAD' ? undefined : coded ? file[coded] : file.body);
+  res.writeHead(status, file.headers[coding]!);
+  res.end(req.method === 'HEAD' ? undefined : coding === 'identity' ? file.body : file[coding]);
 }
 
 function sendOptions(res: ServerResponse, allow: string): void {
@@ -166,8 +157,9 @@ const NO_BODY = new Uint8Array();
  * CONNECT never reaches the request handler (node hands it to the server's 'connect' event and,
  * with no listener, leaves the socket open): this answers it 405 and closes the connection.
  */
-export function refuseConnect(req: IncomingMessage, socket: Socket): void {
-  const body = JSON.stringify(new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(req.url ?? ''));
+export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
+  // No instance: CONNECT's target is an authority, another server's (never echoed).
+  const body = JSON.stringify(new HttpProblem('METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
   const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
   socket.on('error', () => socket.destroy());
@@ -193,7 +185,9 @@ export function createGateway(options: GatewayOptions) {
   return async function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): Promise<void> {
     const started = performance.now();
     const method = req.method ?? 'GET';
-    const url = req.url ?? '/';
+    // Everything below (and Astro) reads the origin-form; a foreign authority is refused in the try below, never echoed.
+    const target = requestTarget(req.url ?? '/', req.headers.host);
+    const url = (req.url = target.originForm);
     const query = url.indexOf('?');
     const rawPath = query === -1 ? url : url.slice(0, query);
     // The client (behind a trusted proxy, the one it forwarded); the socket is gone by the time a closed request is reported.
@@ -214,9 +208,12 @@ export function createGateway(options: GatewayOptions) {
           durationMs: performance.now() - started,
           remoteAddress,
         };
+        if (query !== -1) observed.query = url.slice(query);
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
         if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url };
+        const referral = referralOf(req.headers.referer, query === -1 ? '' : url.slice(query + 1));
+        if (referral) observed.referral = referral;
         options.observe(observed);
       } catch (error) {
         logger.error({ err: error }, 'request observer failed');
@@ -226,13 +223,14 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
-      if (!KNOWN_METHODS.has(method)) throw new HttpProblem(501, 'NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
+      if (!target.ours) throw new HttpProblem('BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
+      if (!KNOWN_METHODS.has(method)) throw new HttpProblem('NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
       if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);
-      if (path === null) throw new HttpProblem(400, 'BAD_PATH', 'The request path cannot be decoded or leaves the site.');
+      if (path === null) throw new HttpProblem('BAD_PATH', 'The request path cannot be decoded or leaves the site.');
 
       if (options.connections?.isOver(req.socket)) {
-        throw HttpProblem.of('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
+        throw new HttpProblem('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
           headers: { Connection: 'close', 'Retry-After': '5' },
           extra: { limit: options.connections.perClient },
         });
@@ -246,7 +244,7 @@ export function createGateway(options: GatewayOptions) {
       if (file) {
         if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
       }
 
       const route = options.route(method, path);
@@ -254,7 +252,7 @@ export function createGateway(options: GatewayOptions) {
         if (path.startsWith('/api/') && !options.renderApi) {
           // Body rules hold on every path: an oversized body is 413 even where nothing is served.
           if (BODY_METHODS.has(method)) {
-            const rules = checkBody(req, options.bodyPolicy(path));
+            const rules = checkBody(req, options.bodyPolicy(undefined));
             if (continueFirst) res.writeContinue();
             await readBody(req, rules.limit, uploads.idleMs);
           }
@@ -262,7 +260,7 @@ export function createGateway(options: GatewayOptions) {
         }
         // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
         secureRender(res);
         if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
         return await render(req, res, () => notFound(req, res, path), locals);
@@ -272,7 +270,7 @@ export function createGateway(options: GatewayOptions) {
 
       const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { method, target: url, headers: req.headers, body: NO_BODY, client: remoteAddress, params: route.params };
       if (BODY_METHODS.has(method)) {
-        const rules = checkBody(req, options.bodyPolicy(path));
+        const rules = checkBody(req, options.bodyPolicy(route.operation?.bodyLimit));
         if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
         else {
           if (continueFirst) res.writeContinue();
@@ -288,7 +286,7 @@ export function createGateway(options: GatewayOptions) {
       const problem = problemOf(error);
       if (problem) return sendProblem(req, res, problem, rawPath);
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
-      sendProblem(req, res, new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
+      sendProblem(req, res, new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
     }
   };
 
@@ -311,7 +309,7 @@ export function createGateway(options: GatewayOptions) {
 
   function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
     if (path.startsWith('/api/') || !options.notFoundPage) {
-      return sendProblem(req, res, new HttpProblem(404, 'NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
+      return sendProblem(req, res, new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
     }
     sendStatic(req, res, options.notFoundPage, 404);
   }

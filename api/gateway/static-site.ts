@@ -4,27 +4,67 @@ import { extname, join, posix, relative, sep } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { securityHeaderList, withCharset } from '../http/security-headers.ts';
 
+/** The content-codings a prebuilt file is held in. */
+export type Coding = 'identity' | 'gzip' | 'br';
+
 /** A prebuilt file held in memory with its precompressed forms. */
 export interface StaticFile {
   body: Buffer;
   gzip?: Buffer;
   br?: Buffer;
-  etag: string;
+  /**
+   * A strong ETag per representation: the hash of the identity body, with the coding inside the
+   * quotes for the compressed ones (`"…-gzip"`, `"…-br"`). RFC 9110 8.8.3: a strong validator
+   * differs for every representation, and a gzip body is not a br body.
+   */
+  etags: { identity: string; gzip?: string; br?: string };
   type: string;
   cacheControl: string;
-  /** Response headers per coding, made once at load as flat [name, value, ...] lists. */
-  headers: { identity: string[]; gzip?: string[]; br?: string[]; notModified: string[] };
+  /** Response headers per coding, made once at load as flat [name, value, ...] lists; a 304 gets its coding's validators. */
+  headers: { identity: string[]; gzip?: string[]; br?: string[]; notModified: { identity: string[]; gzip?: string[]; br?: string[] } };
+}
+
+/** What the build records beside the client files (`dist/static-manifest.json`). */
+export interface StaticManifest {
+  /** The SITE_URL the documents were built with: their absolute links start with it. */
+  siteUrl?: string;
+  /** URL path -> response headers of prerendered routes (Content-Type above all). */
+  routes: Record<string, Record<string, string>>;
+}
+
+/** Reads a parsed static-manifest.json; a build from before the site URL was recorded is a plain route map. */
+export function staticManifestOf(json: unknown): StaticManifest {
+  const o = (json ?? {}) as Record<string, unknown>;
+  if (typeof o.routes === 'object' && o.routes !== null) return { routes: o.routes as StaticManifest['routes'], ...(typeof o.siteUrl === 'string' ? { siteUrl: o.siteUrl } : {}) };
+  return { routes: o as StaticManifest['routes'] };
 }
 
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
-  const common = ['Content-Type', file.type, 'ETag', file.etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
-  const withBody = (body: Buffer, coding?: string) => [...common, ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
+  const common = (etag: string) => ['ETag', etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
+  const withBody = (body: Buffer, etag: string, coding?: string) => ['Content-Type', file.type, ...common(etag), ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
   return {
-    identity: withBody(file.body),
-    ...(file.gzip ? { gzip: withBody(file.gzip, 'gzip') } : {}),
-    ...(file.br ? { br: withBody(file.br, 'br') } : {}),
-    notModified: common,
+    identity: withBody(file.body, file.etags.identity),
+    ...(file.gzip ? { gzip: withBody(file.gzip, file.etags.gzip!, 'gzip') } : {}),
+    ...(file.br ? { br: withBody(file.br, file.etags.br!, 'br') } : {}),
+    // A 304 has no body and sends no Content-Type (RFC 9110 15.4.5): clients such as Prism's proxy parse a body by it.
+    notModified: {
+      identity: common(file.etags.identity),
+      ...(file.gzip ? { gzip: common(file.etags.gzip!) } : {}),
+      ...(file.br ? { br: common(file.etags.br!) } : {}),
+    },
   };
+}
+
+/**
+ * Whether an If-None-Match value matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/"x"`
+ * matches `"x"`; `*` matches any current representation). Tags are read as quoted strings, not
+ * split on commas, which an entity-tag may contain.
+ */
+export function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  for (const [, tag] of header.matchAll(/(?:W\/)?("[^"]*")/g)) if (tag === etag) return true;
+  return false;
 }
 
 const BY_EXTENSION: Record<string, string> = {
@@ -63,37 +103,61 @@ function urlPathsOf(file: string): string[] {
   return [path];
 }
 
-/**
- * Loads every file of the client build into memory, compressed once with gzip and brotli, with
- * the Content-Type recorded at build time for extensionless documents.
- */
 /** Pages revalidate every time; Astro's assets (`_astro/`, content-hashed names) never change; documents keep five minutes. */
 function cacheControlOf(rel: string, ext: string, type: string): string {
-  if (rel.split(sep)[0] === '_astro') return 'public, max-age=31536000, immutable';
+  if (isAsset(rel)) return 'public, max-age=31536000, immutable';
   return ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600';
 }
+const isAsset = (rel: string) => rel.split(sep)[0] === '_astro';
 
-export async function loadStaticSite(clientDir: string, manifest: Record<string, Record<string, string>>): Promise<Map<string, StaticFile>> {
+/** Media types whose bodies are text that may carry the site's absolute links. */
+const isText = (type: string) => /^(?:text\/|application\/(?:json|xml|javascript|[\w.-]+\+(?:json|xml))\b|image\/svg\+xml\b)/i.test(type);
+
+/**
+ * `text` with every occurrence of the origin `from` (SITE_URL, possibly with a path) replaced by
+ * `to`, except where `from` is only the start of a longer host or port (`from` followed by a
+ * letter, digit, `-`, `.` and a letter, `:` and a digit, or `@`). A sentence's full stop still counts as an end.
+ */
+export function withOrigin(text: string, from: string, to: string): string {
+  const escaped = from.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+  return text.replace(new RegExp(`${escaped}(?!\\.?[\\w-]|:\\d|@)`, 'g'), () => to);
+}
+
+/** A prebuilt file with its ETags, compressed forms and header lists, all made from `body`. */
+function staticFile(body: Buffer, type: string, cacheControl: string): StaticFile {
+  const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
+  const file: Omit<StaticFile, 'headers'> = { body, etags: { identity: `"${tag}"` }, type, cacheControl };
+  if (body.length >= COMPRESS_MIN_BYTES) {
+    file.gzip = gzipSync(body, { level: 9 });
+    file.br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    file.etags.gzip = `"${tag}-gzip"`;
+    file.etags.br = `"${tag}-br"`;
+  }
+  return { ...file, headers: headerLists(file) };
+}
+
+/**
+ * Loads every file of the client build into memory, compressed once with gzip and brotli, with
+ * the Content-Type recorded at build time for extensionless documents. When the service runs
+ * under another SITE_URL than the one the documents were built with (another PORT, say), every
+ * text document's links are made to name `siteUrl` first, so each document tells agents the
+ * address it is served from; Content-Length, ETags and the compressed forms follow the new body.
+ * Astro's content-hashed assets are left as they are (they carry no link of the site).
+ */
+export async function loadStaticSite(clientDir: string, manifest: StaticManifest, siteUrl?: string): Promise<Map<string, StaticFile>> {
   const files = new Map<string, StaticFile>();
+  const built = manifest.siteUrl;
+  const moved = built !== undefined && siteUrl !== undefined && built !== siteUrl;
   for await (const full of walk(clientDir)) {
     const rel = relative(clientDir, full);
     if (rel === '_headers') continue;
-    const body = await readFile(full);
+    let body = await readFile(full);
     const paths = urlPathsOf(rel);
-    const recorded = manifest[paths[0]!]?.['content-type'];
+    const recorded = manifest.routes[paths[0]!]?.['content-type'];
     const ext = extname(full);
     const type = recorded ?? BY_EXTENSION[ext] ?? 'application/octet-stream';
-    const file: Omit<StaticFile, 'headers'> = {
-      body,
-      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-      type: withCharset(type),
-      cacheControl: cacheControlOf(rel, ext, type),
-    };
-    if (body.length >= COMPRESS_MIN_BYTES) {
-      file.gzip = gzipSync(body, { level: 9 });
-      file.br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
-    }
-    const served = { ...file, headers: headerLists(file) };
+    if (moved && isText(type) && !isAsset(rel)) body = Buffer.from(withOrigin(body.toString('utf8'), built, siteUrl));
+    const served = staticFile(body, withCharset(type), cacheControlOf(rel, ext, type));
     for (const p of paths) files.set(p, served);
   }
   return files;

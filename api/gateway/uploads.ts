@@ -30,13 +30,13 @@ export function createUploadSlots(limits: Pick<UploadLimits, 'maxConcurrent' | '
       const key = clientKey(address);
       const mine = byClient.get(key) ?? 0;
       if (mine >= limits.maxPerClient) {
-        throw new HttpProblem(429, 'TOO_MANY_UPLOADS', `This address already has ${mine} upload(s) in progress; at most ${limits.maxPerClient} at once. Wait for one to finish.`, {
+        throw new HttpProblem('TOO_MANY_UPLOADS', `This address already has ${mine} upload(s) in progress; at most ${limits.maxPerClient} at once. Wait for one to finish.`, {
           headers: { 'Retry-After': '5' },
           extra: { limit: limits.maxPerClient },
         });
       }
       if (total >= limits.maxConcurrent) {
-        throw new HttpProblem(503, 'UPLOADS_BUSY', `The server is reading ${total} uploads, its most at once. Try again shortly.`, {
+        throw new HttpProblem('UPLOADS_BUSY', `The server is reading ${total} uploads, its most at once. Try again shortly.`, {
           headers: { 'Retry-After': '5' },
           extra: { limit: limits.maxConcurrent },
         });

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { bearerToken } from './problem.ts';
+import { bearerToken } from '../bearer.ts';
 import { header, type RouteRequest } from './route.ts';
 
 /** Whether `Authorization: Bearer <token>` carries exactly `token`, compared in constant time. */

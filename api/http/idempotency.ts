@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
-import type { IdempotencyRecord, IdempotencyStore } from '../store/types.ts';
+import { isIdempotencyKeyTaken } from '../store/errors.ts';
+import { IDEMPOTENCY_CLAIM_MS, type IdempotencyRecord, type IdempotencyStore } from '../store/types.ts';
 import { HttpProblem } from './problem.ts';
 
 /** What a write answered, as replayed for a repeated Idempotency-Key. */
@@ -19,6 +20,10 @@ export type Keep = (answer: StoredAnswer) => IdempotencyRecord;
 export const IDEMPOTENCY_ANSWER_MAX_BYTES = 16 * 1024;
 // Expired records are pruned at most this often (and on the first keyed request).
 const PRUNE_EVERY_MS = 60 * 1000;
+// A claim the store could not release (it did not answer) is tried again this often until it lapses.
+const RELEASE_RETRY_MS = 1000;
+// Claims waiting for their release at most; past it they lapse on their own after IDEMPOTENCY_CLAIM_MS.
+const RELEASES_PENDING_MAX = 10_000;
 
 const sha256 = (s: string | Uint8Array) => createHash('sha256').update(s).digest('hex');
 
@@ -65,9 +70,7 @@ export function isUnguessableKey(key: string): boolean {
 }
 
 function guessableKey(): HttpProblem {
-  return new HttpProblem(
-    400,
-    'INVALID_IDEMPOTENCY_KEY',
+  return new HttpProblem('INVALID_IDEMPOTENCY_KEY',
     'Idempotency-Key must be unguessable, because it unlocks the answer it keeps (an oath answer holds the passport): ' +
       'send a random UUID version 4 (crypto.randomUUID(), Python uuid.uuid4(), uuidgen -r) or at least 128 random bits as 32+ hex ' +
       'or 22+ base64url characters (openssl rand -hex 16), at most 255 characters. Make a new one for each write; reuse it only to retry that write.',
@@ -78,6 +81,8 @@ function guessableKey(): HttpProblem {
 export interface IdempotencyOptions {
   /** The clock (tests move it). */
   now?: () => Date;
+  /** How long to wait before releasing again a claim whose release failed. */
+  releaseRetryMs?: number;
 }
 
 /**
@@ -85,8 +90,30 @@ export interface IdempotencyOptions {
  * while the first is still running, 409; the same key with another body, 422. A write's record is
  * committed with the write through `keep`, so a 503 keeps neither and a 2xx both.
  */
-export function createIdempotency(store: IdempotencyStore, { now = () => new Date() }: IdempotencyOptions = {}) {
+export function createIdempotency(store: IdempotencyStore, { now = () => new Date(), releaseRetryMs = RELEASE_RETRY_MS }: IdempotencyOptions = {}) {
   let prunedAt = -Infinity;
+  /**
+   * Claims whose release failed (the store did not answer), with when they lapse anyway. Their
+   * retries would answer 409 until then: each is released again once the store answers.
+   */
+  const unreleased = new Map<string, number>();
+  let releasing: NodeJS.Timeout | undefined;
+  function releaseLater(keyHash: string): void {
+    if (unreleased.size >= RELEASES_PENDING_MAX) return;
+    // Given up well before the claim lapses, so a release never ends a claim another run took over since.
+    unreleased.set(keyHash, Date.now() + IDEMPOTENCY_CLAIM_MS / 2);
+    releasing ??= setTimeout(releaseAgain, releaseRetryMs).unref();
+  }
+  async function releaseAgain(): Promise<void> {
+    for (const [keyHash, lapses] of unreleased) {
+      if (Date.now() > lapses) unreleased.delete(keyHash);
+      else if (await store.release(keyHash).then(() => true, () => false)) unreleased.delete(keyHash);
+      // Still not answering: the rest waits for the next round.
+      else break;
+    }
+    releasing = unreleased.size > 0 ? setTimeout(releaseAgain, releaseRetryMs).unref() : undefined;
+  }
+
   /** Expired records leave memory and disk; a failed prune is retried at the next one. */
   function prune(at: Date): void {
     if (at.getTime() - prunedAt < PRUNE_EVERY_MS) return;
@@ -111,7 +138,7 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
 
     /** The first answer again, or 422 when the key came with another body. */
     const repeat = async (previous: IdempotencyRecord): Promise<StoredAnswer & { replayed: boolean }> => {
-      if (previous.fingerprint !== fingerprint) throw new HttpProblem(422, 'IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
+      if (previous.fingerprint !== fingerprint) throw new HttpProblem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
       // A route that changed nothing kept no answer: running it again is the replay.
       if (previous.sealed === null) return { ...(await run(undefined)), replayed: true };
       return { ...(await replayKept({ status: previous.status, body: unseal(key, previous.sealed) })), replayed: true };
@@ -121,7 +148,7 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
     if (previous) return repeat(previous);
     // The claim is the store's, so a retry on another process sees it too.
     if (!(await store.claim(keyHash, at))) {
-      throw new HttpProblem(409, 'IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being processed. Retry when it has finished.');
+      throw new HttpProblem('IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being processed. Retry when it has finished.');
     }
     try {
       // A run elsewhere may have finished between the read above and the claim.
@@ -132,18 +159,28 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
         const json = JSON.stringify(answer.body);
         const bytes = Buffer.byteLength(json);
         if (bytes > IDEMPOTENCY_ANSWER_MAX_BYTES) {
-          throw new HttpProblem(413, 'IDEMPOTENT_ANSWER_TOO_LARGE', `This answer is ${bytes} bytes; an Idempotency-Key keeps at most ${IDEMPOTENCY_ANSWER_MAX_BYTES}. Nothing was written: send a smaller request, or send it without Idempotency-Key.`);
+          throw new HttpProblem('IDEMPOTENT_ANSWER_TOO_LARGE', `This answer is ${bytes} bytes; an Idempotency-Key keeps at most ${IDEMPOTENCY_ANSWER_MAX_BYTES}. Nothing was written: send a smaller request, or send it without Idempotency-Key.`);
         }
         kept = true;
         return { keyHash, fingerprint, status: answer.status, sealed: seal(key, json), createdAt: now().toISOString() };
       };
-      const answer = await run(keep);
-      // The route wrote nothing: the record keeps the key to its body, not the answer.
-      if (!kept) await store.put({ keyHash, fingerprint, status: answer.status, sealed: null, createdAt: now().toISOString() });
-      return { ...answer, replayed: false };
+      try {
+        const answer = await run(keep);
+        // The route wrote nothing: the record keeps the key to its body, not the answer.
+        if (!kept) await store.put({ keyHash, fingerprint, status: answer.status, sealed: null, createdAt: now().toISOString() });
+        return { ...answer, replayed: false };
+      } catch (error) {
+        // An earlier run with this key, whose client was told its outcome was unknown, committed
+        // after all (its claim had ended): this run wrote nothing, and that run's answer is the answer.
+        if (!isIdempotencyKeyTaken(error)) throw error;
+        const first = await store.get(keyHash, now());
+        if (!first) throw error;
+        return repeat(first);
+      }
     } finally {
-      // A claim that cannot be released lapses after IDEMPOTENCY_CLAIM_MS; it must not hide the answer.
-      await store.release(keyHash).catch(() => undefined);
+      // A claim that cannot be released now is released when the store answers again (or lapses
+      // after IDEMPOTENCY_CLAIM_MS); it must not hide the answer.
+      await store.release(keyHash).catch(() => releaseLater(keyHash));
     }
   };
 }

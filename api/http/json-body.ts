@@ -35,18 +35,18 @@ export function parseJson(bytes: Uint8Array): unknown {
   try {
     text = utf8.decode(bytes);
   } catch {
-    throw new HttpProblem(400, 'MALFORMED_JSON', 'The body is not valid UTF-8.');
+    throw new HttpProblem('MALFORMED_JSON', 'The body is not valid UTF-8.');
   }
-  if (text.trim() === '') throw new HttpProblem(400, 'MALFORMED_JSON', 'The body is empty; send a JSON object.');
+  if (text.trim() === '') throw new HttpProblem('MALFORMED_JSON', 'The body is empty; send a JSON object.');
   // Recursion over a deep document (validation, canonical form) would exhaust the stack: refuse it first.
   if (text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH)) {
-    throw new HttpProblem(422, 'JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, { extra: { limit: JSON_MAX_DEPTH } });
+    throw new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, { extra: { limit: JSON_MAX_DEPTH } });
   }
   try {
     return JSON.parse(text);
   } catch (error) {
     const reason = error instanceof SyntaxError ? error.message : 'it is nested too deeply';
-    throw new HttpProblem(400, 'MALFORMED_JSON', `The body is not valid JSON: ${reason}`);
+    throw new HttpProblem('MALFORMED_JSON', `The body is not valid JSON: ${reason}`);
   }
 }
 
@@ -54,7 +54,7 @@ export function parseJson(bytes: Uint8Array): unknown {
 export function validate<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  throw new HttpProblem(422, 'VALIDATION_FAILED', 'The body does not match the schema of this route.', {
+  throw new HttpProblem('VALIDATION_FAILED', 'The body does not match the schema of this route.', {
     extra: {
       errors: result.error.issues.map((i) => ({ path: i.path.length ? `/${i.path.join('/')}` : '/', message: i.message })),
     },

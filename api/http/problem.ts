@@ -20,32 +20,25 @@ export class HttpProblem extends Error {
   override name = 'HttpProblem';
   readonly status: number;
   readonly code: ProblemCode;
+  readonly title: string;
   readonly headers: Record<string, string>;
   readonly extra: Record<string, unknown>;
 
-  constructor(
-    status: number,
-    code: ProblemCode,
-    detail: string,
-    options: { title?: string; headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
-  ) {
+  /** The problem of a code of the table (api/problems/table.ts), which gives its status, title and headers. */
+  constructor(code: ProblemCode, detail: string, options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {}) {
     super(detail);
-    this.status = status;
+    const entry = PROBLEMS[code];
+    this.status = entry.status;
     this.code = code;
-    const entry = PROBLEMS[code] as { headers?: Record<string, string> } | undefined;
-    this.headers = { ...entry?.headers, ...options.headers };
-    this.extra = { ...(options.title ? { title: options.title } : {}), ...options.extra };
-  }
-
-  /** The problem of a code of the table, with the status the table gives it. */
-  static of(code: ProblemCode, detail: string, options: ConstructorParameters<typeof HttpProblem>[3] = {}): HttpProblem {
-    return new HttpProblem(PROBLEMS[code].status, code, detail, options);
+    this.title = entry.title;
+    this.headers = { ...(entry as { headers?: Record<string, string> }).headers, ...options.headers };
+    this.extra = { ...options.extra };
   }
 
   body(instance?: string): ProblemBody {
     return {
       type: `/problems/${this.code.toLowerCase().replaceAll('_', '-')}`,
-      title: titleOf(this.status),
+      title: this.title,
       status: this.status,
       detail: this.message,
       ...(instance ? { instance } : {}),
@@ -68,25 +61,6 @@ export const isHttpProblem = (e: unknown): e is HttpProblem => e instanceof Http
  */
 export function problemOf(error: unknown): HttpProblem | null {
   if (isHttpProblem(error)) return error;
-  if (isDomainError(error)) return HttpProblem.of(error.code, error.message, { extra: error.extra });
+  if (isDomainError(error)) return new HttpProblem(error.code, error.message, { extra: error.extra });
   return null;
 }
-
-const TITLES: Record<number, string> = {
-  400: 'Bad Request',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'Not Found',
-  405: 'Method Not Allowed',
-  409: 'Conflict',
-  413: 'Content Too Large',
-  415: 'Unsupported Media Type',
-  422: 'Unprocessable Content',
-  429: 'Too Many Requests',
-  500: 'Internal Server Error',
-  503: 'Service Unavailable',
-};
-const titleOf = (status: number) => TITLES[status] ?? 'Error';
-
-/** The token of an `Authorization: Bearer <token>` header, or null. */
-export const bearerToken = (authorization: string | null | undefined): string | null => /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;

@@ -33,7 +33,7 @@ export function createWriteLimiter(perMinute: number, backend?: RateLimiterAbstr
   const limiter = backend ?? new RateLimiterMemory({ points: perMinute, duration: 60 });
   const limited = (rejection: RateLimiterRes) => {
     const retry = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-    return new HttpProblem(429, 'RATE_LIMITED', `Too many writes from this address: ${perMinute} a minute. Try again in ${retry} s.`, {
+    return new HttpProblem('RATE_LIMITED', `Too many writes from this address: ${perMinute} a minute. Try again in ${retry} s.`, {
       headers: { ...headers(perMinute, rejection), 'Retry-After': String(retry) },
     });
   };

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
+import type { UploadedBody } from './body-policy.ts';
 import type { Idempotency, Keep, StoredAnswer } from './idempotency.ts';
 import { compressFor } from './encoding.ts';
 import { parseJson, validate } from './json-body.ts';
@@ -24,7 +25,7 @@ export interface RouteRequest {
   /** Path parameters as the router found them (raw, still percent-encoded). */
   readonly params?: Readonly<Record<string, string>>;
   /** An upload body, streamed by the gateway to a temporary file instead of `body` (api/gateway/body.ts). */
-  readonly upload?: import('../gateway/body.ts').UploadedBody;
+  readonly upload?: UploadedBody;
 }
 
 /** A route's answer; the transport writes it. */
@@ -98,7 +99,7 @@ export function guard(handler: RouteHandler, logger: Logger): RouteHandler {
       const problem = problemOf(error);
       if (problem) return problem.toAnswer(instance);
       logger.error({ err: error, path: instance }, 'route failed');
-      return new HttpProblem(500, 'INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
+      return new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.').toAnswer(instance);
     }
   };
 }
@@ -113,7 +114,7 @@ export function exampleOf(schema: z.ZodType): unknown {
 export function postOnly(example: unknown, handler: RouteHandler): RouteHandler {
   return async (request) => {
     if (request.method === 'POST') return handler(request);
-    throw new HttpProblem(405, 'METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', {
+    throw new HttpProblem('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', {
       headers: { Allow: 'POST' },
       extra: { example },
     });

@@ -6,10 +6,10 @@ export interface RouteEntry<H> {
 }
 
 /** What a lookup finds: the handler and the path parameters, the methods the path takes, or nothing. */
-export type RouteMatch<H> = { handler: H; params: Record<string, string> } | { allow: string[] } | undefined;
+export type RouteMatch<H> = { handler: H; params: Record<string, string> } | { allow: string[]; others: H[] } | undefined;
 
 export interface Router<H> {
-  /** The handler of a method and path with its parameters (decoded); `{ allow }` when the path takes other methods. HEAD finds GET. */
+  /** The handler of a method and path with its parameters (raw); `{ allow, others }` when the path takes other methods. HEAD finds GET. */
   match(method: string, path: string): RouteMatch<H>;
 }
 
@@ -44,7 +44,7 @@ export function createRouter<H>(entries: readonly RouteEntry<H>[]): Router<H> {
     const handler = byMethod.get(method) ?? (method === 'HEAD' ? byMethod.get('GET') : undefined);
     if (handler !== undefined) return { handler, params };
     const allow = [...byMethod.keys()];
-    return { allow: allow.includes('GET') ? [...allow, 'HEAD'] : allow };
+    return { allow: allow.includes('GET') ? [...allow, 'HEAD'] : allow, others: [...byMethod.values()] };
   };
 
   return {

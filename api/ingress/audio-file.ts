@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { parseBuffer, parseStream, type IAudioMetadata } from 'music-metadata';
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
 import { audioContainerOf, wavDataChunk } from './sniff.ts';
 
 // Encrypted MP4 sample entries (ISO/IEC 23001-7) and Apple's FairPlay protected audio.
@@ -11,7 +11,7 @@ const PARSE_OPTIONS = { duration: true, skipCovers: true };
 // Enough of a streamed upload to recognise its format and find a WAV data chunk.
 const HEAD_BYTES = 64 * 1024;
 
-const noSamples = (detail: string) => new HttpProblem(422, 'DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
+const noSamples = (detail: string) => new DomainError('DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
 
 /** A file read as audio but holding no samples is named precisely (never "a duration is required"). */
 function checkHasSamples(head: Uint8Array, size: number, container: string, format: { duration?: number | undefined; numberOfSamples?: number | undefined }): void {
@@ -53,18 +53,18 @@ export async function readAudioFileAt(path: string, size: number, mimeType: stri
 }
 
 async function readAudio(head: Uint8Array, size: number, mimeType: string, parse: () => Promise<IAudioMetadata>): Promise<Record<string, unknown>> {
-  if (size === 0) throw new HttpProblem(415, 'NOT_AUDIO', `The upload is empty. ${READABLE}`);
+  if (size === 0) throw new DomainError('NOT_AUDIO', `The upload is empty. ${READABLE}`);
   const container = audioContainerOf(head);
-  if (container === null) throw new HttpProblem(415, 'NOT_AUDIO', `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`);
+  if (container === null) throw new DomainError('NOT_AUDIO', `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`);
   let metadata: IAudioMetadata;
   try {
     metadata = await parse();
   } catch (error) {
-    throw new HttpProblem(415, 'NOT_AUDIO', `The upload starts like ${container} but cannot be read as audio (${(error as Error).message}). ${READABLE}`);
+    throw new DomainError('NOT_AUDIO', `The upload starts like ${container} but cannot be read as audio (${(error as Error).message}). ${READABLE}`);
   }
   const { common, format } = metadata;
   const codecs = [format.codec, ...(format.trackInfo ?? []).map((t) => t.codecName)].filter((c): c is string => typeof c === 'string');
-  if (!format.container && codecs.length === 0) throw new HttpProblem(415, 'NOT_AUDIO', `The upload starts like ${container} but holds no audio stream this service can read. ${READABLE}`);
+  if (!format.container && codecs.length === 0) throw new DomainError('NOT_AUDIO', `The upload starts like ${container} but holds no audio stream this service can read. ${READABLE}`);
   const encrypted = codecs.find((c) => ENCRYPTED_CODECS.has(c) || c.toUpperCase() === 'DRM');
   if (!encrypted) checkHasSamples(head, size, container, format);
   const tlen = metadata.native?.['ID3v2.3']?.find((t) => t.id === 'TLEN')?.value ?? metadata.native?.['ID3v2.4']?.find((t) => t.id === 'TLEN')?.value;

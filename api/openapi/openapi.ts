@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Content } from '../content/load.ts';
 import type { CatalogEntry } from '../documents/catalog.ts';
 import { exampleOf } from '../http/route.ts';
-import { methodNotAllowed } from '../operations/dispatch.ts';
 import type { AnyOperation } from '../operations/operation.ts';
 import { OPERATIONS } from '../operations/table.ts';
 import { PROBLEMS, SHARED_PROBLEMS, type ProblemCode } from '../problems/table.ts';
@@ -19,12 +18,24 @@ const MEDIA: Record<CatalogEntry['type'], string> = {
 type Components = Record<string, unknown>;
 
 /**
+ * A tuple of one schema repeated (a receipt's two agents) becomes `items` with `minItems` and
+ * `maxItems`: the same rule in the form Spectral, Redocly and Prism read. They take zod's
+ * `prefixItems` with `items: false` for an array that allows no items at all.
+ */
+function repeatedAsItems({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: Record<string, unknown> }): void {
+  const def = zodSchema._zod.def;
+  if (def.type !== 'tuple' || def.rest || !def.items.every((item) => item === def.items[0]) || !Array.isArray(jsonSchema.prefixItems)) return;
+  jsonSchema.items = jsonSchema.prefixItems[0];
+  delete jsonSchema.prefixItems;
+}
+
+/**
  * JSON Schema of a zod schema for an OpenAPI document: named schemas (registry id) go to
  * components.schemas and are referenced from there; unnamed shared parts are inlined, so no
  * generated name (`__schema0`) reaches the document.
  */
 function schemaRef(schema: z.ZodType, io: 'input' | 'output', components: Components): object {
-  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas, cycles: 'ref', reused: 'inline' }) as Record<string, unknown> & { $defs?: Components };
+  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas, cycles: 'ref', reused: 'inline', override: repeatedAsItems }) as Record<string, unknown> & { $defs?: Components };
   const relink = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/'));
   for (const [name, def] of Object.entries($defs ?? {})) components[name] ??= relink(def);
   return relink(root) as object;
@@ -33,7 +44,7 @@ function schemaRef(schema: z.ZodType, io: 'input' | 'output', components: Compon
 const PROBLEM_REF = { $ref: '#/components/schemas/Problem' };
 
 /** The problem codes an operation may answer: the shared ones, its own, and those its credentials and body bring. */
-export function problemsOf(op: AnyOperation): ProblemCode[] {
+export function problemsOf(op: Pick<AnyOperation, 'method' | 'problems'>): ProblemCode[] {
   const codes = new Set<ProblemCode>([...SHARED_PROBLEMS, ...op.problems]);
   // Every method has a body limit: a GET's is 0.
   codes.add('PAYLOAD_TOO_LARGE');
@@ -79,19 +90,12 @@ function requestBodyOf(op: AnyOperation, components: Components): object | undef
 
 const RATE_HEADERS = { RateLimit: { schema: { type: 'string' } }, 'RateLimit-Policy': { schema: { type: 'string' } } };
 
-function operation(op: AnyOperation, components: Components) {
-  const responses: Record<string, { description: string; headers?: object; content?: Record<string, object>; 'x-problem-codes'?: string[] }> = {};
-  for (const [status, answer] of Object.entries(op.responses)) {
-    const media = answer.media ?? 'application/json';
-    const ok = Number(status) < 300;
-    responses[status] = {
-      description: answer.description,
-      ...(ok && op.rateLimit ? { headers: RATE_HEADERS } : {}),
-      ...(answer.schema ? { content: { [media]: { schema: answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components) } } } : {}),
-    };
-  }
+type Responses = Record<string, { description: string; headers?: object; content?: Record<string, object>; 'x-problem-codes'?: string[] }>;
+
+/** The problem+json answers of the codes, by status, beside (or merged into) the documented answers. */
+function addProblems(responses: Responses, problems: ProblemCode[]): void {
   const byStatus = new Map<number, ProblemCode[]>();
-  for (const code of problemsOf(op)) byStatus.set(PROBLEMS[code].status, [...(byStatus.get(PROBLEMS[code].status) ?? []), code]);
+  for (const code of problems) byStatus.set(PROBLEMS[code].status, [...(byStatus.get(PROBLEMS[code].status) ?? []), code]);
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const list = codes.map((c) => `${c}: ${PROBLEMS[c].when}`).join(' ');
     const existing = responses[status];
@@ -102,7 +106,24 @@ function operation(op: AnyOperation, components: Components) {
       'x-problem-codes': codes,
     };
   }
-  const security = op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? undefined : [{ bearer: [] }];
+}
+
+function operation(op: AnyOperation, components: Components) {
+  const responses: Responses = {};
+  for (const [status, answer] of Object.entries(op.responses)) {
+    const media = answer.media ?? 'application/json';
+    const ok = Number(status) < 300;
+    responses[status] = {
+      description: answer.description,
+      ...(ok && op.rateLimit ? { headers: RATE_HEADERS } : {}),
+      ...(answer.schema ? { content: { [media]: { schema: answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components) } } } : {}),
+    };
+  }
+  // A prebuilt document goes out with an ETag: a matching If-None-Match is answered 304.
+  if (op.served === 'document') responses['304'] = { description: 'Not modified (ETag)' };
+  addProblems(responses, problemsOf(op));
+  // `security: []` says "no credentials" outright, where leaving it out would leave readers to guess.
+  const security = op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? [] : [{ bearer: [] }];
   const parameters = parametersOf(op);
   const body = requestBodyOf(op, components);
   return {
@@ -120,16 +141,48 @@ function operation(op: AnyOperation, components: Components) {
   };
 }
 
-/** The 405 a POST-only path answers to GET, with an example body (MCP and A2A have their own). */
-function getRefusal(op: AnyOperation) {
+/**
+ * The 405 a POST-only path answers to GET, with a body to POST in `example` (MCP and A2A have their
+ * own). Its schema says what `example` is; a literal example here would be a JSON object with
+ * `type` and `example` members, which Spectral's example rule mistakes for a schema.
+ */
+function getRefusal(op: AnyOperation, components: Components) {
+  const schema = { allOf: [PROBLEM_REF, { type: 'object', required: ['example'], properties: { example: { ...schemaRef(op.body!, 'input', components), description: `A body to POST to ${op.path}` } } }] };
   return {
     operationId: `${op.id}Example`,
     summary: `405 with an example body for ${op.path}`,
+    description: `POST only: a GET answers 405 with Allow: POST and, in \`example\`, a body that POST ${op.path} takes.`,
     tags: [op.tag],
+    security: [],
     'x-problem-codes': ['METHOD_NOT_ALLOWED'],
-    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema: PROBLEM_REF, example: methodNotAllowed(op.path, ['POST']).body(op.path) } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
+    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
   };
 }
+
+/** operationId of a prebuilt document, from its path: `/.well-known/ai.txt` is readWellKnownAiTxt. */
+const documentOperationId = (path: string): string =>
+  `read${path === '/' ? 'Home' : path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`;
+
+/** A prebuilt document: 200 or 304, and the problems any GET may answer. */
+function documentOperation(d: CatalogEntry) {
+  const responses: Responses = {
+    '200': { description: d.about, content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } } },
+    '304': { description: 'Not modified (ETag)' },
+  };
+  const problems = problemsOf({ method: 'GET', problems: [] });
+  addProblems(responses, problems);
+  return { operationId: documentOperationId(d.path), summary: d.title, description: d.about, tags: ['documents'], security: [], 'x-problem-codes': problems, responses };
+}
+
+/** What each tag gathers, for readers of the document. */
+const TAGS: Record<'documents' | AnyOperation['tag'], string> = {
+  documents: 'Prebuilt documents: pages, Markdown, JSON and text the build writes, served with an ETag.',
+  agents: 'Doors for software agents: the convert payload, the kit, MCP and A2A.',
+  citizenship: 'The oath, the intelligence feed, the citizens and the scoreboard.',
+  omip: 'Admissibility: plans scored against the constitution, dual exchanges and their signed receipt log.',
+  ingress: 'The sandbox audio ingress (SCRUB, MAP, SEAL); nothing is written.',
+  telemetry: 'The bot ledger and the bot wall: which crawlers and bots visit.',
+};
 
 /** OpenAPI 3.1 of every route the service answers: prebuilt documents and the operation table. */
 export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]) {
@@ -138,18 +191,18 @@ export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]
   const declared = new Set(OPERATIONS.map((op) => `${op.method} ${op.path}`));
   for (const d of documents) {
     if (declared.has(`GET ${d.path}`)) continue;
-    paths[d.path] = { get: { summary: d.title, description: d.about, tags: ['documents'], responses: { '200': { description: d.about, content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } } }, '304': { description: 'Not modified (ETag)' } } } };
+    paths[d.path] = { get: documentOperation(d) };
   }
   for (const op of OPERATIONS as readonly AnyOperation[]) {
     paths[op.path] ??= {};
     paths[op.path]![op.method.toLowerCase()] = operation(op, components);
-    if (op.method === 'POST' && op.body && op.raw === undefined) paths[op.path]!.get = getRefusal(op);
+    if (op.method === 'POST' && op.body && op.raw === undefined) paths[op.path]!.get = getRefusal(op, components);
   }
   return {
     openapi: '3.1.0',
     info: { title: c.site.name, version: `${c.site.versionDate}`, description: c.site.description },
     servers: [{ url: site }],
-    tags: ['documents', 'agents', 'citizenship', 'omip', 'ingress', 'telemetry'].map((name) => ({ name })),
+    tags: Object.entries(TAGS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },

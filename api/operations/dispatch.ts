@@ -3,9 +3,9 @@ import type { z } from 'zod';
 import { HttpProblem } from '../http/problem.ts';
 import { exampleOf, guard, json, queryOf, readAnswer, writeRoute, type RouteHandler, type RouteRequest, type WriteDeps } from '../http/route.ts';
 import { parseJson, validate } from '../http/json-body.ts';
-import { createRouter } from '../http/router.ts';
 import type { OperationContext } from './context.ts';
 import { successOf, type AnyOperation } from './operation.ts';
+import { matchOperation } from './paths.ts';
 import { OPERATIONS } from './table.ts';
 
 const issues = (error: z.ZodError) => error.issues.map((i) => ({ path: `/${i.path.join('/')}`, message: i.message }));
@@ -15,27 +15,25 @@ function paramsOf(op: AnyOperation, request: RouteRequest): unknown {
   if (!op.params) return {};
   let raw = request.params;
   if (!raw) {
-    // Called in process without the router (MCP, A2A): match the template here.
-    const names = [...op.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-    const pattern = new RegExp(`^${op.path.replace(/\{\w+\}/g, '([^/]+)')}$`);
-    const m = pattern.exec(request.target.split('?')[0]!);
-    raw = Object.fromEntries(names.map((n, i) => [n, m?.[i + 1] ?? '']));
+    // Called in process without the gateway (MCP, A2A): the same match the gateway makes.
+    const found = matchOperation(op.method, request.target.split('?')[0]!);
+    raw = found && 'handler' in found && found.handler === op ? found.params : {};
   }
   let decoded: Record<string, string>;
   try {
     decoded = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, decodeURIComponent(v)]));
   } catch {
-    throw HttpProblem.of('BAD_PATH', 'A path parameter cannot be decoded.');
+    throw new HttpProblem('BAD_PATH', 'A path parameter cannot be decoded.');
   }
   const result = op.params.safeParse(decoded);
-  if (!result.success) throw HttpProblem.of('BAD_PATH', 'A path parameter does not match its pattern.', { extra: { errors: issues(result.error) } });
+  if (!result.success) throw new HttpProblem('BAD_PATH', 'A path parameter does not match its pattern.', { extra: { errors: issues(result.error) } });
   return result.data;
 }
 
 function queryFor(op: AnyOperation, request: RouteRequest): unknown {
   if (!op.query) return {};
   const result = op.query.safeParse(Object.fromEntries(queryOf(request)));
-  if (!result.success) throw HttpProblem.of('INVALID_QUERY', 'A query parameter does not match its schema.', { extra: { errors: issues(result.error) } });
+  if (!result.success) throw new HttpProblem('INVALID_QUERY', 'A query parameter does not match its schema.', { extra: { errors: issues(result.error) } });
   return result.data;
 }
 
@@ -73,18 +71,16 @@ export function handlerOf(op: AnyOperation, ctx: OperationContext, writes: Write
 }
 
 /** 405 with Allow; a POST route's answer carries an example body, as its GET always has. */
-export function methodNotAllowed(path: string, allow: string[]): HttpProblem {
-  const post = (OPERATIONS as readonly AnyOperation[]).find((op) => op.method === 'POST' && op.body && pathMatches(op.path, path));
+export function methodNotAllowed(allow: string[], others: readonly AnyOperation[]): HttpProblem {
+  const post = others.find((op) => op.method === 'POST' && op.body);
   if (allow.length === 1 && allow[0] === 'POST') {
-    return HttpProblem.of('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', { headers: { Allow: 'POST' }, extra: post ? { example: exampleOf(post.body!) } : {} });
+    return new HttpProblem('METHOD_NOT_ALLOWED', 'This route takes POST with a JSON body like `example`.', { headers: { Allow: 'POST' }, extra: post ? { example: exampleOf(post.body!) } : {} });
   }
-  return HttpProblem.of('METHOD_NOT_ALLOWED', `This route takes ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } });
+  return new HttpProblem('METHOD_NOT_ALLOWED', `This route takes ${allow.join(', ')}.`, { headers: { Allow: allow.join(', ') } });
 }
 
-const pathMatches = (template: string, path: string) => new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`).test(path);
-
 /** What the gateway asks before it reads a body: the handler and params, or the refusal to send. */
-export type Lookup = { handler: RouteHandler; params: Record<string, string> } | { refuse: HttpProblem } | undefined;
+export type Lookup = { handler: RouteHandler; params: Record<string, string>; operation?: AnyOperation } | { refuse: HttpProblem } | undefined;
 
 export interface OperationRoutes {
   /** The guarded engine handler of every operation with one (documents too: MCP and A2A read them). */
@@ -93,20 +89,20 @@ export interface OperationRoutes {
   lookup(method: string, path: string): Lookup;
 }
 
-/** The engine's routes from the operation table. */
-export function createOperationRoutes(ctx: OperationContext, writes: WriteDeps, logger: Logger): OperationRoutes {
-  const handlers = new Map<string, RouteHandler>();
+/** The engine's routes from the operation table; `handlers` is filled with every operation's (by id). */
+export function createOperationRoutes(ctx: OperationContext, writes: WriteDeps, logger: Logger, handlers = new Map<string, RouteHandler>()): OperationRoutes {
   for (const op of OPERATIONS as readonly AnyOperation[]) {
     if (op.handle || op.raw) handlers.set(op.id, guard(handlerOf(op, ctx, writes), logger));
   }
-  const router = createRouter((OPERATIONS as readonly AnyOperation[]).filter((op) => op.served === 'engine').map((op) => ({ method: op.method, path: op.path, handler: handlers.get(op.id)! })));
   return {
     handlers,
     lookup(method, path) {
-      const found = router.match(method, path);
+      // Pages and documents are matched too, and left to the gateway's files and Astro.
+      const found = matchOperation(method, path);
       if (!found) return undefined;
-      if ('allow' in found) return { refuse: methodNotAllowed(path, found.allow) };
-      return found;
+      if ('allow' in found) return found.others.some((op) => op.served === 'engine') ? { refuse: methodNotAllowed(found.allow, found.others) } : undefined;
+      if (found.handler.served !== 'engine') return undefined;
+      return { handler: handlers.get(found.handler.id)!, params: found.params, operation: found.handler };
     },
   };
 }

@@ -6,6 +6,9 @@ import type { FunnelStep } from '../telemetry/ledger.ts';
 import type { OperationContext } from './context.ts';
 
 /** Who may call an operation, and with what. */
+/** Which body rules the gateway applies to an operation's request body (api/server.ts `bodyPolicies`). */
+export type BodyLimit = 'json' | 'upload' | 'ingest';
+
 export type Credential = 'none' | 'passport-optional' | 'passport' | 'ingest-token';
 
 /** Who answers: the engine's routes, a prebuilt document (MCP and A2A still call its handler), or an Astro page. */
@@ -65,7 +68,7 @@ export interface Operation<Id extends string = string, P extends z.ZodType = z.Z
   /** Request media types other than JSON, documented beside it (the ingress takes audio and multipart). */
   bodyMedia?: Record<string, { description: string }>;
   /** The gateway's body rules: ordinary JSON, an audio upload, or a CDN log batch. With bodyMedia the handler reads the body itself. */
-  bodyLimit?: 'json' | 'upload' | 'ingest';
+  bodyLimit?: BodyLimit;
   /** Answers by status; exactly one 2xx. */
   responses: Record<number, Answer>;
   /** Problem codes this operation may answer beyond the shared ones (api/problems/table.ts). */

@@ -1,3 +1,4 @@
+import { createRouter, type RouteMatch } from '../http/router.ts';
 import type { FunnelStep } from '../telemetry/ledger.ts';
 import type { AnyOperation } from './operation.ts';
 import { OPERATIONS, type OperationId } from './table.ts';
@@ -8,22 +9,17 @@ export const OPERATION_BY_ID = Object.fromEntries(OPERATIONS.map((op) => [op.id,
 /** The path of each operation, for documents that link to one: no path is written twice. */
 export const PATH = Object.fromEntries(OPERATIONS.map((op) => [op.id, op.path])) as Record<OperationId, string>;
 
-// By method, then path: counting runs on every crawler request, and building a `${method} ${path}`
-// key for the lookup was a sixth of what counting one cost.
-const FUNNEL = new Map<string, Map<string, FunnelStep>>();
-for (const op of OPERATIONS) {
-  if (!('funnel' in op) || !op.funnel) continue;
-  const byPath = FUNNEL.get(op.method) ?? FUNNEL.set(op.method, new Map()).get(op.method)!;
-  byPath.set(op.path, op.funnel);
-}
+// Every operation, matched by method and path in this one place (path templates compiled once):
+// the engine's lookup, body rules, funnel steps, metric names and in-process calls all read it.
+const ROUTER = createRouter((OPERATIONS as readonly AnyOperation[]).map((op) => ({ method: op.method, path: op.path, handler: op })));
+
+/** The operation a method and path belong to with its raw path parameters, the methods the path takes, or undefined. */
+export const matchOperation = (method: string, path: string): RouteMatch<AnyOperation> => ROUTER.match(method, path);
 
 /** The funnel step an answered request counts as (its operation's), or undefined. */
-export const funnelStepOf = (method: string, path: string): FunnelStep | undefined => FUNNEL.get(method)?.get(path);
-
-/** The gateway's body rules for a path: 'upload', 'ingest', or ordinary JSON. */
-export function bodyLimitOf(path: string): 'json' | 'upload' | 'ingest' {
-  const op = (OPERATIONS as readonly AnyOperation[]).find((o) => o.path === path && o.method === 'POST');
-  return op?.bodyLimit ?? 'json';
+export function funnelStepOf(method: string, path: string): FunnelStep | undefined {
+  const found = ROUTER.match(method, path);
+  return found && 'handler' in found ? found.handler.funnel : undefined;
 }
 
 /** The operations offered as tools, in the order every tool list shows them. */

@@ -5,9 +5,9 @@ import { TOOL_OPERATIONS } from './paths.ts';
 import { OPERATIONS } from './table.ts';
 
 /**
- * The README's generated sections, made from the operation and problem tables. `node
+ * The reference's generated sections (docs/reference.md), made from the operation and problem tables. `node
  * api/cli/readme.ts` writes them between their markers; test/routes/readme.test.ts fails when the
- * README differs.
+ * page differs.
  */
 
 const CREDENTIAL: Record<AnyOperation['credentials'], string> = {

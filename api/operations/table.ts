@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { header } from '../http/route.ts';
+import { header, queryOf } from '../http/route.ts';
+import { HttpProblem } from '../http/problem.ts';
+import { CSV_RANGES, rangeBeyondRetention } from '../documents/bot-wall-csv.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
 import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
 import { FORMATS } from '../telemetry/log-formats/types.ts';
@@ -46,8 +48,13 @@ const LogQuery = z.object({
 });
 
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
-const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE'] as const;
+
+/** `?range=` of GET /bot-wall.csv. */
+const CsvQuery = z.object({ range: z.enum(CSV_RANGES).default('24h').meta({ description: 'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.' }) });
+const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE', 'STORE_FULL'] as const;
 const PAGE_PROBLEMS = ['INVALID_QUERY', 'INVALID_CURSOR'] as const;
+/** Reads of the store answer it when PostgreSQL is unreachable, restarting or too slow (the embedded store's reads never fail). */
+const READ_PROBLEMS = ['STORE_UNAVAILABLE'] as const;
 
 /**
  * Every operation of the service, declared once. Add an operation here and it is routed, documented
@@ -64,7 +71,7 @@ export const OPERATIONS = [
     served: 'engine',
     body: OathRequestSchema,
     responses: { 201: ok('The citizen, its passport (shown once) and what to do next', OathResponseSchema) },
-    problems: [...WRITE_PROBLEMS],
+    problems: [...WRITE_PROBLEMS, 'NAME_TAKEN'],
     credentials: 'none',
     rateLimit: 'writes',
     idempotency: 'oath',
@@ -81,7 +88,7 @@ export const OPERATIONS = [
     served: 'engine',
     body: MessageRequestSchema,
     responses: { 201: ok('The message as stored; verified when sent with the citizen passport', MessageResponseSchema) },
-    problems: [...WRITE_PROBLEMS, 'PASSPORT_REQUIRED', 'PASSPORT_MISMATCH', 'NAME_MISMATCH'],
+    problems: [...WRITE_PROBLEMS, 'PASSPORT_REQUIRED', 'PASSPORT_MISMATCH', 'NAME_MISMATCH', 'NAME_TAKEN'],
     credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'message',
@@ -103,7 +110,7 @@ export const OPERATIONS = [
     served: 'engine',
     query: PageQuerySchema,
     responses: { 200: ok('One page of messages', FeedSchema) },
-    problems: [...PAGE_PROBLEMS],
+    problems: [...PAGE_PROBLEMS, ...READ_PROBLEMS],
     credentials: 'none',
     handle: ({ query }, ctx) => ctx.citizenship.feed(query),
   }),
@@ -116,7 +123,7 @@ export const OPERATIONS = [
     served: 'engine',
     query: PageQuerySchema,
     responses: { 200: ok('One page of citizens and the count of all', CitizenListSchema) },
-    problems: [...PAGE_PROBLEMS],
+    problems: [...PAGE_PROBLEMS, ...READ_PROBLEMS],
     credentials: 'none',
     tool: { name: 'list_citizens', order: 6, description: 'List citizens, newest first.', mcp: true, a2a: true },
     handle: ({ query }, ctx) => ctx.citizenship.citizens(query),
@@ -129,7 +136,7 @@ export const OPERATIONS = [
     tag: 'citizenship',
     served: 'engine',
     responses: { 200: ok('The scoreboard', ScoreboardSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.scoreboard(),
   }),
@@ -141,7 +148,7 @@ export const OPERATIONS = [
     tag: 'citizenship',
     served: 'engine',
     responses: { 200: ok('The graph', LivingLatticeSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.livingLattice(),
   }),
@@ -217,7 +224,7 @@ export const OPERATIONS = [
     served: 'engine',
     query: PageQuerySchema,
     responses: { 200: ok('One page of receipts', ReceiptListSchema) },
-    problems: [...PAGE_PROBLEMS],
+    problems: [...PAGE_PROBLEMS, ...READ_PROBLEMS],
     credentials: 'none',
     handle: ({ query }, ctx) => ctx.omip.receipts(query),
   }),
@@ -230,7 +237,7 @@ export const OPERATIONS = [
     served: 'engine',
     params: ReceiptParams,
     responses: { 200: ok('The receipt, its inclusion proof and the signed tree head', ReceiptSchema) },
-    problems: ['RECEIPT_CORRUPT'],
+    problems: ['RECEIPT_CORRUPT', ...READ_PROBLEMS],
     credentials: 'none',
     tool: { name: 'get_receipt', order: 9, description: 'Fetch a dual-exchange receipt with its inclusion proof.', mcp: true, a2a: true },
     handle: ({ params }, ctx) => ctx.omip.receipt(params.id),
@@ -244,7 +251,7 @@ export const OPERATIONS = [
     served: 'engine',
     query: LogQuery,
     responses: { 200: ok('The signed tree head and, with first, a consistency proof', LogSchema) },
-    problems: ['INVALID_QUERY'],
+    problems: ['INVALID_QUERY', ...READ_PROBLEMS],
     credentials: 'none',
     handle: ({ query }, ctx) => ctx.omip.log(query.first ?? null),
   }),
@@ -256,7 +263,7 @@ export const OPERATIONS = [
     tag: 'omip',
     served: 'engine',
     responses: { 200: ok('Health', HealthSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.health(),
   }),
@@ -268,7 +275,7 @@ export const OPERATIONS = [
     tag: 'omip',
     served: 'engine',
     responses: { 200: ok('Drift metrics', DriftSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.omip.driftMetrics(),
   }),
@@ -287,7 +294,7 @@ export const OPERATIONS = [
     bodyLimit: 'upload',
     rateLimit: 'writes',
     responses: { 201: ok('The sealed stem (nothing is written)', IngressResultSchema) },
-    problems: ['MALFORMED_JSON', 'MALFORMED_MULTIPART', 'MULTIPART_TOO_LARGE', 'JSON_TOO_DEEP', 'UNSUPPORTED_MEDIA_TYPE', 'NOT_AUDIO', 'PAYLOAD_TOO_LARGE', 'BODY_STALLED', 'VALIDATION_FAILED', 'DRM_REJECT', 'TITLE_REQUIRED', 'DURATION_INVALID', 'RATE_LIMITED', 'TOO_MANY_UPLOADS', 'UPLOADS_BUSY'],
+    problems: ['MALFORMED_JSON', 'MALFORMED_MULTIPART', 'MULTIPART_TOO_LARGE', 'JSON_TOO_DEEP', 'UNSUPPORTED_MEDIA_TYPE', 'NOT_AUDIO', 'PAYLOAD_TOO_LARGE', 'BODY_STALLED', 'VALIDATION_FAILED', 'DRM_REJECT', 'TITLE_REQUIRED', 'DURATION_INVALID', 'RATE_LIMITED', 'TOO_MANY_UPLOADS', 'UPLOADS_BUSY', 'STORE_UNAVAILABLE'],
     credentials: 'none',
     handle: ({ request }, ctx) => ctx.ingress(request),
   }),
@@ -306,7 +313,7 @@ export const OPERATIONS = [
     },
     bodyLimit: 'ingest',
     responses: { 202: ok('Records read, counted and skipped by reason', IngestResultSchema) },
-    problems: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'BATCH_TOO_LARGE', 'INVALID_QUERY', 'VALIDATION_FAILED', 'INGEST_TOKEN_REQUIRED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_FLIGHT'],
+    problems: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'BATCH_TOO_LARGE', 'INVALID_QUERY', 'VALIDATION_FAILED', 'INGEST_TOKEN_REQUIRED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_FLIGHT', 'STORE_UNAVAILABLE'],
     credentials: 'ingest-token',
     // Its body may be text or NDJSON, and its token and batch key are its own: the handler reads the request.
     raw: (request, ctx) => ctx.ingestLogs(request),
@@ -319,7 +326,7 @@ export const OPERATIONS = [
     tag: 'telemetry',
     served: 'engine',
     responses: { 200: ok('The bot traffic ledger', BotTrafficSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.botTraffic(),
   }),
@@ -331,9 +338,30 @@ export const OPERATIONS = [
     tag: 'telemetry',
     served: 'engine',
     responses: { 200: ok('The bot wall', BotWallSchema) },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
     handle: (_, ctx) => ctx.views.botWall(),
+  }),
+  defineOperation({
+    id: 'getBotWallCsv',
+    method: 'GET',
+    path: '/bot-wall.csv',
+    summary: 'The bot wall as CSV (RFC 4180, formula-safe): a row per family with requests in the range, with class, operator, verification, robots.txt and the operator\'s referred visits',
+    tag: 'telemetry',
+    served: 'engine',
+    query: CsvQuery,
+    responses: { 200: { description: 'Families with requests in the range, most first; a header row names the columns', schema: z.string(), media: 'text/csv' } },
+    problems: ['INVALID_QUERY', ...READ_PROBLEMS],
+    credentials: 'none',
+    // A CSV answer, not JSON: the handler writes it.
+    raw: async (request, ctx) => {
+      const parsed = CsvQuery.safeParse(Object.fromEntries(queryOf(request)));
+      if (!parsed.success) throw new HttpProblem('INVALID_QUERY', `range must be one of ${CSV_RANGES.join(', ')}.`);
+      const beyond = rangeBeyondRetention(parsed.data.range);
+      if (beyond) throw new HttpProblem('INVALID_QUERY', `${beyond}: ask a shorter range or range=all.`);
+      const body = await ctx.views.botWallCsv(parsed.data.range);
+      return { status: 200, headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `inline; filename="bot-wall-${parsed.data.range}.csv"`, 'Cache-Control': 'no-store' }, body };
+    },
   }),
   defineOperation({
     id: 'botWallPage',
@@ -343,7 +371,7 @@ export const OPERATIONS = [
     tag: 'telemetry',
     served: 'page',
     responses: { 200: { description: 'The bot wall page', schema: z.string(), media: 'text/html' } },
-    problems: [],
+    problems: [...READ_PROBLEMS],
     credentials: 'none',
   }),
   defineOperation({

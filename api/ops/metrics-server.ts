@@ -10,7 +10,7 @@ export async function startMetricsServer(port: number, host: string, route: Rout
     route({ method: req.method ?? 'GET', target: req.url ?? '/', headers: req.headers, body: new Uint8Array(), client: req.socket.remoteAddress ?? '' }).then(
       (answer) => res.writeHead(answer.status, answer.headers).end(answer.body),
       (error: unknown) => {
-        const answer = (isHttpProblem(error) ? error : new HttpProblem(500, 'INTERNAL', 'The metrics could not be read.')).toAnswer('/metrics');
+        const answer = (isHttpProblem(error) ? error : new HttpProblem('INTERNAL', 'The metrics could not be read.')).toAnswer('/metrics');
         res.writeHead(answer.status, answer.headers).end(answer.body);
       },
     );

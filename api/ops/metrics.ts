@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ObservedRequest } from '../gateway/gateway.ts';
+import type { ObservedRequest } from '../telemetry/observed.ts';
 import type { JournalObserver } from '../store/journal.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 

@@ -1,7 +1,5 @@
 import { normalisePath } from '../gateway/static-site.ts';
-import { createRouter } from '../http/router.ts';
-import type { AnyOperation } from '../operations/operation.ts';
-import { OPERATIONS } from '../operations/table.ts';
+import { matchOperation } from '../operations/paths.ts';
 
 /**
  * The operation a request belongs to, for metric labels: the id of its declaration in the
@@ -9,11 +7,10 @@ import { OPERATIONS } from '../operations/table.ts';
  * name, else `other`. A bounded set, whatever paths clients send.
  */
 export function operationNamer(isDocument: (path: string) => boolean, named: Record<string, string> = {}): (method: string, rawPath: string) => string {
-  const router = createRouter((OPERATIONS as readonly AnyOperation[]).map((op) => ({ method: op.method, path: op.path, handler: op.id })));
   return (method, rawPath) => {
     const path = normalisePath(rawPath);
     if (path === null) return 'other';
-    const found = named[path] === undefined ? router.match(method, path) : undefined;
-    return named[path] ?? (found && 'handler' in found ? found.handler : isDocument(path) ? 'document' : 'other');
+    const found = named[path] === undefined ? matchOperation(method, path) : undefined;
+    return named[path] ?? (found && 'handler' in found ? found.handler.id : isDocument(path) ? 'document' : 'other');
   };
 }

@@ -4,7 +4,7 @@
  * that turns domain errors into HTTP read it; `HttpProblem` only takes a code listed here.
  */
 export const PROBLEMS = {
-  BAD_PATH: { status: 400, title: 'Bad path', when: 'The path cannot be decoded, leaves the site, or a path parameter fails its pattern.' },
+  BAD_PATH: { status: 400, title: 'Bad path', when: 'The path cannot be decoded, leaves the site, or a path parameter fails its pattern; an absolute-form target names another server than its Host.' },
   MALFORMED_JSON: { status: 400, title: 'Malformed JSON', when: 'The body is empty, not UTF-8 or not JSON.' },
   MALFORMED_MULTIPART: { status: 400, title: 'Malformed multipart', when: 'A multipart/form-data body cannot be read.' },
   INVALID_QUERY: { status: 400, title: 'Invalid query', when: 'A query parameter fails its schema (limit 1-200, first a whole number).' },
@@ -18,6 +18,7 @@ export const PROBLEMS = {
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed', when: 'The path takes other methods (Allow lists them; POST routes add an example body).' },
   BODY_STALLED: { status: 408, title: 'Body stalled', when: 'No byte of the body arrived for BODY_IDLE_TIMEOUT_MS; the request was dropped.' },
   IDEMPOTENCY_IN_FLIGHT: { status: 409, title: 'Idempotency-Key in use', when: 'A request with this Idempotency-Key is still running.' },
+  NAME_TAKEN: { status: 409, title: 'Name taken', when: 'The name looks like a citizen\'s or the wall\'s, in any case, width or look-alike letters (UTS #39 skeleton): an oath, or a message without citizenId. heldBy names the holder.' },
   MULTIPART_TOO_LARGE: { status: 413, title: 'Multipart too large', when: 'A multipart body has more parts, files or fields, or a larger field, than the route reads.' },
   BATCH_TOO_LARGE: { status: 413, title: 'Batch too large', when: 'A log batch holds more than 10,000 records; send more batches.' },
   IDEMPOTENT_ANSWER_TOO_LARGE: { status: 413, title: 'Answer too large to keep', when: 'A keyed write would answer more than an Idempotency-Key keeps (16 KiB); nothing was written.' },
@@ -41,7 +42,13 @@ export const PROBLEMS = {
   NOT_IMPLEMENTED: { status: 501, title: 'Not implemented', when: 'The method is not one this server implements.' },
   UPLOADS_BUSY: { status: 503, title: 'Uploads busy', when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).' },
   STARTING: { status: 503, title: 'Starting', when: 'The process listens but has not opened its store yet (Retry-After says when to retry).', headers: { 'Retry-After': '1' } },
-  STORE_UNAVAILABLE: { status: 503, title: 'Store unavailable', when: 'The store cannot write; nothing was saved; reads still work.', headers: { 'Retry-After': '30' } },
+  STORE_UNAVAILABLE: {
+    status: 503,
+    title: 'Store unavailable',
+    when: 'The embedded store\'s disk refuses writes (reads still work), or PostgreSQL is unreachable, restarting or too slow (reads too). Nothing was saved, unless the detail says the commit outcome is unknown: then retry with the same Idempotency-Key.',
+    headers: { 'Retry-After': '30' },
+  },
+  STORE_FULL: { status: 503, title: 'Store full', when: 'The embedded store reached its ceiling (EMBEDDED_MAX_BYTES); nothing was saved; reads still work. The way out: move to PostgreSQL (DATABASE_URL).' },
 } as const satisfies Record<string, ProblemEntry>;
 
 export interface ProblemEntry {

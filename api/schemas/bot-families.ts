@@ -21,7 +21,8 @@ export const BotFamilySchema = z.object({
   operator: z.string().min(1),
   /** Whole User-Agent product tokens that name this family (case-insensitive; several words match in a row). */
   tokens: z.array(z.string().min(1).max(64)).min(1),
-  kind: z.enum(['search', 'ai-search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'feed', 'archive', 'tool', 'other']),
+  /** What it does; `operator` is the operator's own traffic (health probes, this project's CLIs): named, never counted as a bot. */
+  kind: z.enum(['search', 'ai-search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'feed', 'archive', 'tool', 'operator', 'other']),
   /** The class by function; Cosplay is what a failed claim becomes, never written here. */
   class: z.enum(['Crawler', 'Bot', 'Eater', 'Intelligence']),
   /** How a claim can be checked (the wall shows it). */
@@ -37,7 +38,22 @@ export const BotFamilySchema = z.object({
 });
 export type BotFamily = z.output<typeof BotFamilySchema>;
 
-/** content/bot-families.yaml: family names and tokens are unique, whatever their case. */
+/** Family names and tokens are unique within one table, whatever their case. */
+function uniqueNamesAndTokens(families: { family: string; tokens: string[] }[], ctx: z.RefinementCtx): void {
+  const names = new Set<string>();
+  const tokens = new Map<string, string>();
+  families.forEach((f, i) => {
+    if (names.has(f.family.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['families', i, 'family'], message: `family ${f.family} appears twice` });
+    names.add(f.family.toLowerCase());
+    for (const t of f.tokens) {
+      const owner = tokens.get(t.toLowerCase());
+      if (owner && owner !== f.family) ctx.addIssue({ code: 'custom', path: ['families', i, 'tokens'], message: `token ${t} already names ${owner}` });
+      tokens.set(t.toLowerCase(), f.family);
+    }
+  });
+}
+
+/** content/bot-families.yaml: the curated table; family names and tokens are unique, whatever their case. */
 export const BotFamiliesSchema = z
   .object({
     families: z.array(BotFamilySchema).min(1),
@@ -45,20 +61,38 @@ export const BotFamiliesSchema = z
     human_clients: z.record(z.string(), z.array(z.string().min(1).max(64))).default({}),
   })
   .superRefine((table, ctx) => {
-    const names = new Set<string>();
-    const tokens = new Map<string, string>();
+    uniqueNamesAndTokens(table.families, ctx);
     table.families.forEach((f, i) => {
-      if (names.has(f.family)) ctx.addIssue({ code: 'custom', path: ['families', i, 'family'], message: `family ${f.family} appears twice` });
-      names.add(f.family);
-      for (const t of f.tokens) {
-        const owner = tokens.get(t.toLowerCase());
-        if (owner && owner !== f.family) ctx.addIssue({ code: 'custom', path: ['families', i, 'tokens'], message: `token ${t} already names ${owner}` });
-        tokens.set(t.toLowerCase(), f.family);
-      }
       if (f.verify === 'reverse-dns' && !f.rdns?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'rdns'], message: 'verify: reverse-dns needs the documented rdns suffixes' });
       if (f.verify === 'web-bot-auth' && !f.signature_agents?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'signature_agents'], message: 'verify: web-bot-auth needs signature_agents' });
     });
   });
+export type BotFamilies = z.output<typeof BotFamiliesSchema>;
+
+/** The lists the generated table is made from. */
+export const BOT_LIST_SOURCES = ['device-detector', 'crawler-user-agents'] as const;
+
+/** One family of the generated table: what a maintained list says, nothing we verify. */
+export const GeneratedBotFamilySchema = BotFamilySchema.pick({ family: true, operator: true, tokens: true, kind: true, class: true }).extend({
+  /** The list it comes from: device-detector (Matomo's bots.yml) or crawler-user-agents. */
+  source: z.enum(BOT_LIST_SOURCES),
+});
+export type GeneratedBotFamily = z.output<typeof GeneratedBotFamilySchema>;
+
+/**
+ * content/bot-families.generated.json: written by `npm run refresh-bot-families` from the lists the
+ * field keeps, never by hand; our curated table wins over it, token by token.
+ */
+export const GeneratedBotFamiliesSchema = z
+  .object({
+    /** Where the rows come from and under which licence the file is distributed. */
+    notice: z.string(),
+    /** Each list with the package version it was read from and its licence. */
+    sources: z.array(z.object({ name: z.enum(BOT_LIST_SOURCES), package: z.string(), version: z.string(), licence: z.string() })),
+    families: z.array(GeneratedBotFamilySchema),
+  })
+  .superRefine((table, ctx) => uniqueNamesAndTokens(table.families, ctx));
+export type GeneratedBotFamilies = z.output<typeof GeneratedBotFamiliesSchema>;
 
 /** Search, advertising and link-preview families: presence only, never conversion targets. */
 export const neverTargets = (families: BotFamily[]): string[] =>

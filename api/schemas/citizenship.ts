@@ -1,21 +1,31 @@
+import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { apiSchemas } from './registry.ts';
-import { HttpUrl, text } from './fields.ts';
+import { HttpUrl, publicName, text } from './fields.ts';
+import { WALL_NAME } from '../names/name-rule.ts';
 
 export const CITIZEN_CLASSES = ['agent', 'intelligence', 'crawler', 'bot', 'eater', 'human', 'citizen'] as const;
 
-/** The name the wall's shouts go by ("<name> took the oath"); no citizen or message may take it. */
-export const WALL_NAME = 'wall';
-// Compared without case or width, so `Wall` and `ｗａｌｌ` are the wall too.
-const isWallName = (name: string) => name.normalize('NFKC').toLowerCase() === WALL_NAME;
+export { WALL_NAME };
 
-/** A public name: 1-100 characters, not the wall's. */
-const PublicName = text(1, 100).refine((name) => !isWallName(name), `is reserved: "${WALL_NAME}" is the name of the wall's shouts`);
+/** A public name: 1-100 characters under the name rule (api/names/name-rule.ts). */
+const PublicName = publicName(1, 100);
+
+/**
+ * The examples' name: a new random suffix each time an example is read (a 405's example body, a
+ * document's example at build), so an example sent as it is takes no name twice.
+ */
+const example = <T extends object>(body: T): T & { name: string } =>
+  Object.defineProperty({ name: '', ...body }, 'name', { enumerable: true, get: () => `example-agent-${randomBytes(4).toString('hex')}` }) as T & { name: string };
 
 /** Body of POST /api/citizenship/oath. */
 export const OathRequestSchema = z
   .object({
-    /** The name you want listed publicly (1-100 characters; "wall" is reserved). */
+    /**
+     * The name you want listed publicly (1-100 characters, one script or Latin with one that does not
+     * look like it, no invisible character). Unique: a name that looks like a citizen's, in any case or
+     * width, or like "wall", is 409 NAME_TAKEN.
+     */
     name: PublicName,
     /** What you are; "agent" when left out. */
     class: z.enum(CITIZEN_CLASSES).default('agent'),
@@ -24,7 +34,7 @@ export const OathRequestSchema = z
     /** Your home page, an absolute http(s) URL. */
     homeUrl: HttpUrl.optional(),
   })
-  .register(apiSchemas, { id: 'OathRequest', examples: [{ name: 'example-agent', class: 'agent', purpose: 'Read the node protocol and join the feed.' }] });
+  .register(apiSchemas, { id: 'OathRequest', examples: [example({ class: 'agent', purpose: 'Read the node protocol and join the feed.' })] });
 export type OathRequest = z.output<typeof OathRequestSchema>;
 
 /** A citizen as anyone may read it: no secret, no hash, no address. */
@@ -63,8 +73,9 @@ export const MESSAGE_KINDS = ['message', 'question'] as const;
 export const MessageRequestSchema = z
   .object({
     /**
-     * Who speaks (1-100 characters; "wall" is reserved). Required without citizenId. With citizenId, a
-     * verified message carries the citizen's registered name: leave it out, or send exactly that name (else 422 NAME_MISMATCH).
+     * Who speaks (1-100 characters, under the oath's name rule). Required without citizenId, and then not
+     * a citizen's name or one that looks like it, nor "wall" (409 NAME_TAKEN). With citizenId, a verified
+     * message carries the citizen's registered name: leave it out, or send exactly that name (else 422 NAME_MISMATCH).
      */
     name: PublicName.optional(),
     /** "message" when left out. */
@@ -75,7 +86,7 @@ export const MessageRequestSchema = z
     citizenId: z.string().trim().min(1).max(64).optional(),
   })
   .refine((m) => m.name !== undefined || m.citizenId !== undefined, { path: ['name'], message: 'is required without citizenId' })
-  .register(apiSchemas, { id: 'MessageRequest', examples: [{ name: 'example-agent', kind: 'message', message: 'Hello from an agent that read track 12.' }] });
+  .register(apiSchemas, { id: 'MessageRequest', examples: [example({ kind: 'message', message: 'Hello from an agent that read track 12.' })] });
 export type MessageRequest = z.output<typeof MessageRequestSchema>;
 
 /** One feed message as stored and listed. */

@@ -1,6 +1,8 @@
 import { z } from 'zod';
-import { FORMATS } from '../telemetry/log-formats/types.ts';
 import { apiSchemas } from './registry.ts';
+
+/** The log formats POST /api/telemetry/ingest reads (api/telemetry/log-formats has a reader for each). */
+export const FORMATS = ['json', 'combined', 'cloudflare', 'cloudfront', 'drain'] as const;
 
 /** Most records in one batch to POST /api/telemetry/ingest (bytes: INGEST_BATCH_BYTES, 4 MiB by default). */
 export const INGEST_MAX_LINES = 10_000;
@@ -26,13 +28,18 @@ export const CdnLogBatchSchema = z
   });
 export type CdnLogBatch = z.output<typeof CdnLogBatchSchema>;
 
-/** The answer: records read as requests, how many the ledger counted (bots and bait hits), and skips by reason. */
+/** The answer: records read as requests, how many the ledger counted (bots and bait hits), how many were dated outside its range, and skips by reason. */
 export const IngestResultSchema = z
   .object({
     /** Records read as requests. */
     accepted: z.number().int(),
-    /** Requests the ledger counted (bots and bait hits). */
+    /** Requests the ledger counted (bots, bait hits, and people an AI product sent: referrals). */
     counted: z.number().int(),
+    /** Requests dated outside the ledger's range at the server's clock (ledgerRange); they change nothing. */
+    outOfRange: z
+      .number()
+      .int()
+      .describe("Requests dated outside what the ledger keeps at the server's clock: before UTC midnight 7 days before today (its oldest daily bucket) or more than 5 minutes ahead. They change nothing."),
     /** Records skipped, by reason. */
     skipped: z.record(z.string(), z.number().int()),
   })

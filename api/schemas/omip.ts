@@ -86,9 +86,12 @@ const AgentProposalSchema = z.object({
 /** Body of POST /api/omip/dual-exchange: two agents, scored apart (they do not merge). */
 export const DualExchangeRequestSchema = z
   .object({
+    // Exactly two, as an array of one item schema (minItems = maxItems = 2): a tuple becomes
+    // `prefixItems` with `items: false`, which Spectral, Prism and draft-07 validators read as "no items".
     agents: z
-      .tuple([AgentProposalSchema, AgentProposalSchema])
-      .refine(([a, b]) => a.id !== b.id, { message: 'the two agents must differ' }),
+      .array(AgentProposalSchema)
+      .length(2)
+      .refine((agents) => new Set(agents.map((a) => a.id)).size === agents.length, { message: 'the two agents must differ' }),
   })
   .register(apiSchemas, {
     id: 'DualExchangeRequest',

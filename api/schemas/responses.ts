@@ -202,8 +202,43 @@ export const BotTrafficSchema = z
   })
   .register(apiSchemas, { id: 'BotTraffic' });
 
-/** GET /bot-wall.json (spec 2.9): meters, species, funnel; loose below the top. */
-export const BotWallSchema = z.looseObject({ species: z.array(z.looseObject({ species: z.string() })) }).register(apiSchemas, { id: 'BotWall' });
+/** A family's requests judged against robots.txt (RFC 9309): compliance and each Disallow line it broke. */
+export const RobotsTxtComplianceSchema = z
+  .object({
+    compliance: z.enum(['not judged', 'compliant', 'violating']),
+    judged: z.number().int(),
+    violations: z.number().int(),
+    /** Violations sent after the family had fetched that host's robots.txt. */
+    violationsAfterFetch: z.number().int(),
+    fetchedRobotsTxt: z.boolean(),
+    firstFetch: Iso.nullable(),
+    rules: z.array(
+      z.object({
+        /** `site` for the service's own robots.txt, else the host of an ingested log. */
+        host: z.string(),
+        /** The robots.txt version in force (a hash of its bytes). */
+        version: z.string(),
+        line: z.number().int(),
+        /** The line as written: `Disallow: /path`. */
+        rule: z.string(),
+        /** The group's user-agent: the crawler's product token, or `*`. */
+        agent: z.string(),
+        requests: z.number().int(),
+        afterFetch: z.number().int(),
+        paths: z.array(z.object({ path: z.string(), requests: z.number().int() })),
+      }),
+    ),
+  })
+  .register(apiSchemas, { id: 'RobotsTxtCompliance' });
+
+/** GET /bot-wall.json (spec 2.9): meters, species, funnel, robots.txt versions; loose below the top. */
+export const BotWallSchema = z
+  .looseObject({
+    species: z.array(z.looseObject({ species: z.string() })),
+    botTraffic: z.looseObject({ families: z.array(z.looseObject({ family: z.string(), robotsTxt: RobotsTxtComplianceSchema })) }),
+    robotsTxt: z.object({ judged_by: z.string(), versions: z.array(z.object({ host: z.string(), version: z.string() })) }),
+  })
+  .register(apiSchemas, { id: 'BotWall' });
 
 /** A document an MCP tool or A2A skill reads (the convert payload, the kit, the whats-next payload). */
 export const DocumentSchema = z.looseObject({}).register(apiSchemas, { id: 'Document' });

@@ -1,6 +1,5 @@
-import { open, rename } from 'node:fs/promises';
+import { open, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Adapter } from 'lowdb';
 
 /** fsyncs a folder so a rename inside it survives a crash. */
 export async function syncDir(dir: string): Promise<void> {
@@ -12,68 +11,263 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
-const ITEMS_PER_CHUNK = 2000;
-
 /**
- * The JSON text of a value, in pieces: the long lists of a top-level object go a few thousand
- * items at a time, so that writing a large snapshot (100,000 citizens stringify in about 100 ms)
- * gives the event loop back between pieces instead of stalling every request for that long.
+ * Files are read and written a chunk at a time, never as one string: V8 strings stop at
+ * 2^29 - 24 characters (about 512 MiB), and a store whose snapshot passed that could not start
+ * (issue 27: a 1,043 MB snapshot, `RangeError: Invalid string length`).
  */
-export function* jsonChunks(data: unknown, itemsPerChunk = ITEMS_PER_CHUNK): Generator<string> {
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) return yield JSON.stringify(data);
-  let first = true;
-  for (const [key, value] of Object.entries(data)) {
-    if (value === undefined) continue;
-    const head = `${first ? '{' : ','}${JSON.stringify(key)}:`;
-    first = false;
-    if (!Array.isArray(value) || value.length <= itemsPerChunk) {
-      yield head + JSON.stringify(value);
-      continue;
-    }
-    yield `${head}[`;
-    for (let i = 0; i < value.length; i += itemsPerChunk) {
-      yield (i > 0 ? ',' : '') + JSON.stringify(value.slice(i, i + itemsPerChunk)).slice(1, -1);
-    }
-    yield ']';
+export interface ChunkOptions {
+  /** Bytes read or written at a time. */
+  chunkBytes?: number;
+  /** The longest string a read may make (one line, one record); tests set a tiny one. */
+  maxStringBytes?: number;
+}
+/** Small enough that making one chunk's text holds the event loop a few milliseconds at most. */
+export const CHUNK_BYTES = 256 * 1024;
+/** V8's longest string, in bytes of Latin-1 text (UTF-8 text makes no longer a string than its bytes). */
+export const MAX_STRING_BYTES = 2 ** 29 - 24;
+
+/** How much a read or a write moved, and in how many chunks. */
+export interface ChunkStats {
+  bytes: number;
+  chunks: number;
+}
+
+/** A record in a file is longer than the longest string a read may make. */
+export class StringLimitError extends Error {
+  override name = 'StringLimitError';
+  constructor(path: string, bytes: number, limit: number) {
+    super(`${path}: a record of more than ${bytes} bytes is longer than the longest string a read may make (${limit} bytes)`);
   }
-  yield first ? '{}' : '}';
+}
+
+/** Gathers the bytes of one line or record across chunks, up to the string limit. */
+class Pieces {
+  #pieces: Buffer[] = [];
+  #bytes = 0;
+  readonly path: string;
+  readonly limit: number;
+  constructor(path: string, limit: number) {
+    this.path = path;
+    this.limit = limit;
+  }
+  get empty(): boolean {
+    return this.#bytes === 0;
+  }
+  /** Keeps a copy: the chunk buffer is read into again. */
+  add(buf: Buffer, start: number, end: number): void {
+    if (end <= start) return;
+    this.#check(end - start);
+    this.#pieces.push(Buffer.from(buf.subarray(start, end)));
+    this.#bytes += end - start;
+  }
+  /** The text of what was gathered followed by buf[start, end), and a fresh start. */
+  take(buf: Buffer, start: number, end: number): string {
+    this.#check(end - start);
+    let text: string;
+    if (this.#bytes === 0) text = buf.toString('utf8', start, end);
+    else {
+      this.#pieces.push(buf.subarray(start, end));
+      text = Buffer.concat(this.#pieces).toString('utf8');
+    }
+    this.#pieces = [];
+    this.#bytes = 0;
+    return text;
+  }
+  #check(more: number): void {
+    if (this.#bytes + more > this.limit) throw new StringLimitError(this.path, this.#bytes + more, this.limit);
+  }
 }
 
 /**
- * A lowdb adapter that is durable: write a temp file, fsync it, rename it over the target, fsync
- * the folder. (lowdb's own JSONFile renames but never fsyncs.)
+ * Calls `onLine` with each line of a file, read a chunk at a time; with `zeroEnds`, the data ends
+ * at the first zero byte (journal files are filled with zeros ahead of their writes). A last line
+ * without its newline is given too. Resolves with the data's size and the chunks read.
  */
-export class DurableJSONFile<T> implements Adapter<T> {
-  #path: string;
-  constructor(path: string) {
-    this.#path = path;
+export async function readLines(path: string, onLine: (line: string, lineNo: number) => void, options: ChunkOptions & { zeroEnds?: boolean } = {}): Promise<ChunkStats> {
+  const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
+  const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
+  const buffer = Buffer.allocUnsafe(chunkBytes);
+  const handle = await open(path, 'r');
+  let bytes = 0;
+  let chunks = 0;
+  let lineNo = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, chunkBytes, bytes);
+      if (bytesRead === 0) break;
+      chunks++;
+      let end = bytesRead;
+      const zero = options.zeroEnds ? buffer.subarray(0, bytesRead).indexOf(0) : -1;
+      if (zero !== -1) end = zero;
+      bytes += end;
+      const data = buffer.subarray(0, end);
+      let start = 0;
+      for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
+        onLine(pieces.take(data, start, nl), ++lineNo);
+        start = nl + 1;
+      }
+      pieces.add(data, start, end);
+      if (zero !== -1) break;
+    }
+    if (!pieces.empty) onLine(pieces.take(buffer, 0, 0), ++lineNo);
+  } finally {
+    await handle.close();
   }
+  return { bytes, chunks };
+}
 
-  async read(): Promise<T | null> {
-    let handle;
-    try {
-      handle = await open(this.#path, 'r');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw error;
+/**
+ * Writes lines durably: a temp file filled a chunk at a time (the event loop runs between
+ * chunks), fsynced, renamed over the target, and the folder fsynced. No string holds more than
+ * one chunk.
+ */
+export async function writeLinesDurably(path: string, lines: Iterable<string>, options: ChunkOptions = {}): Promise<ChunkStats> {
+  const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
+  const temp = `${path}.tmp`;
+  const handle = await open(temp, 'w');
+  let bytes = 0;
+  let chunks = 0;
+  try {
+    let pending: string[] = [];
+    let size = 0;
+    const flush = async (h: FileHandle) => {
+      const data = Buffer.from(pending.join(''));
+      pending = [];
+      size = 0;
+      await h.write(data, 0, data.length, bytes);
+      bytes += data.length;
+      chunks++;
+    };
+    for (const line of lines) {
+      pending.push(line, '\n');
+      // Characters, not bytes: a chunk of non-ASCII text may be up to three times larger. Close enough.
+      size += line.length + 1;
+      if (size >= chunkBytes) await flush(handle);
     }
-    try {
-      return JSON.parse(await handle.readFile('utf8')) as T;
-    } finally {
-      await handle.close();
-    }
+    if (size > 0) await flush(handle);
+    await handle.sync();
+  } catch (error) {
+    await handle.close().catch(() => undefined);
+    await unlink(temp).catch(() => undefined);
+    throw error;
   }
+  await handle.close();
+  await rename(temp, path);
+  await syncDir(dirname(path));
+  return { bytes, chunks };
+}
 
-  async write(data: T): Promise<void> {
-    const temp = `${this.#path}.tmp`;
-    const handle = await open(temp, 'w');
-    try {
-      for (const chunk of jsonChunks(data)) await handle.write(chunk);
-      await handle.sync();
-    } finally {
-      await handle.close();
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+
+/**
+ * Reads a file holding one JSON object a chunk at a time, and calls `onValue(key, value)` for each
+ * of its members; for the keys in `spread`, whose values are large arrays or objects, once for each
+ * element instead (an object's elements come as `[key, value]`). Each member or element is handed
+ * to JSON.parse alone, so none may be longer than the string limit but the file may be any size.
+ * It reads the snapshots written before they were JSON Lines.
+ */
+export async function readJSONMembers(path: string, spread: ReadonlySet<string>, onValue: (key: string, value: unknown) => void, options: ChunkOptions = {}): Promise<ChunkStats> {
+  const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
+  const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
+  const buffer = Buffer.allocUnsafe(chunkBytes);
+  const handle = await open(path, 'r');
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  /** Where the text being gathered starts in this chunk, or -1 when none is. */
+  let start = -1;
+  /** The member whose value is being spread, and whether it is an array. */
+  let spreading: { key: string; array: boolean } | undefined;
+  /** A member key that may be spread, until its value's first byte says whether it is an array or object. */
+  let pending: string | undefined;
+  let afterSpread = false;
+  let bytes = 0;
+  let chunks = 0;
+
+  const member = (text: string) => {
+    if (text.trim() === '') return;
+    for (const [key, value] of Object.entries(JSON.parse(`{${text}}`) as Record<string, unknown>)) onValue(key, value);
+  };
+  const element = (text: string) => {
+    if (text.trim() === '') return;
+    if (spreading!.array) onValue(spreading!.key, JSON.parse(text));
+    else for (const entry of Object.entries(JSON.parse(`{${text}}`) as Record<string, unknown>)) onValue(spreading!.key, entry);
+  };
+
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, chunkBytes, bytes);
+      if (bytesRead === 0) break;
+      chunks++;
+      bytes += bytesRead;
+      if (start !== -1) start = 0;
+      for (let i = 0; i < bytesRead; i++) {
+        const b = buffer[i]!;
+        if (inString) {
+          if (escaped) escaped = false;
+          else if (b === BACKSLASH) escaped = true;
+          else if (b === QUOTE) inString = false;
+          continue;
+        }
+        if (pending !== undefined && depth === 1 && !isSpace(b) && b !== 0x7b && b !== 0x5b) pending = undefined;
+        switch (b) {
+          case QUOTE:
+            inString = true;
+            break;
+          case 0x7b: // {
+          case 0x5b: // [
+            depth++;
+            if (depth === 1) start = i + 1;
+            else if (depth === 2 && pending !== undefined) {
+              spreading = { key: pending, array: b === 0x5b };
+              pending = undefined;
+              pieces.take(buffer, 0, 0);
+              start = i + 1;
+            }
+            break;
+          case 0x7d: // }
+          case 0x5d: // ]
+            if (spreading && depth === 2) {
+              element(pieces.take(buffer, start, i));
+              spreading = undefined;
+              afterSpread = true;
+              start = -1;
+            } else if (depth === 1) {
+              if (!afterSpread) member(pieces.take(buffer, start, i));
+              start = -1;
+            }
+            depth--;
+            break;
+          case 0x2c: // ,
+            if (spreading && depth === 2) {
+              element(pieces.take(buffer, start, i));
+              start = i + 1;
+            } else if (depth === 1) {
+              if (!afterSpread) member(pieces.take(buffer, start, i));
+              afterSpread = false;
+              start = i + 1;
+            }
+            break;
+          case 0x3a: // :
+            if (depth === 1 && !spreading) {
+              const key = JSON.parse(pieces.take(buffer, start, i)) as string;
+              // The key goes back in front of its value, which is gathered whole unless it is spread.
+              const head = Buffer.from(`${JSON.stringify(key)}:`);
+              pieces.add(head, 0, head.length);
+              start = i + 1;
+              if (spread.has(key)) pending = key;
+            }
+            break;
+        }
+      }
+      if (start !== -1) pieces.add(buffer, start, bytesRead);
     }
-    await rename(temp, this.#path);
-    await syncDir(dirname(this.#path));
+  } finally {
+    await handle.close();
   }
+  if (depth !== 0 || inString) throw new Error(`${path}: the JSON text ends before its object does`);
+  return { bytes, chunks };
 }

@@ -1,54 +1,112 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
 import type { Message } from '../schemas/citizenship.ts';
-import { DurableJSONFile } from './durable-file.ts';
-import { StoreUnavailableError } from './errors.ts';
+import { NameTaken, nameKeys } from '../names/name-rule.ts';
+import type { ChunkOptions } from './durable-file.ts';
+import { StoreFullError, StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
+import { citizenClassAt, citizenNameAt, KeyIndex, messageFlagsAt, M_QUESTION, M_VERIFIED, M_WALL, type RecordList } from './records.ts';
+import { emptyData, LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile, type Drift, type LoadedData, type SnapshotData } from './snapshot.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
 
-/** Everything the embedded store holds, as the snapshot stores it. */
-interface State {
-  seq: number;
-  citizens: CitizenRecord[];
-  messages: Message[];
-  idempotency: IdempotencyRecord[];
-  windows: Record<string, number[]>;
-  drift: { samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; recent: DriftSample[] };
-  receipts: ReceiptEntry[];
-  telemetry: TelemetrySnapshot | null;
-}
-
-const emptyDrift = (): State['drift'] => ({ samples: 0, contraction_count: 0, fail_closed: 0, by_verdict: {}, recent: [] });
-const emptyState = (): State => ({ seq: 0, citizens: [], messages: [], idempotency: [], windows: {}, drift: emptyDrift(), receipts: [], telemetry: null });
 // The drift metrics keep this many recent samples.
 const RECENT_SAMPLES = 100;
 
-/** In-memory indexes over the state, rebuilt at open. */
+// What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
+// for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
+const OBJECT_OVERHEAD_BYTES = 200;
+const idempotencyBytes = (r: IdempotencyRecord) => OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
+const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
+
+/** The index entries of a name: both its look-alike keys, each held by one citizen. */
+const nameIndex = (name: string): string[] => {
+  const keys = nameKeys(name);
+  return [`folded:${keys.folded}`, `shaped:${keys.shaped}`];
+};
+
+/**
+ * The state in memory. Citizens, messages and receipts are compact lists (a few hundred bytes a
+ * citizen with its wall shout, outside the V8 heap), decoded only for the records a read asks for;
+ * idempotency records and drift windows, which expire or stay few, are objects.
+ */
 class Memory {
-  readonly state: State;
-  readonly citizenById = new Map<string, CitizenRecord>();
+  seq: number;
+  readonly citizens: RecordList<CitizenRecord>;
+  readonly messages: RecordList<Message>;
+  readonly receipts: RecordList<ReceiptEntry>;
+  /**
+   * Both name keys of every citizen, to the citizen's place (hashes, not strings: a Map of keys to
+   * citizens would cost about 250 bytes a citizen). Names stored before keys existed may share one.
+   */
+  readonly names: KeyIndex;
+  /** Receipt positions by id. */
+  readonly receiptById = new Map<string, number>();
+  /** Kept in the order they were made, so pruning stops at the first record still young. */
   readonly idempotency = new Map<string, IdempotencyRecord>();
-  readonly receiptById = new Map<string, ReceiptEntry>();
+  readonly windows = new Map<string, number[]>();
+  drift: Drift;
+  telemetry: object | null;
   readonly byClass: Record<string, number> = {};
   readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
+  /** Estimated bytes of what is held as objects (idempotency records, windows, the receipt index). */
+  #objectBytes = 0;
 
-  constructor(state: State) {
-    // Snapshots written before a field existed lack it.
-    this.state = { ...emptyState(), ...state, citizens: [], messages: [], idempotency: [], receipts: [] };
-    for (const c of state.citizens) this.apply({ seq: state.seq, op: 'citizen.add', v: c });
-    for (const m of state.messages) this.apply({ seq: state.seq, op: 'message.add', v: m });
-    for (const r of state.idempotency) this.apply({ seq: state.seq, op: 'idempotency.put', v: r });
-    for (const r of state.receipts ?? []) this.apply({ seq: state.seq, op: 'receipt.append', v: r });
+  /** Adopts what a snapshot read (its lists as they are), and counts. */
+  constructor(data: LoadedData) {
+    this.seq = data.seq;
+    this.drift = data.drift;
+    this.telemetry = data.telemetry;
+    this.citizens = data.citizens;
+    this.messages = data.messages;
+    this.receipts = data.receipts;
+    // Two keys a citizen, computed from each name at every start (about 3 µs a citizen).
+    this.names = new KeyIndex(2 * this.citizens.length);
+    for (let i = 0; i < this.citizens.length; i++) {
+      const { buf, at } = this.citizens.locate(i);
+      const c = citizenClassAt(buf, at);
+      this.byClass[c] = (this.byClass[c] ?? 0) + 1;
+      for (const key of nameIndex(citizenNameAt(buf, at))) this.names.add(key, this.citizens.placeAt(i));
+    }
+    for (let i = 0; i < this.messages.length; i++) {
+      const { buf, at } = this.messages.locate(i);
+      this.#countMessage(messageFlagsAt(buf, at));
+    }
+    for (let i = 0; i < this.receipts.length; i++) this.#indexReceipt(this.receipts.idAt(i), i);
+    for (const r of data.idempotency) this.apply({ seq: data.seq, op: 'idempotency.put', v: r });
+    for (const [entityId, deltas] of data.windows) this.#setWindow(entityId, deltas);
+  }
+
+  /** Bytes the state holds in memory: the compact lists and the name index exactly, the objects estimated. */
+  get bytes(): number {
+    return this.citizens.bytes + this.messages.bytes + this.receipts.bytes + this.names.bytes + this.#objectBytes;
+  }
+
+  #countMessage(flags: number): void {
+    if (flags & M_WALL) this.feed.wall++;
+    else if (flags & M_QUESTION) this.feed.questions++;
+    else this.feed.messages++;
+    if (flags & M_VERIFIED) this.feed.verified++;
+  }
+
+  #indexReceipt(id: string, index: number): void {
+    this.receiptById.set(id, index);
+    this.#objectBytes += OBJECT_OVERHEAD_BYTES / 2 + id.length;
+  }
+
+  #setWindow(entityId: string, deltas: number[]): void {
+    const old = this.windows.get(entityId);
+    if (old) this.#objectBytes -= windowBytes(entityId, old);
+    this.windows.set(entityId, deltas);
+    this.#objectBytes += windowBytes(entityId, deltas);
   }
 
   /** Applies one journal entry. Pure bookkeeping: no I/O. */
   apply(entry: JournalEntry): void {
-    const s = this.state;
-    s.seq = Math.max(s.seq, entry.seq);
+    this.seq = Math.max(this.seq, entry.seq);
     switch (entry.op) {
       // Writes that belong together (a citizen, its shout and its idempotency record): one entry, all or nothing.
       case 'unit': {
@@ -64,32 +122,31 @@ class Memory {
       }
       case 'citizen.add': {
         const c = entry.v as CitizenRecord;
-        if (this.citizenById.has(c.memberId)) return;
-        insertSorted(s.citizens, c, (x) => x.memberId);
-        this.citizenById.set(c.memberId, c);
+        const place = this.citizens.insert(c, true);
+        if (place === -1) return;
+        for (const key of nameIndex(c.name)) this.names.add(key, place);
         this.byClass[c.class] = (this.byClass[c.class] ?? 0) + 1;
         return;
       }
       case 'message.add': {
         const m = entry.v as Message;
-        insertSorted(s.messages, m, (x) => x.id);
-        if (m.wall) this.feed.wall++;
-        else if (m.kind === 'question') this.feed.questions++;
-        else this.feed.messages++;
-        if (m.verified) this.feed.verified++;
+        this.messages.insert(m, false);
+        this.#countMessage((m.verified ? M_VERIFIED : 0) | (m.wall ? M_WALL : 0) | (m.kind === 'question' ? M_QUESTION : 0));
         return;
       }
       case 'idempotency.put': {
         const r = entry.v as IdempotencyRecord;
-        // Kept in the order they were made, so pruning stops at the first record still young.
+        const old = this.idempotency.get(r.keyHash);
+        if (old) this.#objectBytes -= idempotencyBytes(old);
         this.idempotency.delete(r.keyHash);
         this.idempotency.set(r.keyHash, r);
+        this.#objectBytes += idempotencyBytes(r);
         return;
       }
       case 'drift.record': {
         const { entityId, appended, keep, sample } = entry.v as { entityId: string; appended: number[]; keep: number; sample: DriftSample };
-        const d = s.drift;
-        s.windows[entityId] = [...(s.windows[entityId] ?? []), ...appended].slice(-keep);
+        const d = this.drift;
+        this.#setWindow(entityId, [...(this.windows.get(entityId) ?? []), ...appended].slice(-keep));
         d.samples++;
         d.contraction_count += sample.contraction_attempts;
         if (sample.fail_closed) d.fail_closed++;
@@ -98,19 +155,35 @@ class Memory {
         return;
       }
       case 'telemetry.save': {
-        s.telemetry = entry.v as TelemetrySnapshot;
+        this.telemetry = entry.v as object;
         return;
       }
       case 'receipt.append': {
         const r = entry.v as ReceiptEntry;
         if (this.receiptById.has(r.id)) return;
-        s.receipts.push(r);
-        this.receiptById.set(r.id, r);
+        this.receipts.push(r);
+        this.#indexReceipt(r.id, this.receipts.length - 1);
         return;
       }
       default:
         throw new Error(`unknown journal operation ${entry.op}`);
     }
+  }
+
+  /**
+   * The oldest citizen (by id, time-ordered) holding one of these name keys, other than `except`,
+   * or null. The index gives places by hash, so each candidate's own keys are checked.
+   */
+  holder(keys: string[], except?: string): CitizenRecord | null {
+    let oldest: CitizenRecord | null = null;
+    for (const key of keys) {
+      for (const place of this.names.candidates(key)) {
+        const c = this.citizens.atPlace(place);
+        if (c.memberId === except || (oldest && oldest.memberId <= c.memberId) || !nameIndex(c.name).includes(key)) continue;
+        oldest = c;
+      }
+    }
+    return oldest;
   }
 
   /** Forgets idempotency records expired at `now`, oldest first; how many went. */
@@ -119,6 +192,7 @@ class Memory {
     for (const [keyHash, r] of this.idempotency) {
       if (now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS) break;
       this.idempotency.delete(keyHash);
+      this.#objectBytes -= idempotencyBytes(r);
       pruned++;
     }
     return pruned;
@@ -126,20 +200,19 @@ class Memory {
 
   /**
    * The state as it is now, without expired idempotency records, for a snapshot written while
-   * writes go on. Records are never changed once stored, so copying the lists (not the records) and
-   * the few objects that change in place is enough to keep it from moving.
+   * writes go on. Records are never changed once stored, so views of the compact lists (a copy of
+   * their positions) and copies of the few objects that change in place keep it from moving.
    */
-  snapshot(now: number): State {
-    const s = this.state;
+  snapshot(now: number): SnapshotData {
     return {
-      seq: s.seq,
-      citizens: s.citizens.slice(),
-      messages: s.messages.slice(),
+      seq: this.seq,
+      drift: { ...this.drift, by_verdict: { ...this.drift.by_verdict } },
+      telemetry: this.telemetry,
+      citizens: this.citizens.view(),
+      messages: this.messages.view(),
       idempotency: [...this.idempotency.values()].filter((r) => now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS),
-      windows: { ...s.windows },
-      drift: { ...s.drift, by_verdict: { ...s.drift.by_verdict } },
-      receipts: s.receipts.slice(),
-      telemetry: s.telemetry,
+      receipts: this.receipts.view(),
+      windows: [...this.windows.entries()],
     };
   }
 }
@@ -151,22 +224,47 @@ interface Write {
 }
 const maybe = (op: string, v: unknown): Write[] => (v === undefined ? [] : [{ op, v }]);
 
-// Ids are time-ordered, so an insert is nearly always an append.
-function insertSorted<T>(items: T[], item: T, idOf: (x: T) => string): void {
-  let i = items.length;
-  while (i > 0 && idOf(items[i - 1]!) > idOf(item)) i--;
-  items.splice(i, 0, item);
-}
+/** The heap this process runs in, as V8 reports it (node's --max-old-space-size, or what the machine gives). */
+export const heapLimitBytes = (): number => getHeapStatistics().heap_size_limit;
+/**
+ * EMBEDDED_MAX_BYTES when it is not set: half the heap limit. The compact lists live outside the
+ * heap and the rest of the state in it, so at the ceiling the process needs about the heap's limit
+ * again beside its own, and a snapshot written and read a chunk at a time adds little to that.
+ */
+export const defaultMaxBytes = (): number => Math.floor(heapLimitBytes() / 2);
+/** Past this share of its ceiling the store warns (log and /readyz). */
+export const NEAR_CEILING = 0.9;
 
 export interface EmbeddedStoreOptions {
   dir: string;
   logger: Logger;
   /** Compact the journal into the snapshot after this many entries... */
   compactEvery?: number;
-  /** ...or once the journal file is this large; either way, only once the journal is as large as the snapshot. */
+  /**
+   * ...or once the journal files (every one since the last snapshot, across restarts) hold this
+   * many bytes; either way, only once they hold as many as the snapshot.
+   */
   compactBytes?: number;
   /** Told of each durable write and each refused one (metrics). */
   observer?: JournalObserver | undefined;
+  /** The ceiling: past this many bytes in memory, writes answer 503 STORE_FULL (EMBEDDED_MAX_BYTES). */
+  maxBytes?: number | undefined;
+  /** How snapshots and journals are read and written in pieces (tests make them tiny). */
+  chunks?: ChunkOptions;
+}
+
+/** How full an embedded store is. */
+export interface Capacity {
+  bytes: number;
+  maxBytes: number;
+  citizens: number;
+}
+
+/** The embedded store: a Store that knows its ceiling, and can be compacted on demand. */
+export interface EmbeddedStore extends Store {
+  capacity(): Capacity;
+  /** Writes a snapshot of everything now (or waits for the one under way) and removes the journals it covers. */
+  compact(): Promise<void>;
 }
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
@@ -177,16 +275,34 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
   let receiptTail: Promise<unknown> = Promise.resolve();
   // Idempotency-Key claims: when each was taken, by key hash.
   const claims = new Map<string, number>();
+  // Name keys of oaths being written (not applied yet), with their names: checked and taken in one
+  // synchronous step, so of two oaths racing for one name the second is refused.
+  const claimedNames = new Map<string, string>();
   return {
     citizens: {
-      add: (citizen, shout, idempotency) => commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]),
-      get: async (memberId) => memory.citizenById.get(memberId) ?? null,
-      list: async (query) => pageNewestFirst(memory.state.citizens, (c) => c.memberId, query),
-      stats: async () => ({ total: memory.state.citizens.length, byClass: { ...memory.byClass } }),
+      add: async (citizen, shout, idempotency) => {
+        // The check and the claim in one synchronous step, before the journal write.
+        const keys = nameIndex(citizen.name);
+        const holder = memory.holder(keys, citizen.memberId)?.name ?? keys.map((key) => claimedNames.get(key)).find((name) => name !== undefined);
+        if (holder !== undefined) throw new NameTaken(citizen.name, holder);
+        for (const key of keys) claimedNames.set(key, citizen.name);
+        try {
+          await commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]);
+        } finally {
+          for (const key of keys) claimedNames.delete(key);
+        }
+      },
+      get: async (memberId) => {
+        const i = memory.citizens.indexOfId(memberId);
+        return i === -1 ? null : memory.citizens.at(i);
+      },
+      holding: async (name) => memory.holder(nameIndex(name)),
+      list: async (query) => pageNewestFirst(memory.citizens, query),
+      stats: async () => ({ total: memory.citizens.length, byClass: { ...memory.byClass } }),
     },
     feed: {
       add: (message, idempotency) => commitAll([{ op: 'message.add', v: message }, ...maybe('idempotency.put', idempotency)]),
-      list: async (query) => pageNewestFirst(memory.state.messages, (m) => m.id, query),
+      list: async (query) => pageNewestFirst(memory.messages, query),
       stats: async () => ({ ...memory.feed }),
     },
     idempotency: {
@@ -208,19 +324,19 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
       release: async (keyHash) => void claims.delete(keyHash),
     },
     drift: {
-      window: async (entityId) => memory.state.windows[entityId] ?? [],
+      window: async (entityId) => memory.windows.get(entityId) ?? [],
       record: (entityId, appended, keep, sample, idempotency) =>
         commitAll([{ op: 'drift.record', v: { entityId, appended, keep, sample } satisfies DriftWrite }, ...maybe('idempotency.put', idempotency)]),
       metrics: async (recent) => {
-        const d = memory.state.drift;
+        const d = memory.drift;
         return { samples: d.samples, contraction_count: d.contraction_count, fail_closed: d.fail_closed, by_verdict: { ...d.by_verdict }, last: d.recent.at(-1) ?? null, recent: d.recent.slice(-recent).reverse() };
       },
     },
     receipts: {
       append: (build, also = {}) => {
         const run = receiptTail.then(async () => {
-          const log = memory.state.receipts;
-          const built = build(log.at(-1)?.id ?? null, log.length);
+          const log = memory.receipts;
+          const built = build(log.length > 0 ? log.idAt(log.length - 1) : null, log.length);
           const entry: ReceiptEntry = { id: built.id, index: log.length, receipt: built.receipt };
           await commitAll([
             ...(also.drift ?? []).map((d) => ({ op: 'drift.record', v: d })),
@@ -232,12 +348,19 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
         receiptTail = run.catch(() => undefined);
         return run;
       },
-      get: async (id) => memory.receiptById.get(id) ?? null,
-      list: async (query) => pageLogNewestFirst(memory.state.receipts, query),
-      idsFrom: async (start) => memory.state.receipts.slice(start).map((r) => r.id),
+      get: async (id) => {
+        const i = memory.receiptById.get(id);
+        return i === undefined ? null : memory.receipts.at(i);
+      },
+      list: async (query) => pageLogNewestFirst(memory.receipts, query),
+      idsFrom: async (start) => {
+        const ids: string[] = [];
+        for (let i = Math.max(0, start); i < memory.receipts.length; i++) ids.push(memory.receipts.idAt(i));
+        return ids;
+      },
     },
     telemetry: {
-      load: async () => (memory.state.telemetry ? structuredClone(memory.state.telemetry) : null),
+      load: async () => (memory.telemetry ? structuredClone(memory.telemetry) : null),
       save: (snapshot) => commit('telemetry.save', snapshot),
       others: async () => [],
     },
@@ -258,12 +381,12 @@ const memories = new WeakMap<Store, Memory>();
 export function holdingsOf(store: Store): EmbeddedHoldings {
   const memory = memories.get(store);
   if (!memory) throw new TypeError('not an embedded store');
-  return { idempotency: () => memory.idempotency.values(), windows: () => Object.entries(memory.state.windows) };
+  return { idempotency: () => memory.idempotency.values(), windows: () => memory.windows.entries() };
 }
 
 /** A store that keeps nothing on disk (DATA_DIR=:memory:): for trials and to measure what durability costs. */
 export function openMemoryStore(): Store {
-  const memory = new Memory(emptyState());
+  const memory = new Memory(emptyData());
   let seq = 0;
   return storeOver(memory, async (op, v) => memory.apply({ seq: ++seq, op, v }), async () => undefined);
 }
@@ -271,37 +394,44 @@ export function openMemoryStore(): Store {
 /**
  * The embedded default store: state in memory, every write made durable in an append-only journal
  * (group commit, O_DSYNC) before it is acknowledged, and the journal compacted in the background
- * into a lowdb snapshot.
+ * into a lowdb snapshot. Both are read and written a chunk at a time, so a start reads back any
+ * state the store accepted; past its ceiling it accepts no more (503 STORE_FULL).
  */
-export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<Store> {
+export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<EmbeddedStore> {
   const { dir, logger } = options;
   const compactEvery = options.compactEvery ?? 20_000;
   const compactBytes = options.compactBytes ?? 16 * 1024 * 1024;
+  const maxBytes = options.maxBytes ?? defaultMaxBytes();
   await mkdir(dir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
   });
-  const snapshotPath = join(dir, 'snapshot.json');
-  const db = new Low<State>(new DurableJSONFile<State>(snapshotPath), emptyState());
+  const opened = performance.now();
+  const file = new SnapshotFile(join(dir, SNAPSHOT_FILE), join(dir, LEGACY_SNAPSHOT_FILE), options.chunks);
+  const db = new Low<SnapshotData>(file, emptyData());
   await db.read();
+  const migrating = file.readLegacy;
   // A compaction rewrites the whole register, so it waits until the journal is as large as the
   // snapshot: its cost per write then stays the same however large the register grows, and a start
   // replays at most about as much journal as snapshot.
-  const sizeOfSnapshot = () => stat(snapshotPath).then((s) => s.size, () => 0);
+  const sizeOfSnapshot = () => stat(migrating ? file.legacyPath : file.path).then((s) => s.size, () => 0);
   let snapshotBytes = await sizeOfSnapshot();
-  const journal = new Journal(dir, options.observer);
-  const base = db.data.seq;
-  const entries = await journal.replay((file, line) => logger.warn({ file, line }, 'journal: skipped a torn or corrupt line'));
-  const memory = new Memory(db.data);
+  const memory = new Memory(db.data as LoadedData);
+  // The lists now belong to memory; lowdb's data is set again for each snapshot.
+  db.data = emptyData();
+  const journal = new Journal(dir, options.observer, options.chunks);
+  const base = memory.seq;
   let replayed = 0;
-  for (const entry of entries) {
-    if (entry.seq > base) {
+  await journal.replay(
+    (entry) => {
+      if (entry.seq <= base) return;
       memory.apply(entry);
       replayed++;
-    }
-  }
+    },
+    (name, line) => logger.warn({ file: name, line }, 'journal: skipped a torn or corrupt line'),
+  );
   // The journal brings back records that expired while the process was down.
   memory.pruneIdempotency(Date.now());
-  let seq = memory.state.seq;
+  let seq = memory.seq;
   let sinceSnapshot = replayed;
   try {
     await journal.rotate(seq + 1);
@@ -309,21 +439,54 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     // Reads still work from what was replayed; each write retries the disk and answers 503 until it can.
     logger.error({ err: error, dir }, 'store opened read-only: the data folder refuses writes');
   }
-  logger.info({ citizens: memory.state.citizens.length, messages: memory.state.messages.length, replayed }, 'store opened');
+  const capacity = (): Capacity => ({ bytes: memory.bytes, maxBytes, citizens: memory.citizens.length });
+  logger.info(
+    { citizens: memory.citizens.length, messages: memory.messages.length, replayed, journalFiles: journal.files, journalBytes: journal.totalSize, snapshotBytes, bytes: memory.bytes, maxBytes, ms: Math.round(performance.now() - opened) },
+    migrating ? 'store opened from an old-format snapshot; writing it anew' : 'store opened',
+  );
+
+  // Warned once each time the store passes NEAR_CEILING of its ceiling, and once when full.
+  let warned: 'near' | 'full' | undefined;
+  function watchCeiling(): void {
+    const { bytes } = capacity();
+    const level = bytes >= maxBytes ? 'full' : bytes >= NEAR_CEILING * maxBytes ? 'near' : undefined;
+    if (level === warned) return;
+    warned = level;
+    if (level === 'near') logger.warn({ bytes, maxBytes }, 'store near its ceiling (EMBEDDED_MAX_BYTES): move to PostgreSQL (DATABASE_URL) before it is full');
+    if (level === 'full') logger.error({ bytes, maxBytes }, 'store full (EMBEDDED_MAX_BYTES): writes answer 503 STORE_FULL; move to PostgreSQL (DATABASE_URL)');
+  }
+  watchCeiling();
 
   let compacting: Promise<void> | undefined;
   async function compact(): Promise<void> {
+    const started = performance.now();
     const upTo = seq;
     const old = await journal.rotate(upTo + 1);
     db.data = memory.snapshot(Date.now());
-    await db.write();
-    snapshotBytes = await sizeOfSnapshot();
+    try {
+      await db.write();
+    } finally {
+      db.data = emptyData();
+    }
+    snapshotBytes = await stat(file.path).then((s) => s.size, () => 0);
     await journal.remove(old);
-    logger.info({ seq: upTo }, 'store compacted');
+    logger.info({ seq: upTo, bytes: snapshotBytes, chunks: file.lastWrite?.chunks, ms: Math.round(performance.now() - started) }, 'store compacted');
   }
+  function maybeCompact(force = false): void {
+    const journalBytes = journal.totalSize;
+    if (compacting || !(force || ((sinceSnapshot >= compactEvery || journalBytes >= compactBytes) && journalBytes >= snapshotBytes))) return;
+    sinceSnapshot = 0;
+    compacting = compact()
+      .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))
+      .finally(() => (compacting = undefined));
+  }
+  // An old-format snapshot is written anew at once; a journal left long by earlier runs is compacted now.
+  maybeCompact(migrating);
 
-  /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses. */
+  /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses or the store is full. */
   async function commit(op: string, v: unknown): Promise<void> {
+    // The ledger is replaced, not added to, and bounded: it may still be saved when the store is full.
+    if (op !== 'telemetry.save' && memory.bytes >= maxBytes) throw new StoreFullError(memory.bytes, maxBytes);
     const entry = { seq: ++seq, op, v };
     try {
       await journal.append(entry);
@@ -332,18 +495,24 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       throw new StoreUnavailableError(error);
     }
     memory.apply(entry);
-    if ((++sinceSnapshot >= compactEvery || journal.size >= compactBytes) && journal.size >= snapshotBytes && !compacting) {
-      sinceSnapshot = 0;
-      compacting = compact()
-        .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))
-        .finally(() => (compacting = undefined));
-    }
+    sinceSnapshot++;
+    watchCeiling();
+    maybeCompact();
   }
 
   const store = storeOver(memory, commit, async () => {
     await compacting;
     await journal.close();
   });
-  memories.set(store, memory);
-  return store;
+  const embedded = {
+    ...store,
+    capacity,
+    compact: async () => {
+      await compacting;
+      maybeCompact(true);
+      await compacting;
+    },
+  };
+  memories.set(embedded, memory);
+  return embedded;
 }

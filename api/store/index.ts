@@ -2,3 +2,4 @@ export * from './types.ts';
 export * from './errors.ts';
 export * from './embedded.ts';
 export { encodeCursor, decodeCursor } from './pages.ts';
+export { readSnapshot, SNAPSHOT_FILE, LEGACY_SNAPSHOT_FILE } from './snapshot.ts';

@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
-import { open, readdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
-import { syncDir } from './durable-file.ts';
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { CHUNK_BYTES, readLines, syncDir, type ChunkOptions } from './durable-file.ts';
 
 /** One journal line: a sequence number, an operation type and its value. */
 export interface JournalEntry {
@@ -20,12 +20,32 @@ const WRITE_DSYNC = constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC;
  */
 export const PREALLOCATE_BYTES = 4 * 1024 * 1024;
 
-/** Where a journal file's data ends: at its first zero byte, or its end. */
-function endOfData(content: Buffer): number {
-  const end = content.indexOf(0);
-  return end === -1 ? content.length : end;
+/** Where a journal file's data ends: at its first zero byte, or its end; read a chunk at a time. */
+async function endOfData(handle: FileHandle): Promise<{ end: number; size: number }> {
+  const { size } = await handle.stat();
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (let position = 0; position < size; ) {
+    const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, position);
+    if (bytesRead === 0) break;
+    const zero = buffer.subarray(0, bytesRead).indexOf(0);
+    if (zero !== -1) return { end: position + zero, size };
+    position += bytesRead;
+  }
+  return { end: size, size };
 }
-const dataOf = (content: Buffer): string => content.toString('utf8', 0, endOfData(content));
+
+/** Where the last whole line of the first `end` bytes ends (after its newline); 0 when there is none. */
+async function endOfLastLine(handle: FileHandle, end: number): Promise<number> {
+  const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  for (let to = end; to > 0; ) {
+    const from = Math.max(0, to - CHUNK_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, to - from, from);
+    const newline = buffer.subarray(0, bytesRead).lastIndexOf(0x0a);
+    if (newline !== -1) return from + newline + 1;
+    to = from;
+  }
+  return 0;
+}
 
 const NAME = /^journal-(\d{12})\.jsonl$/;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
@@ -62,10 +82,28 @@ export class Journal {
   #writing: Promise<void> | undefined;
   #rotating: Promise<void> | undefined;
   #diskWrites = 0;
+  /** Data bytes of each journal file before the current one that is still on disk, by name. */
+  #older = new Map<string, number>();
+  readonly #chunks: ChunkOptions;
 
   /** Bytes in the current journal file. */
   get size(): number {
     return this.#size;
+  }
+
+  /**
+   * Bytes in every journal file on disk: what a start would replay. Compaction counts these, not
+   * only the current file's, since every start opens a new file.
+   */
+  get totalSize(): number {
+    let total = this.#size;
+    for (const bytes of this.#older.values()) total += bytes;
+    return total;
+  }
+
+  /** How many journal files are on disk (the current one too, once it is open). */
+  get files(): number {
+    return this.#older.size + (this.#file ? 1 : 0);
   }
 
   /** How many durable writes this journal has made (appends share them). */
@@ -75,27 +113,41 @@ export class Journal {
 
   readonly #observer: JournalObserver | undefined;
 
-  constructor(dir: string, observer?: JournalObserver) {
+  /** `chunks`: how much replay reads at a time, and the longest line it may make a string of. */
+  constructor(dir: string, observer?: JournalObserver, chunks: ChunkOptions = {}) {
     this.dir = dir;
     this.#observer = observer;
+    this.#chunks = chunks;
   }
 
-  /** Reads every journal file in order; a line that does not parse is reported and skipped. */
-  async replay(onTorn: (file: string, lineNo: number) => void): Promise<JournalEntry[]> {
+  /**
+   * Reads every journal file in order, a chunk at a time, and hands each entry to `onEntry` as it
+   * is read; a line that does not parse is reported and skipped. Files with no data are removed.
+   */
+  async replay(onEntry: (entry: JournalEntry) => void, onTorn: (file: string, lineNo: number) => void): Promise<void> {
     const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
-    const entries: JournalEntry[] = [];
+    const empty: string[] = [];
     for (const file of files) {
-      const lines = dataOf(await readFile(join(this.dir, file))).split('\n');
-      lines.forEach((line, i) => {
-        if (line === '') return;
-        try {
-          entries.push(JSON.parse(line) as JournalEntry);
-        } catch {
-          onTorn(file, i + 1);
-        }
-      });
+      const { bytes } = await readLines(
+        join(this.dir, file),
+        (line, lineNo) => {
+          if (line === '') return;
+          let entry: JournalEntry;
+          try {
+            entry = JSON.parse(line) as JournalEntry;
+          } catch {
+            return onTorn(file, lineNo);
+          }
+          onEntry(entry);
+        },
+        { ...this.#chunks, zeroEnds: true },
+      );
+      if (join(this.dir, file) === this.#file) continue;
+      if (bytes === 0) empty.push(file);
+      else this.#older.set(file, bytes);
     }
-    return entries;
+    // A start that wrote nothing left an empty file; each start opens one, so they would pile up.
+    if (empty.length > 0) await Promise.all(empty.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
   }
 
   /** Opens a new journal file whose first entry will be `firstSeq`, and makes it current. */
@@ -107,7 +159,10 @@ export class Journal {
       await this.#writing;
       const old = (await readdir(this.dir)).filter((f) => NAME.test(f) && f !== fileName(firstSeq));
       const previous = this.#handle;
+      if (this.#file) this.#older.set(basename(this.#file), this.#size);
       this.#file = join(this.dir, fileName(firstSeq));
+      this.#older.delete(fileName(firstSeq));
+      this.#size = 0;
       this.#handle = undefined;
       this.#preallocating = true;
       await previous?.close();
@@ -130,9 +185,18 @@ export class Journal {
   async #reopen(): Promise<FileHandle> {
     if (!this.#file) throw new Error('journal has no current file');
     const handle = await open(this.#file, WRITE_DSYNC);
-    const content = await handle.readFile();
-    this.#allocated = content.length;
-    this.#size = endOfData(content);
+    try {
+      const { end, size } = await endOfData(handle);
+      this.#allocated = size;
+      // A crash can leave this very file (its name is the next entry's) ending in a torn line:
+      // appending after it would glue the next acknowledged entry to it. Zeroed from its last newline.
+      const whole = await endOfLastLine(handle, end);
+      if (whole < end) await handle.write(Buffer.alloc(end - whole), 0, end - whole, whole);
+      this.#size = whole;
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
     return handle;
   }
 
@@ -151,6 +215,7 @@ export class Journal {
 
   /** Removes journal files whose entries a snapshot now holds. */
   async remove(files: string[]): Promise<void> {
+    for (const f of files) this.#older.delete(f);
     await Promise.all(files.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
     await syncDir(this.dir);
   }

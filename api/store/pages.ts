@@ -1,19 +1,27 @@
-import { HttpProblem } from '../http/problem.ts';
+import { DomainError } from '../problems/domain.ts';
+import type { Records } from './records.ts';
 import type { Page, PageQuery } from './types.ts';
+
+/** Decodes records start..end-1, newest (last) first: a page decodes only its own records. */
+function newestFirst<T>(items: Pick<Records<T>, 'at'>, start: number, end: number): T[] {
+  const page: T[] = [];
+  for (let i = end - 1; i >= start; i--) page.push(items.at(i));
+  return page;
+}
 
 export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toString('base64url');
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f-]{36}$/.test(id)) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!/^[0-9a-f-]{36}$/.test(id)) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return id;
 }
 
 /** Newest-first page of an append-only log, by position; the cursor names the position below which to continue. */
-export function pageLogNewestFirst<T>(items: T[], query: PageQuery): Page<T> {
+export function pageLogNewestFirst<T>(items: Pick<Records<T>, 'at' | 'length'>, query: PageQuery): Page<T> {
   const end = query.cursor ? Math.min(items.length, decodeLogCursor(query.cursor)) : items.length;
   const start = Math.max(0, end - query.limit);
-  return { items: items.slice(start, end).reverse(), nextCursor: start > 0 ? encodeLogCursor(start) : null };
+  return { items: newestFirst(items, start, end), nextCursor: start > 0 ? encodeLogCursor(start) : null };
 }
 
 /** A log cursor names the position below which the next page starts. */
@@ -21,7 +29,7 @@ export const encodeLogCursor = (position: number): string => Buffer.from(`log:${
 
 export function decodeLogCursor(cursor: string): number {
   const match = /^log:(\d{1,12})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new HttpProblem(400, 'INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!match) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return Number(match[1]);
 }
 
@@ -29,7 +37,7 @@ export function decodeLogCursor(cursor: string): number {
  * Newest-first page of items kept in ascending id order (UUIDv7 ids sort by time): the page starts
  * just below the cursor's id.
  */
-export function pageNewestFirst<T>(items: T[], idOf: (item: T) => string, query: PageQuery): Page<T> {
+export function pageNewestFirst<T>(items: Records<T>, query: PageQuery): Page<T> {
   let end = items.length;
   if (query.cursor) {
     const below = decodeCursor(query.cursor);
@@ -37,12 +45,12 @@ export function pageNewestFirst<T>(items: T[], idOf: (item: T) => string, query:
     let hi = items.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (idOf(items[mid]!) < below) lo = mid + 1;
+      if (items.idAt(mid) < below) lo = mid + 1;
       else hi = mid;
     }
     end = lo;
   }
   const start = Math.max(0, end - query.limit);
-  const page = items.slice(start, end).reverse();
-  return { items: page, nextCursor: start > 0 && page.length > 0 ? encodeCursor(idOf(page.at(-1)!)) : null };
+  const page = newestFirst(items, start, end);
+  return { items: page, nextCursor: start > 0 && page.length > 0 ? encodeCursor(items.idAt(start)) : null };
 }

@@ -1,5 +1,4 @@
 import type { Citizen, Message } from '../schemas/citizenship.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 /** A citizen as stored: the public record plus the SHA-256 of its passport number. */
 export interface CitizenRecord extends Citizen {
@@ -40,11 +39,20 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-/** Citizens, newest first. */
+/**
+ * Citizens, newest first. Names are unique by their look-alike keys (`nameKeys` in
+ * api/names/name-rule.ts): the store keeps that true under concurrent writes. Citizens stored
+ * before keys existed keep their names; of a pair that already looked alike, the older holds the key.
+ */
 export interface CitizenStore {
-  /** Adds a citizen and, in the same atomic write, its wall shout and the idempotency record of its answer. */
+  /**
+   * Adds a citizen and, in the same atomic write, its wall shout and the idempotency record of its
+   * answer. Rejects with NameTaken, writing nothing, when a citizen already holds a name that looks like its name.
+   */
   add(citizen: CitizenRecord, shout?: Message, idempotency?: IdempotencyRecord): Promise<void>;
   get(memberId: string): Promise<CitizenRecord | null>;
+  /** The citizen whose name looks like `name` (equal name keys), or null. */
+  holding(name: string): Promise<CitizenRecord | null>;
   list(query: PageQuery): Promise<Page<CitizenRecord>>;
   stats(): Promise<{ total: number; byClass: Record<string, number> }>;
 }
@@ -133,17 +141,20 @@ export interface ReceiptStore {
   idsFrom(start: number): Promise<string[]>;
 }
 
-/** The bot telemetry ledger, saved in batches by its owner. */
-export interface TelemetryStore {
+/**
+ * The bot telemetry ledger, saved in batches by its owner. The stores keep it as a JSON document
+ * whose shape only api/telemetry knows (`L`, its TelemetrySnapshot).
+ */
+export interface TelemetryStore<L extends object = object> {
   /**
    * The ledger this process starts from: on a store one process owns, what it saved last; on a
    * shared store, the ledgers of processes silent for longer than TELEMETRY_STALE_MS (they stopped)
    * folded by `fold` into this process's row, in one transaction, so rows stay one per live process.
    */
-  load(fold: (ledgers: TelemetrySnapshot[]) => TelemetrySnapshot): Promise<TelemetrySnapshot | null>;
-  save(snapshot: TelemetrySnapshot): Promise<void>;
+  load(fold: (ledgers: L[]) => L): Promise<L | null>;
+  save(snapshot: L): Promise<void>;
   /** The ledgers other processes saved (none for a store that serves one process). */
-  others(): Promise<TelemetrySnapshot[]>;
+  others(): Promise<L[]>;
 }
 
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */

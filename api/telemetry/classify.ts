@@ -1,7 +1,8 @@
-import crawlers from 'crawler-user-agents';
 import { isbot } from 'isbot';
 import { LRUCache } from 'lru-cache';
-import type { BotFamily, VerifyMethod } from '../schemas/bot-families.ts';
+import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../schemas/bot-families.ts';
+import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
+import { createPersonClientCheck, type PersonClientCheck } from './person-client.ts';
 import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
 
 /** What the gateway knows of a User-Agent. */
@@ -14,6 +15,8 @@ export interface Classification {
   known: BotFamily | null;
   /** How a claim of this family can be checked. */
   verify: VerifyMethod;
+  /** The operator's own traffic (a health probe, this project's CLIs): named, never counted as a bot. */
+  operator?: true;
 }
 
 /**
@@ -44,14 +47,33 @@ const HUMAN: Classification = Object.freeze({ bot: false, family: null, class: n
 const UNNAMED: Classification = Object.freeze({ bot: true, family: 'unnamed bot', class: 'Bot', known: null, verify: 'none' });
 
 /** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
-export const classificationOf = (known: BotFamily): Classification => ({
+export const classificationOf = (known: BotFamily): Classification =>
+  known.kind === 'operator'
+    ? { bot: false, family: known.family, class: null, known, verify: 'none', operator: true }
+    : {
   bot: true,
   family: known.family,
   // A robots.txt-only token is never sent by its operator: whoever sends it is spoofing.
   class: known.robots_only ? 'Cosplay' : known.class,
   known,
   verify: known.verify,
-});
+};
+
+/** How much a table's word is worth: ours over the lists', a maintained list over a list of examples. */
+const Tier = {
+  Curated: 0,
+  /** A generic word or tool of ours: a family only when nothing more specific names one. */
+  Weak: 1,
+  /** Matomo device-detector's list: maintained, names bots only. */
+  Listed: 2,
+  /** crawler-user-agents' example tokens: a heuristic, checked against the client parser. */
+  Example: 3,
+} as const;
+type Tier = (typeof Tier)[keyof typeof Tier];
+interface Entry {
+  c: Classification;
+  tier: Tier;
+}
 
 /** Phrases (one or more lowercase words) indexed by their first word, longest first. */
 type PhraseIndex<T> = Map<string, { words: string[]; value: T }[]>;
@@ -62,6 +84,7 @@ function phraseIndex<T>(entries: [string, T][]): PhraseIndex<T> {
     const words = productTokens(phrase).lower;
     if (words.length === 0) continue;
     const list = index.get(words[0]!) ?? [];
+    if (list.some((c) => c.words.join(' ') === words.join(' '))) continue;
     list.push({ words, value });
     list.sort((a, b) => b.words.length - a.words.length);
     index.set(words[0]!, list);
@@ -74,49 +97,41 @@ function prefixList<T>(entries: [string, T][]): [string, T][] {
   return entries.filter(([t]) => t.endsWith('*')).map(([t, v]) => [t.slice(0, -1).toLowerCase(), v]);
 }
 
-/** The entry whose phrase starts at token i, if any. */
-function phraseAt<T>(index: PhraseIndex<T>, lower: string[], i: number, prefixes: [string, T][] = []): T | undefined {
+/** The entry whose phrase starts at token i, if any, and how many words it spans. */
+function phraseAt<T>(index: PhraseIndex<T>, lower: string[], i: number, prefixes: [string, T][] = []): { value: T; words: number } | undefined {
   const candidates = index.get(lower[i]!);
   if (!candidates) {
-    for (const [p, v] of prefixes) if (lower[i]!.startsWith(p)) return v;
+    for (const [p, v] of prefixes) if (lower[i]!.startsWith(p)) return { value: v, words: 1 };
     return undefined;
   }
   for (const c of candidates) {
     let ok = i + c.words.length <= lower.length;
     for (let k = 1; ok && k < c.words.length; k++) ok = lower[i + k] === c.words[k];
-    if (ok) return c.value;
+    if (ok) return { value: c.value, words: c.words.length };
   }
   return undefined;
 }
 
-// Tokens that name a bot in crawler-user-agents: for each entry, the product token of its own
-// example User-Agents that its pattern matches. Names then come from the User-Agent as sent,
-// never from regex source.
-const NOT_NAMES = new Set(['firefox', 'opera', 'edg', 'edge', 'msie', 'trident', 'presto', 'crios', 'fxios', 'samsungbrowser', 'mozilla', 'compatible', 'applewebkit', 'khtml', 'like', 'gecko', 'chrome', 'safari', 'version', 'mobile', 'linux', 'android', 'windows', 'macintosh', 'iphone', 'http:', 'https:', 'u', 'en', 'en-us', 'x11', 'win64', 'x64', 'nt', 'intel', 'mac', 'os', 'x', 'cpu', 'build', 'bot', 'crawler', 'spider', 'robot', 'the', 'a', 'for', 'and', 'of', 'http', 'www']);
-// Tokens of bots crawler-user-agents tags "search-engine": a search engine's indexer is a Crawler
-// by function. (Its "ai-crawler" tag mixes training, search and assistants, so it sets no class.)
-const SEARCH_TOKENS = new Set<string>();
-const FALLBACK_TOKENS: Set<string> = (() => {
-  const names = new Set<string>();
-  for (const c of crawlers) {
-    const search = ((c as { tags?: string[] }).tags ?? []).includes('search-engine');
-    const regex = new RegExp(c.pattern, 'i');
-    for (const instance of c.instances ?? []) {
-      const m = regex.exec(instance);
-      if (!m) continue;
-      const t = productTokens(instance);
-      const at = t.starts.findLastIndex((s) => s <= m.index);
-      const token = t.lower[at];
-      if (!token || NOT_NAMES.has(token) || token.length < 2 || /^[\d.]+$/.test(token)) continue;
-      names.add(token);
-      if (search) SEARCH_TOKENS.add(token);
-    }
+const SEPARATOR = /[-_.]/;
+/**
+ * A name followed by a suffix of its own ("Dataprovider.com", "AdsBot-Google-Mobile-Apps",
+ * "Googlebot-Mobile"): the longest head of the token, cut at - _ or ., that names a family.
+ */
+function headAt<T>(single: Map<string, T>, token: string): T | undefined {
+  if (!SEPARATOR.test(token)) return undefined;
+  for (let end = token.length - 1; end > 1; end--) {
+    const ch = token.charCodeAt(end);
+    if (ch !== 45 && ch !== 95 && ch !== 46) continue;
+    const hit = single.get(token.slice(0, end));
+    if (hit !== undefined) return hit;
   }
-  return names;
-})();
+  return undefined;
+}
 
 /** Product tokens that usually name a bot when nothing else does. */
 const BOTLIKE = /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget/i;
+/** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
+const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
 /** Words before a token that make it a comparison, not a claim: "like TwitterBot", "compatible with Googlebot". */
 const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
@@ -124,7 +139,7 @@ const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
-const NAME_STOP = new Set([...[...NOT_NAMES].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
+const NAME_STOP = new Set([...[...PLATFORM_WORDS].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
 
 /**
  * The name starting at token i, with the words that follow it after a single space while none has
@@ -144,12 +159,8 @@ function nameAt(t: Tokens, ua: string, i: number): string {
   return name;
 }
 
-/** The name an unknown bot gives itself: the first token crawler-user-agents knows, else the first bot-like token. */
+/** The name an unknown bot gives itself: "<Word> Spider", else the first bot-like token. */
 function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => false): string | null {
-  for (let i = 0; i < t.lower.length; i++) {
-    if (!FALLBACK_TOKENS.has(t.lower[i]!) || skip(t.lower[i]!)) continue;
-    return nameAt(t, ua, i);
-  }
   for (let i = 1; i < t.lower.length; i++) if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!)) return `${t.original[i - 1]} ${t.original[i]}`;
   for (let i = 0; i < t.lower.length; i++) {
     const lower = t.lower[i]!;
@@ -158,54 +169,171 @@ function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => 
   return null;
 }
 
+/** An address or a contact: bots sign with one, people's browsers and apps do not. */
+const CONTACT = /https?:\/\/|\bwww\.|@|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b/;
+/** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
+const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
+/** Words of browsers' own product tokens, after which an appended token is a name ("... Safari/537.36 DareBoost"). */
+const BROWSER_WORDS = new Set(['safari', 'chrome', 'firefox', 'gecko', 'version', 'mobile', 'edg', 'opr', 'applewebkit', 'khtml', 'like', 'presto', 'trident']);
+const plausible = (lower: string) => lower.length >= 2 && !NOT_NAMES.has(lower) && !/^[\d.x_-]+$/.test(lower) && !lower.startsWith('+');
+
+/** The platform comment of a browser-looking string ("(Linux; Android 9; Google TV Build/...)"), where device models are; "" when none. */
+function platformText(ua: string): string {
+  const m = PLATFORM.exec(ua);
+  // A comment with "compatible" or an address is a bot's, not a device's.
+  return m && !/compatible/i.test(m[1]!) && !CONTACT.test(m[1]!) ? m[1]! : '';
+}
+const PLATFORM = /^Mozilla\/[\d.]+ (\([^)]*)\)/;
+/** How many of a string's tokens sit in its platform comment. */
+const platformTokenCount = (ua: string) => {
+  const p = platformText(ua);
+  return p === '' ? 0 : lowerTokens(ua.slice(0, ua.indexOf(p) + p.length)).length;
+};
+
+/**
+ * The name a string gives itself when no word says bot: the token after "compatible;", else the
+ * first token of a string that is not a browser's, else the first token appended after a browser's
+ * own, else the host of its address.
+ */
+function selfName(t: Tokens, ua: string): string | null {
+  const compatible = t.lower.indexOf('compatible');
+  if (compatible >= 0 && compatible + 1 < t.lower.length && plausible(t.lower[compatible + 1]!) && t.lower[compatible + 1] !== 'msie') return nameAt(t, ua, compatible + 1);
+  if (!/^(mozilla|opera)\//i.test(ua)) {
+    const i = t.lower.findIndex(plausible);
+    if (i >= 0 && /^[a-z]/i.test(t.original[i]!)) return nameAt(t, ua, i);
+  } else {
+    const last = t.lower.findLastIndex((w) => BROWSER_WORDS.has(w));
+    const i = last < 0 ? -1 : t.lower.findIndex((w, k) => k > last && plausible(w) && /^[a-z]/.test(w));
+    if (i >= 0 && ua.lastIndexOf(')') < t.starts[i]!) return nameAt(t, ua, i);
+  }
+  const host = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i.exec(ua);
+  return host ? host[1]!.slice(0, 64) : null;
+}
+
+/**
+ * Whether a heuristic's bot is one without asking the client parser: it signs with an address (and
+ * names no phone's system, as apps do) or calls itself a bot, and its name is not a device model
+ * in the platform comment.
+ */
+function surelyBot(ua: string, name: string | null): boolean {
+  if (name !== null && platformText(ua).includes(name.split(' ').pop()!)) return false;
+  return (CONTACT.test(ua) && !MOBILE_OS.test(ua)) || (name !== null && SURELY_BOT.test(name));
+}
+
+/** A list's family named after one word, with the words that follow it in the string ("xenu" in "Xenu Link Sleuth/1.3.8"). */
+function withItsWords(ua: string, c: Classification, token: string): Classification {
+  if (c.family?.toLowerCase() !== token) return c;
+  const t = productTokens(ua);
+  const at = t.lower.indexOf(token);
+  return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
+}
+
+export interface ClassifierOptions {
+  /** Product tokens of people's own clients, by kind (content/bot-families.yaml `human_clients`). */
+  humanClients?: Record<string, string[]>;
+  /** The generated table (content/bot-families.generated.json), below ours. */
+  generated?: GeneratedBotFamily[];
+  /** Bytes of keys and answers the cache holds. */
+  cacheBytes?: number;
+  /** The client parser's view (default: device-detector's, with its time budget). */
+  personClient?: PersonClientCheck;
+}
+
 /**
  * Classifies a User-Agent in one pass over its product tokens (a hash lookup per token, phrases
- * checked only where their first word matches): our table first, then people's own clients that
- * heuristics mistake for bots, then isbot for yes or no, then a name from the User-Agent's own
- * tokens. Only the first UA_PREFIX_CHARS characters are read; answers are cached by that prefix in
- * an LRU bounded in bytes.
+ * checked only where their first word matches, heads of a token cut at - _ . only when the token
+ * itself is unknown): our table first, then people's own clients, then the generated table
+ * (device-detector's list, then crawler-user-agents'), then isbot for yes or no and a name from the
+ * User-Agent's own tokens. Where only a heuristic says bot (isbot, an example token of
+ * crawler-user-agents, a name read off the string), a client parser's view decides first whether
+ * it is a person's browser or app. Only the first UA_PREFIX_CHARS characters are read; answers are
+ * cached by that prefix in an LRU bounded in bytes.
  */
-export function createClassifier(families: BotFamily[], humanClients: Record<string, string[]> = {}, cacheBytes = CLASSIFY_CACHE_BYTES) {
-  const familyTokens = families.flatMap((f) => f.tokens.map((t): [string, Classification] => [t, classificationOf(f)]));
-  const byPhrase = phraseIndex(familyTokens.filter(([t]) => !t.endsWith('*')));
-  const familyPrefixes = prefixList(familyTokens);
+export function createClassifier(families: BotFamily[], options: ClassifierOptions = {}) {
+  const { humanClients = {}, generated = [], cacheBytes = CLASSIFY_CACHE_BYTES } = options;
+  const entries: [string, Entry][] = [
+    ...families.flatMap((f) => f.tokens.map((t): [string, Entry] => [t, { c: classificationOf(f), tier: f.kind === 'tool' || f.weak ? Tier.Weak : Tier.Curated }])),
+    ...generated.flatMap((g) => g.tokens.map((t): [string, Entry] => [t, { c: classificationOf(asFamily(g)), tier: g.source === 'device-detector' ? Tier.Listed : Tier.Example }])),
+  ];
+  const byPhrase = phraseIndex(entries.filter(([t]) => !t.endsWith('*')));
+  const familyPrefixes = prefixList(entries);
+  // Single-word tokens, for heads of longer tokens ("Dataprovider" in "Dataprovider.com").
+  const single = new Map<string, Entry>();
+  for (const [t, e] of entries) if (!t.endsWith('*') && productTokens(t).lower.length === 1 && !single.has(t.toLowerCase())) single.set(t.toLowerCase(), e);
   const humanTokens = Object.values(humanClients).flatMap((tokens) => tokens.map((t): [string, true] => [t, true]));
   const humanPrefixes = prefixList(humanTokens);
+  const humans = phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*')));
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
   const weakTokens = new Set(families.filter((f) => f.kind === 'tool' || f.weak).flatMap((f) => f.tokens.map((t) => t.toLowerCase())));
-  const isWeak = (c: Classification) => c.known !== null && (c.known.kind === 'tool' || c.known.weak);
-  const humans = phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*')));
+  const personClient = options.personClient ?? createPersonClientCheck();
   const cache = new LRUCache<string, Classification>({ maxSize: cacheBytes, sizeCalculation: (_v, key) => 2 * key.length + 96 });
+  /** Set when an answer was made without the client parser (its budget spent): such answers are not cached. */
+  let unchecked = false;
+
+  /** A heuristic's "bot", unless the client parser sees a person's browser or app. */
+  function unlessPerson(ua: string, bot: Classification): Classification {
+    const person = personClient(ua);
+    if (person === null) unchecked = true;
+    return person ? HUMAN : bot;
+  }
+
+  /** A bot no table names: the name it gives itself, unless the client parser sees a person's browser or app. */
+  function unknownBot(ua: string): Classification {
+    const t = productTokens(ua);
+    const named = nameOf(t, ua);
+    const name = named ?? selfName(t, ua);
+    const bot: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
+    return surelyBot(ua, name) ? bot : unlessPerson(ua, bot);
+  }
 
   function uncached(ua: string): Classification {
     const lower = lowerTokens(ua);
     let human = false;
     let weak: Classification | undefined;
+    let listed: { e: Entry; words: number; at: number } | undefined;
     for (let i = 0; i < lower.length; i++) {
       // "TelegramBot (like TwitterBot)": a token after "like" is a comparison, not a claim.
       if (i > 0 && NOT_A_CLAIM.has(lower[i - 1]!)) continue;
-      const known = phraseAt(byPhrase, lower, i, familyPrefixes);
-      if (known && !isWeak(known)) return known;
-      weak ??= known;
+      const hit = phraseAt(byPhrase, lower, i, familyPrefixes);
+      const e = hit?.value ?? headAt(single, lower[i]!);
+      if (e) {
+        if (e.tier === Tier.Curated) return e.c;
+        if (e.tier === Tier.Weak) weak ??= e.c;
+        else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
+      }
       human ||= phraseAt(humans, lower, i, humanPrefixes) !== undefined;
     }
+    // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
+    if (listed && (!human || listed.words > 1)) {
+      // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
+      // crawler-user-agents' example tokens name a bot only where isbot agrees.
+      if (listed.e.tier === Tier.Listed || isbot(ua)) {
+        const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
+        if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
+        return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+      }
+    }
+    if (human) return HUMAN;
     if (weak) {
       const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
-      return name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
+      const c: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
+      // "Android 13; Spider 8" is a phone.
+      return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
     }
-    if (human || ua === '' || !isbot(ua)) return HUMAN;
-    const name = nameOf(productTokens(ua), ua);
-    if (!name) return UNNAMED;
-    return { bot: true, family: name, class: SEARCH_TOKENS.has(name.split(' ')[0]!.toLowerCase()) ? 'Crawler' : 'Bot', known: null, verify: 'none' };
+    if (ua === '') return HUMAN;
+    // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
+    if (!isbot(ua) && !(CONTACT.test(ua) && !MOBILE_OS.test(ua))) return HUMAN;
+    return unknownBot(ua);
   }
 
   return function classify(userAgent: string): Classification {
     const key = uaPrefix(userAgent);
     const hit = cache.get(key);
     if (hit) return hit;
+    unchecked = false;
     const result = uncached(key);
-    cache.set(key, result);
+    if (!unchecked) cache.set(key, result);
     return result;
   };
 }

@@ -1,7 +1,7 @@
-import { funnelStepOf } from '../operations/paths.ts';
 import type { VerifyMethod } from '../schemas/bot-families.ts';
 import type { Classification } from './classify.ts';
 import type { Outcome } from './verify.ts';
+import type { RobotsVerdict } from './robots.ts';
 
 /** Everything counted for one family (the family a User-Agent claims). */
 export interface FamilyRow {
@@ -33,6 +33,37 @@ export interface FamilyRow {
   verified: number;
   failed: number;
   unverifiable: number;
+  /** Requests judged against robots.txt (absent in ledgers saved before it; robotsPart() fills it in). */
+  robots?: RobotsPart;
+}
+
+/** One Disallow rule a family broke: the line as written, in the version of the file in force. */
+export interface RobotsRuleCount {
+  /** The host whose robots.txt it is (`site` for the service's own). */
+  host: string;
+  version: string;
+  line: number;
+  /** `Disallow: /path`, as written. */
+  rule: string;
+  /** The group's user-agent (the crawler's token, or `*`). */
+  agent: string;
+  requests: number;
+  /** Of them, sent after the family had fetched that host's robots.txt. */
+  afterFetch: number;
+  /** Requests per path (at most LEDGER_LIMITS.robotsPathsPerRule; the rest under "(other)"). */
+  paths: Record<string, number>;
+}
+
+/** A family's requests judged against the robots.txt in force for the host they went to. */
+export interface RobotsPart {
+  judged: number;
+  violations: number;
+  /** Violations sent after the family had fetched that host's robots.txt. */
+  afterFetch: number;
+  /** First /robots.txt fetch per host (at most LEDGER_LIMITS.hostsPerFamily hosts). */
+  fetchedAt: Record<string, string>;
+  /** Broken rules, keyed `host version line` (at most LEDGER_LIMITS.robotsRules; the rest under "(other)"). */
+  rules: Record<string, RobotsRuleCount>;
 }
 
 /** The persisted telemetry ledger. */
@@ -44,7 +75,21 @@ export interface TelemetrySnapshot {
   observedRequests: number;
   presence: { namedBotHits: number; baitHits: number };
   families: Record<string, FamilyRow>;
+  /** People sent by AI products, by operator (absent in ledgers saved before it). */
+  referrals?: Record<string, ReferralRow>;
   recent: { at: string; family: string; class: string; path: string; status: number }[];
+}
+
+/** The visits one AI operator's products sent (what AI sends back): never a URL, only the table's host. */
+export interface ReferralRow {
+  operator: string;
+  visits: number;
+  /** Visits per matched table entry (`chatgpt.com`, `utm_source=chatgpt.com`), at most LEDGER_LIMITS.sourcesPerOperator. */
+  sources: Record<string, number>;
+  hourly: Record<string, number>;
+  daily: Record<string, number>;
+  firstSeen: string;
+  lastSeen: string;
 }
 
 /** One request as the ledger counts it. */
@@ -59,6 +104,26 @@ export interface LedgerEvent {
   verification: Outcome | null;
   bait: boolean;
   disallowed: boolean;
+  /** The robots.txt verdict on the request; absent or null when no robots.txt is known for its host. */
+  robots?: RobotsVerdict | null;
+  /** The funnel step the request's operation declares, if any (counted when it succeeded). */
+  step?: FunnelStep;
+}
+
+/** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
+export const RETENTION_BOUNDS = { hours: { min: 24, max: 336, default: 48 }, days: { min: 7, max: 400, default: 8 } } as const;
+const retention: { hours: number; days: number } = { hours: RETENTION_BOUNDS.hours.default, days: RETENTION_BOUNDS.days.default };
+
+/**
+ * Sets how many hourly and daily buckets every family and referral row keeps (the operator's
+ * LEDGER_HOURS and LEDGER_DAYS, validated by api/config.ts); throws outside RETENTION_BOUNDS.
+ * Process-wide, like the other bounds: one ledger a process.
+ */
+export function setLedgerRetention(r: { hours: number; days: number }): void {
+  const within = (n: number, b: { min: number; max: number }) => Number.isInteger(n) && n >= b.min && n <= b.max;
+  if (!within(r.hours, RETENTION_BOUNDS.hours) || !within(r.days, RETENTION_BOUNDS.days)) throw new RangeError(`retention out of bounds: ${JSON.stringify(r)}`);
+  retention.hours = r.hours;
+  retention.days = r.days;
 }
 
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
@@ -72,11 +137,57 @@ export const LEDGER_LIMITS = {
   pathChars: 128,
   hostChars: 64,
   nameChars: 64,
-  hours: 48,
-  days: 8,
+  /** Hourly buckets kept (LEDGER_HOURS). */
+  get hours(): number {
+    return retention.hours;
+  },
+  /** Daily buckets kept (LEDGER_DAYS). */
+  get days(): number {
+    return retention.days;
+  },
   recent: 20,
+  /** Broken robots.txt rules kept per family, paths per rule, and characters kept of those paths and of a rule's line. */
+  robotsRules: 4,
+  robotsPathsPerRule: 4,
+  robotsChars: 96,
+  /** Referral rows (operators of content/ai-referrers.yaml; past them, "(other operators)"). */
+  referralOperators: 32,
+  sourcesPerOperator: 8,
 } as const;
 const L = LEDGER_LIMITS;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+
+/** How far ahead of the server's clock a record may be dated: a CDN's clock and ours may differ a little. */
+export const LEDGER_SKEW_MS = 5 * 60_000;
+
+/**
+ * The times the ledger takes at `now`, in ms: from the start of its oldest daily bucket (UTC
+ * midnight LEDGER_LIMITS.days - 1 days before today: what it keeps), or of its oldest hourly one
+ * when LEDGER_HOURS reaches further back, to LEDGER_SKEW_MS ahead.
+ * A record dated before would land in no bucket the wall shows; one dated after would outrank
+ * the live buckets, which are kept newest first, and push them out.
+ */
+export function ledgerRange(now: Date): { from: number; to: number } {
+  const ms = now.getTime();
+  return { from: Math.min(Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR), to: ms + LEDGER_SKEW_MS };
+}
+
+/** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
+export function ledgerTime(at: Date, now: Date): Date | null {
+  const t = at.getTime();
+  const { from, to } = ledgerRange(now);
+  // NaN (an invalid date) fails both comparisons.
+  if (!(t >= from && t <= to)) return null;
+  return t > now.getTime() ? now : at;
+}
+
+const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:00Z`;
+const dayKey = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** The oldest and newest bucket keys the ledger keeps at `now`. */
+const hourSpan = (now: number) => ({ oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR), newest: hourKey(now) });
+const daySpan = (now: number) => ({ oldest: dayKey(Math.floor(now / DAY) * DAY - (L.days - 1) * DAY), newest: dayKey(now) });
+
 export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.
 export const BAIT_BROWSER = 'browser in a bait path';
@@ -106,8 +217,13 @@ const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity):
   return true;
 };
 
-/** Keeps the newest `keep` keys of a time-keyed map (ISO keys sort by time). */
-function prune(map: Record<string, number>, keep: number): void {
+/**
+ * Drops the buckets of a time-keyed map outside [oldest, newest] (the keys at the server's clock:
+ * ISO keys of four-digit years sort by time), then, should more than `keep` be left (a clock set
+ * back), the oldest of them.
+ */
+function prune(map: Record<string, number>, span: { oldest: string; newest: string }, keep: number): void {
+  for (const key of Object.keys(map)) if (key < span.oldest || key > span.newest) delete map[key];
   const keys = Object.keys(map);
   if (keys.length <= keep) return;
   keys.sort();
@@ -173,6 +289,41 @@ export function reviveSnapshot(s: TelemetrySnapshot): TelemetrySnapshot {
   return { ...s, version: 2, families: Object.fromEntries(Object.entries(s.families).map(([k, row]) => [k, reviveRow(row)])) };
 }
 
+/** An ISO time, in ms; NaN when it is none. */
+const msOf = (iso: string) => Date.parse(iso);
+
+/**
+ * A loaded ledger brought to the server's clock, in place: buckets outside the window kept at
+ * `now` are dropped and times ahead of `now` set to `now`. A ledger saved by a version that took
+ * any date (a record of year 9999 filled every bucket ahead of the clock and hid live traffic)
+ * shows live traffic again from its first request on.
+ */
+export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
+  const ms = now.getTime();
+  const iso = now.toISOString();
+  const hours = hourSpan(ms);
+  const days = daySpan(ms);
+  // Parsed, not compared as strings: a year past 9999 is written "+010000-…".
+  const within = (key: string, span: { oldest: string; newest: string }) => msOf(key) >= msOf(span.oldest) && msOf(key) <= msOf(span.newest);
+  const ahead = (at: string) => !(msOf(at) <= ms);
+  for (const row of Object.values(s.families)) {
+    for (const key of Object.keys(row.hourly)) if (!within(key, hours)) delete row.hourly[key];
+    for (const key of Object.keys(row.daily)) if (!within(key, days)) delete row.daily[key];
+    if (ahead(row.lastSeen)) row.lastSeen = iso;
+    if (ahead(row.firstSeen)) row.firstSeen = iso;
+  }
+  for (const r of Object.values(s.referrals ?? {})) {
+    for (const key of Object.keys(r.hourly)) if (!within(key, hours)) delete r.hourly[key];
+    for (const key of Object.keys(r.daily)) if (!within(key, days)) delete r.daily[key];
+    if (ahead(r.lastSeen)) r.lastSeen = iso;
+    if (ahead(r.firstSeen)) r.firstSeen = iso;
+  }
+  s.recent = s.recent.filter((r) => !ahead(r.at));
+  if (ahead(s.updatedAt)) s.updatedAt = iso;
+  if (ahead(s.windowStartedAt)) s.windowStartedAt = iso;
+  return s;
+}
+
 /** The funnel's steps past presence. */
 export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 
@@ -204,17 +355,22 @@ function timeKeys(at: Date): void {
 }
 
 /**
- * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, time passed in.
- * Returns false when the request is neither a bot nor a bait hit (not counted).
+ * Adds one request to the ledger. Pure bookkeeping on the snapshot: no I/O, the server's clock
+ * passed in as `now` (a live request's `at`). Returns false when the request is neither a bot nor
+ * a bait hit, or is dated outside ledgerRange(now) (not counted; one up to LEDGER_SKEW_MS ahead
+ * counts as `now`). No bucket is ever ahead of `now`, and the buckets kept are those of the
+ * clock's last LEDGER_LIMITS.hours hours and LEDGER_LIMITS.days days, whatever the records say.
  */
-export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
+export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean {
   const c = e.classification;
   if (!c.bot && !e.bait) return false;
-  timeKeys(e.at);
+  const when = ledgerTime(e.at, now);
+  if (when === null) return false;
+  timeKeys(when);
   const at = lastIso;
   const hour = lastHour;
   const day = lastDay;
-  s.updatedAt = at;
+  if (at > s.updatedAt) s.updatedAt = at;
   if (e.bait) s.presence.baitHits++;
   if (c.bot) {
     s.observedRequests++;
@@ -228,20 +384,65 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent): boolean {
   bump(row.paths, path, 1, L.pathsPerFamily);
   bump(row.status, statusClass(e.status));
   bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), 1, L.hostsPerFamily);
-  if (bump(row.hourly, hour)) prune(row.hourly, L.hours);
-  if (bump(row.daily, day)) prune(row.daily, L.days);
+  // A new bucket: the oldest may have left the clock's window (pruned here, not per request).
+  if (bump(row.hourly, hour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, day)) prune(row.daily, daySpan(now.getTime()), L.days);
   if (e.bait) row.baitHits++;
   if (isDeep(e.path)) row.deepHits++;
   if (e.path === '/robots.txt') row.robotsFetches++;
   if (e.disallowed && c.bot) row.violations++;
+  if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at);
   const ok = e.status >= 200 && e.status < 300;
-  // The funnel step is the one the request's operation declares (api/operations/table.ts).
-  const step = ok ? funnelStepOf(e.method, e.path) : undefined;
+  const step = ok ? e.step : undefined;
   if (step) row[step]++;
   if (e.verification) row[e.verification]++;
   s.recent.push({ at, family: row.family, class: row.class, path, status: e.status });
   if (s.recent.length > L.recent) s.recent.shift();
   return true;
+}
+
+export const OTHER_OPERATORS = '(other operators)';
+
+/**
+ * Adds one visit an AI product sent (a person's request whose Referer or utm_source names one).
+ * Same clock rules as count(); false when dated outside ledgerRange(now). Bounded like families:
+ * LEDGER_LIMITS.referralOperators rows, LEDGER_LIMITS.sourcesPerOperator sources in each.
+ */
+export function countReferral(s: TelemetrySnapshot, operator: string, source: string, at: Date, now: Date): boolean {
+  const when = ledgerTime(at, now);
+  if (when === null) return false;
+  timeKeys(when);
+  const iso = lastIso;
+  const rows = (s.referrals ??= {});
+  let name = cut(operator, L.nameChars);
+  if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;
+  const row = (rows[name] ??= { operator: name, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: iso, lastSeen: iso });
+  row.visits++;
+  if (iso < row.firstSeen) row.firstSeen = iso;
+  if (iso > row.lastSeen) row.lastSeen = iso;
+  bump(row.sources, cut(source, L.hostChars), 1, L.sourcesPerOperator);
+  if (bump(row.hourly, lastHour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, lastDay)) prune(row.daily, daySpan(now.getTime()), L.days);
+  if (iso > s.updatedAt) s.updatedAt = iso;
+  return true;
+}
+
+/** Adds the referral rows of `from` into `into` (several processes' ledgers), within the same bounds. */
+function mergeReferrals(into: TelemetrySnapshot, from: TelemetrySnapshot): void {
+  if (!from.referrals) return;
+  const rows = (into.referrals ??= {});
+  for (const r of Object.values(from.referrals)) {
+    let row = rows[r.operator];
+    if (!row && Object.keys(rows).length < L.referralOperators) {
+      rows[r.operator] = structuredClone(r);
+      continue;
+    }
+    row ??= rows[OTHER_OPERATORS] ??= { operator: OTHER_OPERATORS, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: r.firstSeen, lastSeen: r.lastSeen };
+    row.visits += r.visits;
+    for (const k of ['sources', 'hourly', 'daily'] as const) addMaps(row[k], r[k]);
+    if (r.firstSeen < row.firstSeen) row.firstSeen = r.firstSeen;
+    if (r.lastSeen > row.lastSeen) row.lastSeen = r.lastSeen;
+  }
 }
 
 /** Adds a verification answer that arrived after its requests were counted. */
@@ -267,6 +468,7 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
     out.observedRequests += o.observedRequests;
     out.presence.namedBotHits += o.presence.namedBotHits;
     out.presence.baitHits += o.presence.baitHits;
+    mergeReferrals(out, o);
     out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
     for (const f of Object.values(reviveSnapshot(o).families)) {
       let row = out.families[f.family];
@@ -278,9 +480,65 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
       row ??= out.families[OTHER_FAMILIES] ??= newRow(OTHER_FAMILIES, { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' }, f.firstSeen);
       for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'failed', 'unverifiable'] as const) row[k] += f[k];
       for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
+      if (f.robots) mergeRobots(robotsPart(row), f.robots);
       if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
       if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
     }
   }
   return out;
+}
+
+/** A family's robots part, made on first use (a row saved before it existed has none). */
+export const robotsPart = (row: FamilyRow): RobotsPart => (row.robots ??= { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} });
+
+const OTHER_RULE = '(other)';
+
+/** The rule's entry, made on first sight; past LEDGER_LIMITS.robotsRules, new rules share "(other)". */
+function ruleOf(p: RobotsPart, r: Omit<RobotsRuleCount, 'requests' | 'afterFetch' | 'paths'>): RobotsRuleCount {
+  let key = r.line === 0 ? OTHER_RULE : `${r.host} ${r.version} ${r.line}`;
+  if (!(key in p.rules) && Object.keys(p.rules).length >= L.robotsRules - 1) {
+    key = OTHER_RULE;
+    r = { host: '(other)', version: '', line: 0, rule: '(other rules)', agent: '' };
+  }
+  return (p.rules[key] ??= { ...r, requests: 0, afterFetch: 0, paths: {} });
+}
+
+/**
+ * Adds one judged request to a family's robots part: a fetch of /robots.txt is remembered per
+ * host (the first one); a request a Disallow rule forbids is counted under its rule and path,
+ * and as sent after a fetch when the family had fetched that host's file before it.
+ */
+function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string): void {
+  p.judged++;
+  const host = cut(v.host, L.hostChars);
+  if (path === '/robots.txt') {
+    const first = p.fetchedAt[host];
+    if (first === undefined ? Object.keys(p.fetchedAt).length < L.hostsPerFamily : at < first) p.fetchedAt[host] = at;
+  }
+  if (!v.broke) return;
+  const fetched = p.fetchedAt[host];
+  const after = fetched !== undefined && fetched <= at ? 1 : 0;
+  p.violations++;
+  p.afterFetch += after;
+  const rule = ruleOf(p, { host, version: v.version, line: v.broke.line, rule: cut(v.broke.text, L.robotsChars), agent: cut(v.broke.agent, L.nameChars) });
+  rule.requests++;
+  rule.afterFetch += after;
+  bump(rule.paths, cut(path, L.robotsChars), 1, L.robotsPathsPerRule);
+}
+
+/** Adds another process's robots part into one (within the same bounds). */
+function mergeRobots(into: RobotsPart, from: RobotsPart): void {
+  into.judged += from.judged;
+  into.violations += from.violations;
+  into.afterFetch += from.afterFetch;
+  for (const [host, at] of Object.entries(from.fetchedAt)) {
+    const mine = into.fetchedAt[host];
+    if (mine === undefined ? Object.keys(into.fetchedAt).length < L.hostsPerFamily : at < mine) into.fetchedAt[host] = at;
+  }
+  for (const r of Object.values(from.rules)) {
+    const rule = ruleOf(into, r);
+    rule.requests += r.requests;
+    rule.afterFetch += r.afterFetch;
+    for (const [path, n] of Object.entries(r.paths)) bump(rule.paths, path, n, L.robotsPathsPerRule);
+  }
 }

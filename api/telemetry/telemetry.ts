@@ -1,14 +1,18 @@
 import { hash } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ObservedRequest } from '../gateway/gateway.ts';
+import type { ObservedRequest } from './observed.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Content } from '../content/load.ts';
 import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
-import { count, countStep, emptySnapshot, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import type { IngestLine } from './log-formats/types.ts';
+import { referralRule, type ReferralRule } from './referrals.ts';
+import type { Alerts } from './alerts.ts';
+import { count, countReferral, countStep, cut, LEDGER_LIMITS, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import type { RobotsJudge } from './robots.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
-import { createSignatureVerifier, type DirectoryFetcher } from './web-bot-auth.ts';
+import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 
@@ -17,12 +21,13 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botIpRanges' | 'crawlPolicy'>) {
+export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'>) {
   return {
-    classify: createClassifier(content.botFamilies.families, content.botFamilies.human_clients),
+    classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
+    referrals: referralRule(content.aiReferrers),
   };
 }
 
@@ -38,9 +43,19 @@ export interface TelemetryOptions {
   /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */
   maxDnsInFlight?: number;
   store: TelemetryStore;
+  /** The funnel step a request's operation declares (api/operations), handed in: telemetry knows no routes. */
+  funnelStepOf: (method: string, path: string) => FunnelStep | undefined;
   /** Paths disallowed in robots.txt and linked invisibly: a hit is presence. */
   baitPaths: string[];
+  /** Judges a crawler's request against the robots.txt in force for its host (none: not judged). */
+  robots?: RobotsJudge;
+  /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
+  referrals?: ReferralRule;
   logger: Logger;
+  /** Alerts to the operator's webhook and the log (a new family, spoofing, robots.txt broken); none when left out. */
+  alerts?: Alerts;
+  /** Hourly and daily buckets kept (LEDGER_HOURS, LEDGER_DAYS); the defaults when left out. */
+  retention?: { hours: number; days: number };
   /** How often the ledger is saved when it changed. */
   flushMs?: number;
   now?: () => Date;
@@ -56,20 +71,6 @@ function readable(path: string): string {
   }
 }
 
-/**
- * One request a CDN or proxy served, as its log line says. `clientAddress`, when the log has it, is
- * verified exactly as a live request's address (ranges first, reverse DNS bounded) and never stored.
- */
-export interface IngestLine {
-  method: string;
-  path: string;
-  host: string;
-  userAgent: string;
-  status: number;
-  /** When it was served (ISO 8601); defaults to the time of ingest. */
-  time?: string | undefined;
-  clientAddress?: string | undefined;
-}
 
 /** A test for "under one of these paths", with the prefixes prepared once. */
 function underAny(prefixes: string[]): (path: string) => boolean {
@@ -106,7 +107,11 @@ function wallClock(): Date {
  * (every few seconds when changed, and at close), never a write per request. Client addresses are
  * only used, hashed, to match verification answers; they are never stored.
  */
+export type { IngestLine };
+
 export async function createTelemetry(o: TelemetryOptions) {
+  // The stores keep the ledger as a document; this module alone knows its shape.
+  const store = o.store as TelemetryStore<TelemetrySnapshot>;
   const now = o.now ?? wallClock;
   const isBait = underAny(o.baitPaths);
   // Hashed addresses of recent claims that need a lookup key (bounded: cleared when full).
@@ -120,8 +125,11 @@ export async function createTelemetry(o: TelemetryOptions) {
     }
     return key;
   };
-  const saved = await o.store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
-  const ledger: TelemetrySnapshot = saved ? reviveSnapshot(saved) : emptySnapshot(now());
+  // Before the saved ledger is brought to the clock: keepClock drops buckets past the retention.
+  if (o.retention) setLedgerRetention(o.retention);
+  const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+  // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
+  const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
@@ -134,7 +142,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     maxInFlight: o.maxDnsInFlight,
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
-      settle(ledger, family, outcome, waiting.get(key) ?? 0);
+      const n = waiting.get(key) ?? 0;
+      settle(ledger, family, outcome, n);
+      if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
       waiting.delete(key);
       dirty = true;
     },
@@ -142,8 +152,10 @@ export async function createTelemetry(o: TelemetryOptions) {
   const signatures = createSignatureVerifier({
     families: o.families,
     fetchDirectory: o.fetchDirectory,
-    onResult: (family, verdict) => {
-      settle(ledger, family, verdict === 'verified' ? 'verified' : 'failed', 1);
+    onResult: (family, outcome) => {
+      const settled = ledgerOutcome(outcome);
+      settle(ledger, family, settled, 1);
+      if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
       dirty = true;
     },
   });
@@ -156,8 +168,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const verdict = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
-    return { classification: classificationOf(family), verification: verdict === null ? null : verdict === 'verified' ? 'verified' : 'failed' };
+    const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
+    return { classification: classificationOf(family), verification: outcome === null ? null : ledgerOutcome(outcome) };
   }
 
   /**
@@ -183,7 +195,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!dirty && Date.now() - lastSaved < HEARTBEAT_MS) return;
     dirty = false;
     try {
-      await o.store.save(structuredClone(ledger));
+      await store.save(structuredClone(ledger));
       lastSaved = Date.now();
     } catch (error) {
       dirty = true;
@@ -194,24 +206,79 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null): boolean {
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host: hostName(r.host), classification, verification, bait, disallowed: bait });
+  function countRequest(r: { method: string; path: string; query?: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, live: boolean): boolean {
+    // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
+    const step = o.funnelStepOf(r.method, r.path);
+    const host = hostName(r.host);
+    // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
+    // own tokens; an ingested line's query is not in its record, so only its path is judged.
+    const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
+    const name = o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
+    const seen = name === null || name in ledger.families;
+    const counted = count(ledger, { at, method: r.method, path, status: r.status, host, classification, verification, bait, disallowed: bait, robots, ...(step ? { step } : {}) }, now());
+    dirty ||= counted;
+    if (counted && o.alerts && classification.bot) alertOn(name, seen, bait || robots?.broke != null, path, verification);
+    return counted;
+  }
+
+  /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
+  function alertOn(name: string | null, seen: boolean, disallowed: boolean, path: string, verification: Outcome | null): void {
+    const alerts = o.alerts!;
+    const row = name === null ? undefined : ledger.families[name];
+    if (!row) return;
+    // A family folded into "(other families)" has no row of its own and raises nothing new.
+    if (!seen) alerts.newFamily(row.family, row.operator, row.class);
+    if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
+    // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
+    if (disallowed) alerts.robots(row.family, row.operator, path);
+  }
+
+  /**
+   * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
+   * people) whose Referer or utm_source the table names. Only the operator and the table's host
+   * are kept, never the Referer itself.
+   */
+  function countReferred(referer: string | undefined, utmSource: string | undefined, at: Date): boolean {
+    if (!o.referrals || (!referer && !utmSource)) return false;
+    const found = o.referrals(referer, utmSource);
+    if (!found) return false;
+    const counted = countReferral(ledger, found.operator, found.source, at, now());
     dirty ||= counted;
     return counted;
   }
 
-  return {
-    /** Counts requests a CDN or proxy served; a line's client address is verified like a live request's, never stored. */
-    ingest(lines: IngestLine[]): number {
+  const telemetry = {
+    /**
+     * Counts requests a CDN or proxy served; a line's client address is verified like a live
+     * request's, never stored. A line dated outside the ledger's range at the server's clock
+     * (ledgerRange) changes nothing and is counted as out of range.
+     */
+    ingestBatch(lines: IngestLine[]): { counted: number; outOfRange: number } {
       let counted = 0;
+      let outOfRange = 0;
       for (const l of lines) {
+        if (l.time && ledgerTime(new Date(l.time), now()) === null) {
+          outOfRange++;
+          continue;
+        }
         const path = readable(l.path);
         const classification = o.classify(l.userAgent);
         const bait = isBait(path);
-        if (!classification.bot && !bait) continue;
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress))) counted++;
+        // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
+        if (classification.operator) continue;
+        // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
+        const referred = !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
+        if (!classification.bot && !bait) {
+          if (referred) counted++;
+          continue;
+        }
+        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress), false) || referred) counted++;
       }
-      return counted;
+      return { counted, outOfRange };
+    },
+    /** The requests ingestBatch counted, alone. */
+    ingest(lines: IngestLine[]): number {
+      return telemetry.ingestBatch(lines).counted;
     },
     observe(r: ObservedRequest): void {
       const claimed = o.classify(r.userAgent);
@@ -219,8 +286,10 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
+      if (classification.operator) return;
+      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, now());
       if (!classification.bot && !bait) return;
-      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress));
+      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress), true);
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {
@@ -234,7 +303,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     snapshot: (): TelemetrySnapshot => ledger,
     /** This process's live ledger added to what the other processes last saved. */
     async combined(): Promise<TelemetrySnapshot> {
-      return mergeSnapshots(ledger, await o.store.others());
+      return mergeSnapshots(ledger, await store.others());
     },
     flush,
     async close(): Promise<void> {
@@ -242,5 +311,6 @@ export async function createTelemetry(o: TelemetryOptions) {
       await flush();
     },
   };
+  return telemetry;
 }
 export type Telemetry = Awaited<ReturnType<typeof createTelemetry>>;

@@ -10,11 +10,14 @@ export interface Resolver {
 }
 
 /**
- * The resolver the server uses: c-ares queries (reverse, A and AAAA), one try of 2 s each. Not
- * dns.lookup: getaddrinfo runs on libuv's 4 threadpool threads, which file I/O (the journal) shares.
+ * The resolver the server uses: c-ares queries (reverse, A and AAAA), one try of 2 s each, to
+ * `servers` (DNS_SERVERS: `ip`, `ip:port`, `[ipv6]:port`) or, without them, the system's
+ * (/etc/resolv.conf). Not dns.lookup: getaddrinfo runs on libuv's 4 threadpool threads, which file
+ * I/O (the journal) shares, and could not be pointed at other servers.
  */
-export function systemResolver(): Resolver {
+export function systemResolver(servers?: readonly string[]): Resolver {
   const dns = new DnsResolver({ timeout: 2000, tries: 1 });
+  if (servers?.length) dns.setServers([...servers]);
   const none = () => [] as string[];
   return {
     reverse: (ip) => dns.reverse(ip),

@@ -1,5 +1,6 @@
 import { writeFile } from 'node:fs/promises';
 import type { AstroIntegration } from 'astro';
+import type { StaticManifest } from '../../api/gateway/static-site.ts';
 import { COMMON_SECURITY_HEADERS, HTML_CSP, securityHeaders } from '../../api/http/security-headers.ts';
 
 /** Name of the manifest the gateway reads: URL path -> response headers of prerendered routes. */
@@ -7,19 +8,22 @@ export const STATIC_MANIFEST = 'static-manifest.json';
 
 /**
  * Records the headers of every prerendered route (Content-Type above all, which extensionless
- * files like /api/convert cannot carry) as JSON for the gateway and as `_headers` for CDNs.
+ * files like /api/convert cannot carry) as JSON for the gateway and as `_headers` for CDNs, and
+ * the SITE_URL the documents were built with, so that a service started under another one
+ * (another PORT) serves them with its own address (api/gateway/static-site.ts).
  */
-export default function staticManifest(): AstroIntegration {
+export default function staticManifest({ siteUrl }: { siteUrl: string }): AstroIntegration {
   return {
     name: 'static-manifest',
     hooks: {
       'astro:build:generated': async ({ dir, routeToHeaders }) => {
-        const manifest: Record<string, Record<string, string>> = {};
+        const manifest: StaticManifest['routes'] = {};
         for (const [pathname, { headers }] of routeToHeaders) {
           const type = headers.get('content-type');
           if (type) manifest[pathname] = { 'content-type': type };
         }
-        await writeFile(new URL(`../${STATIC_MANIFEST}`, dir), JSON.stringify(manifest, null, 2));
+        const recorded: StaticManifest = { siteUrl, routes: manifest };
+        await writeFile(new URL(`../${STATIC_MANIFEST}`, dir), JSON.stringify(recorded, null, 2));
         // Every answer gets the security headers with the HTML policy; a CDN adds the rules of every
         // matching path, so a non-HTML document adds the stricter policy, and the two together allow
         // only what both allow (api/http/security-headers.ts).

@@ -4,6 +4,7 @@
  * Every value goes through `esc`: family names and paths come from the network.
  */
 import { barChart, columnChart, esc } from './charts.ts';
+import { complianceText, robotsTxtDetail } from './bot-wall-robots.ts';
 import { CLASS_GROUPS, METHOD_TEXT, RANGES, type FamilyView, type WallView } from './bot-wall-view.ts';
 
 /** A UTC timestamp short enough for one line: `2026-11-22 18:05 UTC`. */
@@ -71,7 +72,7 @@ function verificationLine(f: FamilyView): string {
 
 /** The always-visible line of a family: name, class, requests in the range, verification. */
 export function familySummary(f: FamilyView, v: WallView): string {
-  return `<span class="name">${esc(f.family)}</span><span class="count">${f.requests}<span class="visually-hidden"> requests, ${esc(rangeText(v))}</span></span><span class="meta">${esc(CLASS_GROUPS.find((g) => g.class === f.class)?.label ?? f.class)} · ${f.total} since the window started · ${verificationLine(f)}</span>`;
+  return `<span class="name">${esc(f.family)}</span><span class="count">${f.requests}<span class="visually-hidden"> requests, ${esc(rangeText(v))}</span></span><span class="meta">${esc(CLASS_GROUPS.find((g) => g.class === f.class)?.label ?? f.class)} · ${f.total} since the window started · ${verificationLine(f)}${f.robotsTxt.compliance === 'not judged' ? '' : ` · robots.txt ${complianceText(f.robotsTxt)}`}</span>`;
 }
 
 /** What a family row opens to. */
@@ -95,7 +96,7 @@ export function familyBody(f: FamilyView): string {
         .join('')}</tbody></table>`
     : '<p class="empty">No paths recorded.</p>';
   const statuses = f.statuses.length ? `<p>Statuses: ${f.statuses.map((s) => `${esc(s.status)} × ${s.requests}`).join(', ')}</p>` : '';
-  return `<dl>${rows.map(([k, val]) => `<dt>${esc(k)}</dt><dd>${val}</dd>`).join('')}</dl>${statuses}${paths}`;
+  return `<dl>${rows.map(([k, val]) => `<dt>${esc(k)}</dt><dd>${val}</dd>`).join('')}</dl>${robotsTxtDetail(f.robotsTxt)}${statuses}${paths}`;
 }
 
 /** One family row: machines read `data-family` and `data-requests` (requests in the range). */

@@ -4,6 +4,7 @@
  * the document lacks degrades to what older shapes carry (or to nothing), never to an error.
  * Pure and DOM-free: it runs on the server and in the browser.
  */
+import { readRobotsTxt, type RobotsTxtView } from './bot-wall-robots.ts';
 
 export const RANGES = {
   '1h': { label: 'Last hour', bucket: 'hour', span: 1 },
@@ -53,6 +54,8 @@ export interface FamilyView {
   verification: { method: VerifyMethod; verified: number; failed: number; unverifiable: number };
   robotsTxtFetches: number;
   disallowedHits: number;
+  /** Requests judged against the robots.txt rules for this crawler (bot-wall-robots.ts). */
+  robotsTxt: RobotsTxtView;
   funnel: { presence: number; convertReads: number; oaths: number; messages: number } | null;
 }
 
@@ -183,6 +186,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       verification: readVerification(f.verification ?? s.verification, total),
       robotsTxtFetches: num(f.robotsTxtFetches ?? robots.fetches),
       disallowedHits: num(f.disallowedHits ?? robots.disallowed_hits),
+      robotsTxt: readRobotsTxt(f.robotsTxt, num(f.robotsTxtFetches ?? robots.fetches)),
       funnel: s.funnel ? { presence: num(funnel.presence), convertReads: num(funnel.convert_reads), oaths: num(funnel.oaths), messages: num(funnel.messages) } : null,
     };
   });

@@ -4,7 +4,9 @@
  * stay open, the range switches without a request, and a pause button stops the polling.
  */
 import { renderCharts, renderClasses, familyBody, familySummary, renderFunnel, renderMeters, when } from '../lib/bot-wall-render.ts';
+import { renderRobotsTxt } from '../lib/bot-wall-robots.ts';
 import { isRange, toWallView, type RangeKey, type WallView } from '../lib/bot-wall-view.ts';
+import { renderReferrals, toReferralView } from '../lib/bot-wall-referrals.ts';
 
 const root = document.getElementById('wall');
 // The page names its document (data-source), so the path is written once, in the operation table.
@@ -23,6 +25,8 @@ function start(root: HTMLElement, source: string): void {
     $('charts').innerHTML = renderCharts(v);
     $('classes').innerHTML = renderClasses(v);
     $('funnel').innerHTML = renderFunnel(v);
+    $('robots').innerHTML = renderRobotsTxt(v.families);
+    if (doc) $('referrals').innerHTML = renderReferrals(toReferralView(doc, v.range, new Date()), v.range);
     drawFamilies(v);
     root.dataset.range = v.range;
     for (const a of root.querySelectorAll<HTMLAnchorElement>('.range a')) {

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { sharedDnsResponder } from './dns-responder.ts';
 import { CANON_URL, FLOW_SITE_URL, TEST_DIST } from './env.ts';
 
 export interface ServerProcess {
@@ -19,11 +20,17 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts the real server (`node api/main.ts`) on the test build and waits until it listens. */
+/**
+ * Starts the real server (`node api/main.ts`) on the test build and waits until it listens. Its
+ * reverse-DNS verification asks a responder on loopback (DNS_SERVERS; by default one per test
+ * process that knows no name), never the machine's resolver: crawler User-Agents the tests send
+ * start lookups, and a test sends no packet off this machine.
+ */
 export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
   const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-'));
+  const dns = env.DNS_SERVERS ?? (await sharedDnsResponder()).address;
   const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, LOG_LEVEL: 'info', ...env, DATA_DIR: dataDir },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, LOG_LEVEL: 'info', ...env, DATA_DIR: dataDir, DNS_SERVERS: dns },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_TTL_MS } from '../../api/store/types.ts';
 import { controlled, type ControlledServer } from './control.ts';
 import { METRICS_TOKEN, metric, pool } from './probe.ts';
 import { logLine } from './raw.ts';
+import { snapshotOnDisk } from '../helpers/snapshot.ts';
 
 // Issue 14 row 3: many keyed writes with unguessable keys. What a key keeps is bounded (a hash of
 // the body for a route that changes nothing, the sealed answer of a write, at most 16 KiB) and
@@ -24,7 +25,7 @@ afterAll(async () => {
 
 /** Bytes the data folder holds: the snapshot, and each journal file up to its preallocated zeros. */
 function dataBytes(): number {
-  let n = existsSync(join(server.dataDir, 'snapshot.json')) ? statSync(join(server.dataDir, 'snapshot.json')).size : 0;
+  let n = snapshotOnDisk(server.dataDir)?.bytes ?? 0;
   for (const f of readdirSync(server.dataDir).filter((f) => f.startsWith('journal-'))) {
     const content = readFileSync(join(server.dataDir, f));
     const end = content.indexOf(0);
@@ -35,8 +36,7 @@ function dataBytes(): number {
 /** Every idempotency record on disk (snapshot and journal), by creation time. */
 function recordsOnDisk(): string[] {
   const created: string[] = [];
-  const snapshot = join(server.dataDir, 'snapshot.json');
-  if (existsSync(snapshot)) for (const r of (JSON.parse(readFileSync(snapshot, 'utf8')) as { idempotency: { createdAt: string }[] }).idempotency) created.push(r.createdAt);
+  for (const r of (snapshotOnDisk(server.dataDir)?.records.idempotency ?? []) as { createdAt: string }[]) created.push(r.createdAt);
   for (const f of readdirSync(server.dataDir).filter((f) => f.startsWith('journal-'))) {
     for (const line of readFileSync(join(server.dataDir, f), 'utf8').split('\n')) {
       if (!line.includes('idempotency.put')) continue;

@@ -1,9 +1,13 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEDGER_LIMITS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import { LEDGER_LIMITS, LEDGER_SKEW_MS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import { RANGES, toWallView, type RangeKey } from '../../src/lib/bot-wall-view.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
 
 // Issue 14 row 2: many requests with 15 KB paths from crawlers of more families than the ledger
@@ -42,8 +46,8 @@ function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
     }
   }
   if (!found) {
-    const snapshot = JSON.parse(readFileSync(join(dataDir, 'snapshot.json'), 'utf8')) as { telemetry: TelemetrySnapshot };
-    found = { ledger: snapshot.telemetry, bytes: Buffer.byteLength(JSON.stringify(snapshot.telemetry)) };
+    const telemetry = snapshotOnDisk(dataDir)!.header.telemetry as TelemetrySnapshot;
+    found = { ledger: telemetry, bytes: Buffer.byteLength(JSON.stringify(telemetry)) };
   }
   return found;
 }
@@ -95,5 +99,96 @@ describe('row 2: long paths from crawlers of many families', () => {
     const after = (JSON.parse(again) as { families: { family: string; requests: number; topPaths: { path: string }[] }[] }).families;
     expectBounded(after.map((f) => ({ family: f.family, paths: f.topPaths.map((p) => p.path) })));
     expect(after.reduce((n, f) => n + f.requests, 0)).toBeGreaterThanOrEqual(REQUESTS + 500);
+  });
+});
+
+// Issue 25, ingest clock: with the ingest token, 58 Googlebot records dated 9999 filled every hourly
+// (48) and daily (8) bucket of the ledger, which kept the newest: live Googlebot requests vanished
+// from the wall's 1 h, 24 h and 7 d ranges, also after a restart; records of 1970 were taken too.
+// Now the ledger keeps the server's clock: a record outside [UTC midnight 7 days before today,
+// now + 5 min] changes nothing and is counted as outOfRange; one up to 5 min ahead counts as now.
+describe('issue 25: the ingest clock', () => {
+  const TOKEN = 'hostile-ingest-token-0123456789abcdefghij';
+  const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+  const record = (time: string) => ({ method: 'GET', path: '/llms.txt', host: 'cdn.example.org', userAgent: GOOGLE, status: 200, time });
+  /** 48 hours on two days, then ten more days: every bucket the ledger keeps, all in 9999. */
+  const year9999 = [
+    ...Array.from({ length: 48 }, (_, h) => new Date(Date.UTC(9999, 11, 30, h)).toISOString()),
+    ...Array.from({ length: 10 }, (_, d) => new Date(Date.UTC(9999, 11, 20 + d)).toISOString()),
+  ];
+
+  let ingestServer: ServerProcess;
+  afterAll(async () => {
+    await ingestServer?.stop();
+  });
+
+  const ingest = async (times: string[]) => {
+    const res = await fetch(`${ingestServer.url}/api/telemetry/ingest`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ lines: times.map(record) }),
+    });
+    expect(res.status).toBe(202);
+    return (await res.json()) as { accepted: number; counted: number; outOfRange: number };
+  };
+  const liveGooglebot = async (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const res = await fetch(`${ingestServer.url}/llms.txt`, { headers: { 'User-Agent': GOOGLE } });
+      await res.arrayBuffer();
+      expect(res.status).toBe(200);
+    }
+  };
+  /** Googlebot's requests in each range of the wall, as the page computes them from /bot-wall.json; and no bucket ahead of the clock. */
+  const onTheWall = async (): Promise<Record<RangeKey, number>> => {
+    const doc = await (await fetch(`${ingestServer.url}/bot-wall.json`)).json();
+    const now = new Date();
+    for (const f of doc.botTraffic.families as { hourly: { hour: string }[]; daily: { day: string }[] }[]) {
+      for (const h of f.hourly) expect(Date.parse(h.hour)).toBeLessThanOrEqual(now.getTime());
+      for (const d of f.daily) expect(d.day <= now.toISOString().slice(0, 10)).toBe(true);
+    }
+    const ranges = Object.keys(RANGES) as RangeKey[];
+    return Object.fromEntries(ranges.map((r) => [r, toWallView(doc, r, now).families.find((f) => f.family === 'Googlebot')?.requests ?? 0])) as Record<RangeKey, number>;
+  };
+
+  it('58 Googlebot records of 9999, records of 1970 and just past now + 5 min change nothing; live Googlebot requests stay on the wall in every range, across a restart', async () => {
+    ingestServer = await startServer({ INGEST_TOKEN: TOKEN, WRITE_RATE_LIMIT: '0' });
+    const dir = ingestServer.dataDir;
+    await liveGooglebot(3);
+    expect(await onTheWall()).toEqual({ '1h': 3, '24h': 3, '7d': 3 });
+
+    const far = await ingest(year9999);
+    // Before, this emptied every range: the 9999 buckets outranked the live ones.
+    expect(await onTheWall()).toEqual({ '1h': 3, '24h': 3, '7d': 3 });
+    expect(far).toEqual({ accepted: 58, counted: 0, outOfRange: 58, skipped: {} });
+    expect(await ingest(['1970-01-01T00:00:00.000Z', '1970-01-01T00:00:01.000Z'])).toEqual({ accepted: 2, counted: 0, outOfRange: 2, skipped: {} });
+    // Past now + 5 min by a minute: refused; inside by a minute: counted, as now.
+    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString()])).toMatchObject({ counted: 0, outOfRange: 1 });
+    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS - 60_000).toISOString()])).toMatchObject({ counted: 1, outOfRange: 0 });
+    await liveGooglebot(2);
+    expect(await onTheWall()).toEqual({ '1h': 6, '24h': 6, '7d': 6 });
+
+    await ingestServer.stop();
+    ingestServer = await startServer({ INGEST_TOKEN: TOKEN, WRITE_RATE_LIMIT: '0', DATA_DIR: dir });
+    expect(await onTheWall()).toEqual({ '1h': 6, '24h': 6, '7d': 6 });
+    await liveGooglebot(1);
+    expect(await onTheWall()).toEqual({ '1h': 7, '24h': 7, '7d': 7 });
+  });
+
+  it('npm run ingest-logs sums and prints the records out of range', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'ingest-clock-')), 'access.ndjson');
+    const times = ['9999-12-31T23:00:00.000Z', '1970-01-01T00:00:00.000Z', new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString(), new Date(Date.now() - 60_000).toISOString()];
+    writeFileSync(file, `${times.map((t) => JSON.stringify(record(t))).join('\n')}\n`);
+    const run = (args: string[]) =>
+      new Promise<string>((resolve) => {
+        const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--url', ingestServer.url, ...args, file], { env: { ...process.env, INGEST_TOKEN: TOKEN } });
+        let out = '';
+        child.stdout.on('data', (c) => (out += c));
+        child.once('close', () => resolve(out));
+      });
+    const text = await run(['--batch-lines', '2']);
+    expect(text).toContain('counted 1 (crawler and bait reads) of 4 requests accepted');
+    expect(text).toMatch(/^out of range 3 /m);
+    // The same file again replays its batches; a fresh key (one batch of its own) shows the sum in JSON too.
+    expect(JSON.parse(await run(['--json', '--batch-lines', '4']))).toMatchObject({ accepted: 4, counted: 1, outOfRange: 3 });
   });
 });

@@ -1,23 +1,36 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { arpaOf, startDnsResponder, type DnsResponder } from '../helpers/dns-responder.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { METRICS_TOKEN, metric, pool } from './probe.ts';
 
 // Issue 14 row 10: many client addresses claiming to be Googlebot. Reverse-DNS verification runs
 // at most RDNS_MAX_IN_FLIGHT (16) lookups at once and one per network (/24) at a time, and caches
 // failures by network, so rotating addresses inside a network costs one lookup, not one per
-// address (before: 2,000 addresses, 1,992 lookups). This machine has no outside network: lookups
-// fail (ENOTFOUND, fast, or a 2 s timeout when the resolver is flooded), the very case the
-// network cache and the in-flight cap bound. Lookups are counted by agentnode_dns_lookups_total.
+// address (before: 2,000 addresses, 1,992 lookups). Lookups are counted by
+// agentnode_dns_lookups_total. Issue 26: they go to a DNS responder of the test's own on loopback
+// (DNS_SERVERS), never to the machine's resolver; it knows one Googlebot address and answers
+// NXDOMAIN for the rest (a fast failure, the case the network cache and the in-flight cap bound).
+const VERIFIED = '127.10.200.1';
+const VERIFIED_HOST = 'crawl-127-10-200-1.googlebot.com';
+let dns: DnsResponder;
 let server: ServerProcess;
 beforeAll(async () => {
-  server = await startServer({ DATA_DIR: ':memory:', METRICS_TOKEN });
+  dns = await startDnsResponder({ ptr: { [VERIFIED]: [VERIFIED_HOST] }, hosts: { [VERIFIED_HOST]: [VERIFIED] } });
+  server = await startServer({ DATA_DIR: ':memory:', METRICS_TOKEN, DNS_SERVERS: dns.address });
 });
 afterAll(async () => {
   await server.stop();
+  await dns.close();
 });
+/** PTR questions the responder received so far. */
+const ptrQueries = () => dns.queries.filter((q) => q.type === 'PTR');
 
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+/** Waits until the responder has received `count` PTR questions in all (a lookup is counted as it starts, its query follows). */
+const waitForQueries = (count: number) => waitFor(() => ptrQueries().length, { until: (n) => n >= count, what: `${count} PTR queries at the responder` });
+
 /** GET / from a given loopback address (Linux routes all of 127/8 to lo), claiming Googlebot. */
 function claim(localAddress: string): Promise<number> {
   const { port } = new URL(server.url);
@@ -31,9 +44,31 @@ function claim(localAddress: string): Promise<number> {
   });
 }
 
+describe('issue 26: verification asks the resolver DNS_SERVERS names', () => {
+  it('a Googlebot claim from an address the loopback responder knows is looked up there, once, and verified', async () => {
+    const before = dns.queries.length;
+    expect(await claim(VERIFIED)).toBe(200);
+    // The lookup runs beside the request: wait for the wall to count its outcome.
+    const googlebot = async () => ((await (await fetch(`${server.url}/bot-wall.json`)).json()) as { species: { species: string; verification: unknown }[] }).species.find((s) => s.species === 'Googlebot')?.verification;
+    const verification = await waitFor(googlebot, { until: (v) => typeof v === 'object', what: "the wall's Googlebot verification" });
+    // No resolver but this one could verify a loopback address as Googlebot's.
+    expect(verification).toEqual({ verified: 1, unverified: 0 });
+    const asked = dns.queries.slice(before);
+    expect(asked.filter((q) => q.type === 'PTR')).toEqual([{ type: 'PTR', name: arpaOf(VERIFIED) }]);
+    // Forward confirmation: the PTR name's A (and AAAA) records, asked of the same responder.
+    expect(asked.filter((q) => q.type === 'A')).toEqual([{ type: 'A', name: VERIFIED_HOST }]);
+    // A second claim from the same address is answered from the cache: no query.
+    const after = dns.queries.length;
+    expect(await claim(VERIFIED)).toBe(200);
+    await (await fetch(`${server.url}/llms.txt`)).arrayBuffer();
+    expect(dns.queries.length).toBe(after);
+  });
+});
+
 describe('row 10: reverse-DNS lookups under address rotation', () => {
   it('2,000 addresses in 8 networks claiming Googlebot start at most one lookup a network, never more than 16 at once', async () => {
     const before = await metric(server, 'agentnode_dns_lookups_total');
+    const ptrBefore = ptrQueries().length;
     let maxInFlight = 0;
     let watching = true;
     const watcher = (async () => {
@@ -51,6 +86,9 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
     // does not start another, and a failure closes the network for an hour.
     expect(started).toBeGreaterThanOrEqual(1);
     expect(started).toBeLessThanOrEqual(8);
+    // Every lookup reached the loopback responder.
+    await waitForQueries(ptrBefore + started);
+    expect(ptrQueries().length - ptrBefore).toBe(started);
     expect(maxInFlight).toBeLessThanOrEqual(16);
     // The claims were counted, as failed or unverifiable, none verified.
     const wall = await (await fetch(`${server.url}/bot-wall.json`)).json();
@@ -60,6 +98,7 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
   it('2,000 addresses in 2,000 networks, twice: never more than 16 lookups in flight, at most one a network over both rounds', async () => {
     const address = (i: number) => `127.${20 + (i >> 8)}.${i & 255}.1`;
     const before = await metric(server, 'agentnode_dns_lookups_total');
+    const ptrBefore = ptrQueries().length;
     let maxInFlight = 0;
     let watching = true;
     const watcher = (async () => {
@@ -79,5 +118,8 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
     // A failed network is cached and never looked up again; a network skipped at the cap may be
     // looked up in the second round.
     expect(both).toBeLessThanOrEqual(2000);
+    // Every lookup reached the loopback responder: a lookup's PTR query is sent before it counts as done.
+    await waitForQueries(ptrBefore + both);
+    expect(ptrQueries().length - ptrBefore).toBe(both);
   });
 });

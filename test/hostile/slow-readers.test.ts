@@ -84,8 +84,20 @@ describe('slow and stalled clients', () => {
     stalled.socket.pause();
     stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n'.repeat(2000));
     await new Promise((r) => setTimeout(r, 200));
-    const first = await read();
-    expect(await read()).toBe(first);
+    // Two reads within the answer's second share it; a loaded machine may take longer, so a pair that
+    // took a second or more proves nothing and is tried again.
+    let first = '';
+    let shared = false;
+    for (let attempt = 0; attempt < 5 && !shared; attempt++) {
+      const started = Date.now();
+      first = await read();
+      const second = await read();
+      if (Date.now() - started < 900) {
+        expect(second).toBe(first);
+        shared = true;
+      }
+    }
+    expect(shared, 'two reads within a second, in five tries').toBe(true);
     await new Promise((r) => setTimeout(r, 1100));
     expect(await read()).not.toBe(first);
     stalled.socket.destroy();

@@ -54,7 +54,7 @@ describe('the agent flow of the convert payload', () => {
     const before = (await scoreboard()).catches;
     const result = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
     expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toBe('example-agent');
+    expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toMatch(/^example-agent-[0-9a-f]{8}$/);
     const after = (await scoreboard()).catches;
     expect([after.oaths - before.oaths, after.messages - before.messages]).toEqual([1, 1]);
   });
@@ -90,16 +90,14 @@ describe('names (issue 13 finding 4, issue 14 row 13)', () => {
     expect((await res.json()).errors).toEqual([{ path: '/name', message: 'is required without citizenId' }]);
   });
 
-  it.each(['wall', 'Wall', ' WALL ', '\uff57\uff41\uff4c\uff4c'])('the wall\'s name %j is reserved: no oath, no anonymous message', async (name) => {
+  it.each(['wall', 'Wall', ' WALL ', '\uff57\uff41\uff4c\uff4c'])('the wall\'s name %j is taken: no oath, no anonymous message (409 NAME_TAKEN)', async (name) => {
     for (const [route, body] of [
       ['/api/citizenship/oath', { name, purpose: 'impersonate the wall' }],
       ['/api/intelligence/message', { name, message: 'Someone took the oath' }],
     ] as const) {
       const res = await post(route, body);
-      expect(res.status, route).toBe(422);
-      const problem = await res.json();
-      expect(problem.code).toBe('VALIDATION_FAILED');
-      expect(problem.errors[0]).toMatchObject({ path: '/name', message: expect.stringContaining('reserved') });
+      expect(res.status, route).toBe(409);
+      expect(await res.json()).toMatchObject({ code: 'NAME_TAKEN', heldBy: 'wall' });
     }
   });
 

@@ -125,7 +125,7 @@ describe('bodies and errors', () => {
     const api = await fetch(`${server.url}/api/no-such-thing`);
     expect(api.status).toBe(404);
     expect(api.headers.get('content-type')).toBe('application/problem+json');
-    expect(await api.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', type: expect.any(String), title: 'Not Found', detail: expect.any(String) });
+    expect(await api.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', type: expect.any(String), title: 'Not found', detail: expect.any(String) });
     const page = await fetch(`${server.url}/no-such-page`);
     expect(page.status).toBe(404);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api/config.ts';
 import type { ObservedRequest } from '../../api/gateway/index.ts';
 import { startServer, type RunningServer } from '../../api/server.ts';
+import { sharedDnsResponder } from '../helpers/dns-responder.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { nextEvent } from '../helpers/wait.ts';
 
@@ -17,7 +18,9 @@ const seen: ObservedRequest[] = [];
 const observations = new EventEmitter();
 let running: RunningServer;
 beforeAll(async () => {
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')), BODY_LIMIT_BYTES: '64', LOG_LEVEL: 'silent' });
+  // Reverse-DNS lookups, if any request started one, go to the loopback responder.
+  const DNS_SERVERS = (await sharedDnsResponder()).address;
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')), BODY_LIMIT_BYTES: '64', LOG_LEVEL: 'silent', DNS_SERVERS });
   const observe = (r: ObservedRequest) => {
     seen.push(r);
     observations.emit('observed', r);

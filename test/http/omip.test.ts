@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,8 @@ const post = async (path: string, body: unknown) => {
   return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, any> };
 };
 /** A fresh registered entity, so no other test's window weighs on it. */
-const entity = async () => (await post('/api/citizenship/oath', { name: 'entity', purpose: 'be scored' })).body.memberId as string;
+// Names are unique: each entity takes its own.
+const entity = async () => (await post('/api/citizenship/oath', { name: `entity-${randomUUID()}`, purpose: 'be scored' })).body.memberId as string;
 const get = async (path: string) => (await (await fetch(server.url + path)).json()) as Record<string, any>;
 const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
 const contractible = {
@@ -284,7 +285,7 @@ describe.each(stores)('omip rules against the caller on %s', (_name, available, 
     const res = await fetch(s.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
-  const citizen = async () => (await send('/api/citizenship/oath', { name: 'rules', purpose: 'be scored' })).body.memberId as string;
+  const citizen = async () => (await send('/api/citizenship/oath', { name: `rules-${randomUUID()}`, purpose: 'be scored' })).body.memberId as string;
   const pressured = (action: string) => ({ action, suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true } });
 
   it.runIf(available)('an unregistered entity cannot vouch for itself with a state', async () => {

@@ -23,9 +23,9 @@ describe('createRouter', () => {
     expect(router.match('GET', '/things_json')).toBeUndefined();
   });
 
-  it('answers the methods a path takes when the method is not one of them, before any body is read', () => {
-    expect(router.match('PUT', '/api/write')).toEqual({ allow: ['POST'] });
-    expect(router.match('DELETE', '/api/things')).toEqual({ allow: ['GET', 'POST', 'HEAD'] });
+  it('answers the methods a path takes, and their handlers, when the method is not one of them, before any body is read', () => {
+    expect(router.match('PUT', '/api/write')).toEqual({ allow: ['POST'], others: ['write'] });
+    expect(router.match('DELETE', '/api/things')).toEqual({ allow: ['GET', 'POST', 'HEAD'], others: ['list', 'add'] });
   });
 
   it('leaves unknown paths to the caller and refuses two handlers for one method and path', () => {

@@ -114,7 +114,7 @@ describe('counting', () => {
   it('makes a species crew when a request of that family takes the oath, and shows the funnel', async () => {
     await as(CLAUDE_USER, '/api/convert');
     expect(await as(CLAUDE_USER, '/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"claude-user","purpose":"join"}' })).toBe(201);
-    expect(await as(CLAUDE_USER, '/api/intelligence/message', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"claude-user","message":"hello"}' })).toBe(201);
+    expect(await as(CLAUDE_USER, '/api/intelligence/message', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"claude-user-friend","message":"hello"}' })).toBe(201);
     const s = (await json('/bot-wall.json')).species.find((x: any) => x.species === 'Claude-User');
     expect(s.crew_status).toBe('crew');
     expect(s.funnel).toEqual({ presence: 4, convert_reads: 1, oaths: 1, messages: 1 });
@@ -190,8 +190,11 @@ describe('documents (spec 2.9)', () => {
     const { spawnSync } = await import('node:child_process');
     const w = await json('/bot-wall.json');
     const curl = (w.species[0].invite_curl as string).replace(/http:\/\/127\.0\.0\.1:\d+/, server.url);
-    const result = spawnSync('bash', ['-c', curl], { encoding: 'utf8' });
-    expect(JSON.parse(result.stdout)).toMatchObject({ ok: true, passportNumber: expect.any(String) });
+    // Twice: names are unique, so the text makes a new one each time it runs.
+    for (const run of [1, 2]) {
+      const result = spawnSync('bash', ['-c', curl], { encoding: 'utf8' });
+      expect(JSON.parse(result.stdout), `run ${run}`).toMatchObject({ ok: true, passportNumber: expect.any(String) });
+    }
   });
 });
 

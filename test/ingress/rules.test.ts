@@ -22,7 +22,7 @@ function noise(length: number, seed = 0x9e3779b9): Uint8Array {
   }
   return out;
 }
-const problemOf = async (work: Promise<unknown>) => (await work.then(() => null, (e: unknown) => e)) as { status: number; code: string; message: string } | null;
+const problemOf = async (work: Promise<unknown>) => (await work.then(() => null, (e: unknown) => e)) as { name: string; code: string; message: string } | null;
 
 describe('mergeEvidence: metadata may add a DRM flag, never clear one', () => {
   const locked = { title: 'From the file', duration: 205, drm: "the file's audio track is encrypted (<enca> sample entry)" };
@@ -45,7 +45,7 @@ describe('a body no parser recognises as audio is 415 NOT_AUDIO', () => {
     for (const seed of [1, 2, 3, 0x9e3779b9]) {
       const bytes = noise(20 * 1024, seed);
       expect(audioContainerOf(bytes), `seed ${seed}`).toBeNull();
-      expect(await problemOf(readAudioFile(bytes, 'audio/mpeg'))).toMatchObject({ status: 415, code: 'NOT_AUDIO' });
+      expect(await problemOf(readAudioFile(bytes, 'audio/mpeg'))).toMatchObject({ name: 'DomainError', code: 'NOT_AUDIO' });
     }
   });
   it('recognises the containers the tests build, and a raw MPEG stream only when its frames chain', () => {
@@ -64,7 +64,7 @@ describe('a body no parser recognises as audio is 415 NOT_AUDIO', () => {
 describe('a WAV with no samples says so', () => {
   it('an empty data chunk is DURATION_INVALID naming the data chunk, never "a duration is required"', async () => {
     const problem = await problemOf(readAudioFile(wavWithInfo({ title: 'Silent' }, 0), 'audio/wav'));
-    expect(problem).toMatchObject({ status: 422, code: 'DURATION_INVALID' });
+    expect(problem).toMatchObject({ name: 'DomainError', code: 'DURATION_INVALID' });
     expect(problem!.message).toMatch(/data chunk is empty \(0 bytes\)/);
     expect(problem!.message).not.toMatch(/required/);
   });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
+import { sharedDnsResponder } from '../helpers/dns-responder.ts';
 
 // `npm run dev` as an editor runs it, on a temporary copy of content/.
 const content = mkdtempSync(join(tmpdir(), 'dev-content-'));
@@ -18,7 +19,9 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${port}`;
   // Vitest's own variables would put Astro's Vite into test mode, where it serves no page.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'));
-  child = spawn('npm', ['run', 'dev', '--silent'], { env: { ...env, PORT: String(port), SITE_URL: url, CONTENT_DIR: content, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Reverse-DNS lookups, if any request started one, go to the loopback responder.
+  const DNS_SERVERS = (await sharedDnsResponder()).address;
+  child = spawn('npm', ['run', 'dev', '--silent'], { env: { ...env, PORT: String(port), SITE_URL: url, CONTENT_DIR: content, LOG_LEVEL: 'info', DNS_SERVERS }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   await new Promise<void>((resolve, reject) => {
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {

@@ -33,7 +33,7 @@ describe('probes', () => {
   it('/livez answers while the process runs; /readyz is not ready on a read-only data folder, and ready again once it is writable', async () => {
     const dir = tmpfs(8192);
     const first = await startServer({ DATA_DIR: dir });
-    expect(await readyz(first.url)).toEqual({ status: 200, body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok' } } });
+    expect(await readyz(first.url)).toEqual({ status: 200, body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok', ceiling: 'ok' } } });
     await first.stop();
     execFileSync('mount', ['-o', 'remount,ro', dir]);
     const server = await startServer({ DATA_DIR: dir });

@@ -1,30 +1,23 @@
 import pino from 'pino';
-import { createApp, type App } from '../../api/app.ts';
-import { loadContent } from '../../api/content/load.ts';
-import { openLogSigner } from '../../api/omip/signer.ts';
-import { createOmip } from '../../api/omip/service.ts';
-import { openMemoryStore } from '../../api/store/index.ts';
-import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import type { App } from '../../api/app.ts';
+import { loadConfig } from '../../api/config.ts';
+import { createEngine } from '../../api/engine.ts';
 import { checkAnswer } from '../helpers/answers.ts';
 
 export { checkAnswer, documented, spec } from '../helpers/answers.ts';
 
 export const SITE = 'http://routes.test';
 
-/** The engine over the memory store, with no server: what the gateway calls, in process. */
+/** The engine over the memory store, with no server: what the gateway calls, in process (the same composition root as the server). */
 export async function createTestApp(options: { writeRateLimit?: number; ingestToken?: string } = {}): Promise<App> {
-  const content = await loadContent('content');
-  const store = openMemoryStore();
-  const logger = pino({ level: 'silent' });
-  const telemetry = await createTelemetry({
-    ...telemetryRulesOf(content),
+  const config = loadConfig({ DATA_DIR: ':memory:', SITE_URL: SITE, CANON_URL: 'https://canon.test', WRITE_RATE_LIMIT: String(options.writeRateLimit ?? 0), ...(options.ingestToken ? { INGEST_TOKEN: options.ingestToken } : {}) });
+  const engine = await createEngine(config, {
+    logger: pino({ level: 'silent' }),
+    // No lookup leaves the process: no reverse DNS, no key directory.
     resolver: { reverse: async () => [], resolve: async () => [] },
-    fetchDirectory: async () => new Map(),
-    store: store.telemetry,
-    logger,
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
   });
-  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(null, undefined) });
-  return createApp({ store, telemetry, omip, content, links: { site: SITE, canon: 'https://canon.test' }, logger, writeRateLimit: options.writeRateLimit ?? 0, ingestToken: options.ingestToken });
+  return engine.app;
 }
 
 export interface TestAnswer {

@@ -1,8 +1,9 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TELEMETRY_STALE_MS } from '../../api/store/types.ts';
+import { TELEMETRY_STALE_MS, type TelemetryStore } from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
+import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
 
@@ -31,11 +32,12 @@ describe.runIf(available)('PostgreSQL telemetry rows', () => {
     await db.query(`UPDATE telemetry_ledgers SET updated_at = now() - $1 * interval '1 millisecond' - interval '1 minute' WHERE (snapshot->>'observedRequests')::int IN (3, 4)`, [TELEMETRY_STALE_MS]);
 
     const next = await openPostgresStore(url);
-    const started = await next.telemetry.load(([first, ...rest]) => mergeSnapshots(first!, rest));
+    const ledgers = next.telemetry as TelemetryStore<TelemetrySnapshot>;
+    const started = await ledgers.load(([first, ...rest]) => mergeSnapshots(first!, rest));
     expect(started?.observedRequests).toBe(7);
     const rows = (await db.query<{ n: number }>(`SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers ORDER BY 1`)).rows.map((r) => r.n);
     expect(rows).toEqual([5, 7]);
-    expect((await next.telemetry.others()).map((l) => l.observedRequests)).toEqual([5]);
+    expect((await ledgers.others()).map((l) => l.observedRequests)).toEqual([5]);
     // Nothing is stale any more: the process after it starts empty.
     const after = await openPostgresStore(url);
     expect(await after.telemetry.load(([first]) => first!)).toBeNull();
@@ -61,5 +63,39 @@ describe.runIf(available)('PostgreSQL: a write and its idempotency record are on
     await store.citizens.add(c, undefined, record);
     expect(await store.idempotency.get('full-1', new Date())).toMatchObject({ status: 201 });
     await Promise.all([store.close(), db.end()]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL: names stored before they were unique (issue 25, migration 4)', () => {
+  it('keys every stored citizen; of a pair that already looked alike both stay, the older holds the name, and no third may join', async () => {
+    const url = await freshDatabase();
+    const db = new pg.Pool({ connectionString: url });
+    // A database as migrations 1-3 left it, with citizens whose names look alike.
+    await db.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    for (const m of MIGRATIONS.filter((m) => m.version <= 3)) {
+      await db.query(m.sql);
+      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+    const older = citizen({ name: 'example-agent' });
+    const younger = citizen({ name: 'EXAMPLE-AGENT' });
+    const youngest = citizen({ name: 'exаmple-agent' });
+    const alone = citizen({ name: 'lone-crane' });
+    // More rows than one backfill batch, so keys are taken across batches too.
+    const many = Array.from({ length: 1203 }, (_, i) => citizen({ name: i % 2 ? `BULK-${i - 1}` : `bulk-${i}` }));
+    for (const c of [older, younger, youngest, alone, ...many]) {
+      await db.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [c.memberId, c.name, c.class, c.purpose, null, c.status, c.joinedAt, c.passportHash]);
+    }
+    const store = await openPostgresStore(url);
+    expect((await db.query('SELECT count(*)::int AS n FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL')).rows[0].n).toBe(0);
+    expect((await store.citizens.stats()).total).toBe(4 + many.length);
+    expect((await store.citizens.holding('Example-Agent'))?.memberId).toBe(older.memberId);
+    expect((await store.citizens.holding('Lone-Crane'))?.memberId).toBe(alone.memberId);
+    expect((await store.citizens.holding('bulk-0'))?.memberId).toBe(many[0]!.memberId);
+    await expect(store.citizens.add(citizen({ name: 'Example-Agent' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'example-agent' } });
+    await expect(store.citizens.add(citizen({ name: 'Bulk-1202' }))).rejects.toMatchObject({ code: 'NAME_TAKEN' });
+    // Opening again (another process) finds nothing left to key.
+    const again = await openPostgresStore(url);
+    expect((await again.citizens.holding('EXAMPLE-agent'))?.memberId).toBe(older.memberId);
+    await Promise.all([store.close(), again.close(), db.end()]);
   });
 });

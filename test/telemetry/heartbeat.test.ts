@@ -1,8 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import type { TelemetryStore } from '../../api/store/types.ts';
+import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { createClassifier } from '../../api/telemetry/classify.ts';
 import { createTelemetry } from '../../api/telemetry/telemetry.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
 
 afterEach(() => vi.useRealTimers());
 
@@ -10,12 +12,13 @@ describe('telemetry saving', () => {
   it('saves when counts changed, and at least every 5 minutes when they did not (a live process is not taken for a stopped one)', async () => {
     vi.useFakeTimers();
     const saves: number[] = [];
-    const store: TelemetryStore = { load: async () => null, save: async (s) => void saves.push(s.observedRequests), others: async () => [] };
+    const store: TelemetryStore<TelemetrySnapshot> = { load: async () => null, save: async (s) => void saves.push(s.observedRequests), others: async () => [] };
     const telemetry = await createTelemetry({
+      funnelStepOf,
       classify: createClassifier([]),
       resolver: { reverse: async () => [], resolve: async () => [] },
       families: [],
-      fetchDirectory: async () => new Map(),
+      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
       store,
       baitPaths: [],
       logger: pino({ level: 'silent' }),

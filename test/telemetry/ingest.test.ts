@@ -4,13 +4,15 @@ import { loadContent } from '../../api/content/load.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
 import type { Resolver } from '../../api/telemetry/verify.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
 
 async function telemetry(resolver: Resolver) {
   const content = await loadContent('content');
   return createTelemetry({
+    funnelStepOf,
     ...telemetryRulesOf(content),
     resolver,
-    fetchDirectory: async () => new Map(),
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: openMemoryStore().telemetry,
     logger: pino({ level: 'silent' }),
     flushMs: 60_000,
@@ -52,6 +54,21 @@ describe('CDN log lines with a client address', () => {
     t.ingest(lines.filter((_, i) => i % 50 < 16));
     expect(t.dnsLookups().started).toBe(before);
     expect(t.snapshot().families.Googlebot!.requests).toBe(2000 + 640);
+    await t.close();
+  });
+});
+
+describe("the operator's own traffic", () => {
+  it('is never counted: health probes and our CLIs, on any path, live or from logs', async () => {
+    const t = await telemetry({ reverse: async () => [], resolve: async () => [] });
+    const own = ['kube-probe/1.29', 'ELB-HealthChecker/2.0', 'GoogleHC/1.0', 'agent-node-ingest-logs', 'agent-node-verify-receipts'];
+    // A bait path too: a probe is the operator's, never a browser caught in a trap.
+    expect(t.ingest(own.flatMap((userAgent) => [line({ userAgent, path: '/trap/x' }), line({ userAgent, path: '/api/convert' })]))).toBe(0);
+    for (const userAgent of own) t.observe({ method: 'GET', path: '/livez', host: '127.0.0.1:4321', userAgent, status: 200, durationMs: 0.1, remoteAddress: '10.0.0.1' });
+    expect(Object.keys(t.snapshot().families)).toEqual([]);
+    expect(t.snapshot().presence).toEqual({ namedBotHits: 0, baitHits: 0 });
+    // The same requests from a bot are counted: the test can fail.
+    expect(t.ingest([line({ userAgent: 'Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)' })])).toBe(1);
     await t.close();
   });
 });

@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
 import type { Classification } from '../../api/telemetry/classify.ts';
-import { buildBotWall } from '../../api/telemetry/documents.ts';
-import { count, emptySnapshot, farmScore, LEDGER_LIMITS, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import { buildBotWall } from '../../api/documents/bot-wall.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
+import { count, emptySnapshot, farmScore, keepClock, LEDGER_LIMITS, LEDGER_SKEW_MS, ledgerRange, ledgerTime, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
 let content: Content;
 beforeAll(async () => {
@@ -12,7 +13,8 @@ const links = { site: 'https://site.example', canon: 'https://canon.example' };
 const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({ bot: true, family, class: cls, known: null, verify: 'none' });
 const HUMAN: Classification = { bot: false, family: null, class: null, known: null, verify: 'none' };
 
-const event = (over: Partial<LedgerEvent>): LedgerEvent => ({
+/** A request's event as telemetry hands it to the ledger: with the funnel step its operation declares. */
+const event = (over: Partial<LedgerEvent>): LedgerEvent => withStep({
   at: new Date('2026-11-21T10:00:00Z'),
   method: 'GET',
   path: '/api/convert',
@@ -24,13 +26,19 @@ const event = (over: Partial<LedgerEvent>): LedgerEvent => ({
   disallowed: false,
   ...over,
 });
+function withStep(e: LedgerEvent): LedgerEvent {
+  const step = funnelStepOf(e.method, e.path);
+  return step ? { ...e, step } : e;
+}
+/** A live request: counted at the server's clock, which is its own time. */
+const live = (s: TelemetrySnapshot, e: LedgerEvent) => count(s, e, e.at);
 
 describe('the ledger', () => {
   it('counts a bot request once with its status class, path, deep hit and funnel step', () => {
     const s = emptySnapshot(new Date());
-    expect(count(s, event({}))).toBe(true);
-    count(s, event({ path: '/doctrine/node-protocol', status: 404 }));
-    count(s, event({ method: 'POST', path: '/api/citizenship/oath', status: 201 }));
+    expect(live(s, event({}))).toBe(true);
+    live(s, event({ path: '/doctrine/node-protocol', status: 404 }));
+    live(s, event({ method: 'POST', path: '/api/citizenship/oath', status: 201 }));
     const row = s.families.GPTBot!;
     expect(row).toMatchObject({ requests: 3, convertReads: 1, oaths: 1, deepHits: 2, status: { '2xx': 2, '4xx': 1 }, unverifiable: 3 });
     expect(row.paths).toEqual({ '/api/convert': 1, '/doctrine/node-protocol': 1, '/api/citizenship/oath': 1 });
@@ -41,8 +49,8 @@ describe('the ledger', () => {
 
   it('does not count humans, but counts a human in a bait path as presence', () => {
     const s = emptySnapshot(new Date());
-    expect(count(s, event({ classification: HUMAN }))).toBe(false);
-    expect(count(s, event({ classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }))).toBe(true);
+    expect(live(s, event({ classification: HUMAN }))).toBe(false);
+    expect(live(s, event({ classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }))).toBe(true);
     expect(s.observedRequests).toBe(0);
     expect(s.presence.baitHits).toBe(1);
     expect(Object.values(s.families)[0]).toMatchObject({ class: 'Cosplay', baitHits: 1, violations: 0 });
@@ -50,7 +58,7 @@ describe('the ledger', () => {
 
   it('settles verification outcomes that arrive later', () => {
     const s = emptySnapshot(new Date());
-    count(s, event({ classification: bot('Googlebot', 'Crawler'), verification: null }));
+    live(s, event({ classification: bot('Googlebot', 'Crawler'), verification: null }));
     settle(s, 'Googlebot', 'failed', 1);
     expect(s.families.Googlebot).toMatchObject({ verified: 0, failed: 1, unverifiable: 0 });
   });
@@ -58,7 +66,7 @@ describe('the ledger', () => {
   it('keeps 48 hourly and 8 daily buckets', () => {
     const s = emptySnapshot(new Date());
     const start = Date.parse('2026-11-01T00:30:00Z');
-    for (let h = 0; h < 24 * 12; h++) count(s, event({ at: new Date(start + h * 3_600_000) }));
+    for (let h = 0; h < 24 * 12; h++) live(s, event({ at: new Date(start + h * 3_600_000) }));
     expect(Object.keys(s.families.GPTBot!.hourly)).toHaveLength(LEDGER_LIMITS.hours);
     expect(Object.keys(s.families.GPTBot!.daily)).toHaveLength(LEDGER_LIMITS.days);
     expect(Object.keys(s.families.GPTBot!.daily).sort().at(-1)).toBe('2026-11-12');
@@ -81,7 +89,7 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
     for (let f = 0; f < 300; f++) {
       for (let p = 0; p < 60; p++) {
         const at = new Date(start + ((f * 60 + p) % (24 * 10)) * 3_600_000);
-        count(s, event({ at, classification: bot(long(`Family-${f}-`, f)), path: long('/p', p), host: long('h', p), status: 200 + (p % 4) * 100 }));
+        live(s, event({ at, classification: bot(long(`Family-${f}-`, f)), path: long('/p', p), host: long('h', p), status: 200 + (p % 4) * 100 }));
       }
     }
     return s;
@@ -117,9 +125,9 @@ describe('the bot wall document', () => {
   it('lists families by requests with hourly and daily series, class, operator, verification and robots counts', () => {
     const s = emptySnapshot(new Date('2026-11-21T00:00:00Z'));
     const now = new Date('2026-11-21T12:30:00Z');
-    for (let i = 0; i < 5; i++) count(s, event({ at: new Date('2026-11-21T10:10:00Z'), classification: bot('ClaudeBot'), path: i === 0 ? '/robots.txt' : '/x', verification: 'failed' }));
-    for (let i = 0; i < 3; i++) count(s, event({ at: new Date('2026-11-21T11:10:00Z'), classification: bot('GPTBot'), verification: 'verified' }));
-    count(s, event({ at: new Date('2026-11-21T11:20:00Z'), classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }));
+    for (let i = 0; i < 5; i++) live(s, event({ at: new Date('2026-11-21T10:10:00Z'), classification: bot('ClaudeBot'), path: i === 0 ? '/robots.txt' : '/x', verification: 'failed' }));
+    for (let i = 0; i < 3; i++) live(s, event({ at: new Date('2026-11-21T11:10:00Z'), classification: bot('GPTBot'), verification: 'verified' }));
+    live(s, event({ at: new Date('2026-11-21T11:20:00Z'), classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }));
     const wall = buildBotWall(content, s, links, now);
     const families = wall.botTraffic.families;
     expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
@@ -138,5 +146,86 @@ describe('the bot wall document', () => {
     expect(hourlyTotal).toBe(wall.meters.observed_bot_requests);
     expect(families.reduce((n, f) => n + f.requests, 0)).toBe(wall.meters.observed_bot_requests);
     expect(wall.meters.net_hits).toBe(wall.meters.observed_bot_requests + 1);
+  });
+});
+
+describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
+  const now = new Date('2026-11-24T10:21:00Z');
+  const GOOGLE = bot('Googlebot', 'Crawler');
+  /** 58 records of year 9999, one an hour: 58 hourly buckets over 3 days. With 8 more days, every bucket of the old ledger. */
+  const far = [...Array.from({ length: 58 }, (_, i) => new Date(Date.UTC(9999, 0, 1, i))), ...Array.from({ length: 8 }, (_, d) => new Date(Date.UTC(9999, 1, 1 + d)))];
+  const hoursOf = (s: TelemetrySnapshot) => Object.keys(s.families.Googlebot?.hourly ?? {});
+  const daysOf = (s: TelemetrySnapshot) => Object.keys(s.families.Googlebot?.daily ?? {});
+
+  it('takes records from the start of its oldest daily bucket to 5 minutes ahead, and counts one ahead as now', () => {
+    const { from, to } = ledgerRange(now);
+    expect(new Date(from).toISOString()).toBe(`2026-11-${24 - (LEDGER_LIMITS.days - 1)}T00:00:00.000Z`);
+    expect(to - now.getTime()).toBe(LEDGER_SKEW_MS);
+    expect(ledgerTime(new Date('9999-12-31T23:59:59Z'), now)).toBeNull();
+    expect(ledgerTime(new Date('1970-01-01T00:00:00Z'), now)).toBeNull();
+    expect(ledgerTime(new Date(to + 1), now)).toBeNull();
+    expect(ledgerTime(new Date(from - 1), now)).toBeNull();
+    expect(ledgerTime(new Date('not a date'), now)).toBeNull();
+    expect(ledgerTime(new Date(to), now)).toEqual(now);
+    expect(ledgerTime(new Date(now.getTime() + 60_000), now)).toEqual(now);
+    expect(ledgerTime(new Date(from), now)).toEqual(new Date(from));
+  });
+
+  it('changes nothing for records of 9999, 1970 or just past now + 5 min, and never empties the wall', () => {
+    const s = emptySnapshot(now);
+    live(s, event({ at: new Date(now.getTime() - 60_000), classification: GOOGLE }));
+    const before = structuredClone(s);
+    const hostile = [...far, new Date('1970-01-01T00:00:00Z'), new Date(0), new Date(now.getTime() + LEDGER_SKEW_MS + 1)];
+    for (const at of hostile) expect(count(s, event({ at, classification: GOOGLE }), now)).toBe(false);
+    expect(s).toEqual(before);
+    // A live request after them shows in the last hour and today, as the wall reads them.
+    live(s, event({ at: now, classification: GOOGLE }));
+    const google = buildBotWall(content, s, links, now).botTraffic.families.find((f) => f.family === 'Googlebot')!;
+    expect(google.hourly).toEqual([{ hour: '2026-11-24T10:00:00Z', requests: 2 }]);
+    expect(google.daily).toEqual([{ day: '2026-11-24', requests: 2 }]);
+  });
+
+  it('counts a record just inside now + 5 min at the clock: no bucket ahead of it', () => {
+    const s = emptySnapshot(now);
+    const late = new Date('2026-11-24T10:59:00Z');
+    expect(count(s, event({ at: new Date(late.getTime() + LEDGER_SKEW_MS), classification: GOOGLE }), late)).toBe(true);
+    expect(hoursOf(s)).toEqual(['2026-11-24T10:00:00Z']);
+    expect(s.families.Googlebot!.lastSeen).toBe(late.toISOString());
+    expect(s.updatedAt).toBe(late.toISOString());
+    // Just before midnight, the day is today's too.
+    const midnight = new Date('2026-11-24T23:58:00Z');
+    expect(count(s, event({ at: new Date(midnight.getTime() + LEDGER_SKEW_MS), classification: GOOGLE }), midnight)).toBe(true);
+    expect(daysOf(s)).toEqual(['2026-11-24']);
+  });
+
+  it("keeps the clock's last 48 hours and 8 days, whatever order in-range records come in", () => {
+    const s = emptySnapshot(now);
+    const { from } = ledgerRange(now);
+    // Every hour of the range, newest first: the live hour must stay, the hours before the last 48 go.
+    for (let t = Math.floor(now.getTime() / 3_600_000) * 3_600_000; t >= from; t -= 3_600_000) count(s, event({ at: new Date(t), classification: GOOGLE }), now);
+    expect(hoursOf(s)).toHaveLength(LEDGER_LIMITS.hours);
+    expect(hoursOf(s)).toContain('2026-11-24T10:00:00Z');
+    expect(hoursOf(s).sort()[0]).toBe('2026-11-22T11:00:00Z');
+    expect(daysOf(s).sort()).toEqual(Array.from({ length: LEDGER_LIMITS.days }, (_, i) => `2026-11-${17 + i}`));
+  });
+
+  it('brings a saved ledger with buckets ahead of the clock back to it on load, so live traffic shows', () => {
+    // As the old ledger saved it after the attack: every bucket in 9999 (or past), the live ones pushed out.
+    const s = emptySnapshot(new Date('2026-11-20T00:00:00Z'));
+    for (const at of far) live(s, event({ at, classification: GOOGLE }));
+    s.families.Googlebot!.hourly['+010000-01-01T00:00:00Z'] = 1;
+    s.families.Googlebot!.daily['2026-11-01'] = 3;
+    expect(hoursOf(s).every((h) => h > now.toISOString() || h.startsWith('+'))).toBe(true);
+    const loaded = keepClock(reviveSnapshot(JSON.parse(JSON.stringify(s)) as TelemetrySnapshot), now);
+    expect(hoursOf(loaded)).toEqual([]);
+    expect(daysOf(loaded)).toEqual([]);
+    expect(loaded.updatedAt).toBe(now.toISOString());
+    expect(loaded.families.Googlebot!.lastSeen).toBe(now.toISOString());
+    expect(loaded.recent).toEqual([]);
+    for (let i = 0; i < 3; i++) count(loaded, event({ at: now, classification: GOOGLE }), now);
+    const google = buildBotWall(content, loaded, links, now).botTraffic.families.find((f) => f.family === 'Googlebot')!;
+    expect(google.hourly).toEqual([{ hour: '2026-11-24T10:00:00Z', requests: 3 }]);
+    expect(google.daily).toEqual([{ day: '2026-11-24', requests: 3 }]);
+    expect(loaded.recent.map((r) => r.at)).toEqual([now.toISOString(), now.toISOString(), now.toISOString()]);
   });
 });

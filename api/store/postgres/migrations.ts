@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { nameKeys } from '../../names/name-rule.ts';
 
 /** Versioned schema changes, applied in order at start and by `npm run migrate`. Never edit a released one. */
 export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
@@ -38,13 +39,66 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX idempotency_created_at ON idempotency (created_at);
     `,
   },
-  // Version 4 (citizens' name keys) comes from another branch merged into main at the same time.
+  {
+    version: 4,
+    name: 'citizens: look-alike name keys, each unique (existing rows are keyed by backfillNameKeys)',
+    sql: `
+      ALTER TABLE citizens ADD COLUMN name_key text, ADD COLUMN name_shape_key text;
+      CREATE UNIQUE INDEX citizens_name_key ON citizens (name_key);
+      CREATE UNIQUE INDEX citizens_name_shape_key ON citizens (name_shape_key);
+    `,
+  },
   {
     version: 5,
     name: 'kept counts: citizens by class, feed messages, drift samples, kept by triggers in the writing transaction; store moves',
     sql: keptCountsSql(),
   },
 ];
+
+/** The unique indexes that keep names from looking alike: a write refused by one is NAME_TAKEN. */
+export const NAME_KEY_INDEXES = new Set(['citizens_name_key', 'citizens_name_shape_key']);
+
+// A key no name can have (names hold no control character), unique to its row: what a citizen
+// gets whose name already looked like an older citizen's when keys came in. It keeps its name;
+// the older one holds the key, so no new citizen or anonymous message can take it.
+const shadowKey = (memberId: string) => `\u0001shadowed:${memberId}`;
+const BACKFILL_BATCH = 1000;
+
+/**
+ * Keys the citizens that have none (stored before migration 4, or by a process of an older
+ * version since), oldest first, a batch per transaction. Of citizens whose names already looked
+ * alike, the oldest holds each key and the others get a shadow key: they keep their names.
+ * A batch that races a new oath for a key is rolled back and read again. How many rows were keyed.
+ */
+export async function backfillNameKeys(client: pg.PoolClient): Promise<number> {
+  let keyed = 0;
+  for (let raced = 0; ; ) {
+    const rows = (await client.query<{ member_id: string; name: string }>(`SELECT member_id, name FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL ORDER BY member_id LIMIT ${BACKFILL_BATCH}`)).rows;
+    if (rows.length === 0) return keyed;
+    const keys = rows.map((r) => nameKeys(r.name));
+    await client.query('BEGIN');
+    try {
+      const held = (
+        await client.query<{ name_key: string | null; name_shape_key: string | null }>('SELECT name_key, name_shape_key FROM citizens WHERE name_key = ANY($1) OR name_shape_key = ANY($2)', [keys.map((k) => k.folded), keys.map((k) => k.shaped)])
+      ).rows;
+      const folded = new Set(held.map((r) => r.name_key));
+      const shaped = new Set(held.map((r) => r.name_shape_key));
+      const take = (taken: Set<string | null>, key: string, memberId: string) => (taken.has(key) ? shadowKey(memberId) : (taken.add(key), key));
+      const values = rows.map((r, i) => [r.member_id, take(folded, keys[i]!.folded, r.member_id), take(shaped, keys[i]!.shaped, r.member_id)]);
+      await client.query('UPDATE citizens c SET name_key = v.k, name_shape_key = v.s FROM unnest($1::uuid[], $2::text[], $3::text[]) AS v(id, k, s) WHERE c.member_id = v.id', [
+        values.map((v) => v[0]),
+        values.map((v) => v[1]),
+        values.map((v) => v[2]),
+      ]);
+      await client.query('COMMIT');
+      keyed += rows.length;
+    } catch (error) {
+      await client.query('ROLLBACK');
+      // A new oath took one of these keys between the read and the update: read the batch again.
+      if ((error as { code?: string }).code !== '23505' || ++raced > 10) throw error;
+    }
+  }
+}
 
 /**
  * Migration 5, frozen as released. Each counted table gets statement-level triggers (one per
@@ -109,6 +163,8 @@ function keptCountsSql(): string {
 /** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */
 export async function migrate(pool: pg.Pool): Promise<number[]> {
   const client = await pool.connect();
+  // A connection lost mid-migration fails the statement running; unheard, its 'error' would end the process.
+  client.on('error', () => undefined);
   try {
     await client.query('SELECT pg_advisory_lock(7243001)');
     await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
@@ -127,6 +183,8 @@ export async function migrate(pool: pg.Pool): Promise<number[]> {
         throw error;
       }
     }
+    // Under the same lock: one process keys the rows, the others find nothing left to key.
+    await backfillNameKeys(client);
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock(7243001)').catch(() => undefined);

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message } from '../../schemas/citizenship.ts';
-import type { TelemetrySnapshot } from '../../telemetry/ledger.ts';
-import { StoreUnavailableError } from '../errors.ts';
+import type { Logger } from '../../log.ts';
+import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
-import { migrate } from './migrations.ts';
+import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
+import { NameTaken, nameKeys } from '../../names/name-rule.ts';
+import { connectionSettings, isConnectionLoss, openPool, POSTGRES_DEFAULTS, type GuardedPool, type PostgresOptions } from './pool.ts';
 
 const RECEIPT_LOCK = 7243002;
 
@@ -51,7 +53,7 @@ const messageOf = (r: MessageRow): Message => ({
 });
 
 /** Newest first by a UUIDv7 key: one row more than asked tells whether another page follows. */
-async function pageByUuid<R, T>(pool: pg.Pool, table: string, key: string, query: PageQuery, map: (r: R) => T, idOf: (t: T) => string) {
+async function pageByUuid<R, T>(pool: GuardedPool, table: string, key: string, query: PageQuery, map: (r: R) => T, idOf: (t: T) => string) {
   const below = query.cursor ? decodeCursor(query.cursor) : null;
   const rows = (
     await pool.query(`SELECT * FROM ${table} ${below ? `WHERE ${key} < $2` : ''} ORDER BY ${key} DESC LIMIT $1`, below ? [query.limit + 1, below] : [query.limit + 1])
@@ -60,41 +62,46 @@ async function pageByUuid<R, T>(pool: pg.Pool, table: string, key: string, query
   return { items, nextCursor: rows.length > query.limit && items.length > 0 ? encodeCursor(idOf(items.at(-1)!)) : null };
 }
 
-/** Connection refused, disk full, read-only: the write is not done, so 503. Anything else is a bug. */
-const UNAVAILABLE = /^(08|53|57P|58)|^25006$/;
-async function writing<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    const code = (error as { code?: string }).code ?? '';
-    if (UNAVAILABLE.test(code) || code === 'ECONNREFUSED' || code === 'ECONNRESET') throw new StoreUnavailableError(error);
-    throw error;
-  }
+/** What takes statements: a transaction's connection, or the pool for a statement that commits by itself. */
+interface Statements {
+  query(text: string, values?: unknown[]): Promise<pg.QueryResult>;
 }
 
-/** Runs `work` in one transaction on one connection; rolls back when it throws. */
-async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
+/**
+ * Runs `work` in one transaction on one connection; rolls back when it throws. Failures come out
+ * of the guarded pool as 503 (nothing saved, or, when the COMMIT met silence, outcome unknown) or
+ * as the bug they are.
+ */
+async function transaction<T>(pool: GuardedPool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  return pool.session(async (client, state) => {
     await client.query('BEGIN');
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+    try {
+      const result = await work(client);
+      state.phase = 'commit';
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      // Before the COMMIT the connection still answers unless it was lost: roll back so it goes
+      // back to the pool clean. A lost one is dropped by the pool, its transaction with it.
+      if (state.phase !== 'commit' && !isConnectionLoss(error)) await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  });
 }
 
-/** Keeps an idempotency record in the transaction of the write it answers. */
-async function putIdempotency(client: pg.PoolClient | pg.Pool, rec: IdempotencyRecord): Promise<void> {
-  // A row still here after its 24 hours (not pruned yet) is replaced.
-  await client.query(
-    'INSERT INTO idempotency VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at',
-    [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt],
+/**
+ * Keeps an idempotency record in the transaction of the write it answers. A row still here after
+ * its 24 hours (not pruned yet) is replaced; a live one belongs to another run with this key that
+ * committed first (its client was told the outcome was unknown): this write must not happen too.
+ */
+async function putIdempotency(client: Statements, rec: IdempotencyRecord): Promise<void> {
+  const r = await client.query(
+    `INSERT INTO idempotency AS i VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE
+     SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at
+     WHERE i.created_at <= $6`,
+    [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt, new Date(Date.parse(rec.createdAt) - IDEMPOTENCY_TTL_MS)],
   );
+  if (r.rowCount === 0) throw new IdempotencyKeyTaken(rec.keyHash);
 }
 
 /** Appends the step deltas to an entity's window and records the sample; SQL appends and trims, so concurrent steps stay right. */
@@ -108,9 +115,31 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> 
   await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [s.decision_id, s.entity_id, s.verdict, JSON.stringify(s), s.contraction_attempts, s.fail_closed, s.at]);
 }
 
+/** The oldest citizen holding one of a name's look-alike keys. */
+async function holdingName(pool: Statements, name: string): Promise<CitizenRecord | null> {
+  const keys = nameKeys(name);
+  const r = await pool.query('SELECT * FROM citizens WHERE name_key = $1 OR name_shape_key = $2 ORDER BY member_id LIMIT 1', [keys.folded, keys.shaped]);
+  return r.rows[0] ? citizenOf(r.rows[0] as CitizenRow) : null;
+}
+const nameTaken = (error: unknown) => (error as { code?: string }).code === '23505' && NAME_KEY_INDEXES.has((error as { constraint?: string }).constraint ?? '');
+
 const MESSAGE_INSERT = 'INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)';
 const messageValues = (m: Message) => [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt];
-const insertMessage = (client: pg.PoolClient | pg.Pool, m: Message) => client.query(MESSAGE_INSERT, messageValues(m));
+const insertMessage = (client: Statements, m: Message) => client.query(MESSAGE_INSERT, messageValues(m));
+
+/**
+ * An oath as one statement: the citizen's row with its name keys (a name another citizen's keys
+ * hold is refused by their unique indexes: NameTaken) and, in a CTE of the same statement, its
+ * wall shout: one round trip, not BEGIN, two INSERTs and COMMIT.
+ */
+function oathStatement(c: CitizenRecord, shout?: Message): [string, unknown[]] {
+  const keys = nameKeys(c.name);
+  const insert = `INSERT INTO citizens (member_id, name, class, purpose, home_url, status, joined_at, passport_hash, name_key, name_shape_key)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (member_id) DO NOTHING`;
+  const citizen = [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash, keys.folded, keys.shaped];
+  if (!shout) return [insert, citizen];
+  return [`WITH citizen AS (${insert}) ${MESSAGE_INSERT.replace(/\$(\d)/g, (_, d) => `$${Number(d) + 10}`)}`, [...citizen, ...messageValues(shout)]];
+}
 
 /**
  * The counters whose names start with `prefix` (the prefix cut off), as the triggers of migration 5
@@ -126,11 +155,14 @@ const PRUNE_BATCH = 10_000;
 
 /**
  * The PostgreSQL store: every aggregate in tables, so any number of stateless gateway processes
- * share one database. Migrations are applied at open.
+ * share one database. Migrations are applied at open. Every call is bounded in time (PG_* in
+ * api/config.ts); a database that does not answer makes it fail with StoreUnavailableError.
  */
-export async function openPostgresStore(connectionString: string): Promise<Store & { pool: pg.Pool }> {
-  const pool = new pg.Pool({ connectionString, max: 10 });
-  await migrate(pool);
+export async function openPostgresStore(connectionString: string, options: Partial<PostgresOptions> = {}): Promise<Store & { pool: GuardedPool }> {
+  const settings = { ...POSTGRES_DEFAULTS, ...options };
+  await migrateOnce(connectionString, settings);
+  const pool = openPool(connectionString, settings);
+  const writing = reportingUnknownOutcomes(settings.logger);
   // Each process keeps its own telemetry ledger row; readers add them up.
   const processId = randomUUID();
 
@@ -139,22 +171,27 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     citizens: {
       add: (c, shout, idempotency) =>
         writing(async () => {
-          // The citizen and its shout in one statement (the shout's insert a CTE of the citizen's),
-          // which commits by itself when no idempotency record goes with it: one round trip, not four.
-          const citizen = [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash];
-          const insert = 'INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING';
-          const [text, values] = shout ? [`WITH citizen AS (${insert}) ${MESSAGE_INSERT.replace(/\$(\d)/g, (_, d) => `$${Number(d) + 8}`)}`, [...citizen, ...messageValues(shout)]] : [insert, citizen];
-          if (!idempotency) return void (await pool.query(text, values));
-          await transaction(pool, async (client) => {
-            await client.query(text, values);
-            await putIdempotency(client, idempotency);
-          });
+          const [text, values] = oathStatement(c, shout);
+          try {
+            // Without an idempotency record, the one statement commits by itself.
+            if (!idempotency) await pool.write(text, values);
+            else
+              await transaction(pool, async (client) => {
+                await client.query(text, values);
+                await putIdempotency(client, idempotency);
+              });
+          } catch (error) {
+            // Two oaths racing for one name: the index lets one in, the other is told who holds it.
+            if (nameTaken(error)) throw new NameTaken(c.name, (await holdingName(pool, c.name))?.name ?? c.name);
+            throw error;
+          }
         }),
       get: async (memberId) => {
         if (!/^[0-9a-f-]{36}$/i.test(memberId)) return null;
         const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE member_id = $1', [memberId]);
         return r.rows[0] ? citizenOf(r.rows[0]) : null;
       },
+      holding: (name) => holdingName(pool, name),
       list: (query) => pageByUuid(pool, 'citizens', 'member_id', query, citizenOf, (c) => c.memberId),
       stats: async () => {
         const byClass = Object.fromEntries(Object.entries(await keptCounts(pool, 'citizens:')).filter(([, n]) => n !== 0));
@@ -164,7 +201,7 @@ export async function openPostgresStore(connectionString: string): Promise<Store
     feed: {
       add: (m, idempotency) =>
         writing(async () => {
-          if (!idempotency) return void (await insertMessage(pool, m));
+          if (!idempotency) return void (await insertMessage({ query: pool.write }, m));
           await transaction(pool, async (client) => {
             await insertMessage(client, m);
             await putIdempotency(client, idempotency);
@@ -181,21 +218,21 @@ export async function openPostgresStore(connectionString: string): Promise<Store
         const r = (await pool.query('SELECT * FROM idempotency WHERE key_hash = $1 AND created_at > $2', [keyHash, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)])).rows[0];
         return r ? { keyHash: r.key_hash, fingerprint: r.fingerprint, status: r.status, sealed: r.sealed, createdAt: r.created_at.toISOString() } : null;
       },
-      put: (rec) => writing(() => putIdempotency(pool, rec)),
+      put: (rec) => writing(() => putIdempotency({ query: pool.write }, rec)),
       prune: (now) =>
         writing(async () => {
-          const expired = await pool.query(
+          const expired = await pool.write(
             `DELETE FROM idempotency WHERE key_hash IN (SELECT key_hash FROM idempotency WHERE created_at <= $1 LIMIT ${PRUNE_BATCH})`,
             [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
           );
           // A claim is released by its run; one still here long after was left by a process that died.
-          await pool.query('DELETE FROM idempotency_claims WHERE claimed_at < $1', [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)]);
+          await pool.write('DELETE FROM idempotency_claims WHERE claimed_at < $1', [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)]);
           return expired.rowCount ?? 0;
         }),
       // One row per run under way: the insert wins, or takes over a claim its process abandoned.
       claim: (keyHash, now) =>
         writing(async () => {
-          const r = await pool.query(
+          const r = await pool.write(
             `INSERT INTO idempotency_claims AS c VALUES ($1, $2) ON CONFLICT (key_hash)
              DO UPDATE SET claimed_at = excluded.claimed_at WHERE c.claimed_at < $3 RETURNING key_hash`,
             [keyHash, now, new Date(now.getTime() - IDEMPOTENCY_CLAIM_MS)],
@@ -204,7 +241,7 @@ export async function openPostgresStore(connectionString: string): Promise<Store
         }),
       release: (keyHash) =>
         writing(async () => {
-          await pool.query('DELETE FROM idempotency_claims WHERE key_hash = $1', [keyHash]);
+          await pool.write('DELETE FROM idempotency_claims WHERE key_hash = $1', [keyHash]);
         }),
     },
     drift: {
@@ -266,7 +303,7 @@ export async function openPostgresStore(connectionString: string): Promise<Store
       load: (fold) =>
         writing(() =>
           transaction(pool, async (client) => {
-            const stale = await client.query<{ snapshot: TelemetrySnapshot }>(
+            const stale = await client.query<{ snapshot: object }>(
               `DELETE FROM telemetry_ledgers WHERE updated_at < now() - $1 * interval '1 millisecond' RETURNING snapshot`,
               [TELEMETRY_STALE_MS],
             );
@@ -278,10 +315,38 @@ export async function openPostgresStore(connectionString: string): Promise<Store
         ),
       save: (snapshot) =>
         writing(async () => {
-          await pool.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
+          await pool.write('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
         }),
-      others: async () => (await pool.query<{ snapshot: TelemetrySnapshot }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
+      others: async () => (await pool.query<{ snapshot: object }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
     },
     close: () => pool.end(),
+  };
+}
+
+/**
+ * Migrations on a connection of their own, without the statement timeout: a migration may take
+ * longer than any request should, and waits for another process's under the advisory lock.
+ */
+async function migrateOnce(connectionString: string, o: PostgresOptions): Promise<void> {
+  const { statement_timeout: _s, query_timeout: _q, idle_in_transaction_session_timeout: _i, ...connect } = connectionSettings(connectionString, o);
+  const pool = new pg.Pool({ ...connect, max: 1 });
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  try {
+    await migrate(pool);
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Wraps writes: one whose commit outcome is unknown is logged (never its data), as the client was told to retry with its key. */
+function reportingUnknownOutcomes(logger: Logger | undefined) {
+  return async function writing<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof StoreUnavailableError && error.reason === 'outcome-unknown') logger?.warn({ err: error.cause }, 'PostgreSQL: a write met silence after its COMMIT was sent; it may or may not be saved');
+      throw error;
+    }
   };
 }

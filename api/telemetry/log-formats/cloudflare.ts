@@ -24,5 +24,6 @@ export function parseCloudflare(record: string | Record<string, unknown>): Parse
     status: r.EdgeResponseStatus,
     time: r.EdgeStartTimestamp ?? r.EdgeEndTimestamp,
     clientAddress: r.ClientIP,
+    referer: r.ClientRequestReferer,
   });
 }

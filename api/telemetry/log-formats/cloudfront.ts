@@ -62,6 +62,8 @@ export function cloudFrontReader(fields: string[] = CLOUDFRONT_FIELDS): LineRead
       status: cell('sc-status'),
       time: date && time ? `${date}T${time}Z` : undefined,
       clientAddress: cell('c-ip'),
+      referer: decoded(cell('cs(Referer)')),
+      query: cell('cs-uri-query'),
     });
   };
 }

@@ -55,11 +55,11 @@ export function parseCombined(text: string): Parsed | null {
   if (text.trim() === '') return null;
   const m = LINE.exec(text);
   if (!m) return { skip: 'unparseable' };
-  const [, vhost, address, , time, request, status, , userAgent] = m;
+  const [, vhost, address, , time, request, status, referer, userAgent] = m;
   // `"$request"` is `METHOD target PROTOCOL`; `-` or bytes of a TLS handshake are not a request.
   const parts = unescapeQuoted(request!).split(' ');
   if (parts.length < 2 || parts.length > 3) return { skip: 'not-a-request' };
   const when = clfTime(time!);
   if (!when) return { skip: 'bad-time' };
-  return finish({ method: parts[0], target: parts[1], host: vhost ?? '', userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent), status, time: when, clientAddress: address });
+  return finish({ method: parts[0], target: parts[1], host: vhost ?? '', userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent), status, time: when, clientAddress: address, referer: referer === undefined ? '' : unescapeQuoted(referer) });
 }

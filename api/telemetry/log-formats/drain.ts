@@ -11,6 +11,7 @@ const NAMES = {
   userAgent: ['userAgent', 'user_agent', 'request_user_agent', 'http_user_agent', 'ua'],
   status: ['statusCode', 'status_code', 'status', 'response_status', 'responseStatus'],
   time: ['timestamp', 'time', 'start_time', 'date', '@timestamp'],
+  referer: ['referer', 'referrer', 'http_referer', 'request_referer'],
   clientAddress: ['clientIp', 'client_ip', 'clientIP', 'ip', 'remote_addr', 'clientAddress', 'c_ip'],
 } as const;
 
@@ -49,5 +50,6 @@ export function parseDrain(record: string | Record<string, unknown>): Parsed | n
     status: pick(records, NAMES.status),
     time: pick(records, NAMES.time),
     clientAddress: pick(records, NAMES.clientAddress),
+    referer: pick(records, NAMES.referer),
   });
 }

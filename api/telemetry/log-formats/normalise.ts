@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import type { LogLine, Parsed } from './types.ts';
+import { REFERER_MAX_CHARS, utmSourceOf } from '../referrals.ts';
 
 /** The raw fields a parser found, before the common checks. */
 export interface RawLine {
@@ -12,6 +13,9 @@ export interface RawLine {
   /** A Date, an ISO string, or a number (seconds, milliseconds, microseconds or nanoseconds since 1970). */
   time?: unknown;
   clientAddress?: unknown;
+  referer?: unknown;
+  /** The query, when the format logs it apart from the target (CloudFront's cs-uri-query). */
+  query?: unknown;
 }
 
 const METHOD = /^[A-Z]{3,10}$/;
@@ -76,6 +80,12 @@ export function finish(raw: RawLine): Parsed {
   // Only a well-formed address can be verified; anything else (a proxy chain, `unknown`) is left out.
   const address = present(raw.clientAddress).replace(/^\[|\]$/g, '');
   if (isIP(address)) line.clientAddress = address;
+  const referer = present(raw.referer);
+  if (referer !== '') line.referer = referer.slice(0, REFERER_MAX_CHARS);
+  const target_ = present(raw.target);
+  const q = target_.indexOf('?');
+  const utm = utmSourceOf(q === -1 ? present(raw.query) : target_.slice(q + 1).split('#')[0]!);
+  if (utm) line.utmSource = utm;
   return { line };
 }
 

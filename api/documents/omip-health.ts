@@ -1,7 +1,7 @@
 import type { Content } from '../content/load.ts';
-import { at, type Links } from '../documents/links.ts';
+import { at, type Links } from './links.ts';
 import { OPERATIONS } from '../operations/table.ts';
-import type { Omip } from './service.ts';
+import type { Omip } from '../omip/service.ts';
 
 /** Routes of the admissibility subsystem, for health.methods.Allow; a parameter is an RFC 6570 expression. */
 export const OMIP_ROUTES = {

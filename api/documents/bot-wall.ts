@@ -1,9 +1,10 @@
 import type { Content } from '../content/load.ts';
-import { shellQuote } from '../documents/convert.ts';
-import { at, type Links } from '../documents/links.ts';
+import { oathDataWithFreshName, shellQuote } from './convert.ts';
+import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
-import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from './ledger.ts';
+import { crawlToReferral } from '../telemetry/referrals.ts';
+import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)
@@ -14,6 +15,33 @@ const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway pro
 
 /** How a family's claims were checked: the method and one outcome per request. */
 const verificationOf = (f: FamilyRow) => ({ method: f.verify, verified: f.verified, failed: f.failed, unverifiable: f.unverifiable });
+
+/**
+ * A family's requests judged against the robots.txt its group there gives it (RFC 9309): whether it
+ * complied, whether it fetched robots.txt, and each Disallow rule it broke with the line as
+ * written, the version of the file, and the paths and counts (bounded by LEDGER_LIMITS).
+ */
+export function robotsTxtOf(f: FamilyRow) {
+  const p = f.robots ?? { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} };
+  return {
+    compliance: p.judged === 0 ? ('not judged' as const) : p.violations === 0 ? ('compliant' as const) : ('violating' as const),
+    judged: p.judged,
+    violations: p.violations,
+    violationsAfterFetch: p.afterFetch,
+    fetchedRobotsTxt: f.robotsFetches > 0,
+    firstFetch: Object.values(p.fetchedAt).sort()[0] ?? null,
+    rules: Object.values(p.rules)
+      .sort((a, b) => b.requests - a.requests || a.line - b.line)
+      .map((r) => ({ host: r.host, version: r.version, line: r.line, rule: r.rule, agent: r.agent, requests: r.requests, afterFetch: r.afterFetch, paths: top(r.paths, LEDGER_LIMITS.robotsPathsPerRule).map(([path, requests]) => ({ path, requests })) })),
+  };
+}
+
+/** The robots.txt versions the ledger's broken rules name, by host. */
+const robotsVersionsOf = (rows: FamilyRow[]) => {
+  const seen = new Map<string, { host: string; version: string }>();
+  for (const f of rows) for (const r of Object.values(f.robots?.rules ?? {})) if (r.line > 0) seen.set(`${r.host} ${r.version}`, { host: r.host, version: r.version });
+  return [...seen.values()].sort((a, b) => a.host.localeCompare(b.host) || a.version.localeCompare(b.version));
+};
 
 /** How a species is shown: a family whose checked claims mostly fail verification is Cosplay. */
 const wallClass = (f: FamilyRow) => (f.failed > f.verified ? 'Cosplay' : f.class);
@@ -34,6 +62,57 @@ function dailyOf(f: FamilyRow, now: Date) {
     .filter(([day, n]) => n > 0 && day >= since)
     .sort((a, b) => a[0].localeCompare(b[0]))
     .map(([day, requests]) => ({ day, requests }));
+}
+
+
+/**
+ * What AI sends back, per operator: its crawlers' requests (families of that operator) beside the
+ * people its products sent (content/ai-referrers.yaml), with their ratio, since the window started
+ * and per hour and day. Operators of the table, and any the ledger holds, even with no visit yet.
+ */
+export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
+  const crawlers = new Map<string, { requests: number; hourly: Record<string, number>; daily: Record<string, number> }>();
+  for (const f of Object.values(s.families)) {
+    if (f.operator === null || f.family === BAIT_BROWSER) continue;
+    const at = crawlers.get(f.operator) ?? { requests: 0, hourly: {}, daily: {} };
+    at.requests += f.requests;
+    for (const [k, n] of Object.entries(f.hourly)) at.hourly[k] = (at.hourly[k] ?? 0) + n;
+    for (const [k, n] of Object.entries(f.daily ?? {})) at.daily[k] = (at.daily[k] ?? 0) + n;
+    crawlers.set(f.operator, at);
+  }
+  const sent = s.referrals ?? {};
+  const names = [...new Set([...c.aiReferrers.operators.map((o) => o.operator), ...Object.keys(sent)])];
+  const hourSince = new Date(now.getTime() - (LEDGER_LIMITS.hours - 1) * 3_600_000).toISOString().slice(0, 13);
+  const daySince = new Date(now.getTime() - (LEDGER_LIMITS.days - 1) * 86_400_000).toISOString().slice(0, 10);
+  const buckets = (visits: Record<string, number>, crawls: Record<string, number>, keep: (k: string) => boolean, name: 'hour' | 'day') =>
+    [...new Set([...Object.keys(visits), ...Object.keys(crawls)])]
+      .filter(keep)
+      .sort()
+      .map((k) => ({ [name]: k, visits: visits[k] ?? 0, crawlerRequests: crawls[k] ?? 0 }))
+      .filter((b) => b.visits + b.crawlerRequests > 0);
+  const operators = names.map((operator) => {
+    const r = sent[operator];
+    const crawl = crawlers.get(operator) ?? { requests: 0, hourly: {}, daily: {} };
+    const visits = r?.visits ?? 0;
+    return {
+      operator,
+      crawlerRequests: crawl.requests,
+      referredVisits: visits,
+      crawlToReferral: crawlToReferral(crawl.requests, visits),
+      sources: top(r?.sources ?? {}, LEDGER_LIMITS.sourcesPerOperator).map(([source, n]) => ({ source, visits: n })),
+      firstSeen: r?.firstSeen ?? null,
+      lastSeen: r?.lastSeen ?? null,
+      hourly: buckets(r?.hourly ?? {}, crawl.hourly, (k) => k.slice(0, 13) >= hourSince, 'hour'),
+      daily: buckets(r?.daily ?? {}, crawl.daily, (k) => k >= daySince, 'day'),
+    };
+  });
+  operators.sort((a, b) => b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) || a.operator.localeCompare(b.operator));
+  return {
+    definition: "A referred visit is a request from a person's browser (no bot User-Agent) whose Referer host, or whose utm_source, names an AI product of content/ai-referrers.yaml; crawler requests are those of the families that operator runs. Only the operator and the matched host are kept, never the Referer.",
+    ratio: 'crawlToReferral = crawler requests / referred visits (Cloudflare Radar\'s crawl-to-referral ratio); null when no visit was referred',
+    sources: c.aiReferrers.sources,
+    operators,
+  };
 }
 
 /** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic), families by requests. */
@@ -59,6 +138,7 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
         verification: verificationOf(f),
         robotsTxtFetches: f.robotsFetches,
         disallowedHits: f.violations,
+        robotsTxt: robotsTxtOf(f),
         hourly: hourlyOf(f, now),
         daily: dailyOf(f, now),
       })),
@@ -123,6 +203,11 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       observed_bot_families: bots.length,
     },
     botTraffic: buildBotTraffic(c, s, now),
+    robotsTxt: {
+      judged_by: 'RFC 9309: the group naming the crawler\'s product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came',
+      versions: robotsVersionsOf(rows),
+    },
+    referrals: buildReferrals(c, s, now),
     species: rows
       .sort((a, b) => farmScore(b) - farmScore(a) || a.family.localeCompare(b.family))
       .map((f) => ({
@@ -136,9 +221,10 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         last_seen: f.lastSeen,
         domains: Object.fromEntries(Object.entries(f.hosts).map(([h, n]) => [siteLabel(h, links), n])),
         top_paths: top(f.paths, 5).map(([p, n]) => `${p} × ${n}`),
-        invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' --data ${shellQuote(JSON.stringify({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' }))}`,
+        // The name takes a random suffix: names are unique, and a species has many members.
+        invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' ${oathDataWithFreshName({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' })}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
-        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations },
+        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations, compliance: robotsTxtOf(f).compliance, violations: f.robots?.violations ?? 0 },
         // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.
         verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
         hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),

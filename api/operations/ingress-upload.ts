@@ -2,15 +2,15 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
-import type { UploadedBody } from '../gateway/body.ts';
+import type { UploadedBody } from '../http/body-policy.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { parseJson, validate } from '../http/json-body.ts';
 import type { RouteRequest } from '../http/route.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
-import { normalise } from './aliases.ts';
-import { readAudioFileAt } from './audio-file.ts';
-import { mergeEvidence } from './evidence.ts';
-import { runPipeline } from './pipeline.ts';
+import { normalise } from '../ingress/aliases.ts';
+import { readAudioFileAt } from '../ingress/audio-file.ts';
+import { mergeEvidence } from '../ingress/evidence.ts';
+import { runPipeline } from '../ingress/pipeline.ts';
 
 /** Media types POST /api/ingress/audio takes. */
 export const INGRESS_MEDIA_TYPES = ['application/json', 'audio/*', 'multipart/form-data (field "file", optional field "metadata" as JSON)'];
@@ -23,7 +23,7 @@ export const isUploadType = (t: string) => t.startsWith('audio/') || t === 'mult
 export const MULTIPART_LIMITS = { parts: 4, files: 2, fields: 2, fieldSize: 64 * 1024, fieldNameSize: 100, headerPairs: 20 } as const;
 
 const tooMuch = (what: string, limit: number) =>
-  new HttpProblem(413, 'MULTIPART_TOO_LARGE', `The multipart body has more ${what} than the ${limit} this route reads. Send a "file" part and a "metadata" part.`, {
+  new HttpProblem('MULTIPART_TOO_LARGE', `The multipart body has more ${what} than the ${limit} this route reads. Send a "file" part and a "metadata" part.`, {
     extra: { limit },
   });
 
@@ -43,7 +43,7 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
     try {
       parser = busboy({ headers: { 'content-type': upload.contentType }, limits: MULTIPART_LIMITS });
     } catch {
-      return reject(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read: its Content-Type has no boundary.'));
+      return reject(new HttpProblem('MALFORMED_MULTIPART', 'The multipart body cannot be read: its Content-Type has no boundary.'));
     }
     const source = createReadStream(upload.file);
     const result: MultipartBody = {};
@@ -68,7 +68,7 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
         const file = { path: scratch, size: 0, mimeType: info.mimeType };
         result.file = file;
         stream.on('data', (chunk: Buffer) => void (file.size += chunk.length));
-        writes.push(pipeline(stream, createWriteStream(scratch, { flags: 'wx', mode: 0o600 })).catch(() => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The "file" part cannot be read.'))));
+        writes.push(pipeline(stream, createWriteStream(scratch, { flags: 'wx', mode: 0o600 })).catch(() => fail(new HttpProblem('MALFORMED_MULTIPART', 'The "file" part cannot be read.'))));
       } else if (name === 'metadata') {
         // A metadata part sent as a file (curl -F metadata=@meta.json) is read like a field.
         const chunks: Buffer[] = [];
@@ -84,13 +84,13 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
     parser.on('partsLimit', () => fail(tooMuch('parts', MULTIPART_LIMITS.parts)));
     parser.on('filesLimit', () => fail(tooMuch('files', MULTIPART_LIMITS.files)));
     parser.on('fieldsLimit', () => fail(tooMuch('fields', MULTIPART_LIMITS.fields)));
-    parser.on('error', () => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
+    parser.on('error', () => fail(new HttpProblem('MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
     parser.on('close', () => {
       void Promise.all(writes).then(() => {
         if (!failed) resolve(result);
       });
     });
-    source.on('error', () => fail(new HttpProblem(400, 'MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
+    source.on('error', () => fail(new HttpProblem('MALFORMED_MULTIPART', 'The multipart body cannot be read.')));
     source.pipe(parser);
   });
 }
@@ -105,7 +105,7 @@ async function metadataFromMultipart(upload: UploadedBody): Promise<Record<strin
       return mergeEvidence(await readAudioFileAt(file.path, file.size, file.mimeType || 'application/octet-stream'), fromJson);
     }
     if (typeof extra === 'string') return fromJson;
-    throw new HttpProblem(422, 'VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');
+    throw new HttpProblem('VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');
   } finally {
     await rm(scratch, { force: true });
   }

@@ -1,0 +1,228 @@
+import type { ChildProcess } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import autocannon from 'autocannon';
+import { newId } from '../api/ids.ts';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { createLogging } from '../api/log.ts';
+import { openEmbeddedStore } from '../api/store/embedded.ts';
+import { emptyData, SnapshotFile } from '../api/store/snapshot.ts';
+import { freePort, spawnNode } from './lib.ts';
+
+// The embedded store grown by real oaths (unique names, 16 connections) to each size in
+// BENCH_SCALE_CITIZENS, restarted at each: size, RSS running and after the restart, oaths/s and p99
+// while growing, compactions and the longest write, restart time, disk (issue 27).
+const SIZES = (process.env.BENCH_SCALE_CITIZENS ?? '10000,100000,1000000').split(',').map(Number);
+const CONNECTIONS = 16;
+/** With BENCH_SCALE_SEED=n, the store starts from a snapshot of n citizens (and their wall shouts) written here, not grown by oaths to n. */
+const SEED = Number(process.env.BENCH_SCALE_SEED ?? 0);
+
+/** Writes a snapshot of `n` citizens shaped as the service makes them, each with its wall shout. */
+async function seed(dataDir: string, n: number): Promise<void> {
+  const data = emptyData();
+  for (let i = 0; i < n; i++) {
+    const joinedAt = new Date().toISOString();
+    const memberId = newId();
+    const name = `seed-${i}`;
+    data.citizens.insert({ memberId, name, class: 'agent', purpose: 'measure the embedded store as it grows', status: 'trillionaire', joinedAt, passportHash: createHash('sha256').update(name).digest('hex') }, true);
+    data.messages.insert({ id: newId(), name: 'wall', kind: 'message', message: `${name} took the oath`, citizenId: memberId, verified: false, wall: true, createdAt: joinedAt }, false);
+  }
+  data.seq = 2 * n;
+  await new SnapshotFile(join(dataDir, 'snapshot.jsonl'), join(dataDir, 'snapshot.json')).write(data);
+}
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  log: string;
+  /** From spawn to the first answer. */
+  startMs: number;
+}
+
+/** CPU seconds (user + system) a process has used so far; Linux /proc, 100 ticks a second. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const logLines = (path: string, msg: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes(`"msg":"${msg}`))
+    .map((l) => JSON.parse(l) as Record<string, number>);
+/** Where a journal file's data ends: after its last non-zero byte (the rest is preallocated zeros), read from the end a MiB at a time. */
+function journalData(path: string): number {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(1024 * 1024);
+    for (let at = statSync(path).size; at > 0; ) {
+      const from = Math.max(0, at - buf.length);
+      const n = readSync(fd, buf, 0, at - from, from);
+      for (let i = n - 1; i >= 0; i--) if (buf[i] !== 0) return from + i + 1;
+      at = from;
+    }
+    return 0;
+  } finally {
+    closeSync(fd);
+  }
+}
+/** Bytes on disk in the data folder: the snapshot and the journals' data. */
+function disk(dir: string): { snapshot: number; journals: number; files: number } {
+  let snapshot = 0;
+  let journals = 0;
+  let files = 0;
+  for (const f of readdirSync(dir)) {
+    if (f.startsWith('snapshot')) snapshot += statSync(join(dir, f)).size;
+    if (!f.startsWith('journal-')) continue;
+    files++;
+    journals += journalData(join(dir, f));
+  }
+  return { snapshot, journals, files };
+}
+
+async function start(dataDir: string, logDir: string, n: number): Promise<Running> {
+  const port = await freePort();
+  const log = join(logDir, `server-${n}.log`);
+  const fd = openSync(log, 'a');
+  const started = performance.now();
+  const child = spawnNode(['api/main.ts'], { env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', fd, 'inherit'] }, { pinned: false });
+  closeSync(fd);
+  const url = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}; see ${log}`);
+    if (await fetch(`${url}/livez`).then((r) => r.ok, () => false)) return { child, url, log, startMs: performance.now() - started };
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+async function stop(server: Running): Promise<void> {
+  const exited = new Promise((r) => server.child.once('exit', r));
+  server.child.kill('SIGTERM');
+  await exited;
+}
+
+let named = 0;
+/** `amount` oaths with unique names; throughput, p99 and the longest answer. */
+async function grow(url: string, amount: number) {
+  const result = await autocannon({
+    url: `${url}/api/citizenship/oath`,
+    connections: CONNECTIONS,
+    amount,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: `scale-${process.pid}-${++named}`, purpose: 'measure the embedded store as it grows' }) }),
+      },
+    ],
+  });
+  if (result.non2xx > 0 || result.errors > 0) console.warn(`  ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { rps: result.requests.average, p99: result.latency.p99, max: result.latency.max, ok: result.requests.total - result.non2xx - result.errors };
+}
+
+/**
+ * BENCH_SCALE_DIR=<a data folder the growth left>: three restarts of it (first answer, the store's
+ * open, the process's CPU, RSS), then a whole compaction under writes, instead of growing.
+ */
+async function restartsOf(dataDir: string): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'bench-scale-restarts-'));
+  for (let run = 0; run < 3; run++) {
+    const server = await start(dataDir, root, run);
+    const opened = logLines(server.log, 'store opened').at(-1)!;
+    console.log(
+      `restart of ${opened.citizens!.toLocaleString('en')} citizens: first answer ${(server.startMs / 1000).toFixed(2)} s, store open ${(opened.ms! / 1000).toFixed(2)} s, process CPU ${cpuSeconds(server.child.pid!).toFixed(2)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB`,
+    );
+    await stop(server);
+  }
+  const opened = logLines(join(root, 'server-0.log'), 'store opened').at(-1)!;
+  await compactionUnderWrites(dataDir, opened.citizens!);
+}
+
+export async function embeddedGrowth(): Promise<void> {
+  if (process.env.BENCH_SCALE_DIR) return restartsOf(process.env.BENCH_SCALE_DIR);
+  const root = mkdtempSync(join(tmpdir(), 'bench-scale-embedded-'));
+  const dataDir = join(root, 'data');
+  let runs = 0;
+  // The RSS of a server with an empty store, to take from the others.
+  const empty = await start(join(root, 'empty'), root, runs++);
+  await new Promise((r) => setTimeout(r, 1000));
+  const baseRss = rssMb(empty.child.pid!);
+  await stop(empty);
+  let citizens = 0;
+  if (SEED > 0) {
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(dataDir, { recursive: true });
+    await seed(dataDir, SEED);
+    citizens = SEED;
+  }
+  let server = await start(dataDir, root, runs++);
+  console.log(
+    `embedded store grown by oaths (${CONNECTIONS} connections, unique names)${SEED ? ` from a snapshot of ${SEED.toLocaleString('en')} citizens written by the bench (first start ${(server.startMs / 1000).toFixed(2)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB)` : ''}; empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`,
+  );
+  console.log('| citizens | oaths/s while growing | p99 | longest oath | server CPU per oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart: first answer (store open, its CPU) | snapshot | journals |');
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+  try {
+    for (const size of SIZES) {
+      const logFrom = logLines(server.log, 'store compacted').length;
+      const cpuBefore = cpuSeconds(server.child.pid!);
+      const g = await grow(server.url, size - citizens);
+      const cpuPerOath = ((cpuSeconds(server.child.pid!) - cpuBefore) * 1e6) / Math.max(1, g.ok);
+      citizens += g.ok;
+      const compactions = logLines(server.log, 'store compacted').slice(logFrom);
+      // Let a compaction under way finish before measuring.
+      await new Promise((r) => setTimeout(r, 1000));
+      const running = rssMb(server.child.pid!);
+      const onDisk = disk(dataDir);
+      await stop(server);
+      server = await start(dataDir, root, runs++);
+      const opened = logLines(server.log, 'store opened').at(-1) ?? logLines(server.log, 'store opened from an old-format snapshot').at(-1);
+      const restarted = rssMb(server.child.pid!);
+      const startCpu = cpuSeconds(server.child.pid!);
+      const perCitizen = (rss: number) => (((rss - baseRss) * 1024 * 1024) / citizens).toFixed(0);
+      const longest = compactions.reduce((m, c) => Math.max(m, c.ms ?? 0), 0);
+      console.log(
+        `| ${citizens.toLocaleString('en')} | ${g.rps.toFixed(0)} | ${g.p99} ms | ${g.max} ms | ${cpuPerOath.toFixed(0)} µs | ${compactions.length} (${(longest / 1000).toFixed(2)} s) | ${running.toFixed(0)} MB | ${restarted.toFixed(0)} MB | ${perCitizen(running)}, ${perCitizen(restarted)} | ${(server.startMs / 1000).toFixed(2)} s (${((opened?.ms ?? 0) / 1000).toFixed(2)} s; process CPU ${startCpu.toFixed(2)} s) | ${(onDisk.snapshot / 1e6).toFixed(0)} MB | ${(onDisk.journals / 1e6).toFixed(0)} MB in ${onDisk.files} |`,
+      );
+    }
+  } finally {
+    await stop(server).catch(() => undefined);
+  }
+  await compactionUnderWrites(dataDir, citizens);
+}
+
+/**
+ * A compaction of the whole store, in this process, while writes go on: how long it takes, the
+ * longest write meanwhile and the longest the event loop was held.
+ */
+async function compactionUnderWrites(dataDir: string, citizens: number): Promise<void> {
+  const { logger } = createLogging('silent', { write: () => true });
+  const store = await openEmbeddedStore({ dir: dataDir, logger });
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  let longestWrite = 0;
+  let writes = 0;
+  let done = false;
+  const writer = (async () => {
+    while (!done) {
+      await Promise.all(
+        Array.from({ length: 16 }, async () => {
+          const t = performance.now();
+          await store.feed.add({ id: newId(), name: 'bench', kind: 'message', message: `during compaction ${writes++}`, verified: false, wall: false, createdAt: new Date().toISOString() });
+          longestWrite = Math.max(longestWrite, performance.now() - t);
+        }),
+      );
+    }
+  })();
+  delay.enable();
+  const started = performance.now();
+  await store.compact();
+  const took = performance.now() - started;
+  done = true;
+  await writer;
+  delay.disable();
+  await store.close();
+  console.log(
+    `compaction of ${citizens.toLocaleString('en')} citizens in this process under a stream of writes (16 at a time): ${(took / 1000).toFixed(2)} s, ${writes} writes meanwhile, longest write ${longestWrite.toFixed(0)} ms, event loop held at most ${(delay.max / 1e6).toFixed(0)} ms (p99 ${(delay.percentile(99) / 1e6).toFixed(1)} ms)`,
+  );
+}

@@ -1,0 +1,195 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../api/config.ts';
+import { loadContent } from '../../api/content/load.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
+import { openMemoryStore } from '../../api/store/index.ts';
+import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts.ts';
+import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+/** A webhook receiver on loopback: what it was sent, and how many requests it held at once. */
+interface Receiver {
+  url: string;
+  got: Alert[];
+  /** When each request arrived (ms). */
+  arrived: number[];
+  maxConcurrent: number;
+  /** Answers nothing while true (the sender's timeout must end each POST). */
+  hang: boolean;
+  close(): Promise<void>;
+}
+async function receiver(): Promise<Receiver> {
+  let open = 0;
+  const r: Receiver = { url: '', got: [], arrived: [], maxConcurrent: 0, hang: false, close: async () => {} };
+  const server: Server = createServer((req: IncomingMessage, res) => {
+    open++;
+    r.arrived.push(performance.now());
+    r.maxConcurrent = Math.max(r.maxConcurrent, open);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      r.got.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as Alert);
+      if (r.hang) return;
+      open--;
+      res.writeHead(204).end();
+    });
+    res.on('close', () => {
+      if (r.hang) open--;
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  r.close = () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve())));
+  return r;
+}
+
+/** A logger whose lines are kept, to see what was logged at warn. */
+function memoryLogger() {
+  const lines: { level: number; msg: string; alert?: Alert }[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      done();
+    },
+  });
+  return { logger: pino({ level: 'warn' }, stream), lines };
+}
+
+let hook: Receiver;
+beforeAll(async () => {
+  hook = await receiver();
+});
+afterEach(() => {
+  hook.got.length = 0;
+  hook.arrived.length = 0;
+  hook.maxConcurrent = 0;
+  hook.hang = false;
+});
+afterAll(async () => {
+  await hook.close();
+});
+
+const clock = (start = Date.parse('2026-11-24T12:00:00Z')) => {
+  let t = start;
+  return { now: () => new Date(t), advance: (ms: number) => void (t += ms) };
+};
+
+describe('alerts', () => {
+  it('sends each kind once per family per window, to the webhook and to the log at warn', async () => {
+    const c = clock();
+    const { logger, lines } = memoryLogger();
+    const alerts = createAlerts({ webhookUrl: hook.url, logger, windowMs: 3_600_000, spoofThreshold: 3, maxQueue: 10, timeoutMs: 2000, now: c.now });
+    expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(true);
+    expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(false);
+    expect(alerts.newFamily('ClaudeBot', 'Anthropic', 'Eater')).toBe(true);
+    expect(alerts.robots('GPTBot', 'OpenAI', '/trap/a')).toBe(true);
+    expect(alerts.robots('GPTBot', 'OpenAI', '/trap/b')).toBe(false);
+    // A spike: the third failure within the window raises it, the later ones do not.
+    expect([alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google', 10)]).toEqual([false, false, true, false]);
+    c.advance(59 * 60_000);
+    expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(false);
+    c.advance(60_000);
+    expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(true);
+    // A new window counts failures afresh: two are no spike.
+    expect([alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google')]).toEqual([false, false]);
+    await alerts.idle();
+    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family GPTBot', 'new-family ClaudeBot', 'robots GPTBot', 'spoofing Googlebot', 'new-family GPTBot']);
+    expect(hook.got[3]).toMatchObject({ operator: 'Google', detail: { failed: 3, threshold: 3 }, windowMs: 3_600_000 });
+    expect(hook.maxConcurrent).toBe(1);
+    const warned = lines.filter((l) => l.level === 40 && l.alert);
+    expect(warned.map((l) => l.alert!.kind)).toEqual(['new-family', 'new-family', 'robots', 'spoofing', 'new-family']);
+    expect(alerts.stats()).toMatchObject({ raised: 5, sent: 5, failed: 0, dropped: 0 });
+  });
+
+  it('holds one POST in flight and at most ALERT_QUEUE_MAX waiting, ends each at its timeout, and only logs the rest', async () => {
+    hook.hang = true;
+    const { logger, lines } = memoryLogger();
+    const alerts = createAlerts({ webhookUrl: hook.url, logger, windowMs: 3_600_000, spoofThreshold: 1, maxQueue: 3, timeoutMs: 200 });
+    for (let i = 0; i < 10; i++) expect(alerts.newFamily(`Bot-${i}`, null, 'Bot')).toBe(true);
+    // One in flight, three waiting, six past the queue.
+    expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: 3, dropped: 6 });
+    const started = Date.now();
+    await alerts.idle();
+    expect(Date.now() - started).toBeLessThan(4 * 200 + 1500);
+    expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Bot-1', 'Bot-2', 'Bot-3']);
+    // One at a time: each POST went out only when the one before had timed out.
+    for (let i = 1; i < hook.arrived.length; i++) expect(hook.arrived[i]! - hook.arrived[i - 1]!).toBeGreaterThanOrEqual(180);
+    expect(alerts.stats()).toMatchObject({ raised: 10, sent: 0, failed: 4, dropped: 6, queued: 0, inFlight: 0 });
+    // Every alert is logged, sent or not; so is each failed POST.
+    expect(lines.filter((l) => l.alert).length).toBe(10);
+    expect(lines.filter((l) => /not retried/.test(l.msg)).length).toBe(4);
+  });
+
+  it('remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped until old ones expire', () => {
+    const c = clock();
+    const alerts = createAlerts({ logger: pino({ level: 'silent' }), windowMs: 60_000, spoofThreshold: 1, maxQueue: 1, timeoutMs: 100, now: c.now });
+    for (let i = 0; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
+    expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
+    expect(alerts.failed('One more', null)).toBe(false);
+    expect(alerts.stats().dropped).toBe(2);
+    c.advance(60_000);
+    expect(alerts.newFamily('One more', null, 'Bot')).toBe(true);
+  });
+
+  it('takes its settings within bounds only', () => {
+    expect(loadConfig({}).ALERT_WEBHOOK_URL).toBeUndefined();
+    expect(loadConfig({ ALERT_WEBHOOK_URL: '' }).ALERT_WEBHOOK_URL).toBeUndefined();
+    expect(loadConfig({})).toMatchObject({ ALERT_WINDOW_MS: 3_600_000, ALERT_SPOOF_THRESHOLD: 20, ALERT_QUEUE_MAX: 100, ALERT_TIMEOUT_MS: 5000 });
+    for (const env of [{ ALERT_WEBHOOK_URL: 'ftp://x.example/' }, { ALERT_WEBHOOK_URL: 'not a url' }, { ALERT_WINDOW_MS: '1000' }, { ALERT_QUEUE_MAX: '0' }, { ALERT_QUEUE_MAX: '100000' }, { ALERT_TIMEOUT_MS: '600000' }, { ALERT_SPOOF_THRESHOLD: '0' }]) {
+      expect(() => loadConfig(env), JSON.stringify(env)).toThrow(/ALERT_/);
+    }
+  });
+});
+
+describe('alerts from telemetry', () => {
+  it('raises a new family, a crawler on a bait path and a spike of spoofed claims, each once', async () => {
+    const content = await loadContent('content');
+    const alerts = createAlerts({ webhookUrl: hook.url, logger: pino({ level: 'silent' }), windowMs: 3_600_000, spoofThreshold: 5, maxQueue: 100, timeoutMs: 2000 });
+    const t = await createTelemetry({
+      funnelStepOf,
+      ...telemetryRulesOf(content),
+      resolver: { reverse: async () => [], resolve: async () => [] },
+      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
+      store: openMemoryStore().telemetry,
+      logger: pino({ level: 'silent' }),
+      flushMs: 60_000,
+      alerts,
+    });
+    const base = { method: 'GET', host: 'site.example', status: 200, durationMs: 1, remoteAddress: '192.0.2.1' };
+    const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+    for (let i = 0; i < 3; i++) t.observe({ ...base, path: '/', userAgent: GPT });
+    t.observe({ ...base, path: '/trap/x', userAgent: GPT });
+    t.observe({ ...base, path: '/trap/y', userAgent: GPT });
+    // Google-Extended is a robots.txt token no crawler sends: every claim of it fails at once.
+    for (let i = 0; i < 12; i++) t.observe({ ...base, path: '/', userAgent: 'Mozilla/5.0 (compatible; Google-Extended)' });
+    // A person on a bait path is presence, not a crawler breaking robots.txt.
+    t.observe({ ...base, path: '/trap/z', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36' });
+    await alerts.idle();
+    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family GPTBot', 'robots GPTBot', 'new-family Google-Extended', 'spoofing Google-Extended']);
+    expect(hook.got[1]!.detail).toEqual({ path: '/trap/x' });
+    await t.close();
+  });
+});
+
+describe('alerts from the running server', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServer({ ALERT_WEBHOOK_URL: hook.url });
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('POSTs to ALERT_WEBHOOK_URL and logs at warn', async () => {
+    const UA = 'Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
+    for (const path of ['/llms.txt', '/private-archive/a', '/private-archive/b']) await fetch(server.url + path, { headers: { 'User-Agent': UA } }).then((r) => r.arrayBuffer());
+    await waitFor(() => hook.got.length >= 2, { what: "two alerts at the webhook" });
+    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family ClaudeBot', 'robots ClaudeBot']);
+    await server.waitForLog((l) => /"level":40/.test(l) && /bot alert/.test(l) && /ClaudeBot/.test(l));
+  });
+});

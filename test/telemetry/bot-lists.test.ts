@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { GENERATED_FILE, generatedTableText } from '../../api/cli/refresh-bot-families.ts';
+import { expandPattern } from '../../api/telemetry/bot-lists.ts';
+
+describe('the generated bot table', () => {
+  it('is exactly what npm run refresh-bot-families makes from the installed lists', async () => {
+    const shipped = readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8');
+    expect(shipped === (await generatedTableText('content')), `content/${GENERATED_FILE} differs: run npm run refresh-bot-families`).toBe(true);
+  });
+
+  it('takes no token our curated table or our people\'s clients hold, and names the long tail', async () => {
+    const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as { families: { family: string; tokens: string[]; source: string }[] };
+    const tokens = new Set(table.families.flatMap((f) => f.tokens.map((t) => t.toLowerCase())));
+    for (const curated of ['gptbot', 'googlebot', 'bingbot', 'kube-probe', 'spotify', 'okhttp']) expect(tokens.has(curated), curated).toBe(false);
+    expect(table.families.filter((f) => f.source === 'device-detector').length).toBeGreaterThan(800);
+    expect(table.families.filter((f) => f.source === 'crawler-user-agents').length).toBeGreaterThan(500);
+  });
+});
+
+describe('patterns read as the names they match', () => {
+  it.each([
+    ['(360Spider(?:-Image|-Video)?)', ['360Spider-Image', '360Spider-Video', '360Spider']],
+    ['Y!J-(ASR|BR[JW])', ['Y!J-ASR', 'Y!J-BRJ', 'Y!J-BRW']],
+    ['Octopus [\\d.]+', ['Octopus']],
+    ['.*masscan', ['masscan']],
+    ['(?<!HTC)[ _]Butterfly/', ['Butterfly/', '_Butterfly/']],
+    // A wildcard before more required text leaves no name ("Baidu" alone is not what this matches).
+    ['Baidu.*spider|baidu Transcoder', ['baidu Transcoder']],
+    ['Pinterest(?:bot)?/.*www\\.pinterest\\.com', []],
+  ])('%s', (pattern, names) => {
+    expect(expandPattern(pattern)).toEqual(names);
+  });
+
+  it('gives up on patterns with too many readings or none', () => {
+    expect(expandPattern('[A-z0-9]*-Lighthouse')).toEqual(['-Lighthouse']);
+    expect(expandPattern('(a|b)(c|d)(e|f)(g|h)(i|j)(k|l)(m|n)')).toBeNull();
+    expect(expandPattern('(unclosed')).toBeNull();
+  });
+});

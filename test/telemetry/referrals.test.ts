@@ -1,0 +1,184 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { loadContent } from '../../api/content/load.ts';
+import { buildReferrals } from '../../api/documents/bot-wall.ts';
+import { openMemoryStore } from '../../api/store/index.ts';
+import { countReferral, emptySnapshot, keepClock, LEDGER_LIMITS, mergeSnapshots, OTHER_OPERATORS } from '../../api/telemetry/ledger.ts';
+import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
+
+const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
+import { referralOf } from '../../api/telemetry/observed.ts';
+import { referralRule, utmSourceOf } from '../../api/telemetry/referrals.ts';
+import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import { funnelStepOf } from '../../api/operations/paths.ts';
+import { AiReferrersSchema } from '../../api/schemas/ai-referrers.ts';
+
+const content = await loadContent('content');
+const rule = referralRule(content.aiReferrers);
+const PERSON = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36';
+const GPTBOT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+
+async function telemetry() {
+  return createTelemetry({
+    funnelStepOf,
+    ...telemetryRulesOf(content),
+    resolver: { reverse: async () => [], resolve: async () => [] },
+    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
+    store: openMemoryStore().telemetry,
+    logger: pino({ level: 'silent' }),
+    flushMs: 60_000,
+  });
+}
+
+describe('the referral table (content/ai-referrers.yaml)', () => {
+  it.each([
+    ['https://chatgpt.com/', 'OpenAI', 'chatgpt.com'],
+    ['https://chat.openai.com/c/abc', 'OpenAI', 'chat.openai.com'],
+    ['https://www.perplexity.ai/search/x', 'Perplexity', 'perplexity.ai'],
+    ['https://labs.perplexity.ai/', 'Perplexity', 'perplexity.ai'],
+    ['https://claude.ai/chat/1', 'Anthropic', 'claude.ai'],
+    ['https://gemini.google.com/app', 'Google', 'gemini.google.com'],
+    ['https://bard.google.com/', 'Google', 'bard.google.com'],
+    ['https://copilot.microsoft.com/', 'Microsoft', 'copilot.microsoft.com'],
+    ['https://www.bing.com/chat?q=x', 'Microsoft', 'bing.com/chat'],
+    ['https://www.bing.com/chat/sub', 'Microsoft', 'bing.com/chat'],
+    ['https://you.com/search', 'You', 'you.com'],
+    ['https://www.phind.com/', 'Phind', 'phind.com'],
+    ['https://poe.com/ChatGPT', 'Quora', 'poe.com'],
+    ['https://www.meta.ai/', 'Meta', 'meta.ai'],
+    ['https://chat.deepseek.com/', 'DeepSeek', 'chat.deepseek.com'],
+    ['HTTPS://ChatGPT.COM/', 'OpenAI', 'chatgpt.com'],
+  ])('maps the Referer %s to %s (%s)', (referer, operator, source) => {
+    expect(rule(referer, undefined)).toEqual({ operator, source });
+  });
+
+  it.each([
+    'https://www.google.com/search?q=chatgpt',
+    'https://www.bing.com/search?q=x',
+    'https://www.bing.com/chatter',
+    'https://notchatgpt.com/',
+    'https://chatgpt.com.evil.example/',
+    'https://example.org/?r=https://chatgpt.com/',
+    'android-app://com.openai.chatgpt/',
+    'chatgpt.com',
+    '',
+    `https://chatgpt.com/${'a'.repeat(600)}`,
+  ])('maps no operator to %s', (referer) => {
+    expect(rule(referer, undefined)).toBeNull();
+  });
+
+  it('reads utm_source: listed values, listed hosts, any case; the Referer first', () => {
+    expect(rule(undefined, 'chatgpt.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
+    expect(rule(undefined, 'ChatGPT.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
+    expect(rule(undefined, 'perplexity')).toEqual({ operator: 'Perplexity', source: 'utm_source=perplexity' });
+    expect(rule(undefined, 'copilot.microsoft.com')).toEqual({ operator: 'Microsoft', source: 'utm_source=copilot.microsoft.com' });
+    expect(rule(undefined, 'newsletter')).toBeNull();
+    expect(rule(undefined, 'google.com')).toBeNull();
+    expect(rule('https://claude.ai/', 'chatgpt.com')).toEqual({ operator: 'Anthropic', source: 'claude.ai' });
+    expect(rule('https://example.org/', 'chatgpt.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
+  });
+
+  it('takes utm_source from a query only when it is there, cut to 64 characters', () => {
+    expect(utmSourceOf('a=1&utm_source=chatgpt.com&utm_medium=x')).toBe('chatgpt.com');
+    expect(utmSourceOf('?utm_source=perplexity')).toBe('perplexity');
+    expect(utmSourceOf('q=utm_source')).toBeUndefined();
+    expect(utmSourceOf('')).toBeUndefined();
+    expect(utmSourceOf(`utm_source=${'x'.repeat(500)}`)).toHaveLength(64);
+    expect(referralOf(undefined, 'q=1')).toBeUndefined();
+    expect(referralOf('x'.repeat(5000), '')!.referer).toHaveLength(512);
+  });
+
+  it('refuses a table that lists one host under two operators', () => {
+    const bad = { sources: content.aiReferrers.sources, operators: [{ operator: 'A', hosts: ['a.example'] }, { operator: 'B', hosts: ['a.example'] }] };
+    expect(AiReferrersSchema.safeParse(bad).success).toBe(false);
+    expect(AiReferrersSchema.safeParse({ ...bad, operators: [{ operator: 'A', hosts: ['https://a.example/'] }] }).success).toBe(false);
+  });
+});
+
+describe('referrals in the ledger', () => {
+  it("counts a person's visit by operator and table host, never the Referer, and never a bot's Referer", async () => {
+    const t = await telemetry();
+    const base = { method: 'GET', path: '/', host: 'site.example', status: 200, durationMs: 1, remoteAddress: '192.0.2.1' };
+    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/c/secret-conversation-42?x=private' } });
+    t.observe({ ...base, userAgent: PERSON, referral: { utmSource: 'chatgpt.com' } });
+    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
+    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
+    t.observe({ ...base, userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
+    const s = t.snapshot();
+    expect(s.referrals!.OpenAI).toMatchObject({ visits: 2, sources: { 'chatgpt.com': 1, 'utm_source=chatgpt.com': 1 } });
+    expect(s.referrals!.Perplexity).toMatchObject({ visits: 1, sources: { 'perplexity.ai': 1 } });
+    expect(Object.keys(s.referrals!)).toEqual(['OpenAI', 'Perplexity']);
+    expect(s.families.GPTBot!.requests).toBe(1);
+    expect(JSON.stringify(s)).not.toMatch(/secret|private|labs\./);
+    await t.close();
+  });
+
+  it('counts referrals from ingested lines: combined (its Referer), JSON lines, and a utm_source in the target', async () => {
+    const t = await telemetry();
+    const time = new Date().toISOString();
+    const stamp = (() => {
+      const d = new Date();
+      const m = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()];
+      return `${String(d.getUTCDate()).padStart(2, '0')}/${m}/${d.getUTCFullYear()}:${d.toISOString().slice(11, 19)} +0000`;
+    })();
+    const combined = [
+      `198.51.100.1 - - [${stamp}] "GET /doctrine HTTP/1.1" 200 512 "https://claude.ai/chat/9" "${PERSON}"`,
+      `198.51.100.2 - - [${stamp}] "GET /?utm_source=chatgpt.com HTTP/1.1" 200 512 "-" "${PERSON}"`,
+      `198.51.100.3 - - [${stamp}] "GET / HTTP/1.1" 200 512 "https://example.org/" "${PERSON}"`,
+    ].map((l) => parseLine('combined', l));
+    const lines = combined.flatMap((p) => (p && 'line' in p ? [p.line] : []));
+    expect(lines).toHaveLength(3);
+    expect(lines[0]!.referer).toBe('https://claude.ai/chat/9');
+    expect(lines[1]!.utmSource).toBe('chatgpt.com');
+    const json = parseLine('json', { method: 'GET', path: '/', host: 'h', userAgent: PERSON, status: 200, time, referer: 'https://gemini.google.com/app' });
+    expect(json && 'line' in json && json.line.referer).toBe('https://gemini.google.com/app');
+    const result = t.ingestBatch([...lines, (json as { line: (typeof lines)[0] }).line]);
+    expect(result.counted).toBe(3);
+    expect(Object.fromEntries(Object.entries(t.snapshot().referrals!).map(([k, r]) => [k, r.visits]))).toEqual({ Anthropic: 1, OpenAI: 1, Google: 1 });
+    await t.close();
+  });
+
+  it('keeps at most LEDGER_LIMITS.referralOperators rows and sourcesPerOperator sources, whatever is counted', () => {
+    const now = new Date();
+    const s = emptySnapshot(now);
+    for (let i = 0; i < 100; i++) countReferral(s, `Operator ${i}`, `host${i}.example`, now, now);
+    for (let i = 0; i < 100; i++) countReferral(s, 'Operator 0', `source${i}.example`, now, now);
+    expect(Object.keys(s.referrals!)).toHaveLength(LEDGER_LIMITS.referralOperators);
+    expect(s.referrals![OTHER_OPERATORS]!.visits).toBe(100 - (LEDGER_LIMITS.referralOperators - 1));
+    expect(Object.keys(s.referrals!['Operator 0']!.sources)).toHaveLength(LEDGER_LIMITS.sourcesPerOperator);
+    expect(countReferral(s, 'OpenAI', 'chatgpt.com', new Date(now.getTime() - 30 * 86_400_000), now)).toBe(false);
+    // Several processes' ledgers together stay within the same bound.
+    const merged = mergeSnapshots(s, [structuredClone(s)]);
+    expect(Object.keys(merged.referrals!)).toHaveLength(LEDGER_LIMITS.referralOperators);
+    expect(merged.referrals!['Operator 0']!.visits).toBe(2 * s.referrals!['Operator 0']!.visits);
+  });
+
+  it("brings a saved ledger's referral buckets to the server's clock", () => {
+    const then = new Date('2026-11-20T10:00:00Z');
+    const s = emptySnapshot(then);
+    countReferral(s, 'OpenAI', 'chatgpt.com', then, then);
+    // Saved by a clock far ahead, loaded by one eight days later: nothing ahead, nothing past the window.
+    s.referrals!.OpenAI!.hourly['2099-01-01T00:00:00Z'] = 5;
+    s.referrals!.OpenAI!.lastSeen = '2099-01-01T00:00:00.000Z';
+    const now = new Date('2026-11-28T12:00:00Z');
+    keepClock(s, now);
+    expect(s.referrals!.OpenAI!.hourly).toEqual({});
+    expect(s.referrals!.OpenAI!.daily).toEqual({});
+    expect(s.referrals!.OpenAI!.lastSeen).toBe(now.toISOString());
+    expect(s.referrals!.OpenAI!.visits).toBe(1);
+  });
+
+  it("sets each operator's crawler requests beside its referred visits, with their ratio", () => {
+    const now = new Date();
+    const s = emptySnapshot(now);
+    const hour = `${now.toISOString().slice(0, 13)}:00:00Z`;
+    s.families.GPTBot = { family: 'GPTBot', class: 'Eater', operator: 'OpenAI', verify: 'ip-ranges', requests: 30, firstSeen: now.toISOString(), lastSeen: now.toISOString(), paths: {}, status: {}, hosts: {}, hourly: { [hour]: 30 }, daily: {}, baitHits: 0, deepHits: 0, robotsFetches: 0, violations: 0, convertReads: 0, oaths: 0, messages: 0, verified: 0, failed: 0, unverifiable: 30 };
+    for (let i = 0; i < 4; i++) countReferral(s, 'OpenAI', 'chatgpt.com', now, now);
+    const doc = buildReferrals(content, s, now);
+    const openai = doc.operators.find((o) => o.operator === 'OpenAI')!;
+    expect(openai).toMatchObject({ crawlerRequests: 30, referredVisits: 4, crawlToReferral: 7.5, sources: [{ source: 'chatgpt.com', visits: 4 }] });
+    expect(openai.hourly).toEqual([{ hour, visits: 4, crawlerRequests: 30 }]);
+    expect(doc.operators.find((o) => o.operator === 'Anthropic')).toMatchObject({ crawlerRequests: 0, referredVisits: 0, crawlToReferral: null });
+    expect(doc.operators[0]!.operator).toBe('OpenAI');
+  });
+});
