@@ -187,6 +187,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
       }
     };
     const [resumed, inOne] = await Promise.all([dump(DATABASE_URL), dump(oneGo)]);
+    expect((resumed.citizens as { name_key: string | null }[]).filter((c) => c.name_key === null)).toEqual([]);
     expect(resumed).toEqual(inOne);
     expect(resumed.citizens).toHaveLength(26);
     expect(resumed.ledgers).toHaveLength(1);
@@ -209,6 +210,11 @@ describe.runIf(available)('npm run move-to-postgres', () => {
       expect(verified.status).toBe(201);
       expect(verified.body.message).toMatchObject({ verified: true, name: `moved-${run}-17` });
       expect((await post(server.url, '/api/intelligence/message', { citizenId: o.memberId, message: 'x' }, { Authorization: `Bearer ${oaths[18]!.passportNumber}` })).status).toBe(403);
+
+      // Moved names stay taken: the move keyed them as the service keys its own.
+      const copycat = await post(server.url, '/api/citizenship/oath', { name: `moved-${run}-3`, purpose: 'take a moved name' });
+      expect(copycat.status).toBe(409);
+      expect(copycat.body.code).toBe('NAME_TAKEN');
 
       // The Idempotency-Key of an oath taken before the move replays its answer.
       const replay = await post(server.url, '/api/citizenship/oath', keyed.body, { 'Idempotency-Key': keyed.key });
