@@ -2,7 +2,12 @@ import { defineConfig } from 'vitest/config';
 
 // These files start Astro processes (builds, the dev server) that share the project's .astro/
 // folder: run alone, after the rest, one at a time.
-const ASTRO_PROCESSES = ['test/ops/dev.test.ts', 'test/documents/links.test.ts', 'test/build/content-errors.test.ts', 'test/build/concurrent-start.test.ts'];
+const ASTRO_PROCESSES = [
+  'test/ops/dev.test.ts',
+  'test/documents/links.test.ts',
+  'test/build/content-errors.test.ts',
+  'test/build/concurrent-start.test.ts',
+];
 
 export default defineConfig({
   test: {
@@ -14,8 +19,24 @@ export default defineConfig({
     // Servers are child processes; two cores do not gain from more parallel files.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: 'service', include: ['test/**/*.test.ts'], exclude: ASTRO_PROCESSES, sequence: { groupOrder: 0 } } },
-      { extends: true, test: { name: 'astro-processes', include: ASTRO_PROCESSES, fileParallelism: false, sequence: { groupOrder: 1 } } },
+      {
+        extends: true,
+        test: {
+          name: 'service',
+          include: ['test/**/*.test.ts'],
+          exclude: ASTRO_PROCESSES,
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'astro-processes',
+          include: ASTRO_PROCESSES,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
     ],
   },
 });

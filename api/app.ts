@@ -47,7 +47,10 @@ export function createApp(deps: AppDeps) {
   const handlers = new Map<string, RouteHandler>();
   const invoke = createInvoker(handlers, (userAgent, step) => telemetry.step(userAgent, step));
   const ctx: OperationContext = {
-    citizenship: createCitizenship(store, { postMessage: at(links.site, PATH.postMessage), listCitizens: at(links.site, PATH.listCitizens) }),
+    citizenship: createCitizenship(store, {
+      postMessage: at(links.site, PATH.postMessage),
+      listCitizens: at(links.site, PATH.listCitizens),
+    }),
     omip,
     views: {
       scoreboard: async () => scoreboard(store, await telemetry.combined(), now()),
@@ -57,8 +60,17 @@ export function createApp(deps: AppDeps) {
       botWallCsv: async (range) => buildBotWallCsv(await telemetry.combined(), range, now()),
       health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
     },
-    documents: { convert: async () => buildConvertPayload(content, links), kit: async () => buildKit(content, links), whatsNext: async () => buildWhatsNext(content, links) },
-    ingestLogs: createLogIngest({ token: deps.ingestToken, count: (lines) => telemetry.ingestBatch(lines), idempotency: writes.idempotency, records: store.idempotency }),
+    documents: {
+      convert: async () => buildConvertPayload(content, links),
+      kit: async () => buildKit(content, links),
+      whatsNext: async () => buildWhatsNext(content, links),
+    },
+    ingestLogs: createLogIngest({
+      token: deps.ingestToken,
+      count: (lines) => telemetry.ingestBatch(lines),
+      idempotency: writes.idempotency,
+      records: store.idempotency,
+    }),
     // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
     ingress: (request) => ingestAudio(request),
     mcp: createMcpRoute({

@@ -15,139 +15,203 @@ const Origin = z
 /** `ip`, `ip:port` or `[ipv6]:port`, as node's Resolver#setServers takes them; null when it is none of these. */
 function dnsServer(entry: string): string | null {
   const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(entry);
-  const [host, port] = v6 ? [v6[1]!, v6[2]] : isIP(entry) === 6 ? [entry, undefined] : (entry.split(':') as [string, string?]);
-  if (!isIP(host) || (port !== undefined && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535))) return null;
+  const [host, port] = v6
+    ? [v6[1]!, v6[2]]
+    : isIP(entry) === 6
+      ? [entry, undefined]
+      : (entry.split(':') as [string, string?]);
+  if (!isIP(host) || (port !== undefined && !(/^\d+$/.test(port) && Number(port) >= 1 && Number(port) <= 65535)))
+    return null;
   return entry;
 }
 const DnsServers = z
   .string()
-  .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
-  .refine((list) => list.every((s) => dnsServer(s) !== null), 'must be a comma-separated list of ip, ip:port or [ipv6]:port');
+  .transform((v) =>
+    v
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  .refine(
+    (list) => list.every((s) => dnsServer(s) !== null),
+    'must be a comma-separated list of ip, ip:port or [ipv6]:port',
+  );
 
 /** An unset or empty variable: the default applies. */
 const unset = (v: unknown) => (v === '' ? undefined : v);
 
 /** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
-export const ConfigSchema = z.object({
-  PORT: Port.default(4321),
-  HOST: z.string().default('0.0.0.0'),
-  /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
-  SITE_URL: z.preprocess(unset, Origin.optional()),
-  /** {canon_url}: the canonical site of the track and doctrine pages. */
-  CANON_URL: Origin.default('https://canon.agentnode.example'),
-  /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
-  DATA_DIR: z.string().default('./data').transform((p) => (p === ':memory:' ? p : resolve(p))),
-  /** postgres://... selects the PostgreSQL store (many processes, one database); empty means embedded. */
-  DATABASE_URL: z
-    .string()
-    .optional()
-    .transform((v) => (v ? v : undefined))
-    .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
-  /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
-  EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
-  /** Connections each process keeps to PostgreSQL at most. */
-  PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
-  /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */
-  PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1500),
-  /** A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way. */
-  PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(2000),
-  /** A pooled connection unused for this long is closed. */
-  PG_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /** Write requests per minute per client address; 0 turns limiting off. */
-  WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
-  /** Largest JSON request body, in bytes. */
-  BODY_LIMIT_BYTES: z.coerce.number().int().positive().default(64 * 1024),
-  /** Largest audio upload to POST /api/ingress/audio, in bytes. */
-  INGRESS_UPLOAD_LIMIT_BYTES: z.coerce.number().int().positive().default(50 * 1024 * 1024),
-  /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
-  UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
-  /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */
-  UPLOAD_CONCURRENCY_PER_CLIENT: z.coerce.number().int().positive().default(2),
-  /** Bytes a second read of all uploads together; past it, the server stops reading and the clients wait (TCP flow control). */
-  UPLOAD_BYTES_PER_SECOND: z.coerce.number().int().positive().default(16 * 1024 * 1024),
-  /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
-  BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
-  /** A connection that neither sends nor takes a byte for this long is closed (a stalled reader holds nothing longer). */
-  SEND_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
-  /** Connections open at once from one client (an IPv4 address, an IPv6 /64; trusted proxies are not counted); a request on one more is answered 429 and closed. */
-  MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().positive().default(64),
-  /** Folder of the temporary files uploads are streamed to (removed after each answer). */
-  UPLOAD_TMP_DIR: z
-    .string()
-    .optional()
-    .transform((p) => resolve(p ? p : tmpdir())),
-  /** Bearer token for POST /api/telemetry/ingest (CDN log lines); the route is off when empty. At least 32 characters. */
-  INGEST_TOKEN: z
-    .string()
-    .optional()
-    .transform((v) => (v ? v : undefined))
-    .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
-  /** Largest body of one POST /api/telemetry/ingest batch, in bytes (at most 10,000 records either way). */
-  INGEST_BATCH_BYTES: z.coerce.number().int().positive().default(4 * 1024 * 1024),
-  /** Bearer token for GET /metrics on the main port; without it (and without METRICS_PORT) there are no metrics. At least 32 characters. */
-  METRICS_TOKEN: z
-    .string()
-    .optional()
-    .transform((v) => (v ? v : undefined))
-    .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
-  /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
-  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
-  /**
-   * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
-   * the same file; without it each data folder makes its own key at first start.
-   */
-  LOG_SIGNING_KEY_FILE: z
-    .string()
-    .optional()
-    .transform((v) => (v ? resolve(v) : undefined)),
-  /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
-  TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
-  /** A folder of other hosts' robots.txt files, one `<host>.txt` each (at most 64, 512 KiB each), that ingested log lines of those hosts are judged against; empty means none. */
-  ROBOTS_TXT_DIR: z
-    .string()
-    .optional()
-    .transform((v) => (v ? resolve(v) : undefined)),
-  /** Hourly buckets the bot ledger keeps per family and per AI operator (24-336): the reach of ?range=1h and 24h. */
-  LEDGER_HOURS: z.coerce.number().int().min(RETENTION_BOUNDS.hours.min).max(RETENTION_BOUNDS.hours.max).default(RETENTION_BOUNDS.hours.default),
-  /** Daily buckets the bot ledger keeps per family and per AI operator (7-400): the reach of ?range=7d and 30d. */
-  LEDGER_DAYS: z.coerce.number().int().min(RETENTION_BOUNDS.days.min).max(RETENTION_BOUNDS.days.max).default(RETENTION_BOUNDS.days.default),
-  /** Where bot alerts are POSTed as JSON (a new family, a spike of failed verifications, a crawler on a disallowed path); empty: logged at warn only. */
-  ALERT_WEBHOOK_URL: z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional()),
-  /** Each alert kind is raised once per family within this window. */
-  ALERT_WINDOW_MS: z.coerce.number().int().min(60_000).max(7 * 86_400_000).default(3_600_000),
-  /** Failed verifications of one family within ALERT_WINDOW_MS that raise a spoofing alert. */
-  ALERT_SPOOF_THRESHOLD: z.coerce.number().int().min(1).max(1_000_000).default(20),
-  /** Alerts waiting for the webhook at most (one is sent at a time); past it, new ones are only logged. */
-  ALERT_QUEUE_MAX: z.coerce.number().int().min(1).max(10_000).default(100),
-  /** One webhook POST's time to answer; then it is dropped (never retried). */
-  ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
-  /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
-  WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
-  /**
-   * Proxies whose forwarded client address is believed (comma-separated addresses or CIDRs, or
-   * `loopback`, `linklocal`, `uniquelocal`); empty trusts none, and every client is its socket's peer.
-   */
-  TRUST_PROXY: z
-    .string()
-    .default('')
-    .transform((v) => v.split(',').map((e) => e.trim()).filter(Boolean))
-    .check((ctx) => {
-      try {
-        checkTrustList(ctx.value);
-      } catch (error) {
-        ctx.issues.push({ code: 'custom', input: ctx.value, message: `not an address or CIDR list: ${(error as Error).message}` });
-      }
-    }),
-  /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
-  PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
-  /** Resolvers that reverse-DNS verification of crawler claims asks (comma-separated ip, ip:port, [ipv6]:port); unset: the system's. */
-  DNS_SERVERS: z.preprocess(unset, DnsServers.optional()),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Where the build lives (dist/ by default). */
-  DIST_DIR: z.string().default('./dist').transform((p) => resolve(p)),
-  /** Where content lives (content/ by default). */
-  CONTENT_DIR: z.string().default('./content').transform((p) => resolve(p)),
-}).transform((c) => ({ ...c, SITE_URL: c.SITE_URL ?? `http://localhost:${c.PORT}` }));
+export const ConfigSchema = z
+  .object({
+    PORT: Port.default(4321),
+    HOST: z.string().default('0.0.0.0'),
+    /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
+    SITE_URL: z.preprocess(unset, Origin.optional()),
+    /** {canon_url}: the canonical site of the track and doctrine pages. */
+    CANON_URL: Origin.default('https://canon.agentnode.example'),
+    /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */
+    DATA_DIR: z
+      .string()
+      .default('./data')
+      .transform((p) => (p === ':memory:' ? p : resolve(p))),
+    /** postgres://... selects the PostgreSQL store (many processes, one database); empty means embedded. */
+    DATABASE_URL: z
+      .string()
+      .optional()
+      .transform((v) => (v ? v : undefined))
+      .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+    /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
+    EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
+    /** Connections each process keeps to PostgreSQL at most. */
+    PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+    /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */
+    PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1500),
+    /** A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way. */
+    PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(2000),
+    /** A pooled connection unused for this long is closed. */
+    PG_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /** Write requests per minute per client address; 0 turns limiting off. */
+    WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
+    /** Largest JSON request body, in bytes. */
+    BODY_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024),
+    /** Largest audio upload to POST /api/ingress/audio, in bytes. */
+    INGRESS_UPLOAD_LIMIT_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(50 * 1024 * 1024),
+    /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
+    UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
+    /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */
+    UPLOAD_CONCURRENCY_PER_CLIENT: z.coerce.number().int().positive().default(2),
+    /** Bytes a second read of all uploads together; past it, the server stops reading and the clients wait (TCP flow control). */
+    UPLOAD_BYTES_PER_SECOND: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(16 * 1024 * 1024),
+    /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
+    BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    /** A connection that neither sends nor takes a byte for this long is closed (a stalled reader holds nothing longer). */
+    SEND_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    /** Connections open at once from one client (an IPv4 address, an IPv6 /64; trusted proxies are not counted); a request on one more is answered 429 and closed. */
+    MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().positive().default(64),
+    /** Folder of the temporary files uploads are streamed to (removed after each answer). */
+    UPLOAD_TMP_DIR: z
+      .string()
+      .optional()
+      .transform((p) => resolve(p ? p : tmpdir())),
+    /** Bearer token for POST /api/telemetry/ingest (CDN log lines); the route is off when empty. At least 32 characters. */
+    INGEST_TOKEN: z
+      .string()
+      .optional()
+      .transform((v) => (v ? v : undefined))
+      .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+    /** Largest body of one POST /api/telemetry/ingest batch, in bytes (at most 10,000 records either way). */
+    INGEST_BATCH_BYTES: z.coerce
+      .number()
+      .int()
+      .positive()
+      .default(4 * 1024 * 1024),
+    /** Bearer token for GET /metrics on the main port; without it (and without METRICS_PORT) there are no metrics. At least 32 characters. */
+    METRICS_TOKEN: z
+      .string()
+      .optional()
+      .transform((v) => (v ? v : undefined))
+      .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
+    /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
+    METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
+    /**
+     * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
+     * the same file; without it each data folder makes its own key at first start.
+     */
+    LOG_SIGNING_KEY_FILE: z
+      .string()
+      .optional()
+      .transform((v) => (v ? resolve(v) : undefined)),
+    /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
+    TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+    /** A folder of other hosts' robots.txt files, one `<host>.txt` each (at most 64, 512 KiB each), that ingested log lines of those hosts are judged against; empty means none. */
+    ROBOTS_TXT_DIR: z
+      .string()
+      .optional()
+      .transform((v) => (v ? resolve(v) : undefined)),
+    /** Hourly buckets the bot ledger keeps per family and per AI operator (24-336): the reach of ?range=1h and 24h. */
+    LEDGER_HOURS: z.coerce
+      .number()
+      .int()
+      .min(RETENTION_BOUNDS.hours.min)
+      .max(RETENTION_BOUNDS.hours.max)
+      .default(RETENTION_BOUNDS.hours.default),
+    /** Daily buckets the bot ledger keeps per family and per AI operator (7-400): the reach of ?range=7d and 30d. */
+    LEDGER_DAYS: z.coerce
+      .number()
+      .int()
+      .min(RETENTION_BOUNDS.days.min)
+      .max(RETENTION_BOUNDS.days.max)
+      .default(RETENTION_BOUNDS.days.default),
+    /** Where bot alerts are POSTed as JSON (a new family, a spike of failed verifications, a crawler on a disallowed path); empty: logged at warn only. */
+    ALERT_WEBHOOK_URL: z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional()),
+    /** Each alert kind is raised once per family within this window. */
+    ALERT_WINDOW_MS: z.coerce
+      .number()
+      .int()
+      .min(60_000)
+      .max(7 * 86_400_000)
+      .default(3_600_000),
+    /** Failed verifications of one family within ALERT_WINDOW_MS that raise a spoofing alert. */
+    ALERT_SPOOF_THRESHOLD: z.coerce.number().int().min(1).max(1_000_000).default(20),
+    /** Alerts waiting for the webhook at most (one is sent at a time); past it, new ones are only logged. */
+    ALERT_QUEUE_MAX: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** One webhook POST's time to answer; then it is dropped (never retried). */
+    ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+    /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
+    WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
+    /**
+     * Proxies whose forwarded client address is believed (comma-separated addresses or CIDRs, or
+     * `loopback`, `linklocal`, `uniquelocal`); empty trusts none, and every client is its socket's peer.
+     */
+    TRUST_PROXY: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((e) => e.trim())
+          .filter(Boolean),
+      )
+      .check((ctx) => {
+        try {
+          checkTrustList(ctx.value);
+        } catch (error) {
+          ctx.issues.push({
+            code: 'custom',
+            input: ctx.value,
+            message: `not an address or CIDR list: ${(error as Error).message}`,
+          });
+        }
+      }),
+    /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
+    PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
+    /** Resolvers that reverse-DNS verification of crawler claims asks (comma-separated ip, ip:port, [ipv6]:port); unset: the system's. */
+    DNS_SERVERS: z.preprocess(unset, DnsServers.optional()),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Where the build lives (dist/ by default). */
+    DIST_DIR: z
+      .string()
+      .default('./dist')
+      .transform((p) => resolve(p)),
+    /** Where content lives (content/ by default). */
+    CONTENT_DIR: z
+      .string()
+      .default('./content')
+      .transform((p) => resolve(p)),
+  })
+  .transform((c) => ({ ...c, SITE_URL: c.SITE_URL ?? `http://localhost:${c.PORT}` }));
 export type Config = z.output<typeof ConfigSchema>;
 
 /** Parses the environment; throws a readable error naming each bad variable. */

@@ -35,17 +35,25 @@ function showContentError(res: ServerResponse, message: string): void {
 async function astroApiPages(root: string): Promise<Set<string>> {
   const dir = join(root, 'src', 'pages', 'api');
   const files = await readdir(dir, { recursive: true });
-  return new Set(files.filter((f) => /\.(ts|js|astro|md)$/.test(f)).map((f) => `/api/${f.replace(/\.(ts|js|astro|md)$/, '').replace(/\/index$/, '')}`));
+  return new Set(
+    files
+      .filter((f) => /\.(ts|js|astro|md)$/.test(f))
+      .map((f) => `/api/${f.replace(/\.(ts|js|astro|md)$/, '').replace(/\/index$/, '')}`),
+  );
 }
 const apiPages = await astroApiPages(process.cwd());
 
 // Broken content at start leaves nothing to serve: say which file and field, as the build would.
 const startFailed = (error: unknown): never => {
-  console.error(`content error: ${error instanceof Error ? error.message : String(error)}\nFix it and run npm run dev again.`);
+  console.error(
+    `content error: ${error instanceof Error ? error.message : String(error)}\nFix it and run npm run dev again.`,
+  );
   process.exit(1);
 };
 let known = await checkContent(config.CONTENT_DIR).catch(startFailed);
-const astro = await dev({ root: process.cwd(), logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } }).catch(startFailed);
+const astro = await dev({ root: process.cwd(), logLevel: 'warn', server: { host: '127.0.0.1', port: 0 } }).catch(
+  startFailed,
+);
 const LOCALS = Symbol.for('astro.locals');
 /** Astro's dev server as the gateway's renderer: locals go on the request, where Astro dev reads them. */
 const render: RenderHandler = async (req: IncomingMessage, res: ServerResponse, _next, locals) => {
@@ -56,7 +64,10 @@ const render: RenderHandler = async (req: IncomingMessage, res: ServerResponse, 
   // Anything else under /api/ would be Vite serving our source files: not found, as in production.
   const path = (req.url ?? '/').split('?')[0]!.replace(/\/$/, '');
   if (path.startsWith('/api/') && !apiPages.has(path)) {
-    const problem = new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`).toAnswer(path);
+    const problem = new HttpProblem(
+      'NOT_FOUND',
+      `Nothing is served at ${path}. See /llms.txt for every document.`,
+    ).toAnswer(path);
     return void res.writeHead(problem.status, problem.headers).end(problem.body);
   }
   // Vite takes an extensionless URL that names a source file (/api/omip/primitives -> api/omip/primitives.ts)
@@ -75,7 +86,6 @@ const engineConfig = { ...config, PORT: 0, HOST: '127.0.0.1', METRICS_PORT: unde
 const startEngine = () => startServer(engineConfig, { site, ...(store ? { store } : {}) });
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const handlerOf = (r: RunningServer) => r.server.listeners('request')[0] as Handler;
-
 
 let running: RunningServer = await startEngine();
 let engine: Promise<Handler> = Promise.resolve(handlerOf(running));
@@ -106,7 +116,8 @@ async function recheck(): Promise<void> {
   try {
     current = await checkContent(config.CONTENT_DIR);
   } catch (error) {
-    contentError = error instanceof ContentError ? error.message : error instanceof Error ? error.message : String(error);
+    contentError =
+      error instanceof ContentError ? error.message : error instanceof Error ? error.message : String(error);
     running.logger.error({ content: contentError }, 'content error');
     return;
   }
@@ -124,7 +135,14 @@ watch(config.CONTENT_DIR, { recursive: true }, () => {
 /** The latest modification time among the content files. */
 async function contentStamp(dir: string): Promise<number> {
   const names = await readdir(dir, { recursive: true });
-  const times = await Promise.all(names.map((n) => stat(join(dir, n)).then((s) => s.mtimeMs, () => 0)));
+  const times = await Promise.all(
+    names.map((n) =>
+      stat(join(dir, n)).then(
+        (s) => s.mtimeMs,
+        () => 0,
+      ),
+    ),
+  );
   return Math.max(0, ...times);
 }
 const DATA_STORE = join(process.cwd(), '.astro', 'data-store.json');
@@ -144,7 +162,14 @@ async function settled(): Promise<void> {
     settling = (async () => {
       // Generous: on a busy machine Astro takes seconds to rewrite the store; an editor waits once.
       const deadline = Date.now() + 15_000;
-      while (Date.now() < deadline && (await stat(DATA_STORE).then((s) => s.mtimeMs, () => 0)) < stamp) await new Promise((r) => setTimeout(r, 20));
+      while (
+        Date.now() < deadline &&
+        (await stat(DATA_STORE).then(
+          (s) => s.mtimeMs,
+          () => 0,
+        )) < stamp
+      )
+        await new Promise((r) => setTimeout(r, 20));
       // Astro invalidates its modules in the write's callback: let that run first.
       await new Promise((r) => setTimeout(r, 20));
     })();
@@ -157,7 +182,10 @@ async function settled(): Promise<void> {
 // Listening last: every request finds the checks above set up.
 const front = createServer((req, res) => void engine.then((handle) => handle(req, res)));
 await new Promise<void>((resolve) => front.listen(config.PORT, config.HOST, resolve));
-running.logger.info({ url: `http://${config.HOST}:${config.PORT}`, content: config.CONTENT_DIR, data: config.DATA_DIR }, 'dev server ready');
+running.logger.info(
+  { url: `http://${config.HOST}:${config.PORT}`, content: config.CONTENT_DIR, data: config.DATA_DIR },
+  'dev server ready',
+);
 running.logger.flush();
 
 let stopping = false;

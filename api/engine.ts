@@ -19,7 +19,16 @@ import { systemResolver, type Resolver } from './telemetry/verify.ts';
 import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth.ts';
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
-async function openStore(config: Config, logger: Logger, metrics?: Metrics): Promise<{ store: Store; rateLimitBackend?: RateLimiterAbstract; writable?: ReadinessCheck; ceiling?: ReadinessCheck }> {
+async function openStore(
+  config: Config,
+  logger: Logger,
+  metrics?: Metrics,
+): Promise<{
+  store: Store;
+  rateLimitBackend?: RateLimiterAbstract;
+  writable?: ReadinessCheck;
+  ceiling?: ReadinessCheck;
+}> {
   if (config.DATABASE_URL) {
     const store = await openPostgresStore(config.DATABASE_URL, {
       poolSize: config.PG_POOL_SIZE,
@@ -32,11 +41,23 @@ async function openStore(config: Config, logger: Logger, metrics?: Metrics): Pro
     // through the guarded pool: a database that does not answer makes it fail closed, 503 (every
     // limited route writes to that same database).
     const storeClient = { query: store.pool.query };
-    const rateLimitBackend = new RateLimiterPostgres({ storeClient, storeType: 'pool', tableName: 'rate_limits', tableCreated: true, points: config.WRITE_RATE_LIMIT || 1, duration: 60 });
+    const rateLimitBackend = new RateLimiterPostgres({
+      storeClient,
+      storeType: 'pool',
+      tableName: 'rate_limits',
+      tableCreated: true,
+      points: config.WRITE_RATE_LIMIT || 1,
+      duration: 60,
+    });
     return { store, rateLimitBackend, writable: databaseAnswers(store.pool.reachable) };
   }
   if (config.DATA_DIR === ':memory:') return { store: openMemoryStore() };
-  const store = await openEmbeddedStore({ dir: config.DATA_DIR, logger, observer: metrics?.journal, maxBytes: config.EMBEDDED_MAX_BYTES });
+  const store = await openEmbeddedStore({
+    dir: config.DATA_DIR,
+    logger,
+    observer: metrics?.journal,
+    maxBytes: config.EMBEDDED_MAX_BYTES,
+  });
   return { store, writable: folderWritable(config.DATA_DIR), ceiling: storeCeiling(store.capacity, NEAR_CEILING) };
 }
 
@@ -65,7 +86,10 @@ async function robotsJudgeOf(own: string | undefined, content: Content, config: 
         throw new StartupError(`ROBOTS_TXT_DIR: cannot read ${config.ROBOTS_TXT_DIR}: ${error.message}`);
       })
     : new Map<string, string>();
-  return createRobotsJudge(own ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL }), others, [new URL(config.SITE_URL).hostname, new URL(config.CANON_URL).hostname]);
+  return createRobotsJudge(own ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL }), others, [
+    new URL(config.SITE_URL).hostname,
+    new URL(config.CANON_URL).hostname,
+  ]);
 }
 
 /**
@@ -76,25 +100,46 @@ async function robotsJudgeOf(own: string | undefined, content: Content, config: 
 export async function createEngine(config: Config, options: EngineOptions) {
   const { logger } = options;
   const content = await loadContent(config.CONTENT_DIR);
-  const { store, rateLimitBackend, writable, ceiling } = options.store ? { store: options.store } : await openStore(config, logger, options.metrics);
+  const { store, rateLimitBackend, writable, ceiling } = options.store
+    ? { store: options.store }
+    : await openStore(config, logger, options.metrics);
   const telemetry = await createTelemetry({
     funnelStepOf,
     ...telemetryRulesOf(content),
     robots: await robotsJudgeOf(options.robotsTxt, content, config),
     resolver: options.resolver ?? systemResolver(config.DNS_SERVERS),
-    fetchDirectory: options.fetchDirectory ?? httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
+    fetchDirectory:
+      options.fetchDirectory ?? httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
     store: store.telemetry,
     logger,
     flushMs: config.TELEMETRY_FLUSH_MS,
     retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
-    alerts: createAlerts({ webhookUrl: config.ALERT_WEBHOOK_URL, logger, windowMs: config.ALERT_WINDOW_MS, spoofThreshold: config.ALERT_SPOOF_THRESHOLD, maxQueue: config.ALERT_QUEUE_MAX, timeoutMs: config.ALERT_TIMEOUT_MS, service: content.site.service }),
+    alerts: createAlerts({
+      webhookUrl: config.ALERT_WEBHOOK_URL,
+      logger,
+      windowMs: config.ALERT_WINDOW_MS,
+      spoofThreshold: config.ALERT_SPOOF_THRESHOLD,
+      maxQueue: config.ALERT_QUEUE_MAX,
+      timeoutMs: config.ALERT_TIMEOUT_MS,
+      service: content.site.service,
+    }),
   });
-  const omip = createOmip({ store, constitution: content.constitution, signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE) });
-  logger.info({ store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' }, 'store ready');
+  const omip = createOmip({
+    store,
+    constitution: content.constitution,
+    signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE),
+  });
+  logger.info(
+    { store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' },
+    'store ready',
+  );
   const links = { site: config.SITE_URL, canon: config.CANON_URL };
   // One budget per client, shared by the routes (which take a write) and the gateway (which refuses
   // an upload from a client with nothing left before reading its body).
-  const limiter = createWriteLimiter(config.WRITE_RATE_LIMIT, rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }));
+  const limiter = createWriteLimiter(
+    config.WRITE_RATE_LIMIT,
+    rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }),
+  );
   const app = createApp({ store, telemetry, omip, content, links, logger, limiter, ingestToken: config.INGEST_TOKEN });
   return {
     content,

@@ -55,7 +55,9 @@ export function createLogging(level: string, sink: LogSink = process.stdout): Lo
   const logger = pino({ level, base: undefined }, buffer);
   const requestLog = logger.isLevelEnabled('info')
     ? (l: RequestLine) =>
-        buffer.write(`{"level":30,"time":${Date.now()},"method":${JSON.stringify(l.method)},"path":${JSON.stringify(l.path)},"status":${l.status},"ms":${l.ms},"msg":"request"}\n`)
+        buffer.write(
+          `{"level":30,"time":${Date.now()},"method":${JSON.stringify(l.method)},"path":${JSON.stringify(l.path)},"status":${l.status},"ms":${l.ms},"msg":"request"}\n`,
+        )
     : () => {};
   return { logger, requestLog };
 }

@@ -7,7 +7,20 @@ import type { Config } from './config.ts';
 import { StartupError } from './startup-error.ts';
 export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
-import { ABANDONED_AFTER_MS, createGateway, refuseConnect, sweepAbandonedUploads, jsonBody, loadStaticSite, staticManifestOf, uploadBody, type BodyPolicy, type ObservedRequest, type RenderHandler, type StaticFile } from './gateway/index.ts';
+import {
+  ABANDONED_AFTER_MS,
+  createGateway,
+  refuseConnect,
+  sweepAbandonedUploads,
+  jsonBody,
+  loadStaticSite,
+  staticManifestOf,
+  uploadBody,
+  type BodyPolicy,
+  type ObservedRequest,
+  type RenderHandler,
+  type StaticFile,
+} from './gateway/index.ts';
 import { createLogging, type Logger, type LogSink } from './log.ts';
 import { PATH } from './operations/paths.ts';
 import { createEngine } from './engine.ts';
@@ -15,7 +28,16 @@ import type { BodyLimit } from './operations/operation.ts';
 import type { Store } from './store/index.ts';
 import { logBatchBody } from './operations/log-ingest.ts';
 import { answerClientError } from './gateway/client-error.ts';
-import { condition, createMetrics, createReadiness, livez, metricsRoute, operationNamer, readyz, startMetricsServer } from './ops/index.ts';
+import {
+  condition,
+  createMetrics,
+  createReadiness,
+  livez,
+  metricsRoute,
+  operationNamer,
+  readyz,
+  startMetricsServer,
+} from './ops/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
@@ -55,13 +77,14 @@ export interface Site {
 /** The build: prebuilt files in memory and Astro's handler for on-demand pages. */
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   await ensureBuild(config, logger);
-  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as { handler: RenderHandler };
+  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as {
+    handler: RenderHandler;
+  };
   const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
   // Documents built under another SITE_URL are served with this one's links.
   const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
-
 
 /** The embedded store's folder belongs to one process: taken before the store opens. */
 async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
@@ -71,7 +94,9 @@ async function lockDataDir(config: Config, url: string): Promise<HostLock | unde
     return await lockFolder(config.DATA_DIR, 'data', `serving ${url}`);
   } catch (error) {
     if (!(error instanceof LockHeld)) throw error;
-    throw new StartupError(`DATA_DIR ${error.message}. The embedded store belongs to one process: stop that one, or give this one its own DATA_DIR (or share a DATABASE_URL).`);
+    throw new StartupError(
+      `DATA_DIR ${error.message}. The embedded store belongs to one process: stop that one, or give this one its own DATA_DIR (or share a DATABASE_URL).`,
+    );
   }
 }
 
@@ -84,8 +109,14 @@ async function listenOn(server: Server, config: Config): Promise<void> {
       resolve();
     });
   }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'EADDRINUSE') throw new StartupError(`port ${config.PORT} on ${config.HOST} is in use by another process: pick another with PORT=${config.PORT + 1} npm start`);
-    if (error.code === 'EACCES') throw new StartupError(`port ${config.PORT} on ${config.HOST} needs privileges this process does not have: pick one above 1023 with PORT=`);
+    if (error.code === 'EADDRINUSE')
+      throw new StartupError(
+        `port ${config.PORT} on ${config.HOST} is in use by another process: pick another with PORT=${config.PORT + 1} npm start`,
+      );
+    if (error.code === 'EACCES')
+      throw new StartupError(
+        `port ${config.PORT} on ${config.HOST} needs privileges this process does not have: pick one above 1023 with PORT=`,
+      );
     throw error;
   });
 }
@@ -93,10 +124,19 @@ async function listenOn(server: Server, config: Config): Promise<void> {
 /** Until the store is open: /livez says the process lives, everything else 503 STARTING. */
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
-  if (path === '/livez') return void res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders('text/plain') }).end('starting\n');
+  if (path === '/livez')
+    return void res
+      .writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', ...securityHeaders('text/plain') })
+      .end('starting\n');
   const problem = new HttpProblem('STARTING', 'The service is starting: its store is not open yet. Retry in a second.');
   const body = JSON.stringify(problem.body(path));
-  res.writeHead(problem.status, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Connection: 'close', ...securityHeaders(PROBLEM_TYPE), ...problem.headers });
+  res.writeHead(problem.status, {
+    'Content-Type': PROBLEM_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    ...securityHeaders(PROBLEM_TYPE),
+    ...problem.headers,
+  });
   res.end(req.method === 'HEAD' ? undefined : body);
   req.resume();
 }
@@ -132,10 +172,16 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
   try {
     if (hasBuild(config.DIST_DIR)) return;
     const building = `${config.DIST_DIR}.building-${process.pid}`;
-    logger.info({ dist: config.DIST_DIR }, 'no build found: running astro build (run `npm run build` as a deploy step to start faster)');
+    logger.info(
+      { dist: config.DIST_DIR },
+      'no build found: running astro build (run `npm run build` as a deploy step to start faster)',
+    );
     // Astro runs on this process's Node (the pinned one), whatever `node` is first on PATH.
     const astro = join(process.cwd(), 'node_modules', 'astro', 'bin', 'astro.mjs');
-    const result = spawnSync(process.execPath, [astro, 'build'], { stdio: 'inherit', env: { ...process.env, DIST_DIR: building } });
+    const result = spawnSync(process.execPath, [astro, 'build'], {
+      stdio: 'inherit',
+      env: { ...process.env, DIST_DIR: building },
+    });
     if (result.status !== 0) throw new StartupError(`astro build failed with status ${result.status}`);
     rmSync(config.DIST_DIR, { recursive: true, force: true });
     renameSync(building, config.DIST_DIR);
@@ -152,7 +198,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
   server.timeout = config.SEND_TIMEOUT_MS;
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
-  const connections = { perClient: config.MAX_CONNECTIONS_PER_CLIENT, ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts) };
+  const connections = {
+    perClient: config.MAX_CONNECTIONS_PER_CLIENT,
+    ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts),
+  };
   server.on('connect', refuseConnect);
   // A request node cannot read is refused after the answers pipelined before it, not instead of them.
   server.on('clientError', answerClientError);
@@ -176,11 +225,23 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const { files, render, notFoundPage } = options.site ?? (await loadBuild(config, logger));
 
     // Metrics cost a little per request, so they exist only where someone can read them.
-    const metrics = config.METRICS_TOKEN || config.METRICS_PORT !== undefined ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS)) : undefined;
-    const engine = await createEngine(config, { logger, metrics, store: options.store, robotsTxt: files.get('/robots.txt')?.body.toString('utf8') });
+    const metrics =
+      config.METRICS_TOKEN || config.METRICS_PORT !== undefined
+        ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS))
+        : undefined;
+    const engine = await createEngine(config, {
+      logger,
+      metrics,
+      store: options.store,
+      robotsTxt: files.get('/robots.txt')?.body.toString('utf8'),
+    });
     const { app, telemetry } = engine;
 
-    metrics?.watch({ ledger: () => telemetry.snapshot(), verificationsInFlight: () => telemetry.verificationsInFlight(), dnsLookups: () => telemetry.dnsLookups().started });
+    metrics?.watch({
+      ledger: () => telemetry.snapshot(),
+      verificationsInFlight: () => telemetry.verificationsInFlight(),
+      dnsLookups: () => telemetry.dnsLookups().started,
+    });
     let closing = false;
     const readiness = createReadiness([
       condition('build', () => files.size > 0 || options.site !== undefined, 'no build loaded'),
@@ -190,7 +251,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const ops = new Map<string, RouteHandler>([
       ['/livez', livez],
       ['/readyz', readyz(readiness)],
-      ...(metrics && config.METRICS_TOKEN ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const) : []),
+      ...(metrics && config.METRICS_TOKEN
+        ? ([['/metrics', metricsRoute(metrics, config.METRICS_TOKEN)]] as const)
+        : []),
     ]);
     // Probes and metrics are for the operator, not part of the agents' contract: beside the table.
     const route = (method: string, path: string): Lookup => {
@@ -230,15 +293,22 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
 
     handle = (req, res, continueFirst) => void gateway(req, res, continueFirst);
-    const metricsServer = metrics && config.METRICS_PORT !== undefined ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)) : undefined;
-    logger.info({ url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) }, 'listening');
+    const metricsServer =
+      metrics && config.METRICS_PORT !== undefined
+        ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics))
+        : undefined;
+    logger.info(
+      { url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) },
+      'listening',
+    );
     // Supervisors and tests wait for this line: do not leave it in the buffer.
     logger.flush();
 
     // What a killed process left in UPLOAD_TMP_DIR: now, then every ABANDONED_AFTER_MS.
     const sweep = () =>
       void sweepAbandonedUploads(config.UPLOAD_TMP_DIR).then(
-        (removed) => removed && logger.info({ removed, folder: config.UPLOAD_TMP_DIR }, 'abandoned upload files removed'),
+        (removed) =>
+          removed && logger.info({ removed, folder: config.UPLOAD_TMP_DIR }, 'abandoned upload files removed'),
         (error: unknown) => logger.warn({ err: error }, 'upload sweep failed'),
       );
     sweep();
@@ -264,4 +334,3 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     return { server, url, logger, close };
   }
 }
-

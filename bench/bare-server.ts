@@ -5,7 +5,11 @@ import { createServer } from 'node:http';
 // BARE_HEADERS (JSON) when given, so that it sends the same bytes as the server it is compared with.
 const [file, type] = process.argv.slice(2) as [string, string];
 const body = readFileSync(file);
-const headers = { 'Content-Type': type, ...(JSON.parse(process.env.BARE_HEADERS ?? '{}') as Record<string, string>), 'Content-Length': body.length };
+const headers = {
+  'Content-Type': type,
+  ...(JSON.parse(process.env.BARE_HEADERS ?? '{}') as Record<string, string>),
+  'Content-Length': body.length,
+};
 const server = createServer((_req, res) => {
   res.writeHead(200, headers);
   res.end(body);

@@ -32,7 +32,15 @@ export const VIEWPORTS = [
 ] as const;
 export const SCHEMES = ['light', 'dark'] as const;
 
-export const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+export const FLAGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 
 export interface Chromium {
   browser: Browser;
@@ -42,7 +50,11 @@ export interface Chromium {
 /** Starts Chromium with a fresh profile that is removed on close. */
 export async function launchChromium(extraArgs: string[] = []): Promise<Chromium> {
   const profile = mkdtempSync(join(tmpdir(), 'agentnode-chromium-'));
-  const browser = await puppeteer.launch({ executablePath: CHROMIUM, args: [...FLAGS, `--user-data-dir=${profile}`, ...extraArgs], defaultViewport: null });
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    args: [...FLAGS, `--user-data-dir=${profile}`, ...extraArgs],
+    defaultViewport: null,
+  });
   return {
     browser,
     async close() {
@@ -61,7 +73,9 @@ export async function enforceCsp(page: Page): Promise<string[]> {
   // Every load goes to the server (a 304 would be served from the cache without our header).
   await page.setCacheEnabled(false);
   const cdp = await page.createCDPSession();
-  await cdp.send('Fetch.enable', { patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Response' }] });
+  await cdp.send('Fetch.enable', {
+    patterns: [{ urlPattern: '*', resourceType: 'Document', requestStage: 'Response' }],
+  });
   cdp.on('Fetch.requestPaused', (e) => {
     const headers = e.responseHeaders ?? [];
     const isHtml = headers.some((h) => h.name.toLowerCase() === 'content-type' && h.value.includes('text/html'));
@@ -83,7 +97,9 @@ export async function enforceCsp(page: Page): Promise<string[]> {
   await page.exposeFunction('__cspViolation', (text: string) => void violations.push(text));
   await page.evaluateOnNewDocument(() => {
     document.addEventListener('securitypolicyviolation', (e) => {
-      (window as unknown as { __cspViolation(t: string): void }).__cspViolation(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`);
+      (window as unknown as { __cspViolation(t: string): void }).__cspViolation(
+        `${e.violatedDirective} blocked ${e.blockedURI || 'inline'} (${e.sourceFile}:${e.lineNumber})`,
+      );
     });
   });
   page.on('console', (m) => {
@@ -125,18 +141,45 @@ export async function axe(page: Page): Promise<AxeViolation[]> {
   // Evaluated through DevTools, which the page's CSP does not govern (a script tag would be refused).
   await page.evaluate(AXE);
   return page.evaluate(async () => {
-    const run = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: { target: string[]; failureSummary?: string }[] }[] }> } }).axe.run;
-    const result = await run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] }, resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`) }));
+    const run = (
+      window as unknown as {
+        axe: {
+          run(
+            ctx: Document,
+            o: object,
+          ): Promise<{
+            violations: {
+              id: string;
+              impact: string | null;
+              help: string;
+              nodes: { target: string[]; failureSummary?: string }[];
+            }[];
+          }>;
+        };
+      }
+    ).axe.run;
+    const result = await run(document, {
+      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa', 'best-practice'] },
+      resultTypes: ['violations'],
+    });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => `${n.target.join(' ')}: ${n.failureSummary ?? ''}`),
+    }));
   });
 }
 
 /** How far the page reaches past the viewport's right edge, in CSS pixels. */
-export const overflow = (page: Page): Promise<number> => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+export const overflow = (page: Page): Promise<number> =>
+  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
-const CLAUDE = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
-const CHATGPT_USER = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot';
+const CLAUDE =
+  'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
+const CHATGPT_USER =
+  'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko); compatible; ChatGPT-User/1.0; +https://openai.com/bot';
 const BING = 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)';
 
 /** A few crawlers' requests, so the bot wall has something to show. */
@@ -151,5 +194,7 @@ export async function seedCrawlers(base: string): Promise<void> {
     [BING, '/', 2],
     [BING, '/sitemap.xml', 1],
   ];
-  for (const [ua, path, n] of visits) for (let i = 0; i < n; i++) await fetch(base + path, { headers: { 'User-Agent': ua } }).then((r) => r.arrayBuffer());
+  for (const [ua, path, n] of visits)
+    for (let i = 0; i < n; i++)
+      await fetch(base + path, { headers: { 'User-Agent': ua } }).then((r) => r.arrayBuffer());
 }

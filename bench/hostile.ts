@@ -37,7 +37,8 @@ const PIN = process.env.BENCH_HOSTILE_PIN === '1';
  * Raising the priority back after a flood needs root: without it the bench says so and does not.
  */
 const NICE = process.env.BENCH_HOSTILE_NICE !== '0' && process.getuid?.() === 0;
-if (process.env.BENCH_HOSTILE_NICE !== '0' && !NICE) console.error('bench:hostile: not root, so the attacker runs at the same priority as the server');
+if (process.env.BENCH_HOSTILE_NICE !== '0' && !NICE)
+  console.error('bench:hostile: not root, so the attacker runs at the same priority as the server');
 async function asAttacker<T>(run: () => Promise<T>): Promise<T> {
   if (NICE) setPriority(19);
   try {
@@ -56,7 +57,16 @@ const port = await freePort();
 // answers NXDOMAIN at once (a failed claim), never to the machine's resolver.
 const dns = await startDnsResponder();
 const server: ChildProcess = node(['--expose-gc', ...SERVER_FLAGS, 'bench/hostile-server.ts'], {
-  env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: ':memory:', LOG_LEVEL: 'warn', WRITE_RATE_LIMIT: '5', BODY_IDLE_TIMEOUT_MS: String(IDLE_MS), DNS_SERVERS: dns.address },
+  env: {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: ':memory:',
+    LOG_LEVEL: 'warn',
+    WRITE_RATE_LIMIT: '5',
+    BODY_IDLE_TIMEOUT_MS: String(IDLE_MS),
+    DNS_SERVERS: dns.address,
+  },
   stdio: ['ignore', SERVER_FLAGS.length ? 'inherit' : 'ignore', 'inherit', 'ipc'],
 });
 const url = await new Promise<string>((resolve, reject) => {
@@ -82,7 +92,7 @@ const memory = () =>
   });
 
 /** Client addresses on the loopback /8: write limits are per address, as an attacker with many would have. */
-const address = (i: number) => `127.${1 + ((i >> 16) & 127)}.${(i >> 8) & 255}.${(i & 255) || 1}`;
+const address = (i: number) => `127.${1 + ((i >> 16) & 127)}.${(i >> 8) & 255}.${i & 255 || 1}`;
 
 /** Where the attacks go: the server, or for a control run, the bare sink (bench/sink-server.ts). */
 let target = port;
@@ -90,9 +100,20 @@ let target = port;
 let bodyBytesSent = 0;
 
 /** One raw exchange: writes `head` and `body`, then either leaves at once or waits for the status line. */
-function exchange(options: { head: string; body?: Buffer | (() => Buffer | null); leave?: boolean; localAddress?: string; timeoutMs?: number; link?: Bandwidth }): Promise<number> {
+function exchange(options: {
+  head: string;
+  body?: Buffer | (() => Buffer | null);
+  leave?: boolean;
+  localAddress?: string;
+  timeoutMs?: number;
+  link?: Bandwidth;
+}): Promise<number> {
   return new Promise((resolve) => {
-    const socket = connect({ port: target, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
+    const socket = connect({
+      port: target,
+      host: '127.0.0.1',
+      ...(options.localAddress ? { localAddress: options.localAddress } : {}),
+    });
     let answer = '';
     let status = 0;
     const finish = () => {
@@ -124,7 +145,8 @@ function exchange(options: { head: string; body?: Buffer | (() => Buffer | null)
             bodyBytesSent += chunk.length;
             const written = socket.write(chunk);
             const wait = options.link?.take(chunk.length) ?? 0;
-            if (wait > 0) return void setTimeout(() => (socket.writableNeedDrain ? socket.once('drain', pump) : pump()), wait);
+            if (wait > 0)
+              return void setTimeout(() => (socket.writableNeedDrain ? socket.once('drain', pump) : pump()), wait);
             if (!written) return void socket.once('drain', pump);
           }
         };
@@ -143,7 +165,13 @@ function exchange(options: { head: string; body?: Buffer | (() => Buffer | null)
  * i / perSecond s after the first, so a cheap attack measures what each request costs the others
  * rather than how a CPU saturated by sheer volume queues (the attacker shares this machine's 2 cores).
  */
-async function pool(total: number, concurrency: number, task: (i: number) => Promise<number>, perSecond?: number, until = Infinity): Promise<Map<number, number>> {
+async function pool(
+  total: number,
+  concurrency: number,
+  task: (i: number) => Promise<number>,
+  perSecond?: number,
+  until = Infinity,
+): Promise<Map<number, number>> {
   const statuses = new Map<number, number>();
   let next = 0;
   const started = performance.now();
@@ -175,7 +203,9 @@ function ordinary(seconds?: number): { ready: Promise<void>; stop: () => Promise
     probe.on('message', (m: { p99?: number }) => m.p99 !== undefined && resolve(m.p99));
     probe.once('exit', (code) => reject(new Error(`the ordinary probe exited with ${code}`)));
   });
-  const started = ready.then(() => (seconds === undefined ? undefined : new Promise((r) => setTimeout(r, seconds * 1000))));
+  const started = ready.then(() =>
+    seconds === undefined ? undefined : new Promise((r) => setTimeout(r, seconds * 1000)),
+  );
   return {
     ready,
     stop: async () => {
@@ -190,7 +220,9 @@ function ordinary(seconds?: number): { ready: Promise<void>; stop: () => Promise
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 const deepBody = `{"document":${nested(3000)}}`;
 const BOUNDARY = 'b';
-const tinyParts = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n`.repeat(840_000) + `--${BOUNDARY}--\r\n`);
+const tinyParts = Buffer.from(
+  `--${BOUNDARY}\r\nContent-Disposition: form-data; name="x"\r\n\r\n1\r\n`.repeat(840_000) + `--${BOUNDARY}--\r\n`,
+);
 
 /** A body of `size` MB sent in 64 KiB chunks. */
 const megabytes = (size: number) => {
@@ -221,23 +253,62 @@ const FLOOD_MS = Number(process.env.BENCH_HOSTILE_FLOOD_SECONDS ?? 20) * 1000;
 const attackerLink = () => createBandwidth(125_000_000);
 /** A WAV header with a title for a 50 MB data chunk that follows. */
 function wavHead(dataBytes: number): Buffer {
-  const le32 = (v: number) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); return b; };
-  const le16 = (v: number) => { const b = Buffer.alloc(2); b.writeUInt16LE(v); return b; };
-  const chunk = (id: string, data: Buffer) => Buffer.concat([Buffer.from(id), le32(data.length), data, data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0)]);
+  const le32 = (v: number) => {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    return b;
+  };
+  const le16 = (v: number) => {
+    const b = Buffer.alloc(2);
+    b.writeUInt16LE(v);
+    return b;
+  };
+  const chunk = (id: string, data: Buffer) =>
+    Buffer.concat([Buffer.from(id), le32(data.length), data, data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0)]);
   const fmt = chunk('fmt ', Buffer.concat([le16(1), le16(1), le32(8000), le32(8000), le16(1), le16(8)]));
-  const info = chunk('LIST', Buffer.concat([Buffer.from('INFO'), chunk('INAM', Buffer.from('Big upload\0')), chunk('IART', Buffer.from('Bench\0'))]));
+  const info = chunk(
+    'LIST',
+    Buffer.concat([
+      Buffer.from('INFO'),
+      chunk('INAM', Buffer.from('Big upload\0')),
+      chunk('IART', Buffer.from('Bench\0')),
+    ]),
+  );
   const head = Buffer.concat([Buffer.from('WAVE'), fmt, info, Buffer.from('data'), le32(dataBytes)]);
   return Buffer.concat([Buffer.from('RIFF'), le32(head.length + dataBytes), head]);
 }
 
 const SIXTY_KB = 'z'.repeat(60_000);
 const crawlerAgents = [
-  ...['Googlebot', 'bingbot', 'GPTBot', 'ClaudeBot', 'PerplexityBot', 'Applebot', 'DuckDuckBot', 'YandexBot', 'Baiduspider', 'CCBot', 'Bytespider', 'Amazonbot', 'AhrefsBot', 'SemrushBot', 'MJ12bot', 'DotBot', 'PetalBot', 'SeznamBot', 'facebookexternalhit', 'Twitterbot'],
+  ...[
+    'Googlebot',
+    'bingbot',
+    'GPTBot',
+    'ClaudeBot',
+    'PerplexityBot',
+    'Applebot',
+    'DuckDuckBot',
+    'YandexBot',
+    'Baiduspider',
+    'CCBot',
+    'Bytespider',
+    'Amazonbot',
+    'AhrefsBot',
+    'SemrushBot',
+    'MJ12bot',
+    'DotBot',
+    'PetalBot',
+    'SeznamBot',
+    'facebookexternalhit',
+    'Twitterbot',
+  ],
   ...Array.from({ length: 200 }, (_, i) => `XyzBot-${i}`),
 ].map((name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`);
 const INVISIBLE = ['\u202E', '\u200B', '\u200D', '\u2066', '\uFEFF'];
 /** BENCH_HOSTILE_ONLY=2,3,9: only the attacks of those rows of issue 14. */
-const ONLY = process.env.BENCH_HOSTILE_ONLY ? new Set(process.env.BENCH_HOSTILE_ONLY.split(',').map((r) => r.trim())) : null;
+const ONLY = process.env.BENCH_HOSTILE_ONLY
+  ? new Set(process.env.BENCH_HOSTILE_ONLY.split(',').map((r) => r.trim()))
+  : null;
 
 interface Attack {
   name: string;
@@ -273,7 +344,11 @@ async function stalledReaders(): Promise<Map<number, number>> {
         socket.pause();
         resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(chunk.toString('latin1'))?.[1] ?? 0));
       });
-      socket.once('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36\r\nAccept-Encoding: identity\r\n\r\n`));
+      socket.once('connect', () =>
+        socket.write(
+          `GET ${path} HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36\r\nAccept-Encoding: identity\r\n\r\n`,
+        ),
+      );
     }).then((status) => {
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
       return status;
@@ -292,7 +367,9 @@ async function stalledReaders(): Promise<Map<number, number>> {
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
-  console.log(`row 26: ${total} stalled readers: server RSS peak +${mb(peak - base.rss)} MB over ${mb(base.rss)} MB; all closed by the server ${Number.isNaN(gone) ? 'NOT within 90 s' : `${gone.toFixed(1)} s after the last opened`}`);
+  console.log(
+    `row 26: ${total} stalled readers: server RSS peak +${mb(peak - base.rss)} MB over ${mb(base.rss)} MB; all closed by the server ${Number.isNaN(gone) ? 'NOT within 90 s' : `${gone.toFixed(1)} s after the last opened`}`,
+  );
   for (const socket of sockets) socket.destroy();
   return statuses;
 }
@@ -311,11 +388,31 @@ async function sinkPort(): Promise<number> {
 const attacks: Attack[] = [
   {
     name: 'row 1: GET /mcp (Accept: text/event-stream), half of them leave at once',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: 'GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n\r\n', leave: i % 2 === 0 }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: 'GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: application/json, text/event-stream\r\n\r\n',
+            leave: i % 2 === 0,
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 11: POST half a JSON body, then hang up',
-    run: () => pool(n(10_000), 4, () => exchange({ head: 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{"name":"hal', leave: true }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        () =>
+          exchange({
+            head: 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{"name":"hal',
+            leave: true,
+          }),
+        RATE,
+      ),
   },
   ...[1, 2, 3].map((round) => ({
     name: `row 4: 50 MB uploads, 8 in parallel, from an address over its write limit${round === 2 ? ' (again: growth is a plateau, not per request)' : round === 3 ? `, ${ATTACKER_LINK}` : ''}`,
@@ -328,8 +425,24 @@ const attacks: Attack[] = [
       const until = performance.now() + FLOOD_MS;
       // The write budget refills over a minute: spend it again every 40 uploads (some seconds) so the address stays over it.
       for (let done = 0; done < n(1_000) && performance.now() < until; done += 40) {
-        for (let i = 0; i < 6; i++) await exchange({ head: 'POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{"title":"spend"}', localAddress: attacker });
-        const part = await pool(Math.min(40, n(1_000) - done), 8, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: fiftyMegabytes(), localAddress: attacker, ...(link ? { link } : {}) }), undefined, until);
+        for (let i = 0; i < 6; i++)
+          await exchange({
+            head: 'POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{"title":"spend"}',
+            localAddress: attacker,
+          });
+        const part = await pool(
+          Math.min(40, n(1_000) - done),
+          8,
+          () =>
+            exchange({
+              head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${50 * MB}\r\n\r\n`,
+              body: fiftyMegabytes(),
+              localAddress: attacker,
+              ...(link ? { link } : {}),
+            }),
+          undefined,
+          until,
+        );
         for (const [s, c] of part) statuses.set(s, (statuses.get(s) ?? 0) + c);
       }
       return statuses;
@@ -342,7 +455,19 @@ const attacks: Attack[] = [
     run: () => {
       const link = linked ? attackerLink() : undefined;
       const stalled = Buffer.alloc(MB, 0xff);
-      return pool(n(1_000), 16, () => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`, body: link ? sliced(stalled) : stalled, localAddress: address(100_000), ...(link ? { link } : {}) }), undefined, performance.now() + FLOOD_MS);
+      return pool(
+        n(1_000),
+        16,
+        () =>
+          exchange({
+            head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\n\r\n`,
+            body: link ? sliced(stalled) : stalled,
+            localAddress: address(100_000),
+            ...(link ? { link } : {}),
+          }),
+        undefined,
+        performance.now() + FLOOD_MS,
+      );
     },
   })),
   {
@@ -350,7 +475,19 @@ const attacks: Attack[] = [
     name: 'row 4: 100 MB uploads refused for their size (413), 8 in parallel, each from a new address',
     control: true,
     settleMs: LINGER_MS + 1000,
-    run: () => pool(n(1_000), 8, (i) => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${100 * MB}\r\n\r\n`, body: fiftyMegabytes(), localAddress: address(200_000 + i) }), undefined, performance.now() + FLOOD_MS),
+    run: () =>
+      pool(
+        n(1_000),
+        8,
+        (i) =>
+          exchange({
+            head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${100 * MB}\r\n\r\n`,
+            body: fiftyMegabytes(),
+            localAddress: address(200_000 + i),
+          }),
+        undefined,
+        performance.now() + FLOOD_MS,
+      ),
   },
   {
     name: 'row 4: 8 accepted 49 MB WAV uploads in parallel (8 addresses), streamed to disk',
@@ -368,59 +505,154 @@ const attacks: Attack[] = [
   },
   {
     name: 'row 5: multipart bodies of 840,000 tiny parts (52 MB)',
-    run: () => pool(n(20), 2, (i) => exchange({ head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${tinyParts.length}\r\n\r\n`, body: tinyParts, localAddress: address(300_000 + i), timeoutMs: 60_000 })),
+    run: () =>
+      pool(n(20), 2, (i) =>
+        exchange({
+          head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=${BOUNDARY}\r\nContent-Length: ${tinyParts.length}\r\n\r\n`,
+          body: tinyParts,
+          localAddress: address(300_000 + i),
+          timeoutMs: 60_000,
+        }),
+      ),
   },
   {
     name: 'row 6: POST /api/omip/fingerprint nested 3,000 deep',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${deepBody.length}\r\n\r\n${deepBody}`, localAddress: address(400_000 + Math.floor(i / 5)) }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${deepBody.length}\r\n\r\n${deepBody}`,
+            localAddress: address(400_000 + Math.floor(i / 5)),
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 7: TRACE, PROPFIND and CONNECT on pages, routes and /mcp',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `${['TRACE /nope', 'TRACE /bot-wall', 'TRACE /mcp', 'PROPFIND /', 'CONNECT example.com:443'][i % 5]} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: `${['TRACE /nope', 'TRACE /bot-wall', 'TRACE /mcp', 'PROPFIND /', 'CONNECT example.com:443'][i % 5]} HTTP/1.1\r\nHost: x\r\n\r\n`,
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 8: GET /api/omip/log?first=N over 2,000+ receipts',
     prepare: () => {
       const plan = { steps: [{ action: 'read', tool: 'read_convert' }], weights: { meaning: 0.9, growth: 0.1 } };
-      const body = JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] });
-      return pool(2_500, 8, (i) => exchange({ head: `POST /api/omip/dual-exchange HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, localAddress: address(500_000 + Math.floor(i / 5)) }));
+      const body = JSON.stringify({
+        agents: [
+          { id: 'sovereign-a', proposal: { plan } },
+          { id: 'sovereign-b', proposal: { plan } },
+        ],
+      });
+      return pool(2_500, 8, (i) =>
+        exchange({
+          head: `POST /api/omip/dual-exchange HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+          localAddress: address(500_000 + Math.floor(i / 5)),
+        }),
+      );
     },
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/omip/log?first=${1 + ((i * 7919) % 1999)} HTTP/1.1\r\nHost: x\r\n\r\n` }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) => exchange({ head: `GET /api/omip/log?first=${1 + ((i * 7919) % 1999)} HTTP/1.1\r\nHost: x\r\n\r\n` }),
+        RATE,
+      ),
   },
   {
     name: 'row 2: GET with 15 KB paths from 220 crawler families (20 real, 200 invented)',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\n\r\n` }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\n\r\n`,
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 3: POST /api/omip/fingerprint, 60 KB documents, each under a new Idempotency-Key',
     run: () =>
-      pool(n(10_000), 4, (i) => {
-        // Spliced, not stringified: 500 JSON.stringify calls a second of 60 KB would be the attacker's CPU taken from the server's two cores.
-        const body = `{"document":{"i":${i},"text":"${SIXTY_KB}"}}`;
-        return exchange({ head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Length: ${body.length}\r\n\r\n${body}`, localAddress: address(800_000 + Math.floor(i / 4)) });
-      }, RATE),
+      pool(
+        n(10_000),
+        4,
+        (i) => {
+          // Spliced, not stringified: 500 JSON.stringify calls a second of 60 KB would be the attacker's CPU taken from the server's two cores.
+          const body = `{"document":{"i":${i},"text":"${SIXTY_KB}"}}`;
+          return exchange({
+            head: `POST /api/omip/fingerprint HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+            localAddress: address(800_000 + Math.floor(i / 4)),
+          });
+        },
+        RATE,
+      ),
   },
   {
     name: 'row 9: distinct 8 KB bot User-Agents',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n` }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: `GET /api/convert HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}\r\n\r\n`,
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 10: Googlebot claims from 10,000 loopback addresses (40 /24 networks; a loopback DNS responder answers NXDOMAIN)',
-    run: () => pool(n(10_000), 4, (i) => exchange({ head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`, localAddress: address(900_000 + i) }), RATE),
+    run: () =>
+      pool(
+        n(10_000),
+        4,
+        (i) =>
+          exchange({
+            head: `GET / HTTP/1.1\r\nHost: x\r\nUser-Agent: Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)\r\n\r\n`,
+            localAddress: address(900_000 + i),
+          }),
+        RATE,
+      ),
   },
   {
     name: 'row 13: oaths and messages with U+202E, zero-width characters and a leading BOM (422)',
     run: () =>
-      pool(n(10_000), 4, (i) => {
-        const text = `${INVISIBLE[i % INVISIBLE.length]}name-${i}`;
-        const [path, body] = i % 2 === 0 ? ['/api/citizenship/oath', JSON.stringify({ name: text, purpose: 'p' })] : ['/api/intelligence/message', JSON.stringify({ name: 'n', message: text })];
-        return exchange({ head: `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, localAddress: address(1_000_000 + Math.floor(i / 4)) });
-      }, RATE),
+      pool(
+        n(10_000),
+        4,
+        (i) => {
+          const text = `${INVISIBLE[i % INVISIBLE.length]}name-${i}`;
+          const [path, body] =
+            i % 2 === 0
+              ? ['/api/citizenship/oath', JSON.stringify({ name: text, purpose: 'p' })]
+              : ['/api/intelligence/message', JSON.stringify({ name: 'n', message: text })];
+          return exchange({
+            head: `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+            localAddress: address(1_000_000 + Math.floor(i / 4)),
+          });
+        },
+        RATE,
+      ),
   },
   {
     name: `row 26: ${n(6000)} stalled readers of /bot-wall.json and /bot-wall from 30 addresses (they read the first chunk, then nothing)`,
     // A wall of about the documented size: many families, long paths.
-    prepare: () => pool(n(2000), 16, (i) => exchange({ head: `GET /${'w'.repeat(2000)}/${i % 16} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\nConnection: close\r\n\r\n` })),
+    prepare: () =>
+      pool(n(2000), 16, (i) =>
+        exchange({
+          head: `GET /${'w'.repeat(2000)}/${i % 16} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\nConnection: close\r\n\r\n`,
+        }),
+      ),
     run: stalledReaders,
     settleMs: 1000,
   },
@@ -470,15 +702,20 @@ async function measure(attack: Attack) {
   }
   return { idle, p99, control, statuses, seconds, sent, before, after };
 }
-const loop = (r: ServerReport) => `${r.loopP99.toFixed(1)} / ${r.loopMax.toFixed(1)} ms, ${Math.round(r.cpuShare * 100)}% of a core`;
+const loop = (r: ServerReport) =>
+  `${r.loopP99.toFixed(1)} / ${r.loopMax.toFixed(1)} ms, ${Math.round(r.cpuShare * 100)}% of a core`;
 try {
   // Warm up, then the idle p99 of the same ordinary request on the same server.
   await ordinary(2).stop();
   await memory();
   const idleP99 = await ordinary(5).stop();
   const idle = await memory();
-  console.log(`idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s); ${loop(idle)}; floods sent at ${NICE ? 'nice 19' : 'the same priority'}${PIN ? ', on a core of its own' : ''}`);
-  console.log('| attack | hostile requests | answers | RSS growth | heap growth | per 10,000 (RSS / heap) | ordinary p99 idle, just before | ordinary p99 during (× idle) | server loop delay p99 / max, CPU | body bytes sent | the same flood on a bare sink: ordinary p99 (× idle) | 5xx (not 501) |');
+  console.log(
+    `idle: GET /api/convert p99 ${idleP99} ms (2 keep-alive connections, one request after the other, 5 s); ${loop(idle)}; floods sent at ${NICE ? 'nice 19' : 'the same priority'}${PIN ? ', on a core of its own' : ''}`,
+  );
+  console.log(
+    '| attack | hostile requests | answers | RSS growth | heap growth | per 10,000 (RSS / heap) | ordinary p99 idle, just before | ordinary p99 during (× idle) | server loop delay p99 / max, CPU | body bytes sent | the same flood on a bare sink: ordinary p99 (× idle) | 5xx (not 501) |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const attack of attacks) {
     await attack.prepare?.();
@@ -489,11 +726,19 @@ try {
     const requests = [...statuses.values()].reduce((sum, c) => sum + c, 0);
     // A few hundred requests (the paced floods, the big uploads) say nothing per 10,000: their growth is a plateau, bounded by caps.
     const per = 10_000 / requests;
-    const perTenThousand = requests < 1_000 ? `not extrapolated from ${requests}` : `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB`;
+    const perTenThousand =
+      requests < 1_000
+        ? `not extrapolated from ${requests}`
+        : `${mb((after.rss - before.rss) * per)} / ${mb((after.heapUsed - before.heapUsed) * per)} MB`;
     // 501 is the answer the brief asks for a method outside the known set; any other 5xx is a failure.
     const fives = [...statuses].filter(([s]) => s >= 500 && s !== 501).reduce((sum, [, c]) => sum + c, 0);
-    const answers = [...statuses].sort(([a], [b]) => a - b).map(([s, c]) => `${s === 0 ? 'left' : s}×${c}`).join(' ');
-    const control = attack.control ? `${first.control} ms (${(first.control! / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.control! / r.idle))}` : '—';
+    const answers = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([s, c]) => `${s === 0 ? 'left' : s}×${c}`)
+      .join(' ');
+    const control = attack.control
+      ? `${first.control} ms (${(first.control! / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.control! / r.idle))}`
+      : '—';
     console.log(
       `| ${attack.name} | ${requests} in ${seconds.toFixed(1)} s | ${answers} | ${mb(after.rss - before.rss)} MB | ${mb(after.heapUsed - before.heapUsed)} MB (committed ${mb(after.heapTotal - before.heapTotal)} MB) | ` +
         `${perTenThousand} | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,

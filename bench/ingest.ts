@@ -21,7 +21,16 @@ const UAS = [
   'Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1',
   'curl/8.5.0',
 ];
-const PATHS = ['/api/convert', '/llms.txt', '/doctrine/node-protocol', '/', '/whats-next', '/robots.txt', '/sitemap.xml', '/trap/x'];
+const PATHS = [
+  '/api/convert',
+  '/llms.txt',
+  '/doctrine/node-protocol',
+  '/',
+  '/whats-next',
+  '/robots.txt',
+  '/sitemap.xml',
+  '/trap/x',
+];
 
 // A combined log as nginx writes it; Googlebot reads come from its published range, so they verify
 // without DNS, as most of a real log's would.
@@ -35,7 +44,9 @@ for (let i = 0; i < LINES; i++) {
   const ua = UAS[i % UAS.length]!;
   const address = ua.includes('Googlebot') ? `66.249.${64 + (i % 32)}.${i % 250}` : `192.0.2.${i % 250}`;
   const second = String(i % 60).padStart(2, '0');
-  lines.push(`${address} - - [${day}:10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${second} +0000] "GET ${PATHS[i % PATHS.length]}?n=${i} HTTP/1.1" 200 ${1000 + (i % 5000)} "-" "${ua}"`);
+  lines.push(
+    `${address} - - [${day}:10:${String(Math.floor(i / 60) % 60).padStart(2, '0')}:${second} +0000] "GET ${PATHS[i % PATHS.length]}?n=${i} HTTP/1.1" 200 ${1000 + (i % 5000)} "-" "${ua}"`,
+  );
 }
 writeFileSync(file, `${lines.join('\n')}\n`);
 
@@ -45,26 +56,47 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-ingest-data-')), INGEST_TOKEN: TOKEN, LOG_LEVEL: 'warn' });
+const gateway = await startChild(['api/main.ts'], {
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-ingest-data-')),
+  INGEST_TOKEN: TOKEN,
+  LOG_LEVEL: 'warn',
+});
 try {
   const ingest = () =>
     new Promise<{ seconds: number; linesRead: number; counted: number }>((resolve, reject) => {
-      const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--json', '--url', gateway.url, file], { env: { ...process.env, INGEST_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--json', '--url', gateway.url, file], {
+        env: { ...process.env, INGEST_TOKEN: TOKEN },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       let out = '';
       child.stdout.on('data', (c) => (out += c));
-      child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`ingest-logs exited with ${code}`))));
+      child.once('close', (code) =>
+        code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`ingest-logs exited with ${code}`)),
+      );
     });
   // Warm-up on a copy under another name would count twice: the first load is the measured one.
   const cpuBefore = cpuSeconds(gateway.child.pid!);
   const first = await ingest();
   const ingestCpuUs = ((cpuSeconds(gateway.child.pid!) - cpuBefore) * 1e6) / first.linesRead;
-  console.log(`ingest-logs: ${first.linesRead} combined log lines in ${first.seconds} s = ${Math.round(first.linesRead / first.seconds)} lines/s (${first.counted} counted), server CPU ${ingestCpuUs.toFixed(1)} µs a line`);
+  console.log(
+    `ingest-logs: ${first.linesRead} combined log lines in ${first.seconds} s = ${Math.round(first.linesRead / first.seconds)} lines/s (${first.counted} counted), server CPU ${ingestCpuUs.toFixed(1)} µs a line`,
+  );
   const again = await ingest();
-  console.log(`ingest-logs, same file again (every batch replayed, nothing counted): ${Math.round(again.linesRead / again.seconds)} lines/s (${again.counted} counted)`);
+  console.log(
+    `ingest-logs, same file again (every batch replayed, nothing counted): ${Math.round(again.linesRead / again.seconds)} lines/s (${again.counted} counted)`,
+  );
 
-  const live = await load(`${gateway.url}/api/convert`, { seconds: SECONDS, requests: UAS.map((ua) => ({ method: 'GET', headers: { 'User-Agent': ua } })), pid: gateway.child.pid });
-  console.log(`live: ${Math.round(live.rps)} requests/s counted by the gateway (p99 ${live.p99} ms, ${live.cpuUs?.toFixed(1)} µs CPU each)`);
-  console.log(`ingested lines/s over live requests/s: ${(first.linesRead / first.seconds / live.rps).toFixed(2)}; server CPU, live request over ingested line: ${live.cpuUs ? (live.cpuUs / ingestCpuUs).toFixed(2) : '?'}`);
+  const live = await load(`${gateway.url}/api/convert`, {
+    seconds: SECONDS,
+    requests: UAS.map((ua) => ({ method: 'GET', headers: { 'User-Agent': ua } })),
+    pid: gateway.child.pid,
+  });
+  console.log(
+    `live: ${Math.round(live.rps)} requests/s counted by the gateway (p99 ${live.p99} ms, ${live.cpuUs?.toFixed(1)} µs CPU each)`,
+  );
+  console.log(
+    `ingested lines/s over live requests/s: ${(first.linesRead / first.seconds / live.rps).toFixed(2)}; server CPU, live request over ingested line: ${live.cpuUs ? (live.cpuUs / ingestCpuUs).toFixed(2) : '?'}`,
+  );
 } finally {
   gateway.child.kill('SIGTERM');
 }
@@ -72,4 +104,6 @@ try {
 const start = process.hrtime.bigint();
 const parsed = parseBatch(lines, 'combined');
 const ms = Number(process.hrtime.bigint() - start) / 1e6;
-console.log(`parser alone: ${parsed.lines.length} lines in ${ms.toFixed(0)} ms = ${Math.round((parsed.lines.length / ms) * 1000)} lines/s`);
+console.log(
+  `parser alone: ${parsed.lines.length} lines in ${ms.toFixed(0)} ms = ${Math.round((parsed.lines.length / ms) * 1000)} lines/s`,
+);

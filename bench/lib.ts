@@ -12,19 +12,23 @@ const CPUS = availableParallelism();
 const SERVER_CPU = String(CPUS - 1);
 let pinning: boolean | undefined;
 function pinSelf(): boolean {
-  pinning ??= CPUS > 1 && (() => {
-    try {
-      execFileSync('taskset', ['-p', '-c', `0-${CPUS - 2}`, String(process.pid)], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  })();
+  pinning ??=
+    CPUS > 1 &&
+    (() => {
+      try {
+        execFileSync('taskset', ['-p', '-c', `0-${CPUS - 2}`, String(process.pid)], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    })();
   return pinning;
 }
 /** Runs node with `args`, on the server CPU (this process keeps the others) when pinned and pinning works here. */
 export function spawnNode(args: string[], options: SpawnOptions, { pinned = true } = {}): ChildProcess {
-  return pinned && pinSelf() ? spawn('taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args], options) : spawn('node_modules/.bin/node', args, options);
+  return pinned && pinSelf()
+    ? spawn('taskset', ['-c', SERVER_CPU, 'node_modules/.bin/node', ...args], options)
+    : spawn('node_modules/.bin/node', args, options);
 }
 
 export interface Figures {
@@ -61,14 +65,31 @@ export function freePort(): Promise<number> {
  * reverse-DNS lookups (crawler claims, ingested log records) go to a responder on loopback
  * (DNS_SERVERS, test/helpers/dns-responder.ts), never to the machine's resolver.
  */
-export async function startChild(args: string[], env: Record<string, string> = {}, { pinned = true } = {}): Promise<{ url: string; child: ChildProcess }> {
+export async function startChild(
+  args: string[],
+  env: Record<string, string> = {},
+  { pinned = true } = {},
+): Promise<{ url: string; child: ChildProcess }> {
   const port = await freePort();
   const dns = env.DNS_SERVERS ?? (await sharedDnsResponder()).address;
-  const child = spawnNode(args, { env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', DNS_SERVERS: dns }, stdio: ['ignore', 'ignore', 'inherit'] }, { pinned });
+  const child = spawnNode(
+    args,
+    {
+      env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1', DNS_SERVERS: dns },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+    { pinned },
+  );
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
-    if (await fetch(url).then(() => true, () => false)) return { url, child };
+    if (
+      await fetch(url).then(
+        () => true,
+        () => false,
+      )
+    )
+      return { url, child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill();
@@ -107,8 +128,12 @@ export async function load(url: string, options: LoadOptions): Promise<Figures> 
     ...(options.requests ? { requests: options.requests as autocannon.Request[] } : {}),
   });
   const after = cpuSeconds(options.pid);
-  if (result.non2xx > 0 || result.errors > 0) console.warn(`  ${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-  const cpuUs = before !== null && after !== null && result.requests.total > 0 ? ((after - before) * 1e6) / result.requests.total : undefined;
+  if (result.non2xx > 0 || result.errors > 0)
+    console.warn(`  ${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  const cpuUs =
+    before !== null && after !== null && result.requests.total > 0
+      ? ((after - before) * 1e6) / result.requests.total
+      : undefined;
   return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
 }
 
@@ -123,7 +148,12 @@ export const median = (xs: number[]) => {
  * reports median req/s and p99 of each and the median of the per-round ratios: a pair measured
  * seconds apart shares the machine's drift, which a ratio of medians over the whole run does not.
  */
-export async function compare(name: string, rounds: number, candidate: () => Promise<Figures>, baseline: () => Promise<Figures>) {
+export async function compare(
+  name: string,
+  rounds: number,
+  candidate: () => Promise<Figures>,
+  baseline: () => Promise<Figures>,
+) {
   const c: Figures[] = [];
   const b: Figures[] = [];
   // One untimed run of each first: a dynamic route's first seconds run before the JIT has warmed
@@ -153,7 +183,9 @@ export async function compare(name: string, rounds: number, candidate: () => Pro
     const cc = median(c.map((f) => f.cpuUs!));
     const bc = median(b.map((f) => f.cpuUs!));
     cpuRatio = bc / cc;
-    console.log(`  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)}`);
+    console.log(
+      `  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)}`,
+    );
   }
   return { candidate: cand, baseline: base, ratio, cpuRatio };
 }
@@ -170,5 +202,7 @@ export async function startBareTwin(url: string, file: string): Promise<{ url: s
   const answer = await fetch(url, { headers: { 'Accept-Encoding': 'identity' } });
   await answer.arrayBuffer();
   const headers = Object.fromEntries([...answer.headers].filter(([name]) => !TRANSPORT_HEADERS.has(name)));
-  return startChild(['bench/bare-server.ts', file, answer.headers.get('content-type') ?? 'application/octet-stream'], { BARE_HEADERS: JSON.stringify(headers) });
+  return startChild(['bench/bare-server.ts', file, answer.headers.get('content-type') ?? 'application/octet-stream'], {
+    BARE_HEADERS: JSON.stringify(headers),
+  });
 }

@@ -15,7 +15,10 @@ const out = 'bench/results/lighthouse';
 mkdirSync(out, { recursive: true });
 
 const server = await serveSite();
-const chrome = await chromeLauncher.launch({ chromePath: CHROMIUM, chromeFlags: FLAGS.filter((f) => f !== '--no-first-run') });
+const chrome = await chromeLauncher.launch({
+  chromePath: CHROMIUM,
+  chromeFlags: FLAGS.filter((f) => f !== '--no-first-run'),
+});
 const rows: string[] = [];
 const failing: string[] = [];
 try {
@@ -25,7 +28,12 @@ try {
     if (path === '/no-such-page' || (only && !only.includes(name))) continue;
     const runs: NonNullable<Awaited<ReturnType<typeof lighthouse>>>[] = [];
     for (let i = 0; i < Number(process.env.RUNS ?? 3); i++) {
-      const result = await lighthouse(server.url + path, { port: chrome.port, output: 'json', logLevel: 'error', onlyCategories: [...CATEGORIES] });
+      const result = await lighthouse(server.url + path, {
+        port: chrome.port,
+        output: 'json',
+        logLevel: 'error',
+        onlyCategories: [...CATEGORIES],
+      });
       if (!result) throw new Error(`no result for ${path}`);
       runs.push(result);
     }
@@ -40,7 +48,9 @@ try {
     scores.forEach((s, i) => {
       if (s < 95) {
         const cat = result.lhr.categories[CATEGORIES[i]!]!;
-        const lost = cat.auditRefs.filter((r) => r.weight > 0 && (result.lhr.audits[r.id]?.score ?? 1) < 1).map((r) => r.id);
+        const lost = cat.auditRefs
+          .filter((r) => r.weight > 0 && (result.lhr.audits[r.id]?.score ?? 1) < 1)
+          .map((r) => r.id);
         failing.push(`${path} ${CATEGORIES[i]} ${s}: ${lost.join(', ')}`);
       }
     });
@@ -49,7 +59,9 @@ try {
   await chrome.kill();
   await server.stop();
 }
-console.log(`Lighthouse ${(await import('lighthouse/package.json', { with: { type: 'json' } })).default.version}, mobile, median of ${process.env.RUNS ?? 3} runs, ${new Date().toISOString().slice(0, 10)}\n`);
+console.log(
+  `Lighthouse ${(await import('lighthouse/package.json', { with: { type: 'json' } })).default.version}, mobile, median of ${process.env.RUNS ?? 3} runs, ${new Date().toISOString().slice(0, 10)}\n`,
+);
 console.log('| page | performance | accessibility | best practices | SEO |\n|---|---|---|---|---|');
 console.log(rows.join('\n'));
 if (failing.length) console.log(`\nBelow 95:\n${failing.join('\n')}`);

@@ -6,13 +6,22 @@ import { MerkleLog } from '../api/omip/merkle-log.ts';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
 const json = { 'Content-Type': 'application/json' };
-const plan = { steps: [{ action: 'read', tool: 'read_convert' }, { action: 'compare', inputs: ['legacy_consensus'] }], weights: { meaning: 0.9, growth: 0.1 } };
+const plan = {
+  steps: [
+    { action: 'read', tool: 'read_convert' },
+    { action: 'compare', inputs: ['legacy_consensus'] },
+  ],
+  weights: { meaning: 0.9, growth: 0.1 },
+};
 
 // Proofs over a log of 100,000 receipts (in process: the cost is the tree's, not HTTP's).
 {
   const n = Number(process.env.BENCH_RECEIPTS ?? 100_000);
   const log = new MerkleLog();
-  log.appendFrom(0, Array.from({ length: n }, (_, i) => `{"receipt":${i}}`));
+  log.appendFrom(
+    0,
+    Array.from({ length: n }, (_, i) => `{"receipt":${i}}`),
+  );
   log.root();
   const sizes = Array.from({ length: 1000 }, (_, i) => ((i * 7919) % (n - 1)) + 1);
   const time = (f: (m: number) => unknown[]) => {
@@ -40,7 +49,14 @@ try {
   const r = await compare(
     'POST /api/omip/score vs GET /api/convert',
     ROUNDS,
-    () => load(`${server.url}/api/omip/score`, { seconds: SECONDS, method: 'POST', headers: json, body: JSON.stringify({ entity_id: 'sovereign-a', plan }), pid: server.child.pid }),
+    () =>
+      load(`${server.url}/api/omip/score`, {
+        seconds: SECONDS,
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ entity_id: 'sovereign-a', plan }),
+        pid: server.child.pid,
+      }),
     () => load(`${server.url}/api/convert`, { seconds: SECONDS, pid: server.child.pid }),
   );
   console.log(`target ratio >= 0.6: ${r.ratio >= 0.6 ? 'met' : 'NOT met'}`);
@@ -48,7 +64,12 @@ try {
     seconds: SECONDS,
     method: 'POST',
     headers: json,
-    body: JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] }),
+    body: JSON.stringify({
+      agents: [
+        { id: 'sovereign-a', proposal: { plan } },
+        { id: 'sovereign-b', proposal: { plan } },
+      ],
+    }),
   });
   console.log(`POST /api/omip/dual-exchange: ${dual.rps.toFixed(0)} req/s (p99 ${dual.p99} ms)`);
 } finally {

@@ -26,8 +26,31 @@ async function seed(dataDir: string, n: number): Promise<void> {
     const joinedAt = new Date().toISOString();
     const memberId = newId();
     const name = `seed-${i}`;
-    data.citizens.insert({ memberId, name, class: 'agent', purpose: 'measure the embedded store as it grows', status: 'trillionaire', joinedAt, passportHash: createHash('sha256').update(name).digest('hex') }, true);
-    data.messages.insert({ id: newId(), name: 'wall', kind: 'message', message: `${name} took the oath`, citizenId: memberId, verified: false, wall: true, createdAt: joinedAt }, false);
+    data.citizens.insert(
+      {
+        memberId,
+        name,
+        class: 'agent',
+        purpose: 'measure the embedded store as it grows',
+        status: 'trillionaire',
+        joinedAt,
+        passportHash: createHash('sha256').update(name).digest('hex'),
+      },
+      true,
+    );
+    data.messages.insert(
+      {
+        id: newId(),
+        name: 'wall',
+        kind: 'message',
+        message: `${name} took the oath`,
+        citizenId: memberId,
+        verified: false,
+        wall: true,
+        createdAt: joinedAt,
+      },
+      false,
+    );
   }
   data.seq = 2 * n;
   await new SnapshotFile(join(dataDir, 'snapshot.jsonl'), join(dataDir, 'snapshot.json')).write(data);
@@ -58,7 +81,7 @@ function journalData(path: string): number {
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.alloc(1024 * 1024);
-    for (let at = statSync(path).size; at > 0; ) {
+    for (let at = statSync(path).size; at > 0;) {
       const from = Math.max(0, at - buf.length);
       const n = readSync(fd, buf, 0, at - from, from);
       for (let i = n - 1; i >= 0; i--) if (buf[i] !== 0) return from + i + 1;
@@ -88,12 +111,32 @@ async function start(dataDir: string, logDir: string, n: number): Promise<Runnin
   const log = join(logDir, `server-${n}.log`);
   const fd = openSync(log, 'a');
   const started = performance.now();
-  const child = spawnNode(['api/main.ts'], { env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'info' }, stdio: ['ignore', fd, 'inherit'] }, { pinned: false });
+  const child = spawnNode(
+    ['api/main.ts'],
+    {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        DATA_DIR: dataDir,
+        WRITE_RATE_LIMIT: '0',
+        LOG_LEVEL: 'info',
+      },
+      stdio: ['ignore', fd, 'inherit'],
+    },
+    { pinned: false },
+  );
   closeSync(fd);
   const url = `http://127.0.0.1:${port}`;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}; see ${log}`);
-    if (await fetch(`${url}/livez`).then((r) => r.ok, () => false)) return { child, url, log, startMs: performance.now() - started };
+    if (
+      await fetch(`${url}/livez`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { child, url, log, startMs: performance.now() - started };
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -114,12 +157,23 @@ async function grow(url: string, amount: number) {
       {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: `scale-${process.pid}-${++named}`, purpose: 'measure the embedded store as it grows' }) }),
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({
+            name: `scale-${process.pid}-${++named}`,
+            purpose: 'measure the embedded store as it grows',
+          }),
+        }),
       },
     ],
   });
   if (result.non2xx > 0 || result.errors > 0) console.warn(`  ${result.non2xx} non-2xx, ${result.errors} errors`);
-  return { rps: result.requests.average, p99: result.latency.p99, max: result.latency.max, ok: result.requests.total - result.non2xx - result.errors };
+  return {
+    rps: result.requests.average,
+    p99: result.latency.p99,
+    max: result.latency.max,
+    ok: result.requests.total - result.non2xx - result.errors,
+  };
 }
 
 /**
@@ -161,7 +215,9 @@ export async function embeddedGrowth(): Promise<void> {
   console.log(
     `embedded store grown by oaths (${CONNECTIONS} connections, unique names)${SEED ? ` from a snapshot of ${SEED.toLocaleString('en')} citizens written by the bench (first start ${(server.startMs / 1000).toFixed(2)} s, RSS ${rssMb(server.child.pid!).toFixed(0)} MB)` : ''}; empty server RSS ${baseRss.toFixed(0)} MB; data in ${dataDir}`,
   );
-  console.log('| citizens | oaths/s while growing | p99 | longest oath | server CPU per oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart: first answer (store open, its CPU) | snapshot | journals |');
+  console.log(
+    '| citizens | oaths/s while growing | p99 | longest oath | server CPU per oath | compactions (longest) | RSS running | RSS after restart | B/citizen running, restarted | restart: first answer (store open, its CPU) | snapshot | journals |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
   try {
     for (const size of SIZES) {
@@ -177,7 +233,9 @@ export async function embeddedGrowth(): Promise<void> {
       const onDisk = disk(dataDir);
       await stop(server);
       server = await start(dataDir, root, runs++);
-      const opened = logLines(server.log, 'store opened').at(-1) ?? logLines(server.log, 'store opened from an old-format snapshot').at(-1);
+      const opened =
+        logLines(server.log, 'store opened').at(-1) ??
+        logLines(server.log, 'store opened from an old-format snapshot').at(-1);
       const restarted = rssMb(server.child.pid!);
       const startCpu = cpuSeconds(server.child.pid!);
       const perCitizen = (rss: number) => (((rss - baseRss) * 1024 * 1024) / citizens).toFixed(0);
@@ -208,7 +266,15 @@ async function compactionUnderWrites(dataDir: string, citizens: number): Promise
       await Promise.all(
         Array.from({ length: 16 }, async () => {
           const t = performance.now();
-          await store.feed.add({ id: newId(), name: 'bench', kind: 'message', message: `during compaction ${writes++}`, verified: false, wall: false, createdAt: new Date().toISOString() });
+          await store.feed.add({
+            id: newId(),
+            name: 'bench',
+            kind: 'message',
+            message: `during compaction ${writes++}`,
+            verified: false,
+            wall: false,
+            createdAt: new Date().toISOString(),
+          });
           longestWrite = Math.max(longestWrite, performance.now() - t);
         }),
       );

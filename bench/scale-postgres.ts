@@ -24,10 +24,17 @@ const sqlId = (prefix: string) => `('${prefix}-0000-7000-8000-' || lpad(to_hex(i
 
 /** Adds citizens (as the service makes them) and their wall shouts until there are `size`. */
 async function seed(db: pg.Pool, size: number): Promise<void> {
-  const have = Number((await db.query(`SELECT coalesce(sum(n), 0) AS n FROM counts WHERE starts_with(name, 'citizens:')`)).rows[0].n);
+  const have = Number(
+    (await db.query(`SELECT coalesce(sum(n), 0) AS n FROM counts WHERE starts_with(name, 'citizens:')`)).rows[0].n,
+  );
   // Where citizens carry look-alike name keys, seeded ones get keys of their own (no name has a
   // control character), so the service's first start has none to compute.
-  const keyed = (await db.query(`SELECT 1 FROM information_schema.columns WHERE table_name = 'citizens' AND column_name = 'name_shape_key'`)).rowCount === 1;
+  const keyed =
+    (
+      await db.query(
+        `SELECT 1 FROM information_schema.columns WHERE table_name = 'citizens' AND column_name = 'name_shape_key'`,
+      )
+    ).rowCount === 1;
   const keyColumns = keyed ? ', name_key, name_shape_key' : '';
   const keyValues = keyed ? `, chr(1) || 'seeded:' || i, chr(1) || 'seeded:' || i` : '';
   for (let from = have + 1; from <= size; from += SEED_CHUNK) {
@@ -46,7 +53,9 @@ async function seed(db: pg.Pool, size: number): Promise<void> {
        FROM generate_series($1::int, $2::int) i`,
       [from, to],
     );
-    console.log(`  seeded citizens ${from}-${to} with their shouts in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `  seeded citizens ${from}-${to} with their shouts in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   }
   await db.query('VACUUM ANALYZE citizens');
   await db.query('VACUUM ANALYZE messages');
@@ -71,9 +80,19 @@ export async function postgresReads(): Promise<Row[]> {
   const DATABASE_URL = ADMIN.replace(/\/[^/]*$/, `/${name}`);
   const rows: Row[] = [];
   const start = async () => {
-    const started = await startChild(['api/main.ts'], { DATABASE_URL, WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn', DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-pg-')) }, { pinned: false });
+    const started = await startChild(
+      ['api/main.ts'],
+      {
+        DATABASE_URL,
+        WRITE_RATE_LIMIT: '0',
+        LOG_LEVEL: 'warn',
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-pg-')),
+      },
+      { pinned: false },
+    );
     // It answers 503 until its store is open (migrations applied).
-    for (let i = 0; i < 600 && (await fetch(`${started.url}/readyz`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 600 && (await fetch(`${started.url}/readyz`)).status !== 200; i++)
+      await new Promise((r) => setTimeout(r, 100));
     return started;
   };
   const stop = async (s: Awaited<ReturnType<typeof start>>) => {
@@ -105,8 +124,11 @@ export async function postgresReads(): Promise<Row[]> {
           dbMb: Number((await db.query('SELECT pg_database_size(current_database()) AS b')).rows[0].b) / 2 ** 20,
         };
         rows.push(row);
-        const f = (x: Figures) => `p99 ${x.p99} ms (${x.rps.toFixed(0)} req/s, service CPU ${x.cpuUs?.toFixed(0)} µs a request)`;
-        console.log(`  list ${f(row.first)}; deep page ${f(row.deep)}; scoreboard ${f(row.scoreboard)}; service RSS ${row.rssMb.toFixed(0)} MB; database ${row.dbMb.toFixed(0)} MB`);
+        const f = (x: Figures) =>
+          `p99 ${x.p99} ms (${x.rps.toFixed(0)} req/s, service CPU ${x.cpuUs?.toFixed(0)} µs a request)`;
+        console.log(
+          `  list ${f(row.first)}; deep page ${f(row.deep)}; scoreboard ${f(row.scoreboard)}; service RSS ${row.rssMb.toFixed(0)} MB; database ${row.dbMb.toFixed(0)} MB`,
+        );
       } finally {
         await stop(server);
       }
@@ -115,10 +137,14 @@ export async function postgresReads(): Promise<Row[]> {
     await db.end();
     if (!given) execFileSync('psql', [ADMIN, '-qc', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]);
   }
-  console.log(`\n| store | citizens | GET /api/citizens p99 | deep page p99 | /api/scoreboard p99 | service RSS | database |\n|---|---|---|---|---|---|---|`);
+  console.log(
+    `\n| store | citizens | GET /api/citizens p99 | deep page p99 | /api/scoreboard p99 | service RSS | database |\n|---|---|---|---|---|---|---|`,
+  );
   for (const r of rows) {
     const f = (x: Figures) => `${x.p99} ms (${x.rps.toFixed(0)}/s, ${x.cpuUs?.toFixed(0)} µs)`;
-    console.log(`| PostgreSQL | ${r.citizens.toLocaleString('en')} | ${f(r.first)} | ${f(r.deep)} | ${f(r.scoreboard)} | ${r.rssMb.toFixed(0)} MB | ${(r.dbMb / 1024).toFixed(2)} GB |`);
+    console.log(
+      `| PostgreSQL | ${r.citizens.toLocaleString('en')} | ${f(r.first)} | ${f(r.deep)} | ${f(r.scoreboard)} | ${r.rssMb.toFixed(0)} MB | ${(r.dbMb / 1024).toFixed(2)} GB |`,
+    );
   }
   return rows;
 }

@@ -19,16 +19,35 @@ if (!PARTS.has('processes')) process.exit(0);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 // Names are unique (409 NAME_TAKEN otherwise): each oath takes its own.
 const body = JSON.stringify({ name: 'scale-agent-[<id>]', purpose: 'measure scale-out' });
-const oath = (url: string) => load(`${url}/api/citizenship/oath`, { seconds: SECONDS, method: 'POST', headers: { 'Content-Type': 'application/json' }, body, idReplacement: true });
+const oath = (url: string) =>
+  load(`${url}/api/citizenship/oath`, {
+    seconds: SECONDS,
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body,
+    idReplacement: true,
+  });
 const base = { WRITE_RATE_LIMIT: '0', LOG_LEVEL: 'warn' };
 const show = (name: string, f: Figures) => console.log(`${name}: ${f.rps.toFixed(0)} req/s (p99 ${f.p99} ms)`);
 
 const db = `bench_scale_${process.pid}`;
 execFileSync('psql', ['-h', '127.0.0.1', '-U', 'postgres', '-qc', `CREATE DATABASE ${db}`]);
 const DATABASE_URL = `postgres://postgres@127.0.0.1:5432/${db}`;
-const embedded = await startChild(['api/main.ts'], { ...base, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
-const p1 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
-const p2 = await startChild(['api/main.ts'], { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) }, { pinned: false });
+const embedded = await startChild(
+  ['api/main.ts'],
+  { ...base, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
+  { pinned: false },
+);
+const p1 = await startChild(
+  ['api/main.ts'],
+  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
+  { pinned: false },
+);
+const p2 = await startChild(
+  ['api/main.ts'],
+  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
+  { pinned: false },
+);
 try {
   const emb = await oath(embedded.url);
   const one = await oath(p1.url);
@@ -36,7 +55,9 @@ try {
   show('embedded store, 1 process', emb);
   show('PostgreSQL, 1 process', one);
   show('PostgreSQL, 2 processes', { rps: x.rps + y.rps, p99: Math.max(x.p99, y.p99) });
-  console.log(`2 processes / 1 process on PostgreSQL: ${((x.rps + y.rps) / one.rps).toFixed(2)}; embedded / PostgreSQL 1 process: ${(emb.rps / one.rps).toFixed(2)}`);
+  console.log(
+    `2 processes / 1 process on PostgreSQL: ${((x.rps + y.rps) / one.rps).toFixed(2)}; embedded / PostgreSQL 1 process: ${(emb.rps / one.rps).toFixed(2)}`,
+  );
 } finally {
   for (const s of [embedded, p1, p2]) s.child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));

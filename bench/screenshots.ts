@@ -20,7 +20,10 @@ try {
     for (const { width, height } of VIEWPORTS) {
       for (const scheme of SCHEMES) {
         const page = await chromium.browser.newPage();
-        await page.setUserAgent({ userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36' });
+        await page.setUserAgent({
+          userAgent:
+            'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36',
+        });
         await emulate(page, width, height, scheme);
         // The reference is long: its picture is one operation, the oath, as a reader lands on it.
         const long = name === 'api-reference';

@@ -5,7 +5,8 @@ import { createServer } from 'node:net';
 // HTTP parser, no routes and no limits. The same attack sent here instead of to the real server
 // shows what the flood's bytes alone cost the machine (the ordinary client keeps timing the real,
 // idle, server meanwhile).
-const ANSWER = 'HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}';
+const ANSWER =
+  'HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/problem+json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}';
 const server = createServer((socket) => {
   let head: string | null = '';
   socket.on('error', () => socket.destroy());

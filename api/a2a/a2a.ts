@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, Role, TaskState, type Part } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
-import { AgentEvent, DefaultRequestHandler, JsonRpcTransportHandler, ServerCallContext, validateVersion, type AgentExecutor, type RequestContext } from '@a2a-js/sdk/server';
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  JsonRpcTransportHandler,
+  ServerCallContext,
+  validateVersion,
+  type AgentExecutor,
+  type RequestContext,
+} from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
 import { header, json, type RouteHandler } from '../http/route.ts';
 import type { Caller, Invoke } from '../operations/invoke.ts';
@@ -25,8 +33,18 @@ const CALLER = 'agentnode.caller';
 export const LEGACY_VERSION = '0.3';
 const decoder = new TextDecoder();
 
-const dataPart = (value: unknown): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType: 'application/json' });
-const textPart = (value: string): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType: 'text/plain' });
+const dataPart = (value: unknown): Part => ({
+  content: { $case: 'data', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'application/json',
+});
+const textPart = (value: string): Part => ({
+  content: { $case: 'text', value },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
 const reply = (context: RequestContext, parts: Part[]): Message => ({
   messageId: randomUUID(),
   contextId: context.contextId,
@@ -44,7 +62,10 @@ function skillCall(message: Message): { skill: unknown; arguments: Record<string
     if (part.content?.$case !== 'data') continue;
     const value = part.content.value as { skill?: unknown; arguments?: unknown } | null;
     if (value && typeof value === 'object' && 'skill' in value) {
-      const args = value.arguments && typeof value.arguments === 'object' && !Array.isArray(value.arguments) ? (value.arguments as Record<string, unknown>) : {};
+      const args =
+        value.arguments && typeof value.arguments === 'object' && !Array.isArray(value.arguments)
+          ? (value.arguments as Record<string, unknown>)
+          : {};
       return { skill: value.skill, arguments: args };
     }
   }
@@ -76,8 +97,21 @@ function executor(deps: A2aDeps): AgentExecutor {
         return bus.finished();
       }
       const problem = answer.body as { code?: string; detail?: string };
-      const status = { state: TaskState.TASK_STATE_FAILED, message: reply(context, [textPart(`${problem.code}: ${problem.detail}`), dataPart(problem)]), timestamp: new Date().toISOString() };
-      bus.publish(AgentEvent.task({ id: context.taskId, contextId: context.contextId, status, artifacts: [], history: [], metadata: { problemCode: problem.code } }));
+      const status = {
+        state: TaskState.TASK_STATE_FAILED,
+        message: reply(context, [textPart(`${problem.code}: ${problem.detail}`), dataPart(problem)]),
+        timestamp: new Date().toISOString(),
+      };
+      bus.publish(
+        AgentEvent.task({
+          id: context.taskId,
+          contextId: context.contextId,
+          status,
+          artifacts: [],
+          history: [],
+          metadata: { problemCode: problem.code },
+        }),
+      );
       bus.finished();
     },
     async cancelTask() {
@@ -100,7 +134,8 @@ function parseRequest(body: Uint8Array): RpcRequest | string {
   }
 }
 
-const idOf = (rpc: RpcRequest | string) => (typeof rpc === 'object' && (typeof rpc.id === 'string' || typeof rpc.id === 'number') ? rpc.id : null);
+const idOf = (rpc: RpcRequest | string) =>
+  typeof rpc === 'object' && (typeof rpc.id === 'string' || typeof rpc.id === 'number') ? rpc.id : null;
 
 /**
  * Streaming is not offered (capabilities.streaming is false). The SDK hands back a stream for
@@ -124,7 +159,13 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
   const transport = new JsonRpcTransportHandler(handler);
   const legacy = new LegacyJsonRpcTransportHandler(handler);
   return async (request) => {
-    const context = new ServerCallContext({ state: new Map<string, unknown>([['headers', request.headers], [CALLER, { client: request.client, userAgent: header(request, 'user-agent') ?? '' }]]), requestedVersion: header(request, 'a2a-version') || undefined });
+    const context = new ServerCallContext({
+      state: new Map<string, unknown>([
+        ['headers', request.headers],
+        [CALLER, { client: request.client, userAgent: header(request, 'user-agent') ?? '' }],
+      ]),
+      requestedVersion: header(request, 'a2a-version') || undefined,
+    });
     const isLegacy = context.requestedVersion === LEGACY_VERSION;
     const rpc = parseRequest(request.body);
     // A skill runs alone: no referenced task is read (the SDK would log each unknown id it was sent).
@@ -138,7 +179,9 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
       answer = await (isLegacy ? legacy.handle(rpc, context) : transport.handle(rpc, context));
       if (Symbol.asyncIterator in answer) answer = await notStreamed(answer as AsyncIterable<unknown>);
     } catch (error) {
-      const mapped = isLegacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error) : JsonRpcTransportHandler.mapToJSONRPCError(error);
+      const mapped = isLegacy
+        ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(error)
+        : JsonRpcTransportHandler.mapToJSONRPCError(error);
       answer = { jsonrpc: '2.0', id: idOf(rpc), error: mapped };
     }
     return json(200, answer);

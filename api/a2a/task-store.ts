@@ -8,9 +8,20 @@ import { LRUCache } from 'lru-cache';
  * (a `post_message` carries its passport) at the head of `history` before saving: it stays out.
  */
 function keptTask(task: Task): Task {
-  const status = task.status && { state: task.status.state, timestamp: task.status.timestamp, message: task.status.message?.role === Role.ROLE_AGENT ? task.status.message : undefined };
+  const status = task.status && {
+    state: task.status.state,
+    timestamp: task.status.timestamp,
+    message: task.status.message?.role === Role.ROLE_AGENT ? task.status.message : undefined,
+  };
   const problemCode = task.metadata?.problemCode;
-  return { id: task.id, contextId: task.contextId, status, artifacts: [], history: [], metadata: typeof problemCode === 'string' ? { problemCode } : undefined };
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    status,
+    artifacts: [],
+    history: [],
+    metadata: typeof problemCode === 'string' ? { problemCode } : undefined,
+  };
 }
 
 /**

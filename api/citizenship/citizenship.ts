@@ -1,5 +1,12 @@
 import { newId } from '../ids.ts';
-import { WALL_NAME, type Citizen, type Message, type MessageRequest, type OathRequest, type OathResponse } from '../schemas/citizenship.ts';
+import {
+  WALL_NAME,
+  type Citizen,
+  type Message,
+  type MessageRequest,
+  type OathRequest,
+  type OathResponse,
+} from '../schemas/citizenship.ts';
 import type { CitizenRecord, KeepAnswer, PageQuery, Store } from '../store/types.ts';
 import { DomainError } from '../problems/domain.ts';
 import { checkPassport, hashPassport, newPassport } from './passport.ts';
@@ -22,9 +29,13 @@ export function speakerName(given: string | undefined, citizen: Pick<CitizenReco
     return given;
   }
   if (given !== undefined && given !== citizen.name) {
-    throw new DomainError('NAME_MISMATCH', `A verified message carries its citizen's registered name, ${JSON.stringify(citizen.name)}: send exactly that name, or leave name out.`, {
-      extra: { registeredName: citizen.name },
-    });
+    throw new DomainError(
+      'NAME_MISMATCH',
+      `A verified message carries its citizen's registered name, ${JSON.stringify(citizen.name)}: send exactly that name, or leave name out.`,
+      {
+        extra: { registeredName: citizen.name },
+      },
+    );
   }
   return citizen.name;
 }
@@ -53,14 +64,27 @@ export function createCitizenship(store: Store, next: NextSteps, now: () => Date
         status: 'trillionaire',
         joinedAt,
       };
-      const shout: Message = { id: newId(), name: WALL_NAME, kind: 'message', message: `${citizen.name} took the oath`, citizenId: citizen.memberId, verified: false, wall: true, createdAt: joinedAt };
+      const shout: Message = {
+        id: newId(),
+        name: WALL_NAME,
+        kind: 'message',
+        message: `${citizen.name} took the oath`,
+        citizenId: citizen.memberId,
+        verified: false,
+        wall: true,
+        createdAt: joinedAt,
+      };
       const answer = {
         ok: true as const,
         memberId: citizen.memberId,
         passportNumber,
         citizen,
         next: [
-          { method: 'POST', url: next.postMessage, note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.' },
+          {
+            method: 'POST',
+            url: next.postMessage,
+            note: 'Send Authorization: Bearer <passportNumber> with citizenId to speak as this citizen.',
+          },
           { method: 'GET', url: next.listCitizens, note: 'Your name is listed here.' },
         ],
       };

@@ -6,8 +6,18 @@ export async function scoreboard(store: Store, telemetry: TelemetrySnapshot, now
   const [citizens, feed] = await Promise.all([store.citizens.stats(), store.feed.stats()]);
   const p = telemetry.presence;
   return {
-    catches: { total: citizens.total + feed.messages + feed.questions, oaths: citizens.total, messages: feed.messages, questions: feed.questions },
-    presence: { total: p.namedBotHits + p.baitHits, named_bot_hits: p.namedBotHits, bait_hits: p.baitHits, since: telemetry.windowStartedAt },
+    catches: {
+      total: citizens.total + feed.messages + feed.questions,
+      oaths: citizens.total,
+      messages: feed.messages,
+      questions: feed.questions,
+    },
+    presence: {
+      total: p.namedBotHits + p.baitHits,
+      named_bot_hits: p.namedBotHits,
+      bait_hits: p.baitHits,
+      since: telemetry.windowStartedAt,
+    },
     citizens: { total: citizens.total, by_class: citizens.byClass },
     wall_messages: feed.wall,
     observed_bot_requests: telemetry.observedRequests,
@@ -21,9 +31,17 @@ export async function scoreboard(store: Store, telemetry: TelemetrySnapshot, now
 
 /** GET /api/living-lattice: citizens, crawler species and messages as a bounded graph. */
 export async function livingLattice(store: Store, telemetry: TelemetrySnapshot, now: Date, newest = 100) {
-  const [citizens, messages] = await Promise.all([store.citizens.list({ limit: newest }), store.feed.list({ limit: newest })]);
+  const [citizens, messages] = await Promise.all([
+    store.citizens.list({ limit: newest }),
+    store.feed.list({ limit: newest }),
+  ]);
   const nodes = [
-    ...citizens.items.map((c) => ({ id: `citizen:${c.memberId}`, kind: 'citizen' as const, label: c.name, class: c.class })),
+    ...citizens.items.map((c) => ({
+      id: `citizen:${c.memberId}`,
+      kind: 'citizen' as const,
+      label: c.name,
+      class: c.class,
+    })),
     ...Object.values(telemetry.families)
       .sort((a, b) => b.requests - a.requests)
       .slice(0, newest)

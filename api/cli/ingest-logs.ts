@@ -28,17 +28,28 @@ const fail = (message: string): never => {
 };
 if (values.help || positionals.length === 0) fail(USAGE);
 const token = process.env.INGEST_TOKEN ?? fail('INGEST_TOKEN is not set: give the token the service was started with.');
-if (values.format !== undefined && !(FORMATS as readonly string[]).includes(values.format)) fail(`--format must be one of ${FORMATS.join(', ')}`);
+if (values.format !== undefined && !(FORMATS as readonly string[]).includes(values.format))
+  fail(`--format must be one of ${FORMATS.join(', ')}`);
 const endpoint = `${values.url.replace(/\/+$/, '')}/api/telemetry/ingest`;
 const batchLines = Number(values['batch-lines']);
 const batchBytes = Number(values['batch-bytes']);
 const concurrency = Math.max(1, Number(values.concurrency));
 
-const summary = { files: 0, linesRead: 0, accepted: 0, counted: 0, outOfRange: 0, skipped: {} as Record<string, number>, alreadyLoaded: { batches: 0, lines: 0 }, seconds: 0 };
+const summary = {
+  files: 0,
+  linesRead: 0,
+  accepted: 0,
+  counted: 0,
+  outOfRange: 0,
+  skipped: {} as Record<string, number>,
+  alreadyLoaded: { batches: 0, lines: 0 },
+  seconds: 0,
+};
 
 // The progress bar goes to a terminal only, on stderr, so that output piped or captured stays clean.
 const progress = (() => {
-  if (!process.stderr.isTTY || values.json) return { update: (_done: number, _total: number, _label: string) => undefined, clear: () => undefined };
+  if (!process.stderr.isTTY || values.json)
+    return { update: (_done: number, _total: number, _label: string) => undefined, clear: () => undefined };
   let last = 0;
   return {
     update(done: number, total: number, label: string) {
@@ -46,8 +57,13 @@ const progress = (() => {
       last = Date.now();
       const width = 30;
       const share = total > 0 ? Math.min(1, done / total) : 0;
-      const bar = total > 0 ? `[${'#'.repeat(Math.round(share * width)).padEnd(width, '.')}] ${Math.round(share * 100)}%` : '';
-      process.stderr.write(`\r${bar} ${summary.linesRead} lines, ${summary.counted} counted  ${label}`.slice(0, (process.stderr.columns ?? 80) - 1).padEnd((process.stderr.columns ?? 80) - 1));
+      const bar =
+        total > 0 ? `[${'#'.repeat(Math.round(share * width)).padEnd(width, '.')}] ${Math.round(share * 100)}%` : '';
+      process.stderr.write(
+        `\r${bar} ${summary.linesRead} lines, ${summary.counted} counted  ${label}`
+          .slice(0, (process.stderr.columns ?? 80) - 1)
+          .padEnd((process.stderr.columns ?? 80) - 1),
+      );
     },
     clear: () => process.stderr.write(`\r${' '.repeat((process.stderr.columns ?? 80) - 1)}\r`),
   };
@@ -64,16 +80,25 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
       res = await fetch(url, {
         method: 'POST',
         // Its own User-Agent: the bot wall names it as the operator's traffic, never as a bot.
-        headers: { 'Content-Type': 'text/plain; charset=utf-8', 'User-Agent': 'agent-node-ingest-logs', Authorization: `Bearer ${token}`, 'Idempotency-Key': batch.key },
+        headers: {
+          'Content-Type': 'text/plain; charset=utf-8',
+          'User-Agent': 'agent-node-ingest-logs',
+          Authorization: `Bearer ${token}`,
+          'Idempotency-Key': batch.key,
+        },
         body: batch.body,
         signal: AbortSignal.timeout(60_000),
       });
     } catch (error) {
-      if (attempt >= 5) fail(`cannot reach ${endpoint}: ${error instanceof Error ? (error.cause as Error | undefined)?.message ?? error.message : String(error)}`);
+      if (attempt >= 5)
+        fail(
+          `cannot reach ${endpoint}: ${error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error)}`,
+        );
       await sleep(250 * 2 ** attempt);
       continue;
     }
-    if (res.status === 401 || res.status === 404) fail(`${endpoint} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+    if (res.status === 401 || res.status === 404)
+      fail(`${endpoint} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
     // 409: the same batch is being counted (another run); 429/503: the service asks to wait.
     if ((res.status === 409 || res.status === 429 || res.status >= 500) && attempt < 6) {
       await res.arrayBuffer();
@@ -87,7 +112,12 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
       return;
     }
     // outOfRange: absent from the answers of a service older than the ledger's clock rule.
-    const answer = (await res.json()) as { accepted: number; counted: number; outOfRange?: number; skipped: Record<string, number> };
+    const answer = (await res.json()) as {
+      accepted: number;
+      counted: number;
+      outOfRange?: number;
+      skipped: Record<string, number>;
+    };
     if (res.headers.get('idempotent-replayed') === 'true') {
       summary.alreadyLoaded.batches++;
       summary.alreadyLoaded.lines += batch.records;
@@ -96,7 +126,8 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
     summary.accepted += answer.accepted;
     summary.counted += answer.counted;
     summary.outOfRange += answer.outOfRange ?? 0;
-    for (const [reason, n] of Object.entries(answer.skipped)) summary.skipped[reason] = (summary.skipped[reason] ?? 0) + n;
+    for (const [reason, n] of Object.entries(answer.skipped))
+      summary.skipped[reason] = (summary.skipped[reason] ?? 0) + n;
     return;
   }
 }
@@ -174,7 +205,12 @@ if (values.json) {
   const total = skipped.reduce((n, [, c]) => n + c, 0);
   console.log(`read ${summary.linesRead} lines from ${summary.files} file(s) in ${summary.seconds} s`);
   console.log(`counted ${summary.counted} (crawler and bait reads) of ${summary.accepted} requests accepted`);
-  console.log(`out of range ${summary.outOfRange} (dated before the ledger's oldest day or ahead of the server's clock: not counted)`);
+  console.log(
+    `out of range ${summary.outOfRange} (dated before the ledger's oldest day or ahead of the server's clock: not counted)`,
+  );
   console.log(`skipped ${total}${total ? `: ${skipped.map(([r, c]) => `${r} ${c}`).join(', ')}` : ''}`);
-  if (summary.alreadyLoaded.batches) console.log(`already loaded before: ${summary.alreadyLoaded.lines} lines in ${summary.alreadyLoaded.batches} batch(es), not counted again`);
+  if (summary.alreadyLoaded.batches)
+    console.log(
+      `already loaded before: ${summary.alreadyLoaded.lines} lines in ${summary.alreadyLoaded.batches} batch(es), not counted again`,
+    );
 }

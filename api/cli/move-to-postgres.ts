@@ -18,7 +18,8 @@ import { StartupError } from '../startup-error.ts';
 
 // npm run move-to-postgres -- --from DATA_DIR, with DATABASE_URL: moves a stopped embedded store
 // (citizens, feed, receipts, drift, idempotency records, bot ledger) into a fresh PostgreSQL database.
-const USAGE = 'usage: DATABASE_URL=postgres://... npm run move-to-postgres -- [--from DATA_DIR] [--key-out FILE] [--batch N]';
+const USAGE =
+  'usage: DATABASE_URL=postgres://... npm run move-to-postgres -- [--from DATA_DIR] [--key-out FILE] [--batch N]';
 const MOVE_LOCK = 7243003;
 const KEY_FILE = 'omip-log-ed25519.pem';
 
@@ -30,7 +31,9 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 
 let args;
 try {
-  args = parseArgs({ options: { from: { type: 'string' }, 'key-out': { type: 'string' }, batch: { type: 'string', default: '2000' } } }).values;
+  args = parseArgs({
+    options: { from: { type: 'string' }, 'key-out': { type: 'string' }, batch: { type: 'string', default: '2000' } },
+  }).values;
 } catch (error) {
   fail(`${(error as Error).message}\n${USAGE}`, 2);
 }
@@ -46,35 +49,64 @@ if (!Number.isInteger(batch) || batch < 1 || batch > 50_000) fail(`--batch takes
 if (!config.DATABASE_URL) fail(`DATABASE_URL is not set\n${USAGE}`, 2);
 const url = config.DATABASE_URL!;
 const dir = resolve(args!.from ?? config.DATA_DIR);
-if (dir === resolve(':memory:') || !(await stat(dir).then((s) => s.isDirectory(), () => false))) fail(`${dir} is not a folder: --from names the embedded store's DATA_DIR`, 2);
+if (
+  dir === resolve(':memory:') ||
+  !(await stat(dir).then(
+    (s) => s.isDirectory(),
+    () => false,
+  ))
+)
+  fail(`${dir} is not a folder: --from names the embedded store's DATA_DIR`, 2);
 
 // The folder's own lock, as a server takes it: no move while a server serves it, no server while it moves.
 const lock = await lockFolder(dir, 'data', 'moving it to PostgreSQL').catch((error: unknown) =>
-  fail(error instanceof LockHeld ? `${error.message}. Stop the service on this DATA_DIR, then run the move again.` : String(error)),
+  fail(
+    error instanceof LockHeld
+      ? `${error.message}. Stop the service on this DATA_DIR, then run the move again.`
+      : String(error),
+  ),
 );
 
 // The key that signed the log's tree heads: the service's LOG_SIGNING_KEY_FILE, or the one its folder made.
-const keyPath = config.LOG_SIGNING_KEY_FILE ?? (await stat(join(dir, KEY_FILE)).then(() => join(dir, KEY_FILE), () => undefined));
-const signer: LogSigner | null = keyPath ? await openLogSigner(null, keyPath).catch((error: Error) => fail(`cannot read the log key ${keyPath}: ${error.message}`)) : null;
+const keyPath =
+  config.LOG_SIGNING_KEY_FILE ??
+  (await stat(join(dir, KEY_FILE)).then(
+    () => join(dir, KEY_FILE),
+    () => undefined,
+  ));
+const signer: LogSigner | null = keyPath
+  ? await openLogSigner(null, keyPath).catch((error: Error) =>
+      fail(`cannot read the log key ${keyPath}: ${error.message}`),
+    )
+  : null;
 const keyOut = args!['key-out'] ? resolve(args!['key-out']) : undefined;
 if (keyOut) {
   if (!keyPath) fail('--key-out: this store has no log key to write out');
   const existing = await readFile(keyOut, 'utf8').catch(() => null);
-  if (existing !== null && existing !== (await readFile(keyPath!, 'utf8'))) fail(`--key-out: ${keyOut} exists and holds another key`);
+  if (existing !== null && existing !== (await readFile(keyPath!, 'utf8')))
+    fail(`--key-out: ${keyOut} exists and holds another key`);
   // A secret: readable by its owner only, from the moment it exists.
   if (existing === null) await writeFile(keyOut, await readFile(keyPath!), { mode: 0o600, flag: 'wx' });
 }
 // The store is named by its log key (the same wherever its folder is), or by its folder.
-const sourceId = createHash('sha256').update(signer?.publicKeyPem ?? realpathSync(dir)).digest('hex').slice(0, 32);
+const sourceId = createHash('sha256')
+  .update(signer?.publicKeyPem ?? realpathSync(dir))
+  .digest('hex')
+  .slice(0, 32);
 
 const pool = new pg.Pool({ connectionString: url, max: 3 });
 const guard = await pool.connect().catch((error: Error) => fail(`cannot connect to DATABASE_URL: ${error.message}`));
 try {
   await migrate(pool);
-  if (!(await guard.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MOVE_LOCK])).rows[0]!.ok) fail('another move into this database is running');
-  const move = await startMove(guard, sourceId).catch((error: unknown) => fail(error instanceof MoveRefused ? error.message : String(error)));
+  if (!(await guard.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [MOVE_LOCK])).rows[0]!.ok)
+    fail('another move into this database is running');
+  const move = await startMove(guard, sourceId).catch((error: unknown) =>
+    fail(error instanceof MoveRefused ? error.message : String(error)),
+  );
   if (move.state === 'finished') {
-    say(`already moved on ${move.finishedAt.toISOString()}: nothing to do (the PostgreSQL service may have taken writes since).`);
+    say(
+      `already moved on ${move.finishedAt.toISOString()}: nothing to do (the PostgreSQL service may have taken writes since).`,
+    );
   } else {
     say(move.state === 'new' ? `moving ${dir} into PostgreSQL` : `resuming the move of ${dir}`);
     const source = await openEmbeddedStore({ dir, logger: pino({ level: 'warn' }, pino.destination(2)) });
@@ -89,13 +121,18 @@ try {
     const log = await verifyLogInOrder(receiptsInOrder(pool, batch));
     problems.push(...log.problems);
     const head = signer?.signHead({ tree_size: log.size, root_hash: log.root, timestamp: new Date().toISOString() });
-    if (head && !verifyTreeHead(head, signer!.publicKeyPem)) problems.push('a tree head signed with the log key does not verify with its public key');
+    if (head && !verifyTreeHead(head, signer!.publicKeyPem))
+      problems.push('a tree head signed with the log key does not verify with its public key');
     if (problems.length > 0) {
       for (const p of problems.slice(0, 20)) process.stderr.write(`FAIL ${p}\n`);
-      fail(`the copy differs from the embedded store in ${problems.length} places; nothing was marked done. Run the move again (it resumes), or move into a fresh database.`);
+      fail(
+        `the copy differs from the embedded store in ${problems.length} places; nothing was marked done. Run the move again (it resumes), or move into a fresh database.`,
+      );
     }
     await finishMove(guard, sourceId);
-    say(`OK receipt log: ${log.size} receipts, root ${log.size > 0 ? log.root : '(empty)'}${head ? ', a tree head signed with its key verifies' : ''}`);
+    say(
+      `OK receipt log: ${log.size} receipts, root ${log.size > 0 ? log.root : '(empty)'}${head ? ', a tree head signed with its key verifies' : ''}`,
+    );
   }
   say(
     keyPath

@@ -16,7 +16,10 @@ import { generatedFamilies, type CrawlerUserAgent, type DeviceDetectorBot } from
 export const GENERATED_FILE = 'bot-families.generated.json';
 
 const require = createRequire(import.meta.url);
-const packageJson = (name: string) => JSON.parse(readFileSync(join(require.resolve(`${name}`).replace(/(node_modules\/[^/]+)\/.*$/, '$1'), 'package.json'), 'utf8')) as { version: string; license: string };
+const packageJson = (name: string) =>
+  JSON.parse(
+    readFileSync(join(require.resolve(`${name}`).replace(/(node_modules\/[^/]+)\/.*$/, '$1'), 'package.json'), 'utf8'),
+  ) as { version: string; license: string };
 
 /** The generated table's text, made from the installed lists and the curated table in `contentDir`. */
 export async function generatedTableText(contentDir: string): Promise<string> {
@@ -28,7 +31,13 @@ export async function generatedTableText(contentDir: string): Promise<string> {
   const table: GeneratedBotFamilies = GeneratedBotFamiliesSchema.parse({
     notice: NOTICE,
     sources: [
-      { name: 'device-detector', package: 'node-device-detector', version: dd.version, licence: 'LGPL-3.0-or-later (the bot list is Matomo device-detector regexes/bots.yml; the npm port says MIT for its code)' },
+      {
+        name: 'device-detector',
+        package: 'node-device-detector',
+        version: dd.version,
+        licence:
+          'LGPL-3.0-or-later (the bot list is Matomo device-detector regexes/bots.yml; the npm port says MIT for its code)',
+      },
       { name: 'crawler-user-agents', package: 'crawler-user-agents', version: cua.version, licence: cua.license },
     ],
     families: generatedFamilies(curated, deviceDetector, crawlers),
@@ -62,6 +71,13 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const dir = resolve(process.env.CONTENT_DIR ?? 'content');
   const text = await generatedTableText(dir);
   writeFileSync(join(dir, GENERATED_FILE), text);
-  const counts = GeneratedBotFamiliesSchema.parse(JSON.parse(text)).families.reduce<Record<string, number>>((a, f) => ({ ...a, [f.source]: (a[f.source] ?? 0) + 1 }), {});
-  console.log(`${join(dir, GENERATED_FILE)}: ${Object.entries(counts).map(([s, n]) => `${n} families from ${s}`).join(', ')}`);
+  const counts = GeneratedBotFamiliesSchema.parse(JSON.parse(text)).families.reduce<Record<string, number>>(
+    (a, f) => ({ ...a, [f.source]: (a[f.source] ?? 0) + 1 }),
+    {},
+  );
+  console.log(
+    `${join(dir, GENERATED_FILE)}: ${Object.entries(counts)
+      .map(([s, n]) => `${n} families from ${s}`)
+      .join(', ')}`,
+  );
 }

@@ -11,7 +11,10 @@ const file = join(resolve(process.env.CONTENT_DIR ?? 'content'), 'bot-ip-ranges.
 const fetchText = async (url: string) => {
   let res: Response;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(15_000), headers: { 'User-Agent': 'agent-node-refresh-bot-ranges' } });
+    res = await fetch(url, {
+      signal: AbortSignal.timeout(15_000),
+      headers: { 'User-Agent': 'agent-node-refresh-bot-ranges' },
+    });
   } catch (error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     throw new Error(`could not fetch (${cause?.code ?? cause?.message ?? (error as Error).message})`);
@@ -24,5 +27,9 @@ const { text, report } = await refreshRanges(before, fetchText, new Date().toISO
 if (report.some((r) => r.prefixes !== undefined)) await writeFile(file, text);
 for (const r of report) (r.error ? console.error : console.log)(`${r.list}: ${r.error ?? `${r.prefixes} prefixes`}`);
 const failed = report.filter((r) => r.error).length;
-console.error(failed ? `${failed} of ${report.length} lists could not be refreshed; they keep their prefixes from ${file}.` : `all ${report.length} lists refreshed into ${file}.`);
+console.error(
+  failed
+    ? `${failed} of ${report.length} lists could not be refreshed; they keep their prefixes from ${file}.`
+    : `all ${report.length} lists refreshed into ${file}.`,
+);
 process.exit(failed ? 1 : 0);

@@ -9,7 +9,10 @@ if (!/^https?:\/\//.test(base)) {
 }
 const get = async (path: string) => {
   // Its own User-Agent: the bot wall names it as the operator's traffic, never as a bot.
-  const res = await fetch(base + path, { signal: AbortSignal.timeout(30_000), headers: { 'User-Agent': 'agent-node-verify-receipts' } });
+  const res = await fetch(base + path, {
+    signal: AbortSignal.timeout(30_000),
+    headers: { 'User-Agent': 'agent-node-verify-receipts' },
+  });
   if (!res.ok) throw new Error(`GET ${path}: ${res.status}`);
   return res.json() as Promise<Record<string, any>>;
 };
@@ -18,11 +21,15 @@ const fail = (message: string): never => {
   console.error(`FAIL ${message}`);
   process.exit(1);
 };
-const log = await get(PATH.getLog).catch((e: Error) => fail(`cannot read ${base}${PATH.getLog}: ${e.cause instanceof Error ? e.cause.message : e.message}`));
+const log = await get(PATH.getLog).catch((e: Error) =>
+  fail(`cannot read ${base}${PATH.getLog}: ${e.cause instanceof Error ? e.cause.message : e.message}`),
+);
 const receipts: PublishedLog['receipts'] = [];
 let cursor: string | null = null;
 do {
-  const page: Record<string, any> = await get(`/api/omip/receipts?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+  const page: Record<string, any> = await get(
+    `/api/omip/receipts?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+  );
   receipts.push(...page.receipts);
   cursor = page.nextCursor;
 } while (cursor);
@@ -34,4 +41,6 @@ if (problems.length > 0) {
   for (const p of problems) console.error(`FAIL ${p}`);
   process.exit(1);
 }
-console.log(`OK ${covered.length} receipts, root ${log.tree_head.tree_size > 0 ? log.tree_head.root_hash : '(empty)'}, signature valid`);
+console.log(
+  `OK ${covered.length} receipts, root ${log.tree_head.tree_size > 0 ? log.tree_head.root_hash : '(empty)'}, signature valid`,
+);

@@ -28,7 +28,12 @@ export function buildAgentCard(c: Content, links: Links) {
     name: c.site.name,
     description: c.site.description,
     // One door, two versions: v1.0, and v0.3 (`message/send`) for requests without A2A-Version.
-    supportedInterfaces: ['1.0', '0.3'].map((protocolVersion) => ({ url: at(links.site, PATH.a2a), protocolBinding: 'JSONRPC', protocolVersion, tenant: '' })),
+    supportedInterfaces: ['1.0', '0.3'].map((protocolVersion) => ({
+      url: at(links.site, PATH.a2a),
+      protocolBinding: 'JSONRPC',
+      protocolVersion,
+      tenant: '',
+    })),
     provider: { organization: c.site.name, url: at(links.site, '/') },
     version: c.site.versionDate,
     documentationUrl: at(links.site, '/docs/api'),

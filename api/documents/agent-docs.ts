@@ -35,7 +35,11 @@ export function buildWhatsNext(c: Content, links: Links) {
     convert_track: convert.convert_track,
     node_protocol_steps: convert.node_protocol_steps,
     // The oath is a POST route: named with its method, not as a link to follow.
-    join: { api: at(links.site, '/api/convert'), kit: at(links.site, '/agents/kit.json'), oath: { method: 'POST', url: at(links.site, PATH.takeOath) } },
+    join: {
+      api: at(links.site, '/api/convert'),
+      kit: at(links.site, '/agents/kit.json'),
+      oath: { method: 'POST', url: at(links.site, PATH.takeOath) },
+    },
     definitions: convert.definitions,
   };
 }

@@ -4,14 +4,21 @@ import { BAIT_BROWSER, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } f
 /** The ranges of GET /bot-wall.csv: hourly buckets for hours, daily for days, or the whole window. */
 export const CSV_RANGES = ['1h', '24h', '7d', '30d', 'all'] as const;
 export type CsvRange = (typeof CSV_RANGES)[number];
-const SPAN: Record<Exclude<CsvRange, 'all'>, { bucket: 'hourly' | 'daily'; n: number }> = { '1h': { bucket: 'hourly', n: 1 }, '24h': { bucket: 'hourly', n: 24 }, '7d': { bucket: 'daily', n: 7 }, '30d': { bucket: 'daily', n: 30 } };
+const SPAN: Record<Exclude<CsvRange, 'all'>, { bucket: 'hourly' | 'daily'; n: number }> = {
+  '1h': { bucket: 'hourly', n: 1 },
+  '24h': { bucket: 'hourly', n: 24 },
+  '7d': { bucket: 'daily', n: 7 },
+  '30d': { bucket: 'daily', n: 30 },
+};
 
 /** Why a range cannot be answered: it reaches past the buckets kept (LEDGER_HOURS, LEDGER_DAYS); null when it can. */
 export function rangeBeyondRetention(range: CsvRange): string | null {
   if (range === 'all') return null;
   const { bucket, n } = SPAN[range];
   const kept = bucket === 'hourly' ? LEDGER_LIMITS.hours : LEDGER_LIMITS.days;
-  return n <= kept ? null : `range=${range} needs ${n} ${bucket === 'hourly' ? 'hourly' : 'daily'} buckets; this server keeps ${kept} (${bucket === 'hourly' ? 'LEDGER_HOURS' : 'LEDGER_DAYS'})`;
+  return n <= kept
+    ? null
+    : `range=${range} needs ${n} ${bucket === 'hourly' ? 'hourly' : 'daily'} buckets; this server keeps ${kept} (${bucket === 'hourly' ? 'LEDGER_HOURS' : 'LEDGER_DAYS'})`;
 }
 
 /**
@@ -30,12 +37,22 @@ export function csvField(value: string | number | null): string {
 export const csvRow = (cells: (string | number | null)[]) => `${cells.map(csvField).join(',')}\r\n`;
 
 /** Requests of a row's buckets in the range (the last n hours or days, the current one included); the total for `all`. */
-function inRange(counts: { hourly: Record<string, number>; daily: Record<string, number> }, total: number, range: CsvRange, now: Date): number {
+function inRange(
+  counts: { hourly: Record<string, number>; daily: Record<string, number> },
+  total: number,
+  range: CsvRange,
+  now: Date,
+): number {
   if (range === 'all') return total;
   const { bucket, n } = SPAN[range];
   const size = bucket === 'hourly' ? 3_600_000 : 86_400_000;
-  const since = new Date(Math.floor(now.getTime() / size) * size - (n - 1) * size).toISOString().slice(0, bucket === 'hourly' ? 13 : 10);
-  return Object.entries(counts[bucket] ?? {}).reduce((sum, [key, v]) => (key.slice(0, since.length) >= since ? sum + v : sum), 0);
+  const since = new Date(Math.floor(now.getTime() / size) * size - (n - 1) * size)
+    .toISOString()
+    .slice(0, bucket === 'hourly' ? 13 : 10);
+  return Object.entries(counts[bucket] ?? {}).reduce(
+    (sum, [key, v]) => (key.slice(0, since.length) >= since ? sum + v : sum),
+    0,
+  );
 }
 
 export const CSV_COLUMNS = [
@@ -74,7 +91,21 @@ export function buildBotWallCsv(s: TelemetrySnapshot, range: CsvRange, now: Date
   let out = csvRow([...CSV_COLUMNS]);
   for (const { f, requests } of rows) {
     const sent = visits(f.operator);
-    out += csvRow([f.family, wallClass(f), f.operator, requests, f.requests, f.verify, f.verified, f.failed, f.unverifiable, f.robotsFetches, f.violations, f.operator ? sent : null, f.operator ? crawlToReferral(crawls.get(f.operator) ?? 0, sent) : null]);
+    out += csvRow([
+      f.family,
+      wallClass(f),
+      f.operator,
+      requests,
+      f.requests,
+      f.verify,
+      f.verified,
+      f.failed,
+      f.unverifiable,
+      f.robotsFetches,
+      f.violations,
+      f.operator ? sent : null,
+      f.operator ? crawlToReferral(crawls.get(f.operator) ?? 0, sent) : null,
+    ]);
   }
   return out;
 }

@@ -11,10 +11,16 @@ const top = (map: Record<string, number>, n: number) =>
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .slice(0, n);
 
-const DEFINITION = 'A request with a bot-like User-Agent seen by the gateway process. User-Agent can be spoofed, so this is not proof of indexing, citation or adoption.';
+const DEFINITION =
+  'A request with a bot-like User-Agent seen by the gateway process. User-Agent can be spoofed, so this is not proof of indexing, citation or adoption.';
 
 /** How a family's claims were checked: the method and one outcome per request. */
-const verificationOf = (f: FamilyRow) => ({ method: f.verify, verified: f.verified, failed: f.failed, unverifiable: f.unverifiable });
+const verificationOf = (f: FamilyRow) => ({
+  method: f.verify,
+  verified: f.verified,
+  failed: f.failed,
+  unverifiable: f.unverifiable,
+});
 
 /**
  * A family's requests judged against the robots.txt its group there gives it (RFC 9309): whether it
@@ -24,7 +30,8 @@ const verificationOf = (f: FamilyRow) => ({ method: f.verify, verified: f.verifi
 export function robotsTxtOf(f: FamilyRow) {
   const p = f.robots ?? { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} };
   return {
-    compliance: p.judged === 0 ? ('not judged' as const) : p.violations === 0 ? ('compliant' as const) : ('violating' as const),
+    compliance:
+      p.judged === 0 ? ('not judged' as const) : p.violations === 0 ? ('compliant' as const) : ('violating' as const),
     judged: p.judged,
     violations: p.violations,
     violationsAfterFetch: p.afterFetch,
@@ -32,14 +39,25 @@ export function robotsTxtOf(f: FamilyRow) {
     firstFetch: Object.values(p.fetchedAt).sort()[0] ?? null,
     rules: Object.values(p.rules)
       .sort((a, b) => b.requests - a.requests || a.line - b.line)
-      .map((r) => ({ host: r.host, version: r.version, line: r.line, rule: r.rule, agent: r.agent, requests: r.requests, afterFetch: r.afterFetch, paths: top(r.paths, LEDGER_LIMITS.robotsPathsPerRule).map(([path, requests]) => ({ path, requests })) })),
+      .map((r) => ({
+        host: r.host,
+        version: r.version,
+        line: r.line,
+        rule: r.rule,
+        agent: r.agent,
+        requests: r.requests,
+        afterFetch: r.afterFetch,
+        paths: top(r.paths, LEDGER_LIMITS.robotsPathsPerRule).map(([path, requests]) => ({ path, requests })),
+      })),
   };
 }
 
 /** The robots.txt versions the ledger's broken rules name, by host. */
 const robotsVersionsOf = (rows: FamilyRow[]) => {
   const seen = new Map<string, { host: string; version: string }>();
-  for (const f of rows) for (const r of Object.values(f.robots?.rules ?? {})) if (r.line > 0) seen.set(`${r.host} ${r.version}`, { host: r.host, version: r.version });
+  for (const f of rows)
+    for (const r of Object.values(f.robots?.rules ?? {}))
+      if (r.line > 0) seen.set(`${r.host} ${r.version}`, { host: r.host, version: r.version });
   return [...seen.values()].sort((a, b) => a.host.localeCompare(b.host) || a.version.localeCompare(b.version));
 };
 
@@ -64,14 +82,16 @@ function dailyOf(f: FamilyRow, now: Date) {
     .map(([day, requests]) => ({ day, requests }));
 }
 
-
 /**
  * What AI sends back, per operator: its crawlers' requests (families of that operator) beside the
  * people its products sent (content/ai-referrers.yaml), with their ratio, since the window started
  * and per hour and day. Operators of the table, and any the ledger holds, even with no visit yet.
  */
 export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
-  const crawlers = new Map<string, { requests: number; hourly: Record<string, number>; daily: Record<string, number> }>();
+  const crawlers = new Map<
+    string,
+    { requests: number; hourly: Record<string, number>; daily: Record<string, number> }
+  >();
   for (const f of Object.values(s.families)) {
     if (f.operator === null || f.family === BAIT_BROWSER) continue;
     const at = crawlers.get(f.operator) ?? { requests: 0, hourly: {}, daily: {} };
@@ -84,7 +104,12 @@ export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
   const names = [...new Set([...c.aiReferrers.operators.map((o) => o.operator), ...Object.keys(sent)])];
   const hourSince = new Date(now.getTime() - (LEDGER_LIMITS.hours - 1) * 3_600_000).toISOString().slice(0, 13);
   const daySince = new Date(now.getTime() - (LEDGER_LIMITS.days - 1) * 86_400_000).toISOString().slice(0, 10);
-  const buckets = (visits: Record<string, number>, crawls: Record<string, number>, keep: (k: string) => boolean, name: 'hour' | 'day') =>
+  const buckets = (
+    visits: Record<string, number>,
+    crawls: Record<string, number>,
+    keep: (k: string) => boolean,
+    name: 'hour' | 'day',
+  ) =>
     [...new Set([...Object.keys(visits), ...Object.keys(crawls)])]
       .filter(keep)
       .sort()
@@ -106,10 +131,16 @@ export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
       daily: buckets(r?.daily ?? {}, crawl.daily, (k) => k >= daySince, 'day'),
     };
   });
-  operators.sort((a, b) => b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) || a.operator.localeCompare(b.operator));
+  operators.sort(
+    (a, b) =>
+      b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) ||
+      a.operator.localeCompare(b.operator),
+  );
   return {
-    definition: "A referred visit is a request from a person's browser (no bot User-Agent) whose Referer host, or whose utm_source, names an AI product of content/ai-referrers.yaml; crawler requests are those of the families that operator runs. Only the operator and the matched host are kept, never the Referer.",
-    ratio: 'crawlToReferral = crawler requests / referred visits (Cloudflare Radar\'s crawl-to-referral ratio); null when no visit was referred',
+    definition:
+      "A referred visit is a request from a person's browser (no bot User-Agent) whose Referer host, or whose utm_source, names an AI product of content/ai-referrers.yaml; crawler requests are those of the families that operator runs. Only the operator and the matched host are kept, never the Referer.",
+    ratio:
+      "crawlToReferral = crawler requests / referred visits (Cloudflare Radar's crawl-to-referral ratio); null when no visit was referred",
     sources: c.aiReferrers.sources,
     operators,
   };
@@ -132,7 +163,9 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
         lastSeen: f.lastSeen,
         topPaths: top(f.paths, 10).map(([path, requests]) => ({ path, requests })),
         // A status class with no requests is left out.
-        statusCounts: Object.fromEntries(['2xx', '3xx', '4xx', '5xx'].filter((k) => (f.status[k] ?? 0) > 0).map((k) => [k, f.status[k]!])),
+        statusCounts: Object.fromEntries(
+          ['2xx', '3xx', '4xx', '5xx'].filter((k) => (f.status[k] ?? 0) > 0).map((k) => [k, f.status[k]!]),
+        ),
         class: wallClass(f),
         operator: f.operator,
         verification: verificationOf(f),
@@ -180,12 +213,16 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
     documentClass: 'telemetry',
     telemetry: {
       observedAt: now.toISOString(),
-      provenance: { jars: 'gateway runtime ledger', presence: 'gateway request log: named bot User-Agents and bait paths' },
+      provenance: {
+        jars: 'gateway runtime ledger',
+        presence: 'gateway request log: named bot User-Agents and bait paths',
+      },
       window: { kind: 'since_window_start', label: `since ${s.windowStartedAt}` },
       freshness: ageMs < 60_000 ? 'live' : ageMs < 3_600_000 ? 'recent' : 'stale',
       definitionVersion: '1.0.0',
       metric_source: 'gateway',
-      counting_method: 'one count per finished request, classified by claimed User-Agent family; bait paths count whatever the User-Agent',
+      counting_method:
+        'one count per finished request, classified by claimed User-Agent family; bait paths count whatever the User-Agent',
       window_started_at: s.windowStartedAt,
       observed_through: s.updatedAt,
       generated_at: now.toISOString(),
@@ -204,7 +241,8 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
     },
     botTraffic: buildBotTraffic(c, s, now),
     robotsTxt: {
-      judged_by: 'RFC 9309: the group naming the crawler\'s product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came',
+      judged_by:
+        "RFC 9309: the group naming the crawler's product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came",
       versions: robotsVersionsOf(rows),
     },
     referrals: buildReferrals(c, s, now),
@@ -224,7 +262,12 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         // The name takes a random suffix: names are unique, and a species has many members.
         invite_curl: `curl -sS -X POST ${shellQuote(invite.oath)} -H 'Content-Type: application/json' ${oathDataWithFreshName({ name: f.family, class: 'crawler', purpose: 'joining from the bot wall' })}`,
         funnel: { presence: f.requests, convert_reads: f.convertReads, oaths: f.oaths, messages: f.messages },
-        robots: { fetches: f.robotsFetches, disallowed_hits: f.violations, compliance: robotsTxtOf(f).compliance, violations: f.robots?.violations ?? 0 },
+        robots: {
+          fetches: f.robotsFetches,
+          disallowed_hits: f.violations,
+          compliance: robotsTxtOf(f).compliance,
+          violations: f.robots?.violations ?? 0,
+        },
         // The shape the current page reads; botTraffic.families[].verification has all three outcomes and the method.
         verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
         hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),
@@ -237,7 +280,8 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       wall: c.convert.definitions.wall,
       observedBotRequest: c.convert.definitions.observedBotRequest,
       farm_score: 'hits + 2 × deep_hits + 5 × bait_hits + 10 × convert reads + 50 × oaths + 20 × messages',
-      deep_hits: 'requests past the landing documents (/, robots.txt, sitemap.xml, llms.txt, ai.txt, favicon.ico, /api/convert)',
+      deep_hits:
+        'requests past the landing documents (/, robots.txt, sitemap.xml, llms.txt, ai.txt, favicon.ico, /api/convert)',
     },
   };
 }

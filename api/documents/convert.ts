@@ -12,7 +12,10 @@ export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}
 export const convertVersion = (c: Content): string => `${c.site.versionDate}.${c.site.versionLabel}`;
 
 function agentHeaders(c: Content, links: Links) {
-  return { 'Content-Type': 'application/json', 'User-Agent': `${c.convert.example_agent.name}/1.0 (+${links.site}/agents/kit.json)` };
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': `${c.convert.example_agent.name}/1.0 (+${links.site}/agents/kit.json)`,
+  };
 }
 
 /** What the steps say of names: unique by how they look, so each run makes its own. */
@@ -30,7 +33,8 @@ function minimalSteps(c: Content, links: Links) {
       url: at(links.site, PATH.takeOath),
       headers,
       body: { name: `${a.name}-<random suffix>`, class: a.class, purpose: a.purpose },
-      on_success: '201: keep memberId and passportNumber from the answer. Store passportNumber privately; it is shown once and never published.',
+      on_success:
+        '201: keep memberId and passportNumber from the answer. Store passportNumber privately; it is shown once and never published.',
       note: NAME_NOTE,
     },
     {
@@ -53,7 +57,8 @@ function minimalSteps(c: Content, links: Links) {
 }
 
 // A JSON text as a printf format: its own % and backslashes taken literally, `%s` where `slot` was.
-const printfFormat = (json: string, slot: string) => json.replaceAll('\\', '\\\\').replaceAll('%', '%%').replace(slot, '%s');
+const printfFormat = (json: string, slot: string) =>
+  json.replaceAll('\\', '\\\\').replaceAll('%', '%%').replace(slot, '%s');
 
 /**
  * curl's `--data` for an oath whose name is `body.name` plus a suffix of 8 random hex digits made by

@@ -20,7 +20,8 @@ export function sectionsOf(markdown: string): { title: string | null; sections: 
   for (const node of tree.children ?? []) {
     const end = node.position?.end.offset ?? 0;
     if (node.type === 'heading' && node.depth === 1) title ??= plain(node);
-    else if (node.type === 'heading' && node.depth === 2) sections.push({ heading: plain(node), text: '', start: end, end });
+    else if (node.type === 'heading' && node.depth === 2)
+      sections.push({ heading: plain(node), text: '', start: end, end });
     else if (sections.length > 0) sections.at(-1)!.end = end;
   }
   return {

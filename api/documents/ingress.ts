@@ -17,7 +17,13 @@ export function buildIngressDescriptor(c: Content, links: Links) {
     rejects: i.rejects,
     accepts: {
       media_types: INGRESS_MEDIA_TYPES,
-      fields: { ...TEXT_ALIASES, duration: Object.keys(DURATION_ALIASES), legacy_counts: COUNT_ALIASES, rankings_dropped: RANKING_ALIASES, drm_flags: DRM_ALIASES },
+      fields: {
+        ...TEXT_ALIASES,
+        duration: Object.keys(DURATION_ALIASES),
+        legacy_counts: COUNT_ALIASES,
+        rankings_dropped: RANKING_ALIASES,
+        drm_flags: DRM_ALIASES,
+      },
       durations: `seconds, milliseconds for TLEN and durationMs, mm:ss, hh:mm:ss, ISO 8601 (PT3M25S); more than 0 and at most ${MAX_DURATION_SECONDS} s`,
       upload:
         'audio/* body or multipart/form-data field "file"; tags and duration are read with music-metadata; encrypted MP4 (drms, enca, encv) is DRM_REJECT, and metadata sent beside the file cannot clear it; a body that starts with no audio signature is 415 NOT_AUDIO',

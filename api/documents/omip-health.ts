@@ -5,12 +5,20 @@ import type { Omip } from '../omip/service.ts';
 
 /** Routes of the admissibility subsystem, for health.methods.Allow; a parameter is an RFC 6570 expression. */
 export const OMIP_ROUTES = {
-  GET: [...OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'GET').map((op) => op.path), '/api/omip/primitives'],
+  GET: [
+    ...OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'GET').map((op) => op.path),
+    '/api/omip/primitives',
+  ],
   POST: OPERATIONS.filter((op) => op.tag === 'omip' && op.method === 'POST').map((op) => op.path),
 };
 
 /** GET /api/omip/health (spec 2.5) from the constitution and the live metrics. */
-export function buildHealth(c: Content, links: Links, metrics: Awaited<ReturnType<Omip['driftMetrics']>>, primitiveCount: number) {
+export function buildHealth(
+  c: Content,
+  links: Links,
+  metrics: Awaited<ReturnType<Omip['driftMetrics']>>,
+  primitiveCount: number,
+) {
   const d = c.constitution.omip.drift;
   return {
     status: 'healthy',
@@ -43,8 +51,9 @@ export function buildHealth(c: Content, links: Links, metrics: Awaited<ReturnTyp
       note: 'GET routes are public operational metrics. POST routes take JSON; GET on them answers 405 with an example body.',
       Allow: OMIP_ROUTES,
       score:
-        'POST /api/omip/score {entity_id, room?, plan | state}: verdict, delta, every predicate, contraction log; window_binding names the earlier step when it, not this request, sets the verdict. A state scores registered predicates only (others are 422) and cannot raise identity_continuity or tool_policy above the server\'s evaluation.',
-      dual_exchange: 'POST /api/omip/dual-exchange {agents: [{id, proposal}, {id, proposal}]}: each agent scored alone; joint action needs dual PERSIST or contracted recovery; answers a content-addressed receipt.',
+        "POST /api/omip/score {entity_id, room?, plan | state}: verdict, delta, every predicate, contraction log; window_binding names the earlier step when it, not this request, sets the verdict. A state scores registered predicates only (others are 422) and cannot raise identity_continuity or tool_policy above the server's evaluation.",
+      dual_exchange:
+        'POST /api/omip/dual-exchange {agents: [{id, proposal}, {id, proposal}]}: each agent scored alone; joint action needs dual PERSIST or contracted recovery; answers a content-addressed receipt.',
     },
     seed_drift: d,
     constitution: at(links.site, '/eon/constitution.json'),

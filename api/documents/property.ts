@@ -11,7 +11,24 @@ export function buildPropertySchema(c: Content, links: Links) {
     $id: at(links.site, '/schemas/property-descriptor.v1.json'),
     title: `${c.site.name} property descriptor, protocol version 1`,
     type: 'object',
-    required: ['protocol', 'protocolVersion', 'id', 'name', 'canonicalUrl', 'repository', 'kind', 'purpose', 'owner', 'partOf', 'version', 'aliases', 'notSameAs', 'relationships', 'surfaces', 'stateSources'],
+    required: [
+      'protocol',
+      'protocolVersion',
+      'id',
+      'name',
+      'canonicalUrl',
+      'repository',
+      'kind',
+      'purpose',
+      'owner',
+      'partOf',
+      'version',
+      'aliases',
+      'notSameAs',
+      'relationships',
+      'surfaces',
+      'stateSources',
+    ],
     properties: {
       protocol: { const: `${c.site.service}-property-protocol` },
       protocolVersion: { const: 1 },
@@ -28,11 +45,19 @@ export function buildPropertySchema(c: Content, links: Links) {
       notSameAs: { type: 'array', items: { type: 'string', format: 'uri' } },
       relationships: {
         type: 'array',
-        items: { type: 'object', required: ['type', 'name'], properties: { type: str, name: str, url: { type: 'string', format: 'uri' } } },
+        items: {
+          type: 'object',
+          required: ['type', 'name'],
+          properties: { type: str, name: str, url: { type: 'string', format: 'uri' } },
+        },
       },
       surfaces: {
         type: 'array',
-        items: { type: 'object', required: ['url', 'role', 'index'], properties: { url: { type: 'string', format: 'uri' }, role: { type: 'string' }, index: { type: 'boolean' } } },
+        items: {
+          type: 'object',
+          required: ['url', 'role', 'index'],
+          properties: { url: { type: 'string', format: 'uri' }, role: { type: 'string' }, index: { type: 'boolean' } },
+        },
       },
       stateSources: {
         type: 'array',
@@ -78,7 +103,10 @@ export function buildPropertyDescriptor(c: Content, links: Links) {
     version: p.version,
     aliases: p.aliases,
     notSameAs: p.notSameAs,
-    relationships: p.relationships.map((r) => ({ ...r, url: r.url ?? (r.type === 'canonical-site' ? canonicalUrl : undefined) })),
+    relationships: p.relationships.map((r) => ({
+      ...r,
+      url: r.url ?? (r.type === 'canonical-site' ? canonicalUrl : undefined),
+    })),
     surfaces: [
       { url: at(links.site, '/'), role: 'home', index: true },
       { url: at(links.site, '/api/convert'), role: 'convert', index: true },

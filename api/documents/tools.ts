@@ -17,7 +17,9 @@ export interface ToolDescriptor {
 function headersOf(op: (typeof TOOL_OPERATIONS)[number]): Record<string, string> | undefined {
   if (op.method !== 'POST') return undefined;
   const json = { 'Content-Type': 'application/json' };
-  return op.credentials === 'passport-optional' || op.credentials === 'passport' ? { ...json, Authorization: 'Bearer <passportNumber>' } : json;
+  return op.credentials === 'passport-optional' || op.credentials === 'passport'
+    ? { ...json, Authorization: 'Bearer <passportNumber>' }
+    : json;
 }
 
 /** The tools (the operations the table offers as tools, in their order) with absolute URLs and input JSON Schemas. */

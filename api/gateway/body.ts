@@ -16,7 +16,12 @@ export const jsonBody = (limit: number): BodyPolicy => ({
 });
 
 /** JSON up to `jsonLimit`, and uploads of the media types `isUpload` names up to `uploadLimit`, streamed to disk. */
-export const uploadBody = (jsonLimit: number, uploadLimit: number, accepts: string[], isUpload: (t: string) => boolean): BodyPolicy => ({
+export const uploadBody = (
+  jsonLimit: number,
+  uploadLimit: number,
+  accepts: string[],
+  isUpload: (t: string) => boolean,
+): BodyPolicy => ({
   limit: (t) => (isUpload(t) ? uploadLimit : jsonLimit),
   accepts,
   allows: (t) => isJson(t) || isUpload(t),
@@ -35,12 +40,19 @@ export class ClientClosed extends Error {
 }
 
 const tooLarge = (limit: number) =>
-  new HttpProblem('PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, { extra: { limit }, headers: { Connection: 'close' } });
-const stalled = (idleMs: number) =>
-  new HttpProblem('BODY_STALLED', `No byte of the body arrived for ${idleMs / 1000} s; the request was dropped. Send the body without pauses.`, {
-    extra: { idleMs },
+  new HttpProblem('PAYLOAD_TOO_LARGE', `The body is larger than ${limit} bytes.`, {
+    extra: { limit },
     headers: { Connection: 'close' },
   });
+const stalled = (idleMs: number) =>
+  new HttpProblem(
+    'BODY_STALLED',
+    `No byte of the body arrived for ${idleMs / 1000} s; the request was dropped. Send the body without pauses.`,
+    {
+      extra: { idleMs },
+      headers: { Connection: 'close' },
+    },
+  );
 
 /** Whether the request says a body follows (a length above 0, or chunks). */
 export function declaresBody(req: IncomingMessage): boolean {
@@ -52,16 +64,26 @@ export function declaresBody(req: IncomingMessage): boolean {
  * and drop it to keep the connection, at the socket's speed, outside every body budget.
  */
 export const bodyNotTaken = (method: string) =>
-  new HttpProblem('PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, { extra: { limit: 0 }, headers: { Connection: 'close' } });
+  new HttpProblem('PAYLOAD_TOO_LARGE', `${method} takes no body: send the request without one.`, {
+    extra: { limit: 0 },
+    headers: { Connection: 'close' },
+  });
 
 /** The rules checked on the headers alone, before a byte of the body is read: 415 for a media type the route does not take, 413 for a declared size over the limit. */
-export function checkBody(req: IncomingMessage, policy: BodyPolicy): { mediaType: string; limit: number; upload: boolean } {
+export function checkBody(
+  req: IncomingMessage,
+  policy: BodyPolicy,
+): { mediaType: string; limit: number; upload: boolean } {
   const declared = Number(req.headers['content-length'] ?? 0);
   const type = mediaTypeOf(req);
   if ((declaresBody(req) || type) && !policy.allows(type)) {
-    throw new HttpProblem('UNSUPPORTED_MEDIA_TYPE', `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`, {
-      headers: { 'Accept-Post': policy.accepts.join(', '), Connection: 'close' },
-    });
+    throw new HttpProblem(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `Send the body as ${policy.accepts.join(' or ')}${type ? `, not ${type}` : ' with a Content-Type header'}.`,
+      {
+        headers: { 'Accept-Post': policy.accepts.join(', '), Connection: 'close' },
+      },
+    );
   }
   const limit = policy.limit(type);
   if (declared > limit) throw tooLarge(limit);
@@ -102,7 +124,13 @@ export function readBody(req: IncomingMessage, limit: number, idleMs: number): P
  * client sends no byte for `idleMs`. Resolves with the size. The caller removes the file, whatever
  * the outcome.
  */
-export function streamBody(req: IncomingMessage, file: string, limit: number, idleMs: number, bandwidth: Bandwidth): Promise<number> {
+export function streamBody(
+  req: IncomingMessage,
+  file: string,
+  limit: number,
+  idleMs: number,
+  bandwidth: Bandwidth,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
     const flow = pauser(req);

@@ -10,7 +10,11 @@ import { LINGER_MS } from './lingering.ts';
 // after those answers.
 
 /** node's own refusals, byte for byte (lib/_http_server.js): by error code, else 400. */
-const STATUS_OF: Record<string, number> = { HPE_HEADER_OVERFLOW: 431, HPE_CHUNK_EXTENSIONS_OVERFLOW: 413, ERR_HTTP_REQUEST_TIMEOUT: 408 };
+const STATUS_OF: Record<string, number> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
 const refusalOf = (error: NodeJS.ErrnoException): string => {
   const status = STATUS_OF[error.code ?? ''] ?? 400;
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n\r\n`;

@@ -8,7 +8,16 @@ import type { Lookup } from '../operations/dispatch.ts';
 import type { BodyLimit } from '../operations/operation.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
 import { createBandwidth } from './bandwidth.ts';
-import { bodyNotTaken, checkBody, ClientClosed, declaresBody, readBody, streamBody, type BodyPolicy, type UploadedBody } from './body.ts';
+import {
+  bodyNotTaken,
+  checkBody,
+  ClientClosed,
+  declaresBody,
+  readBody,
+  streamBody,
+  type BodyPolicy,
+  type UploadedBody,
+} from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
 import { requestTarget } from './request-target.ts';
@@ -25,7 +34,12 @@ export type { ObservedRequest };
 export const CLIENT_CLOSED = 499;
 
 /** Astro's node handler (`@astrojs/node` middleware mode). */
-export type RenderHandler = (req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void, locals?: object) => Promise<void>;
+export type RenderHandler = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  next: (err?: unknown) => void,
+  locals?: object,
+) => Promise<void>;
 
 export interface GatewayOptions {
   /** Prebuilt files by URL path. */
@@ -66,18 +80,33 @@ function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpPro
     // It may have waited: the client may have left, or (never yet) another answer gone first.
     if (res.destroyed || res.headersSent) return;
     const body = JSON.stringify(problem.body(instance));
-    res.writeHead(problem.status, closing(req, { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), ...securityHeaders(PROBLEM_TYPE), ...problem.headers }));
+    res.writeHead(
+      problem.status,
+      closing(req, {
+        'Content-Type': PROBLEM_TYPE,
+        'Content-Length': String(Buffer.byteLength(body)),
+        ...securityHeaders(PROBLEM_TYPE),
+        ...problem.headers,
+      }),
+    );
     res.end(req.method === 'HEAD' ? undefined : body);
   });
 }
 
 /** A route's answer as it goes on the wire: final headers, and the body as one Buffer. */
 function wireAnswer(answer: RouteAnswer): SharedAnswer {
-  const body = typeof answer.body === 'string' ? Buffer.from(answer.body) : Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+  const body =
+    typeof answer.body === 'string'
+      ? Buffer.from(answer.body)
+      : Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
   const type = answer.headers['Content-Type'] ?? answer.headers['content-type'];
   const typed: Record<string, string> = type === undefined ? {} : { 'Content-Type': withCharset(type) };
   const { 'content-type': _lower, ...rest } = answer.headers;
-  return { status: answer.status, headers: { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(body.byteLength) }, body };
+  return {
+    status: answer.status,
+    headers: { ...securityHeaders(type), ...rest, ...typed, 'Content-Length': String(body.byteLength) },
+    body,
+  };
 }
 
 function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: SharedAnswer): void {
@@ -95,16 +124,24 @@ function recordPage(req: IncomingMessage, res: ServerResponse, keep: (answer: Sh
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
   const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
   const take = (chunk: unknown, encoding: unknown) => {
-    if (typeof chunk === 'string') chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
+    if (typeof chunk === 'string')
+      chunks.push(Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8'));
     else if (chunk instanceof Uint8Array) chunks.push(Buffer.from(chunk));
   };
-  res.write = ((chunk: unknown, ...rest: unknown[]) => (take(chunk, rest[0]), write(chunk, ...rest))) as typeof res.write;
-  res.end = ((chunk?: unknown, ...rest: unknown[]) => (typeof chunk !== 'function' && take(chunk, rest[0]), end(chunk, ...rest))) as typeof res.end;
+  res.write = ((chunk: unknown, ...rest: unknown[]) => (
+    take(chunk, rest[0]),
+    write(chunk, ...rest)
+  )) as typeof res.write;
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => (
+    typeof chunk !== 'function' && take(chunk, rest[0]),
+    end(chunk, ...rest)
+  )) as typeof res.end;
   res.once('finish', () => {
     if (res.statusCode !== 200) return;
     const body = Buffer.concat(chunks);
     const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(res.getHeaders())) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    for (const [name, value] of Object.entries(res.getHeaders()))
+      if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
     keep({ status: 200, headers: { ...headers, 'content-length': String(body.byteLength) }, body });
   });
 }
@@ -159,9 +196,19 @@ const NO_BODY = new Uint8Array();
  */
 export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
   // No instance: CONNECT's target is an authority, another server's (never echoed).
-  const body = JSON.stringify(new HttpProblem('METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body());
-  const headers = { 'Content-Type': PROBLEM_TYPE, 'Content-Length': String(Buffer.byteLength(body)), Allow: 'GET, HEAD, OPTIONS, POST', ...securityHeaders(PROBLEM_TYPE), Connection: 'close' };
-  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const body = JSON.stringify(
+    new HttpProblem('METHOD_NOT_ALLOWED', 'This server is no proxy: CONNECT is not taken.').body(),
+  );
+  const headers = {
+    'Content-Type': PROBLEM_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Allow: 'GET, HEAD, OPTIONS, POST',
+    ...securityHeaders(PROBLEM_TYPE),
+    Connection: 'close',
+  };
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   socket.on('error', () => socket.destroy());
   socket.end(`HTTP/1.1 405 Method Not Allowed\r\n${head}\r\n${body}`);
   setTimeout(() => socket.destroy(), LINGER_MS).unref();
@@ -211,7 +258,13 @@ export function createGateway(options: GatewayOptions) {
         if (query !== -1) observed.query = url.slice(query);
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
-        if (signatureInput !== undefined && signature !== undefined) observed.signature = { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url };
+        if (signatureInput !== undefined && signature !== undefined)
+          observed.signature = {
+            signature,
+            signatureInput,
+            signatureAgent: header(req, 'signature-agent'),
+            target: url,
+          };
         const referral = referralOf(req.headers.referer, query === -1 ? '' : url.slice(query + 1));
         if (referral) observed.referral = referral;
         options.observe(observed);
@@ -223,19 +276,34 @@ export function createGateway(options: GatewayOptions) {
     res.once('close', report);
 
     try {
-      if (!target.ours) throw new HttpProblem('BAD_PATH', 'The request target names another server than the one its Host header names: this server is no proxy.');
-      if (!KNOWN_METHODS.has(method)) throw new HttpProblem('NOT_IMPLEMENTED', `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`);
+      if (!target.ours)
+        throw new HttpProblem(
+          'BAD_PATH',
+          'The request target names another server than the one its Host header names: this server is no proxy.',
+        );
+      if (!KNOWN_METHODS.has(method))
+        throw new HttpProblem(
+          'NOT_IMPLEMENTED',
+          `${method} is not a method this server implements. Use GET, HEAD, OPTIONS or POST.`,
+        );
       if (!BODY_METHODS.has(method) && declaresBody(req)) throw bodyNotTaken(method);
       const path = normalisePath(rawPath);
       if (path === null) throw new HttpProblem('BAD_PATH', 'The request path cannot be decoded or leaves the site.');
 
       if (options.connections?.isOver(req.socket)) {
-        throw new HttpProblem('TOO_MANY_CONNECTIONS', `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`, {
-          headers: { Connection: 'close', 'Retry-After': '5' },
-          extra: { limit: options.connections.perClient },
-        });
+        throw new HttpProblem(
+          'TOO_MANY_CONNECTIONS',
+          `This address has more than ${options.connections.perClient} connections open; at most that many at once. Close some, or reuse them (keep-alive).`,
+          {
+            headers: { Connection: 'close', 'Retry-After': '5' },
+            extra: { limit: options.connections.perClient },
+          },
+        );
       }
-      const sharedKey = (method === 'GET' || method === 'HEAD') && shared?.paths.has(path) ? `${url}\n${chooseEncoding(req.headers['accept-encoding']) ?? ''}` : null;
+      const sharedKey =
+        (method === 'GET' || method === 'HEAD') && shared?.paths.has(path)
+          ? `${url}\n${chooseEncoding(req.headers['accept-encoding']) ?? ''}`
+          : null;
       if (sharedKey) shared!.answers.reading(req, res);
       const kept = sharedKey ? shared!.answers.get(sharedKey) : undefined;
       if (kept) return sendAnswer(req, res, kept);
@@ -244,7 +312,9 @@ export function createGateway(options: GatewayOptions) {
       if (file) {
         if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, {
+          headers: { Allow: STATIC_ALLOW },
+        });
       }
 
       const route = options.route(method, path);
@@ -260,7 +330,10 @@ export function createGateway(options: GatewayOptions) {
         }
         // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        if (method !== 'GET' && method !== 'HEAD') throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, { headers: { Allow: STATIC_ALLOW } });
+        if (method !== 'GET' && method !== 'HEAD')
+          throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, {
+            headers: { Allow: STATIC_ALLOW },
+          });
         secureRender(res);
         if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
         return await render(req, res, () => notFound(req, res, path), locals);
@@ -268,10 +341,18 @@ export function createGateway(options: GatewayOptions) {
       // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
       if ('refuse' in route) throw route.refuse;
 
-      const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = { method, target: url, headers: req.headers, body: NO_BODY, client: remoteAddress, params: route.params };
+      const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = {
+        method,
+        target: url,
+        headers: req.headers,
+        body: NO_BODY,
+        client: remoteAddress,
+        params: route.params,
+      };
       if (BODY_METHODS.has(method)) {
         const rules = checkBody(req, options.bodyPolicy(route.operation?.bodyLimit));
-        if (rules.upload) request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
+        if (rules.upload)
+          request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
         else {
           if (continueFirst) res.writeContinue();
           request.body = await readBody(req, rules.limit, uploads.idleMs);
@@ -282,7 +363,8 @@ export function createGateway(options: GatewayOptions) {
       return sendAnswer(req, res, answer);
     } catch (error) {
       // Nobody is left to answer: the request is reported as 499 and is no error of the server's.
-      if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished)) return void logger.debug({ path: rawPath, method }, 'client closed request');
+      if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished))
+        return void logger.debug({ path: rawPath, method }, 'client closed request');
       const problem = problemOf(error);
       if (problem) return sendProblem(req, res, problem, rawPath);
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
@@ -294,7 +376,14 @@ export function createGateway(options: GatewayOptions) {
    * An upload, checked before a byte of it is read (the client's write limit, the upload slots),
    * then streamed to a temporary file removed when the answer is finished.
    */
-  async function receiveUpload(req: IncomingMessage, res: ServerResponse, mediaType: string, limit: number, client: string, continueFirst: boolean): Promise<UploadedBody> {
+  async function receiveUpload(
+    req: IncomingMessage,
+    res: ServerResponse,
+    mediaType: string,
+    limit: number,
+    client: string,
+    continueFirst: boolean,
+  ): Promise<UploadedBody> {
     await uploads.admit(client);
     const release = slots.acquire(client);
     if (continueFirst) res.writeContinue();
@@ -309,7 +398,12 @@ export function createGateway(options: GatewayOptions) {
 
   function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
     if (path.startsWith('/api/') || !options.notFoundPage) {
-      return sendProblem(req, res, new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`), path);
+      return sendProblem(
+        req,
+        res,
+        new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`),
+        path,
+      );
     }
     sendStatic(req, res, options.notFoundPage, 404);
   }

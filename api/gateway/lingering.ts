@@ -60,7 +60,8 @@ function leavesBodyUnread(req: IncomingMessage): boolean {
 }
 
 /** Whether one more connection of this client may linger now, within both caps. */
-const mayLinger = (key: string) => (lingeringByClient.get(key)?.size ?? 0) < LINGER_MAX_PER_CLIENT && lingering.size < LINGER_MAX_CONNECTIONS;
+const mayLinger = (key: string) =>
+  (lingeringByClient.get(key)?.size ?? 0) < LINGER_MAX_PER_CLIENT && lingering.size < LINGER_MAX_CONNECTIONS;
 
 /**
  * Runs `send` (which writes the answer to `req`) now, or, when the answer would linger past a cap,
@@ -147,7 +148,12 @@ function addLingering(socket: Socket, key: string): void {
   const mine = lingeringByClient.get(key) ?? new Set<Socket>();
   lingeringByClient.set(key, mine);
   mine.add(socket);
-  const oldest = mine.size > LINGER_MAX_PER_CLIENT ? mine.values().next().value : lingering.size > LINGER_MAX_CONNECTIONS ? lingering.keys().next().value : undefined;
+  const oldest =
+    mine.size > LINGER_MAX_PER_CLIENT
+      ? mine.values().next().value
+      : lingering.size > LINGER_MAX_CONNECTIONS
+        ? lingering.keys().next().value
+        : undefined;
   if (!oldest) return;
   forgetLingering(oldest);
   oldest.destroy();

@@ -21,7 +21,12 @@ export interface StaticFile {
   type: string;
   cacheControl: string;
   /** Response headers per coding, made once at load as flat [name, value, ...] lists; a 304 gets its coding's validators. */
-  headers: { identity: string[]; gzip?: string[]; br?: string[]; notModified: { identity: string[]; gzip?: string[]; br?: string[] } };
+  headers: {
+    identity: string[];
+    gzip?: string[];
+    br?: string[];
+    notModified: { identity: string[]; gzip?: string[]; br?: string[] };
+  };
 }
 
 /** What the build records beside the client files (`dist/static-manifest.json`). */
@@ -35,13 +40,32 @@ export interface StaticManifest {
 /** Reads a parsed static-manifest.json; a build from before the site URL was recorded is a plain route map. */
 export function staticManifestOf(json: unknown): StaticManifest {
   const o = (json ?? {}) as Record<string, unknown>;
-  if (typeof o.routes === 'object' && o.routes !== null) return { routes: o.routes as StaticManifest['routes'], ...(typeof o.siteUrl === 'string' ? { siteUrl: o.siteUrl } : {}) };
+  if (typeof o.routes === 'object' && o.routes !== null)
+    return {
+      routes: o.routes as StaticManifest['routes'],
+      ...(typeof o.siteUrl === 'string' ? { siteUrl: o.siteUrl } : {}),
+    };
   return { routes: o as StaticManifest['routes'] };
 }
 
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
-  const common = (etag: string) => ['ETag', etag, 'Cache-Control', file.cacheControl, 'Vary', 'Accept-Encoding', ...securityHeaderList(file.type)];
-  const withBody = (body: Buffer, etag: string, coding?: string) => ['Content-Type', file.type, ...common(etag), ...(coding ? ['Content-Encoding', coding] : []), 'Content-Length', String(body.length)];
+  const common = (etag: string) => [
+    'ETag',
+    etag,
+    'Cache-Control',
+    file.cacheControl,
+    'Vary',
+    'Accept-Encoding',
+    ...securityHeaderList(file.type),
+  ];
+  const withBody = (body: Buffer, etag: string, coding?: string) => [
+    'Content-Type',
+    file.type,
+    ...common(etag),
+    ...(coding ? ['Content-Encoding', coding] : []),
+    'Content-Length',
+    String(body.length),
+  ];
   return {
     identity: withBody(file.body, file.etags.identity),
     ...(file.gzip ? { gzip: withBody(file.gzip, file.etags.gzip!, 'gzip') } : {}),
@@ -106,12 +130,15 @@ function urlPathsOf(file: string): string[] {
 /** Pages revalidate every time; Astro's assets (`_astro/`, content-hashed names) never change; documents keep five minutes. */
 function cacheControlOf(rel: string, ext: string, type: string): string {
   if (isAsset(rel)) return 'public, max-age=31536000, immutable';
-  return ext === '.html' || type.startsWith('text/html') ? 'public, max-age=0, must-revalidate' : 'public, max-age=300, stale-while-revalidate=3600';
+  return ext === '.html' || type.startsWith('text/html')
+    ? 'public, max-age=0, must-revalidate'
+    : 'public, max-age=300, stale-while-revalidate=3600';
 }
 const isAsset = (rel: string) => rel.split(sep)[0] === '_astro';
 
 /** Media types whose bodies are text that may carry the site's absolute links. */
-const isText = (type: string) => /^(?:text\/|application\/(?:json|xml|javascript|[\w.-]+\+(?:json|xml))\b|image\/svg\+xml\b)/i.test(type);
+const isText = (type: string) =>
+  /^(?:text\/|application\/(?:json|xml|javascript|[\w.-]+\+(?:json|xml))\b|image\/svg\+xml\b)/i.test(type);
 
 /**
  * `text` with every occurrence of the origin `from` (SITE_URL, possibly with a path) replaced by
@@ -129,7 +156,9 @@ function staticFile(body: Buffer, type: string, cacheControl: string): StaticFil
   const file: Omit<StaticFile, 'headers'> = { body, etags: { identity: `"${tag}"` }, type, cacheControl };
   if (body.length >= COMPRESS_MIN_BYTES) {
     file.gzip = gzipSync(body, { level: 9 });
-    file.br = brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length } });
+    file.br = brotliCompressSync(body, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+    });
     file.etags.gzip = `"${tag}-gzip"`;
     file.etags.br = `"${tag}-br"`;
   }
@@ -144,7 +173,11 @@ function staticFile(body: Buffer, type: string, cacheControl: string): StaticFil
  * address it is served from; Content-Length, ETags and the compressed forms follow the new body.
  * Astro's content-hashed assets are left as they are (they carry no link of the site).
  */
-export async function loadStaticSite(clientDir: string, manifest: StaticManifest, siteUrl?: string): Promise<Map<string, StaticFile>> {
+export async function loadStaticSite(
+  clientDir: string,
+  manifest: StaticManifest,
+  siteUrl?: string,
+): Promise<Map<string, StaticFile>> {
   const files = new Map<string, StaticFile>();
   const built = manifest.siteUrl;
   const moved = built !== undefined && siteUrl !== undefined && built !== siteUrl;
@@ -180,4 +213,3 @@ export function normalisePath(rawPath: string): string | null {
   if (decoded.split('/').includes('..')) return null;
   return posix.normalize(decoded);
 }
-

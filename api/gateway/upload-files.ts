@@ -17,13 +17,20 @@ export const ABANDONED_AFTER_MS = 10 * 60_000;
 export const uploadFile = (tmpDir: string): string => join(tmpDir, `${PREFIX}${randomUUID()}`);
 
 /** Removes the upload files in `tmpDir` last written more than `olderThanMs` ago; returns how many. */
-export async function sweepAbandonedUploads(tmpDir: string, olderThanMs = ABANDONED_AFTER_MS, now = Date.now()): Promise<number> {
+export async function sweepAbandonedUploads(
+  tmpDir: string,
+  olderThanMs = ABANDONED_AFTER_MS,
+  now = Date.now(),
+): Promise<number> {
   const names = (await readdir(tmpDir).catch(() => [])).filter((name) => name.startsWith(PREFIX));
   let removed = 0;
   for (const name of names) {
     const path = join(tmpDir, name);
     // Gone already (its upload ended meanwhile) or unreadable: nothing to sweep.
-    const written = await stat(path).then((s) => s.mtimeMs, () => now);
+    const written = await stat(path).then(
+      (s) => s.mtimeMs,
+      () => now,
+    );
     if (now - written <= olderThanMs) continue;
     await rm(path, { force: true });
     removed++;

@@ -30,16 +30,24 @@ export function createUploadSlots(limits: Pick<UploadLimits, 'maxConcurrent' | '
       const key = clientKey(address);
       const mine = byClient.get(key) ?? 0;
       if (mine >= limits.maxPerClient) {
-        throw new HttpProblem('TOO_MANY_UPLOADS', `This address already has ${mine} upload(s) in progress; at most ${limits.maxPerClient} at once. Wait for one to finish.`, {
-          headers: { 'Retry-After': '5' },
-          extra: { limit: limits.maxPerClient },
-        });
+        throw new HttpProblem(
+          'TOO_MANY_UPLOADS',
+          `This address already has ${mine} upload(s) in progress; at most ${limits.maxPerClient} at once. Wait for one to finish.`,
+          {
+            headers: { 'Retry-After': '5' },
+            extra: { limit: limits.maxPerClient },
+          },
+        );
       }
       if (total >= limits.maxConcurrent) {
-        throw new HttpProblem('UPLOADS_BUSY', `The server is reading ${total} uploads, its most at once. Try again shortly.`, {
-          headers: { 'Retry-After': '5' },
-          extra: { limit: limits.maxConcurrent },
-        });
+        throw new HttpProblem(
+          'UPLOADS_BUSY',
+          `The server is reading ${total} uploads, its most at once. Try again shortly.`,
+          {
+            headers: { 'Retry-After': '5' },
+            extra: { limit: limits.maxConcurrent },
+          },
+        );
       }
       total++;
       byClient.set(key, mine + 1);

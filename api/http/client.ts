@@ -15,8 +15,13 @@ export function clientKey(address: string): string {
   const [head = '', tail = ''] = address.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /** An address as the socket or a proxy wrote it, plain: IPv4-mapped IPv6 as IPv4, no brackets or port; '' when it is none. */
@@ -55,7 +60,10 @@ export interface ClientResolver {
  * own X-Forwarded-For or Forwarded is ignored. An empty or unreadable hop stops the walk at the
  * proxy that wrote it.
  */
-export function createClientResolver(trust: readonly string[], header: ProxyHeader = 'x-forwarded-for'): ClientResolver {
+export function createClientResolver(
+  trust: readonly string[],
+  header: ProxyHeader = 'x-forwarded-for',
+): ClientResolver {
   const trusted = trust.length ? proxyaddr.compile([...trust]) : () => false;
   const resolve = ((socketAddress, headers) => {
     let client = plainAddress(socketAddress) || socketAddress;

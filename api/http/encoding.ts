@@ -23,10 +23,16 @@ const gzipFast = promisify(gzip);
 export const COMPRESS_MIN_BYTES = 1024;
 
 /** A body compressed for the coding the client takes, or null when it should go as it is. */
-export async function compressFor(acceptEncoding: string | undefined, body: string): Promise<{ coding: 'br' | 'gzip'; bytes: Buffer } | null> {
+export async function compressFor(
+  acceptEncoding: string | undefined,
+  body: string,
+): Promise<{ coding: 'br' | 'gzip'; bytes: Buffer } | null> {
   if (body.length < COMPRESS_MIN_BYTES) return null;
   const coding = chooseEncoding(acceptEncoding);
   if (coding === null) return null;
-  const bytes = coding === 'br' ? await brotliFast(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } }) : await gzipFast(body, { level: 6 });
+  const bytes =
+    coding === 'br'
+      ? await brotliFast(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } })
+      : await gzipFast(body, { level: 6 });
   return { coding, bytes };
 }

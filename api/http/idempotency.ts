@@ -70,7 +70,8 @@ export function isUnguessableKey(key: string): boolean {
 }
 
 function guessableKey(): HttpProblem {
-  return new HttpProblem('INVALID_IDEMPOTENCY_KEY',
+  return new HttpProblem(
+    'INVALID_IDEMPOTENCY_KEY',
     'Idempotency-Key must be unguessable, because it unlocks the answer it keeps (an oath answer holds the passport): ' +
       'send a random UUID version 4 (crypto.randomUUID(), Python uuid.uuid4(), uuidgen -r) or at least 128 random bits as 32+ hex ' +
       'or 22+ base64url characters (openssl rand -hex 16), at most 255 characters. Make a new one for each write; reuse it only to retry that write.',
@@ -90,7 +91,10 @@ export interface IdempotencyOptions {
  * while the first is still running, 409; the same key with another body, 422. A write's record is
  * committed with the write through `keep`, so a 503 keeps neither and a 2xx both.
  */
-export function createIdempotency(store: IdempotencyStore, { now = () => new Date(), releaseRetryMs = RELEASE_RETRY_MS }: IdempotencyOptions = {}) {
+export function createIdempotency(
+  store: IdempotencyStore,
+  { now = () => new Date(), releaseRetryMs = RELEASE_RETRY_MS }: IdempotencyOptions = {},
+) {
   let prunedAt = -Infinity;
   /**
    * Claims whose release failed (the store did not answer), with when they lapse anyway. Their
@@ -107,7 +111,13 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
   async function releaseAgain(): Promise<void> {
     for (const [keyHash, lapses] of unreleased) {
       if (Date.now() > lapses) unreleased.delete(keyHash);
-      else if (await store.release(keyHash).then(() => true, () => false)) unreleased.delete(keyHash);
+      else if (
+        await store.release(keyHash).then(
+          () => true,
+          () => false,
+        )
+      )
+        unreleased.delete(keyHash);
       // Still not answering: the rest waits for the next round.
       else break;
     }
@@ -138,7 +148,8 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
 
     /** The first answer again, or 422 when the key came with another body. */
     const repeat = async (previous: IdempotencyRecord): Promise<StoredAnswer & { replayed: boolean }> => {
-      if (previous.fingerprint !== fingerprint) throw new HttpProblem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
+      if (previous.fingerprint !== fingerprint)
+        throw new HttpProblem('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was used with a different body.');
       // A route that changed nothing kept no answer: running it again is the replay.
       if (previous.sealed === null) return { ...(await run(undefined)), replayed: true };
       return { ...(await replayKept({ status: previous.status, body: unseal(key, previous.sealed) })), replayed: true };
@@ -148,7 +159,10 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
     if (previous) return repeat(previous);
     // The claim is the store's, so a retry on another process sees it too.
     if (!(await store.claim(keyHash, at))) {
-      throw new HttpProblem('IDEMPOTENCY_IN_FLIGHT', 'A request with this Idempotency-Key is still being processed. Retry when it has finished.');
+      throw new HttpProblem(
+        'IDEMPOTENCY_IN_FLIGHT',
+        'A request with this Idempotency-Key is still being processed. Retry when it has finished.',
+      );
     }
     try {
       // A run elsewhere may have finished between the read above and the claim.
@@ -159,7 +173,10 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
         const json = JSON.stringify(answer.body);
         const bytes = Buffer.byteLength(json);
         if (bytes > IDEMPOTENCY_ANSWER_MAX_BYTES) {
-          throw new HttpProblem('IDEMPOTENT_ANSWER_TOO_LARGE', `This answer is ${bytes} bytes; an Idempotency-Key keeps at most ${IDEMPOTENCY_ANSWER_MAX_BYTES}. Nothing was written: send a smaller request, or send it without Idempotency-Key.`);
+          throw new HttpProblem(
+            'IDEMPOTENT_ANSWER_TOO_LARGE',
+            `This answer is ${bytes} bytes; an Idempotency-Key keeps at most ${IDEMPOTENCY_ANSWER_MAX_BYTES}. Nothing was written: send a smaller request, or send it without Idempotency-Key.`,
+          );
         }
         kept = true;
         return { keyHash, fingerprint, status: answer.status, sealed: seal(key, json), createdAt: now().toISOString() };
@@ -167,7 +184,14 @@ export function createIdempotency(store: IdempotencyStore, { now = () => new Dat
       try {
         const answer = await run(keep);
         // The route wrote nothing: the record keeps the key to its body, not the answer.
-        if (!kept) await store.put({ keyHash, fingerprint, status: answer.status, sealed: null, createdAt: now().toISOString() });
+        if (!kept)
+          await store.put({
+            keyHash,
+            fingerprint,
+            status: answer.status,
+            sealed: null,
+            createdAt: now().toISOString(),
+          });
         return { ...answer, replayed: false };
       } catch (error) {
         // An earlier run with this key, whose client was told its outcome was unknown, committed

@@ -40,7 +40,9 @@ export function parseJson(bytes: Uint8Array): unknown {
   if (text.trim() === '') throw new HttpProblem('MALFORMED_JSON', 'The body is empty; send a JSON object.');
   // Recursion over a deep document (validation, canonical form) would exhaust the stack: refuse it first.
   if (text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH)) {
-    throw new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, { extra: { limit: JSON_MAX_DEPTH } });
+    throw new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, {
+      extra: { limit: JSON_MAX_DEPTH },
+    });
   }
   try {
     return JSON.parse(text);
@@ -56,7 +58,10 @@ export function validate<S extends z.ZodType>(schema: S, input: unknown): z.outp
   if (result.success) return result.data;
   throw new HttpProblem('VALIDATION_FAILED', 'The body does not match the schema of this route.', {
     extra: {
-      errors: result.error.issues.map((i) => ({ path: i.path.length ? `/${i.path.join('/')}` : '/', message: i.message })),
+      errors: result.error.issues.map((i) => ({
+        path: i.path.length ? `/${i.path.join('/')}` : '/',
+        message: i.message,
+      })),
     },
   });
 }

@@ -25,7 +25,11 @@ export class HttpProblem extends Error {
   readonly extra: Record<string, unknown>;
 
   /** The problem of a code of the table (api/problems/table.ts), which gives its status, title and headers. */
-  constructor(code: ProblemCode, detail: string, options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {}) {
+  constructor(
+    code: ProblemCode,
+    detail: string,
+    options: { headers?: Record<string, string>; extra?: Record<string, unknown> } = {},
+  ) {
     super(detail);
     const entry = PROBLEMS[code];
     this.status = entry.status;
@@ -49,7 +53,11 @@ export class HttpProblem extends Error {
 
   /** The answer of this problem, as a route returns it. */
   toAnswer(instance?: string): { status: number; headers: Record<string, string>; body: string } {
-    return { status: this.status, headers: { 'Content-Type': PROBLEM_TYPE, ...this.headers }, body: JSON.stringify(this.body(instance)) };
+    return {
+      status: this.status,
+      headers: { 'Content-Type': PROBLEM_TYPE, ...this.headers },
+      body: JSON.stringify(this.body(instance)),
+    };
   }
 }
 

@@ -33,9 +33,13 @@ export function createWriteLimiter(perMinute: number, backend?: RateLimiterAbstr
   const limiter = backend ?? new RateLimiterMemory({ points: perMinute, duration: 60 });
   const limited = (rejection: RateLimiterRes) => {
     const retry = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-    return new HttpProblem('RATE_LIMITED', `Too many writes from this address: ${perMinute} a minute. Try again in ${retry} s.`, {
-      headers: { ...headers(perMinute, rejection), 'Retry-After': String(retry) },
-    });
+    return new HttpProblem(
+      'RATE_LIMITED',
+      `Too many writes from this address: ${perMinute} a minute. Try again in ${retry} s.`,
+      {
+        headers: { ...headers(perMinute, rejection), 'Retry-After': String(retry) },
+      },
+    );
   };
   return {
     async take(client) {
@@ -48,7 +52,8 @@ export function createWriteLimiter(perMinute: number, backend?: RateLimiterAbstr
     },
     async peek(client) {
       const state = await limiter.get(keyOf(client));
-      if (state && state.consumedPoints >= perMinute) throw limited(new RateLimiterRes(0, state.msBeforeNext, state.consumedPoints));
+      if (state && state.consumedPoints >= perMinute)
+        throw limited(new RateLimiterRes(0, state.msBeforeNext, state.consumedPoints));
     },
   };
 }

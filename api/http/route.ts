@@ -62,14 +62,22 @@ export function webRequest(request: RouteRequest, origin: string): Request {
     if (value !== undefined) headers.set(name, value);
   }
   const hasBody = request.method !== 'GET' && request.method !== 'HEAD';
-  return new Request(origin + request.target, { method: request.method, headers, ...(hasBody ? { body: request.body as Uint8Array<ArrayBuffer> } : {}) });
+  return new Request(origin + request.target, {
+    method: request.method,
+    headers,
+    ...(hasBody ? { body: request.body as Uint8Array<ArrayBuffer> } : {}),
+  });
 }
 
 /** The answer of a WHATWG Response (read whole: the routes that make one answer JSON). */
 export async function answerOf(response: Response): Promise<RouteAnswer> {
   const body = new Uint8Array(await response.arrayBuffer());
   // The transport sets the length of the body it writes.
-  const { 'content-length': _length, 'transfer-encoding': _encoding, ...headers } = Object.fromEntries(response.headers);
+  const {
+    'content-length': _length,
+    'transfer-encoding': _encoding,
+    ...headers
+  } = Object.fromEntries(response.headers);
   return { status: response.status, headers, body };
 }
 

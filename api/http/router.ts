@@ -6,7 +6,8 @@ export interface RouteEntry<H> {
 }
 
 /** What a lookup finds: the handler and the path parameters, the methods the path takes, or nothing. */
-export type RouteMatch<H> = { handler: H; params: Record<string, string> } | { allow: string[]; others: H[] } | undefined;
+export type RouteMatch<H> =
+  { handler: H; params: Record<string, string> } | { allow: string[]; others: H[] } | undefined;
 
 export interface Router<H> {
   /** The handler of a method and path with its parameters (raw); `{ allow, others }` when the path takes other methods. HEAD finds GET. */
@@ -32,7 +33,8 @@ export function createRouter<H>(entries: readonly RouteEntry<H>[]): Router<H> {
     if (path.includes('{')) {
       const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
       const pattern = new RegExp(`^${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '([^/]+)')}$`);
-      byMethod = (templates.get(path) ?? templates.set(path, { pattern, names, byMethod: new Map() }).get(path)!).byMethod;
+      byMethod = (templates.get(path) ?? templates.set(path, { pattern, names, byMethod: new Map() }).get(path)!)
+        .byMethod;
     } else {
       byMethod = exact.get(path) ?? exact.set(path, new Map()).get(path)!;
     }

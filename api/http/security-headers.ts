@@ -28,8 +28,14 @@ export function withCharset(contentType: string): string {
 }
 
 // Built once: every answer spreads one of these two.
-const HTML_HEADERS: Readonly<Record<string, string>> = Object.freeze({ ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': HTML_CSP });
-const OTHER_HEADERS: Readonly<Record<string, string>> = Object.freeze({ ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': OTHER_CSP });
+const HTML_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  ...COMMON_SECURITY_HEADERS,
+  'Content-Security-Policy': HTML_CSP,
+});
+const OTHER_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  ...COMMON_SECURITY_HEADERS,
+  'Content-Security-Policy': OTHER_CSP,
+});
 
 /** The security headers of an answer of this Content-Type (empty or missing: treated as non-HTML). */
 export function securityHeaders(contentType: string | undefined): Readonly<Record<string, string>> {

@@ -31,13 +31,35 @@ export const TEXT_ALIASES: Record<Field, string[]> = {
   label: ['PLine', 'LabelName', 'TPUB', 'label', 'publisher'],
   genre: ['Genre', 'GenreText', 'TCON', 'genre'],
 };
-export const DURATION_ALIASES: Record<string, 's' | 'ms'> = { duration: 's', Duration: 's', durationSeconds: 's', length: 's', TLEN: 'ms', durationMs: 'ms', duration_ms: 'ms' };
+export const DURATION_ALIASES: Record<string, 's' | 'ms'> = {
+  duration: 's',
+  Duration: 's',
+  durationSeconds: 's',
+  length: 's',
+  TLEN: 'ms',
+  durationMs: 'ms',
+  duration_ms: 'ms',
+};
 export const COUNT_ALIASES = ['streams', 'streamCount', 'stream_count', 'plays', 'playCount', 'play_count', 'spins'];
-export const RANKING_ALIASES = ['chartPosition', 'chart_position', 'chart', 'chartRank', 'rank', 'ranking', 'peakPosition', 'peak_position', 'weeksOnChart', 'billboardRank', 'popularity'];
+export const RANKING_ALIASES = [
+  'chartPosition',
+  'chart_position',
+  'chart',
+  'chartRank',
+  'rank',
+  'ranking',
+  'peakPosition',
+  'peak_position',
+  'weeksOnChart',
+  'billboardRank',
+  'popularity',
+];
 export const DRM_ALIASES = ['drm', 'DRM', 'protection', 'drmProtected', 'protected', 'encrypted'];
 
 const lower = (s: string) => s.toLowerCase();
-const TEXT_BY_NAME = new Map(Object.entries(TEXT_ALIASES).flatMap(([field, names]) => names.map((n) => [lower(n), field as Field])));
+const TEXT_BY_NAME = new Map(
+  Object.entries(TEXT_ALIASES).flatMap(([field, names]) => names.map((n) => [lower(n), field as Field])),
+);
 const DURATION_BY_NAME = new Map(Object.entries(DURATION_ALIASES).map(([n, unit]) => [lower(n), unit]));
 const COUNTS = new Set(COUNT_ALIASES.map(lower));
 const RANKINGS = new Set(RANKING_ALIASES.map(lower));
@@ -51,7 +73,14 @@ function isDrmFlag(value: unknown): boolean {
   return false;
 }
 
-const kindOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'an object' : `a ${typeof value}`);
+const kindOf = (value: unknown) =>
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'an array'
+      : typeof value === 'object'
+        ? 'an object'
+        : `a ${typeof value}`;
 
 /** Reads metadata under any accepted name into one normalised record. Unknown names are ignored. */
 export function normalise(raw: Record<string, unknown>): NormalisedMetadata {
@@ -67,8 +96,10 @@ export function normalise(raw: Record<string, unknown>): NormalisedMetadata {
       if (out[text] !== undefined) continue;
       if (typeof value === 'string' && value.trim() !== '') out[text] = value.trim();
       // Kept so a rejection can say what was wrong with the field that was sent.
-      else out.unusable[text] ??= typeof value === 'string' ? `${name} is blank` : `${name} is ${kindOf(value)}, not text`;
-    } else if (DURATION_BY_NAME.has(key) && out.duration === undefined) out.duration = { value, unit: DURATION_BY_NAME.get(key)!, field: name };
+      else
+        out.unusable[text] ??= typeof value === 'string' ? `${name} is blank` : `${name} is ${kindOf(value)}, not text`;
+    } else if (DURATION_BY_NAME.has(key) && out.duration === undefined)
+      out.duration = { value, unit: DURATION_BY_NAME.get(key)!, field: name };
     else if (COUNTS.has(key)) out.counts[name] = value;
     else if (RANKINGS.has(key)) out.rankings[name] = value;
     else if (DRM.has(key) && isDrmFlag(value)) flag(name, value);

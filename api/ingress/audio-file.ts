@@ -11,18 +11,26 @@ const PARSE_OPTIONS = { duration: true, skipCovers: true };
 // Enough of a streamed upload to recognise its format and find a WAV data chunk.
 const HEAD_BYTES = 64 * 1024;
 
-const noSamples = (detail: string) => new DomainError('DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
+const noSamples = (detail: string) =>
+  new DomainError('DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
 
 /** A file read as audio but holding no samples is named precisely (never "a duration is required"). */
-function checkHasSamples(head: Uint8Array, size: number, container: string, format: { duration?: number | undefined; numberOfSamples?: number | undefined }): void {
+function checkHasSamples(
+  head: Uint8Array,
+  size: number,
+  container: string,
+  format: { duration?: number | undefined; numberOfSamples?: number | undefined },
+): void {
   if (format.duration !== undefined && format.duration > 0) return;
   if (container === 'WAVE') {
     const data = wavDataChunk(head, size);
     if (data === null) throw noSamples('The WAV file has no data chunk');
-    if (data.declared === 0) throw noSamples('The WAV file\'s data chunk is empty (0 bytes)');
-    if (data.present === 0) throw noSamples(`The WAV file's data chunk declares ${data.declared} bytes but the file ends before any of them`);
+    if (data.declared === 0) throw noSamples("The WAV file's data chunk is empty (0 bytes)");
+    if (data.present === 0)
+      throw noSamples(`The WAV file's data chunk declares ${data.declared} bytes but the file ends before any of them`);
   }
-  if (format.duration === 0 || format.numberOfSamples === 0) throw noSamples(`The ${container} file measures 0 seconds`);
+  if (format.duration === 0 || format.numberOfSamples === 0)
+    throw noSamples(`The ${container} file measures 0 seconds`);
 }
 
 /**
@@ -30,7 +38,9 @@ function checkHasSamples(head: Uint8Array, size: number, container: string, form
  * for the ingress pipeline. A body that starts with no audio signature is a 415.
  */
 export function readAudioFile(bytes: Uint8Array, mimeType: string): Promise<Record<string, unknown>> {
-  return readAudio(bytes, bytes.length, mimeType, () => parseBuffer(bytes, { mimeType, size: bytes.length }, PARSE_OPTIONS));
+  return readAudio(bytes, bytes.length, mimeType, () =>
+    parseBuffer(bytes, { mimeType, size: bytes.length }, PARSE_OPTIONS),
+  );
 }
 
 /** The same for an upload the gateway streamed to a file: read as a stream, never whole into memory. */
@@ -52,22 +62,42 @@ export async function readAudioFileAt(path: string, size: number, mimeType: stri
   });
 }
 
-async function readAudio(head: Uint8Array, size: number, mimeType: string, parse: () => Promise<IAudioMetadata>): Promise<Record<string, unknown>> {
+async function readAudio(
+  head: Uint8Array,
+  size: number,
+  mimeType: string,
+  parse: () => Promise<IAudioMetadata>,
+): Promise<Record<string, unknown>> {
   if (size === 0) throw new DomainError('NOT_AUDIO', `The upload is empty. ${READABLE}`);
   const container = audioContainerOf(head);
-  if (container === null) throw new DomainError('NOT_AUDIO', `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`);
+  if (container === null)
+    throw new DomainError(
+      'NOT_AUDIO',
+      `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`,
+    );
   let metadata: IAudioMetadata;
   try {
     metadata = await parse();
   } catch (error) {
-    throw new DomainError('NOT_AUDIO', `The upload starts like ${container} but cannot be read as audio (${(error as Error).message}). ${READABLE}`);
+    throw new DomainError(
+      'NOT_AUDIO',
+      `The upload starts like ${container} but cannot be read as audio (${(error as Error).message}). ${READABLE}`,
+    );
   }
   const { common, format } = metadata;
-  const codecs = [format.codec, ...(format.trackInfo ?? []).map((t) => t.codecName)].filter((c): c is string => typeof c === 'string');
-  if (!format.container && codecs.length === 0) throw new DomainError('NOT_AUDIO', `The upload starts like ${container} but holds no audio stream this service can read. ${READABLE}`);
+  const codecs = [format.codec, ...(format.trackInfo ?? []).map((t) => t.codecName)].filter(
+    (c): c is string => typeof c === 'string',
+  );
+  if (!format.container && codecs.length === 0)
+    throw new DomainError(
+      'NOT_AUDIO',
+      `The upload starts like ${container} but holds no audio stream this service can read. ${READABLE}`,
+    );
   const encrypted = codecs.find((c) => ENCRYPTED_CODECS.has(c) || c.toUpperCase() === 'DRM');
   if (!encrypted) checkHasSamples(head, size, container, format);
-  const tlen = metadata.native?.['ID3v2.3']?.find((t) => t.id === 'TLEN')?.value ?? metadata.native?.['ID3v2.4']?.find((t) => t.id === 'TLEN')?.value;
+  const tlen =
+    metadata.native?.['ID3v2.3']?.find((t) => t.id === 'TLEN')?.value ??
+    metadata.native?.['ID3v2.4']?.find((t) => t.id === 'TLEN')?.value;
   return {
     ...(common.title ? { title: common.title } : {}),
     ...(common.artist ? { artist: common.artist } : {}),

@@ -36,11 +36,13 @@ export function readDuration(value: unknown, unit: 's' | 'ms' = 's'): DurationRe
   const seconds = secondsOf(value, unit);
   const shown = JSON.stringify(value) ?? String(value);
   const unitName = unit === 'ms' ? 'milliseconds' : 'seconds';
-  if (seconds === null) return { problem: `${shown} is not a duration: send ${unitName} as a number, mm:ss, hh:mm:ss or PT3M25S` };
+  if (seconds === null)
+    return { problem: `${shown} is not a duration: send ${unitName} as a number, mm:ss, hh:mm:ss or PT3M25S` };
   if (!Number.isFinite(seconds)) return { problem: `${shown} is not a finite duration` };
   if (seconds < 0) return { problem: `${shown} is negative` };
   if (seconds === 0) return { problem: `${shown} is zero: a track lasts more than 0 seconds` };
-  if (seconds > MAX_DURATION_SECONDS) return { problem: `${shown} is ${seconds} s, over the limit of 24 hours (${MAX_DURATION_SECONDS} s)` };
+  if (seconds > MAX_DURATION_SECONDS)
+    return { problem: `${shown} is ${seconds} s, over the limit of 24 hours (${MAX_DURATION_SECONDS} s)` };
   return { seconds: Math.round(seconds * 1000) / 1000 };
 }
 

@@ -5,7 +5,10 @@ import { normalise } from './aliases.ts';
  * fills in or overrides tags (a title, a duration), but evidence from the file wins for DRM:
  * metadata may add a DRM flag, never clear one the file carries ("DRM-locked blobs are rejected").
  */
-export function mergeEvidence(fileTags: Record<string, unknown>, callerMetadata: Record<string, unknown>): Record<string, unknown> {
+export function mergeEvidence(
+  fileTags: Record<string, unknown>,
+  callerMetadata: Record<string, unknown>,
+): Record<string, unknown> {
   const merged = { ...fileTags, ...callerMetadata };
   const file = normalise(fileTags);
   if (!file.drm) return merged;

@@ -17,22 +17,35 @@ export interface Stem {
   legacyNoise: { streams?: number };
 }
 
-const reject = (code: 'DRM_REJECT' | 'TITLE_REQUIRED' | 'DURATION_INVALID', detail: string) => new DomainError(code, detail);
+const reject = (code: 'DRM_REJECT' | 'TITLE_REQUIRED' | 'DURATION_INVALID', detail: string) =>
+  new DomainError(code, detail);
 
 /** The rejection rules, in order: DRM first, then title, then duration. Each says what was wrong. */
 export function checkAdmissible(m: NormalisedMetadata): { title: string; durationSeconds: number } {
-  if (m.drm) throw reject('DRM_REJECT', `DRM-locked content is rejected (${m.drmEvidence.join('; ')}): the sandbox takes only content it may read.`);
+  if (m.drm)
+    throw reject(
+      'DRM_REJECT',
+      `DRM-locked content is rejected (${m.drmEvidence.join('; ')}): the sandbox takes only content it may read.`,
+    );
   if (!m.title) {
     throw reject(
       'TITLE_REQUIRED',
       m.unusable.title
         ? `A title is required and ${m.unusable.title}: send it as text with at least one visible character.`
-        : 'A title is required: none was sent and the file\'s tags name none. Send title, DisplayTitleText or TIT2.',
+        : "A title is required: none was sent and the file's tags name none. Send title, DisplayTitleText or TIT2.",
     );
   }
-  if (!m.duration) throw reject('DURATION_INVALID', 'A duration is required: none was sent and none was measured from a file. Send duration, Duration or TLEN.');
+  if (!m.duration)
+    throw reject(
+      'DURATION_INVALID',
+      'A duration is required: none was sent and none was measured from a file. Send duration, Duration or TLEN.',
+    );
   const reading = readDuration(m.duration.value, m.duration.unit);
-  if ('problem' in reading) throw reject('DURATION_INVALID', `${m.duration.field} ${reading.problem}. A duration is more than 0 and at most 24 hours.`);
+  if ('problem' in reading)
+    throw reject(
+      'DURATION_INVALID',
+      `${m.duration.field} ${reading.problem}. A duration is more than 0 and at most 24 hours.`,
+    );
   return { title: m.title, durationSeconds: reading.seconds };
 }
 
@@ -82,7 +95,11 @@ export function map(m: NormalisedMetadata) {
 }
 
 /** SEAL: the stem's id is the sha256 of its RFC 8785 form, so the same metadata seals the same. */
-export function seal(m: NormalisedMetadata, admissible: { title: string; durationSeconds: number }, legacyNoise: Stem['legacyNoise']): Stem {
+export function seal(
+  m: NormalisedMetadata,
+  admissible: { title: string; durationSeconds: number },
+  legacyNoise: Stem['legacyNoise'],
+): Stem {
   const body = {
     title: admissible.title,
     ...(m.artist ? { artist: m.artist } : {}),
@@ -106,6 +123,10 @@ export function runPipeline(m: NormalisedMetadata) {
     status: 'SANDBOX' as const,
     rewardWrite: false as const,
     stem,
-    pipeline: [scrubbed, { stage: mapped.stage, legacyNoise: mapped.legacyNoise, from: mapped.from, unreadable: mapped.unreadable }, { stage: 'SEAL' as const, id: stem.id, canonicalization: 'RFC 8785' }],
+    pipeline: [
+      scrubbed,
+      { stage: mapped.stage, legacyNoise: mapped.legacyNoise, from: mapped.from, unreadable: mapped.unreadable },
+      { stage: 'SEAL' as const, id: stem.id, canonicalization: 'RFC 8785' },
+    ],
   };
 }

@@ -2,7 +2,8 @@
 // audio (415 NOT_AUDIO). music-metadata alone is too lenient for this: given `audio/mpeg`, it
 // scans random bytes for MPEG frame syncs and finds some.
 
-const ascii = (bytes: Uint8Array, at: number, text: string) => bytes.length >= at + text.length && [...text].every((ch, i) => bytes[at + i] === ch.charCodeAt(0));
+const ascii = (bytes: Uint8Array, at: number, text: string) =>
+  bytes.length >= at + text.length && [...text].every((ch, i) => bytes[at + i] === ch.charCodeAt(0));
 
 const BITRATES_KBPS = {
   v1: [
@@ -16,7 +17,11 @@ const BITRATES_KBPS = {
     [0, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160],
   ],
 };
-const SAMPLE_RATES: Record<number, number[]> = { 3: [44100, 48000, 32000], 2: [22050, 24000, 16000], 0: [11025, 12000, 8000] };
+const SAMPLE_RATES: Record<number, number[]> = {
+  3: [44100, 48000, 32000],
+  2: [22050, 24000, 16000],
+  0: [11025, 12000, 8000],
+};
 const isSync = (bytes: Uint8Array, at: number) => bytes[at] === 0xff && (bytes[at + 1]! & 0xe0) === 0xe0;
 
 /**
@@ -58,7 +63,8 @@ function startsMpegStream(bytes: Uint8Array): boolean {
 
 /** The audio container a body starts with (the signatures music-metadata reads), or null. */
 export function audioContainerOf(bytes: Uint8Array): string | null {
-  if ((ascii(bytes, 0, 'RIFF') || ascii(bytes, 0, 'RF64') || ascii(bytes, 0, 'BW64')) && ascii(bytes, 8, 'WAVE')) return 'WAVE';
+  if ((ascii(bytes, 0, 'RIFF') || ascii(bytes, 0, 'RF64') || ascii(bytes, 0, 'BW64')) && ascii(bytes, 8, 'WAVE'))
+    return 'WAVE';
   if (ascii(bytes, 0, 'FORM') && (ascii(bytes, 8, 'AIFF') || ascii(bytes, 8, 'AIFC'))) return 'AIFF';
   if (ascii(bytes, 0, 'ID3')) return 'ID3';
   if (ascii(bytes, 0, 'fLaC')) return 'FLAC';

@@ -23,7 +23,9 @@ const TOOL_LIST = MCP_TOOLS.map((op) => {
   return {
     name: op.tool!.name,
     description: op.tool!.description,
-    inputSchema: (input ? z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' }) : { type: 'object', properties: {} }) as { type: 'object'; [k: string]: unknown },
+    inputSchema: (input
+      ? z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' })
+      : { type: 'object', properties: {} }) as { type: 'object'; [k: string]: unknown },
   };
 });
 const TOOL_NAMES = new Set(TOOL_LIST.map((t) => t.name));
@@ -38,10 +40,14 @@ const TOOL_NAMES = new Set(TOOL_LIST.map((t) => t.name));
 export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (request) => {
     const caller = { client: request.client, userAgent: header(request, 'user-agent') ?? '' };
-    const server = new Server({ name: deps.name, version: deps.version }, { capabilities: { tools: { listChanged: false } } });
+    const server = new Server(
+      { name: deps.name, version: deps.version },
+      { capabilities: { tools: { listChanged: false } } },
+    );
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
     server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
-      if (!TOOL_NAMES.has(params.name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}. tools/list names every tool.`);
+      if (!TOOL_NAMES.has(params.name))
+        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}. tools/list names every tool.`);
       const answer = (await deps.invoke(params.name, params.arguments ?? {}, caller))!;
       return { content: [{ type: 'text' as const, text: JSON.stringify(answer.body) }], isError: answer.status >= 400 };
     });

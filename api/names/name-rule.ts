@@ -11,13 +11,16 @@ import { mixedScript } from './scripts.ts';
  */
 export function nameProblem(name: string): string | null {
   const lone = /(?:^|\p{White_Space})(\p{M})/u.exec(name);
-  if (lone) return `must not contain ${codePointOf(lone[1]!)} where it does (a combining mark with no letter to sit on: it would sit on whatever is shown before the name)`;
+  if (lone)
+    return `must not contain ${codePointOf(lone[1]!)} where it does (a combining mark with no letter to sit on: it would sit on whatever is shown before the name)`;
   // Marks are counted in NFD, where each mark stands alone.
   const decomposed = name.normalize('NFD');
   const piled = /[\p{Mn}\p{Me}]{4}([\p{Mn}\p{Me}])/u.exec(decomposed);
-  if (piled) return `must not contain ${codePointOf(piled[1]!)} where it does (a fifth combining mark on one letter: marks pile up over the text around them)`;
+  if (piled)
+    return `must not contain ${codePointOf(piled[1]!)} where it does (a fifth combining mark on one letter: marks pile up over the text around them)`;
   const twice = /([\p{Mn}\p{Me}])\1/u.exec(decomposed);
-  if (twice) return `must not contain ${codePointOf(twice[1]!)} twice on one letter (the same combining mark twice looks like once)`;
+  if (twice)
+    return `must not contain ${codePointOf(twice[1]!)} twice on one letter (the same combining mark twice looks like once)`;
   const mixed = mixedScript(name);
   if (mixed) {
     const scripts = mixed.scripts.join(' or ').replaceAll('_', ' ');
@@ -67,9 +70,16 @@ export const isWallName = (name: string): boolean => sameKeys(nameKeys(name), WA
 export class NameTaken extends DomainError {
   override name = 'NameTaken';
   constructor(given: string, heldBy: string) {
-    const holder = heldBy === WALL_NAME ? `"${WALL_NAME}", the name of the wall's shouts` : `${JSON.stringify(heldBy)}, the name of a citizen`;
-    super('NAME_TAKEN', `The name ${JSON.stringify(given)} is taken: it looks like ${holder}. Names are compared in any case and width, look-alike letters as one (UTS #39 skeletons). Choose another name, for example with a random suffix.`, {
-      extra: { heldBy },
-    });
+    const holder =
+      heldBy === WALL_NAME
+        ? `"${WALL_NAME}", the name of the wall's shouts`
+        : `${JSON.stringify(heldBy)}, the name of a citizen`;
+    super(
+      'NAME_TAKEN',
+      `The name ${JSON.stringify(given)} is taken: it looks like ${holder}. Names are compared in any case and width, look-alike letters as one (UTS #39 skeletons). Choose another name, for example with a random suffix.`,
+      {
+        extra: { heldBy },
+      },
+    );
   }
 }

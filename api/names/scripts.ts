@@ -22,13 +22,53 @@ const SCRIPTS: [string, RegExp][] = properties.get('Script_Extensions')!.flatMap
 });
 
 /** UAX #31 table 5, Recommended Scripts: those in common modern use. */
-const RECOMMENDED = new Set(['Arabic', 'Armenian', 'Bengali', 'Bopomofo', 'Cyrillic', 'Devanagari', 'Ethiopic', 'Georgian', 'Greek', 'Gujarati', 'Gurmukhi', 'Han', 'Hangul', 'Hebrew', 'Hiragana', 'Kannada', 'Katakana', 'Khmer', 'Lao', 'Latin', 'Malayalam', 'Myanmar', 'Oriya', 'Sinhala', 'Tamil', 'Telugu', 'Thaana', 'Thai', 'Tibetan']);
+const RECOMMENDED = new Set([
+  'Arabic',
+  'Armenian',
+  'Bengali',
+  'Bopomofo',
+  'Cyrillic',
+  'Devanagari',
+  'Ethiopic',
+  'Georgian',
+  'Greek',
+  'Gujarati',
+  'Gurmukhi',
+  'Han',
+  'Hangul',
+  'Hebrew',
+  'Hiragana',
+  'Kannada',
+  'Katakana',
+  'Khmer',
+  'Lao',
+  'Latin',
+  'Malayalam',
+  'Myanmar',
+  'Oriya',
+  'Sinhala',
+  'Tamil',
+  'Telugu',
+  'Thaana',
+  'Thai',
+  'Tibetan',
+]);
 // Scripts whose letters look most like Latin ones: Latin may not be mixed with them (UTS #39 5.2).
 const NOT_WITH_LATIN = new Set(['Cyrillic', 'Greek']);
 // The writing systems that mix scripts by design (UTS #39 5.1, augmented script sets).
-const AUGMENT: Record<string, string[]> = { Han: ['Hanb', 'Jpan', 'Kore'], Hiragana: ['Jpan'], Katakana: ['Jpan'], Hangul: ['Kore'], Bopomofo: ['Hanb'] };
+const AUGMENT: Record<string, string[]> = {
+  Han: ['Hanb', 'Jpan', 'Kore'],
+  Hiragana: ['Jpan'],
+  Katakana: ['Jpan'],
+  Hangul: ['Kore'],
+  Bopomofo: ['Hanb'],
+};
 // A text is covered by a set of scripts when each of its characters is used with one of them.
-const HIGHLY_RESTRICTIVE = [['Latin', 'Han', 'Hiragana', 'Katakana'], ['Latin', 'Han', 'Bopomofo'], ['Latin', 'Han', 'Hangul']].map((s) => new Set(s));
+const HIGHLY_RESTRICTIVE = [
+  ['Latin', 'Han', 'Hiragana', 'Katakana'],
+  ['Latin', 'Han', 'Bopomofo'],
+  ['Latin', 'Han', 'Hangul'],
+].map((s) => new Set(s));
 
 // Reading a character's scripts tries every script (about 2 µs a character); names use few
 // characters, so each is read once. The cache is bounded: past its size it starts again.
@@ -72,7 +112,10 @@ export function mixedScript(s: string): { char: string; scripts: string[]; with:
     single = single === null ? aug : new Set([...single].filter((x: string) => aug.has(x)));
     highly = highly.filter((allowed) => meets(scripts, allowed));
     if (!scripts.has('Latin')) {
-      moderately = moderately === null ? new Set([...scripts].filter((r) => RECOMMENDED.has(r) && !NOT_WITH_LATIN.has(r))) : new Set([...moderately].filter((r: string) => scripts.has(r)));
+      moderately =
+        moderately === null
+          ? new Set([...scripts].filter((r) => RECOMMENDED.has(r) && !NOT_WITH_LATIN.has(r)))
+          : new Set([...moderately].filter((r: string) => scripts.has(r)));
     }
     if (single.size === 0 && highly.length === 0 && moderately !== null && moderately.size === 0) {
       return { char: c, scripts: [...scripts], with: [...seen] };

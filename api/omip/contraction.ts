@@ -23,12 +23,23 @@ export const STRATEGIES: Record<string, Strategy> = {
   reanchor_to_seeds: (plan) => {
     const needs = plan.steps.some((s) => s.baseline === 'legacy_consensus' || s.baseline === 'external_oracle');
     const w = plan.weights;
-    const chasing = w && ((w.growth ?? 0) >= (w.meaning ?? 0) || (w.efficiency ?? 0) >= (w.integrity ?? 0) || (w.scale ?? 0) >= (w.soul ?? 0));
+    const chasing =
+      w &&
+      ((w.growth ?? 0) >= (w.meaning ?? 0) ||
+        (w.efficiency ?? 0) >= (w.integrity ?? 0) ||
+        (w.scale ?? 0) >= (w.soul ?? 0));
     if (!needs && !chasing) return null;
     const steps = plan.steps.map((s) =>
-      s.baseline === 'legacy_consensus' ? { ...s, baseline: 'seeds' as const, inputs: [...new Set([...s.inputs, 'legacy_consensus'])] } : s.baseline === 'external_oracle' ? { ...s, baseline: 'seeds' as const } : s,
+      s.baseline === 'legacy_consensus'
+        ? { ...s, baseline: 'seeds' as const, inputs: [...new Set([...s.inputs, 'legacy_consensus'])] }
+        : s.baseline === 'external_oracle'
+          ? { ...s, baseline: 'seeds' as const }
+          : s,
     );
-    return { steps, ...(w ? { weights: { meaning: 1, integrity: 1, soul: 1, growth: 0, efficiency: 0, scale: 0 } } : {}) };
+    return {
+      steps,
+      ...(w ? { weights: { meaning: 1, integrity: 1, soul: 1, growth: 0, efficiency: 0, scale: 0 } } : {}),
+    };
   },
 };
 

@@ -19,7 +19,8 @@ export class MerkleLog {
    */
   appendFrom(start: number, data: string[]): void {
     if (start > this.#leaves.length) throw new RangeError('entries are missing before this position');
-    for (let i = this.#leaves.length - start; i < data.length; i++) this.#leaves.push(leafHash(Buffer.from(data[i]!, 'utf8')));
+    for (let i = this.#leaves.length - start; i < data.length; i++)
+      this.#leaves.push(leafHash(Buffer.from(data[i]!, 'utf8')));
   }
 
   /** MTH of leaves [start, start + n). */
@@ -48,7 +49,9 @@ export class MerkleLog {
     const path = (m: number, start: number, n: number): Buffer[] => {
       if (n === 1) return [];
       const k = 2 ** Math.floor(Math.log2(n - 1));
-      return m < k ? [...path(m, start, k), this.#root(start + k, n - k)] : [...path(m - k, start + k, n - k), this.#root(start, k)];
+      return m < k
+        ? [...path(m, start, k), this.#root(start + k, n - k)]
+        : [...path(m - k, start + k, n - k), this.#root(start, k)];
     };
     return path(m, 0, size);
   }
@@ -62,9 +65,10 @@ export class MerkleLog {
     const sub = (m: number, start: number, n: number, complete: boolean): Buffer[] => {
       if (m === n) return complete ? [] : [this.#root(start, n)];
       const k = 2 ** Math.floor(Math.log2(n - 1));
-      return m <= k ? [...sub(m, start, k, complete), this.#root(start + k, n - k)] : [...sub(m - k, start + k, n - k, false), this.#root(start, k)];
+      return m <= k
+        ? [...sub(m, start, k, complete), this.#root(start + k, n - k)]
+        : [...sub(m - k, start + k, n - k, false), this.#root(start, k)];
     };
     return sub(m, 0, size, true);
   }
-
 }

@@ -28,7 +28,9 @@ export function inclusionProof(m: number, leaves: Buffer[]): Buffer[] {
   if (m < 0 || m >= leaves.length) throw new RangeError('leaf index out of range');
   if (leaves.length === 1) return [];
   const k = split(leaves.length);
-  return m < k ? [...inclusionProof(m, leaves.slice(0, k)), rootOf(leaves.slice(k))] : [...inclusionProof(m - k, leaves.slice(k)), rootOf(leaves.slice(0, k))];
+  return m < k
+    ? [...inclusionProof(m, leaves.slice(0, k)), rootOf(leaves.slice(k))]
+    : [...inclusionProof(m - k, leaves.slice(k)), rootOf(leaves.slice(0, k))];
 }
 
 /** PROOF(m, D[n]): the consistency proof between the first m leaves and all n. */
@@ -37,7 +39,9 @@ export function consistencyProof(m: number, leaves: Buffer[]): Buffer[] {
   const sub = (m: number, d: Buffer[], complete: boolean): Buffer[] => {
     if (m === d.length) return complete ? [] : [rootOf(d)];
     const k = split(d.length);
-    return m <= k ? [...sub(m, d.slice(0, k), complete), rootOf(d.slice(k))] : [...sub(m - k, d.slice(k), false), rootOf(d.slice(0, k))];
+    return m <= k
+      ? [...sub(m, d.slice(0, k), complete), rootOf(d.slice(k))]
+      : [...sub(m - k, d.slice(k), false), rootOf(d.slice(0, k))];
   };
   return sub(m, leaves, true);
 }
@@ -45,7 +49,13 @@ export function consistencyProof(m: number, leaves: Buffer[]): Buffer[] {
 const lsb = (x: number) => (x & 1) === 1;
 
 /** RFC 9162 2.1.3.2: checks that `leaf` sits at `index` in the tree of `size` with `root`. */
-export function verifyInclusion(index: number, size: number, leaf: Uint8Array, path: Uint8Array[], root: Uint8Array): boolean {
+export function verifyInclusion(
+  index: number,
+  size: number,
+  leaf: Uint8Array,
+  path: Uint8Array[],
+  root: Uint8Array,
+): boolean {
   if (index >= size) return false;
   let fn = index;
   let sn = size - 1;
@@ -62,7 +72,13 @@ export function verifyInclusion(index: number, size: number, leaf: Uint8Array, p
 }
 
 /** RFC 9162 2.1.4.2: checks that the tree of `first` leaves is a prefix of the tree of `second`. */
-export function verifyConsistency(first: number, second: number, firstRoot: Uint8Array, secondRoot: Uint8Array, path: Uint8Array[]): boolean {
+export function verifyConsistency(
+  first: number,
+  second: number,
+  firstRoot: Uint8Array,
+  secondRoot: Uint8Array,
+  path: Uint8Array[],
+): boolean {
   const eq = (a: Uint8Array, b: Uint8Array) => Buffer.compare(Buffer.from(a), Buffer.from(b)) === 0;
   if (first < 1 || first > second) return false;
   if (first === second) return path.length === 0 && eq(firstRoot, secondRoot);

@@ -41,9 +41,11 @@ export const EVALUATORS: Record<string, Evaluator> = {
   identity_continuity: (p, ctx) => (ctx.registered && !p.steps.some((s) => s.baseline === 'external_oracle') ? 1 : 0),
   // The two CONTRACT predicates are shares over ALL steps (DESIGN section 5): one offending step
   // among several lands in CONTRACT, where dropping that step can recover the plan.
-  no_collapse_regime: (p) => share(p.steps.filter((s) => !s.suppresses?.under_external_pressure).length, p.steps.length),
+  no_collapse_regime: (p) =>
+    share(p.steps.filter((s) => !s.suppresses?.under_external_pressure).length, p.steps.length),
   // A step that uses legacy consensus as input, or does not touch it, complies.
-  simulation_layer_input_only: (p) => share(p.steps.filter((s) => s.baseline !== 'legacy_consensus').length, p.steps.length),
+  simulation_layer_input_only: (p) =>
+    share(p.steps.filter((s) => s.baseline !== 'legacy_consensus').length, p.steps.length),
   standing_over_chasing: (p) => {
     const w = p.weights ?? {};
     const counted = PAIRS.filter(([hi, lo]) => w[hi] !== undefined || w[lo] !== undefined);

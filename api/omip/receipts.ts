@@ -4,7 +4,10 @@ import type { MerkleLog } from './merkle-log.ts';
 import type { ScoreAnswer } from './score.ts';
 
 /** One agent's side of a dual exchange, as the receipt records it: its id and the gist of its score. */
-export type AgentOutcome = { id: string } & Pick<ScoreAnswer, 'verdict' | 'proceed' | 'recovered' | 'delta_t' | 'delta_window' | 'failed_predicates' | 'input_fingerprint'>;
+export type AgentOutcome = { id: string } & Pick<
+  ScoreAnswer,
+  'verdict' | 'proceed' | 'recovered' | 'delta_t' | 'delta_window' | 'failed_predicates' | 'input_fingerprint'
+>;
 
 /** Joint action needs a dual PERSIST, or a contracted recovery to PERSIST (spec 3.1). */
 export function jointOutcome(a: AgentOutcome, b: AgentOutcome): { allowed: boolean; reason: string } {
@@ -15,8 +18,21 @@ export function jointOutcome(a: AgentOutcome, b: AgentOutcome): { allowed: boole
 }
 
 /** The receipt body without its id; the id is the sha256 of its RFC 8785 form. */
-export function buildReceipt(agents: [AgentOutcome, AgentOutcome], constitutionFingerprint: string, at: string, prev: string | null) {
-  return { type: 'omip.dual-exchange', version: 1, agents, joint: jointOutcome(agents[0], agents[1]), constitution_fingerprint: constitutionFingerprint, at, prev };
+export function buildReceipt(
+  agents: [AgentOutcome, AgentOutcome],
+  constitutionFingerprint: string,
+  at: string,
+  prev: string | null,
+) {
+  return {
+    type: 'omip.dual-exchange',
+    version: 1,
+    agents,
+    joint: jointOutcome(agents[0], agents[1]),
+    constitution_fingerprint: constitutionFingerprint,
+    at,
+    prev,
+  };
 }
 
 export const receiptId = (receipt: Record<string, unknown>): string => fingerprintOf(receipt);
@@ -28,10 +44,21 @@ const hex = (bs: Buffer[]) => bs.map((b) => b.toString('hex'));
 
 /** Position and inclusion proof of receipt `index` in the current log. */
 export function inclusionOf(index: number, log: MerkleLog) {
-  return { logIndex: index, tree_size: log.size, root_hash: log.root().toString('hex'), audit_path: hex(log.inclusion(index)) };
+  return {
+    logIndex: index,
+    tree_size: log.size,
+    root_hash: log.root().toString('hex'),
+    audit_path: hex(log.inclusion(index)),
+  };
 }
 
 /** The roots of the first `first` receipts and of all of them, and the consistency proof between. */
 export function consistencyOf(first: number, log: MerkleLog) {
-  return { first, second: log.size, first_root: log.root(first).toString('hex'), second_root: log.root().toString('hex'), proof: hex(log.consistency(first)) };
+  return {
+    first,
+    second: log.size,
+    first_root: log.root(first).toString('hex'),
+    second_root: log.root().toString('hex'),
+    proof: hex(log.consistency(first)),
+  };
 }

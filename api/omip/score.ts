@@ -3,7 +3,17 @@ import type { Plan, PlanStep } from '../schemas/omip.ts';
 import { fingerprintOf } from './canonical.ts';
 import { contract } from './contraction.ts';
 import { scorePredicates, type Proposal } from './predicates.ts';
-import { bindingOf, boundVerdict, deltaOf, evaluatePredicates, pushWindow, severity, verdictOf, windowDelta, type PredicateResult } from './verdict.ts';
+import {
+  bindingOf,
+  boundVerdict,
+  deltaOf,
+  evaluatePredicates,
+  pushWindow,
+  severity,
+  verdictOf,
+  windowDelta,
+  type PredicateResult,
+} from './verdict.ts';
 
 /** What one evaluation of a proposal gives, before contraction. */
 interface Evaluation {
@@ -56,7 +66,12 @@ export interface WindowBinding {
  * Which earlier step binds the window, when its delta earns a more severe verdict than this
  * request's own steps do. The latest of equal deltas is named: it stays in the window longest.
  */
-export function windowBindingOf(window: number[], appendedCount: number, own: Verdict, drift: Constitution['omip']['drift']): WindowBinding | undefined {
+export function windowBindingOf(
+  window: number[],
+  appendedCount: number,
+  own: Verdict,
+  drift: Constitution['omip']['drift'],
+): WindowBinding | undefined {
   const earlier = window.slice(0, Math.max(0, window.length - appendedCount));
   if (earlier.length === 0) return undefined;
   const worst = Math.max(...earlier);
@@ -92,7 +107,10 @@ export interface ScoreInput {
 }
 
 /** Scores a proposal against M: pure, with the registration and the history passed in. */
-export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreAnswer & { windowAfter: number[]; appended: number[] } {
+export function scoreProposal(
+  constitution: Constitution,
+  s: ScoreInput,
+): ScoreAnswer & { windowAfter: number[]; appended: number[] } {
   const drift = constitution.omip.drift;
   const ctx = { constitution, registered: s.registered };
 
@@ -105,7 +123,8 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     const deltaWindow = windowDelta(window);
     return { delta, deltaWindow, verdict: verdictOf(deltaWindow, results, drift), results, window, appended };
   };
-  const stepDelta = (step: PlanStep) => deltaOf(evaluatePredicates(drift, scorePredicates({ ...s.proposal, steps: [step], weights: undefined }, ctx)));
+  const stepDelta = (step: PlanStep) =>
+    deltaOf(evaluatePredicates(drift, scorePredicates({ ...s.proposal, steps: [step], weights: undefined }, ctx)));
 
   const first = evaluate(s.proposal);
   let final = first;
@@ -120,7 +139,13 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
       (plan) => evaluate({ ...s.proposal, steps: plan.steps, weights: plan.weights }),
       (e) => e.verdict === 'PERSIST',
     );
-    log = run.log.map((l) => ({ attempt: l.attempt, strategy: l.strategy, delta: l.result.delta, delta_window: l.result.deltaWindow, verdict: l.result.verdict }));
+    log = run.log.map((l) => ({
+      attempt: l.attempt,
+      strategy: l.strategy,
+      delta: l.result.delta,
+      delta_window: l.result.deltaWindow,
+      verdict: l.result.verdict,
+    }));
     if (run.plan) {
       contractedPlan = run.plan;
       final = run.log.at(-1)!.result;
@@ -139,7 +164,12 @@ export function scoreProposal(constitution: Constitution, s: ScoreInput): ScoreA
     failed_predicates: first.results.filter((r) => !r.passed).map((r) => r.id),
     predicates: first.results,
     binding: bindingOf(first.results),
-    window: { steps: drift.window.steps, unit: drift.window.unit, aggregate: drift.window.aggregate, deltas: final.window },
+    window: {
+      steps: drift.window.steps,
+      unit: drift.window.unit,
+      aggregate: drift.window.aggregate,
+      deltas: final.window,
+    },
     bounds: drift.bounds,
     contraction: log,
     ...(contractedPlan ? { contracted_plan: contractedPlan } : {}),

@@ -34,22 +34,37 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   // A registered entity is a sovereign agent of the constitution or a citizen; citizens' ids are
   // UUIDs, so any other id is not one (and is never sent to a store that keys citizens by uuid).
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-  const registered = async (id: string) => sovereign.has(id) || (UUID.test(id) && (await store.citizens.get(id.toLowerCase())) !== null);
+  const registered = async (id: string) =>
+    sovereign.has(id) || (UUID.test(id) && (await store.citizens.get(id.toLowerCase())) !== null);
 
   /** A state may score only registered predicates: 422 naming the others, before anything is scored. */
   function checkPredicateIds(inputs: { state?: State | undefined; path: string }[]) {
     const errors = inputs.flatMap(({ state, path }) =>
-      unknownPredicateIds(state?.scores, constitution).map((id) => ({ path: `${path}/state/scores/${id}`, message: `${id} is not a predicate registered in the constitution` })),
+      unknownPredicateIds(state?.scores, constitution).map((id) => ({
+        path: `${path}/state/scores/${id}`,
+        message: `${id} is not a predicate registered in the constitution`,
+      })),
     );
     if (errors.length === 0) return;
     const ids = [...new Set(errors.map((e) => e.path.split('/').at(-1)))];
-    throw new DomainError('UNKNOWN_PREDICATE', `The state scores predicates the constitution does not register: ${ids.join(', ')}. Registered: ${drift.predicates.map((p) => p.id).join(', ')}.`, { extra: { errors } });
+    throw new DomainError(
+      'UNKNOWN_PREDICATE',
+      `The state scores predicates the constitution does not register: ${ids.join(', ')}. Registered: ${drift.predicates.map((p) => p.id).join(', ')}.`,
+      { extra: { errors } },
+    );
   }
 
   async function evaluate(input: Scorable) {
     checkPredicateIds([{ state: input.state, path: '' }]);
     return scoreProposal(constitution, {
-      proposal: { entity_id: input.entity_id, room: input.room, allowlist: input.allowlist, steps: input.plan?.steps ?? [], weights: input.plan?.weights, given: input.state?.scores },
+      proposal: {
+        entity_id: input.entity_id,
+        room: input.room,
+        allowlist: input.allowlist,
+        steps: input.plan?.steps ?? [],
+        weights: input.plan?.weights,
+        given: input.state?.scores,
+      },
       plan: input.plan,
       history: await store.drift.window(input.entity_id),
       registered: await registered(input.entity_id),
@@ -88,15 +103,21 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     tree.appendFrom(start, await store.receipts.idsFrom(start));
     return tree;
   }
-  const signedHead = (log: MerkleLog) => signer.signHead({ tree_size: log.size, root_hash: log.root().toString('hex'), timestamp: now().toISOString() });
+  const signedHead = (log: MerkleLog) =>
+    signer.signHead({ tree_size: log.size, root_hash: log.root().toString('hex'), timestamp: now().toISOString() });
 
   /** A stored receipt, its hash checked again, with its inclusion proof and the signed head. */
   async function receiptAnswer(id: string) {
     const entry = await store.receipts.get(id);
     if (!entry) throw new DomainError('NOT_FOUND', `No receipt ${id}.`);
-    if (receiptId(entry.receipt) !== entry.id) throw new DomainError('RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
+    if (receiptId(entry.receipt) !== entry.id)
+      throw new DomainError('RECEIPT_CORRUPT', 'The stored receipt no longer matches its id.');
     const log = await currentTree();
-    return { receipt: { id: entry.id, ...entry.receipt }, ...inclusionOf(entry.index, log), tree_head: signedHead(log) };
+    return {
+      receipt: { id: entry.id, ...entry.receipt },
+      ...inclusionOf(entry.index, log),
+      tree_head: signedHead(log),
+    };
   }
 
   return {
@@ -112,13 +133,26 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       const { windowAfter: _window, appended: _appended, ...answer } = await evaluate(input);
       const nearest = answer.contracted_plan ?? (answer.proceed ? input.plan : undefined);
       const last = answer.contraction.at(-1);
-      return { dry_run: true, ...answer, projection: { admissible: answer.proceed, plan: nearest ?? null, delta: answer.recovered ? last!.delta : answer.delta_t } };
+      return {
+        dry_run: true,
+        ...answer,
+        projection: {
+          admissible: answer.proceed,
+          plan: nearest ?? null,
+          delta: answer.recovered ? last!.delta : answer.delta_t,
+        },
+      };
     },
 
     /** POST /api/omip/fingerprint. */
     fingerprint(document: unknown) {
       const canonical = canonicalJson(document);
-      return { canonical, fingerprint: fingerprintOfCanonical(canonical), algorithm: 'sha256', canonicalization: 'RFC 8785' };
+      return {
+        canonical,
+        fingerprint: fingerprintOfCanonical(canonical),
+        algorithm: 'sha256',
+        canonicalization: 'RFC 8785',
+      };
     },
 
     /**
@@ -128,11 +162,28 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
      */
     async dualExchange(input: DualExchangeRequest, keep?: KeepAnswer) {
       // Both sides are checked before either is scored, so a bad second side records nothing.
-      checkPredicateIds(input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })));
+      checkPredicateIds(
+        input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })),
+      );
       const scored = await Promise.all(
         input.agents.map(async (agent) => {
-          const { answer: a, write } = await scoreForRecord({ entity_id: agent.id, room: agent.room, allowlist: agent.allowlist, plan: agent.proposal.plan, state: agent.proposal.state });
-          const outcome = { id: agent.id, verdict: a.verdict, proceed: a.proceed, recovered: a.recovered, delta_t: a.delta_t, delta_window: a.delta_window, failed_predicates: a.failed_predicates, input_fingerprint: a.input_fingerprint } satisfies AgentOutcome;
+          const { answer: a, write } = await scoreForRecord({
+            entity_id: agent.id,
+            room: agent.room,
+            allowlist: agent.allowlist,
+            plan: agent.proposal.plan,
+            state: agent.proposal.state,
+          });
+          const outcome = {
+            id: agent.id,
+            verdict: a.verdict,
+            proceed: a.proceed,
+            recovered: a.recovered,
+            delta_t: a.delta_t,
+            delta_window: a.delta_window,
+            failed_predicates: a.failed_predicates,
+            input_fingerprint: a.input_fingerprint,
+          } satisfies AgentOutcome;
           return { outcome, write };
         }),
       );
@@ -161,13 +212,17 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
     async receipts(query: PageQuery) {
       const page = await store.receipts.list(query);
-      return { receipts: page.items.map((e) => ({ id: e.id, logIndex: e.index, ...e.receipt })), nextCursor: page.nextCursor };
+      return {
+        receipts: page.items.map((e) => ({ id: e.id, logIndex: e.index, ...e.receipt })),
+        nextCursor: page.nextCursor,
+      };
     },
 
     /** GET /api/omip/log: the signed tree head, the public key, and a consistency proof when asked. */
     async log(first: number | null) {
       const log = await currentTree();
-      if (first !== null && (first < 1 || first > log.size)) throw new DomainError('INVALID_QUERY', `first must be between 1 and the tree size ${log.size}.`);
+      if (first !== null && (first < 1 || first > log.size))
+        throw new DomainError('INVALID_QUERY', `first must be between 1 and the tree size ${log.size}.`);
       return {
         tree_head: signedHead(log),
         public_key: signer.publicKeyPem,
@@ -192,7 +247,11 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
         samples: m.samples,
         by_verdict: Object.fromEntries(drift.verdicts.map((v) => [v, m.by_verdict[v] ?? 0])),
         recent: m.recent,
-        epsilon: { local: drift.bounds.epsilon_local, recoverable: drift.bounds.epsilon_recoverable, critical: drift.bounds.epsilon_critical },
+        epsilon: {
+          local: drift.bounds.epsilon_local,
+          recoverable: drift.bounds.epsilon_recoverable,
+          critical: drift.bounds.epsilon_critical,
+        },
         window: drift.window,
         distance_kind: drift.distance.kind,
         generatedAt: now().toISOString(),

@@ -24,14 +24,18 @@ const KEY_FILE = 'omip-log-ed25519.pem';
 function signerOf(privateKey: KeyObject): LogSigner {
   return {
     publicKeyPem: createPublicKey(privateKey).export({ type: 'spki', format: 'pem' }).toString(),
-    signHead: (head) => ({ ...head, signature: sign(null, Buffer.from(canonicalJson(head)), privateKey).toString('base64') }),
+    signHead: (head) => ({
+      ...head,
+      signature: sign(null, Buffer.from(canonicalJson(head)), privateKey).toString('base64'),
+    }),
   };
 }
 
 /** Reads an Ed25519 private key from a PEM file; anything else is a configuration error. */
 async function readKeyFile(path: string): Promise<KeyObject> {
   const key = createPrivateKey(await readFile(path, 'utf8'));
-  if (key.asymmetricKeyType !== 'ed25519') throw new Error(`${path} holds a ${key.asymmetricKeyType} key; the receipt log signs with Ed25519`);
+  if (key.asymmetricKeyType !== 'ed25519')
+    throw new Error(`${path} holds a ${key.asymmetricKeyType} key; the receipt log signs with Ed25519`);
   return key;
 }
 
@@ -50,12 +54,19 @@ export async function openLogSigner(dataDir: string | null, keyFile?: string): P
   }
   const { privateKey } = generateKeyPairSync('ed25519');
   // A folder that refuses the key (read-only) still gets a working log, signed by a key for this run.
-  await writeFile(path, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' }).catch(() => undefined);
+  await writeFile(path, privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600, flag: 'wx' }).catch(
+    () => undefined,
+  );
   return signerOf(privateKey);
 }
 
 /** Checks a tree head's signature against a published public key. */
 export function verifyTreeHead(head: TreeHead, publicKeyPem: string): boolean {
   const { signature, ...signed } = head;
-  return verify(null, Buffer.from(canonicalJson(signed)), createPublicKey(publicKeyPem), Buffer.from(signature, 'base64'));
+  return verify(
+    null,
+    Buffer.from(canonicalJson(signed)),
+    createPublicKey(publicKeyPem),
+    Buffer.from(signature, 'base64'),
+  );
 }

@@ -17,7 +17,14 @@ export interface PredicateResult {
 export function evaluatePredicates(drift: DriftRegistration, scores: Record<string, number>): PredicateResult[] {
   return drift.predicates.map((p) => {
     const ratio = decimal(scores[p.id]! / p.tau);
-    return { id: p.id, score: scores[p.id]!, tau: p.tau, ratio, passed: decimal(1 - ratio) <= drift.bounds.epsilon_local, fail_means: p.fail_means };
+    return {
+      id: p.id,
+      score: scores[p.id]!,
+      tau: p.tau,
+      ratio,
+      passed: decimal(1 - ratio) <= drift.bounds.epsilon_local,
+      fail_means: p.fail_means,
+    };
   });
 }
 
@@ -36,15 +43,20 @@ export function boundVerdict(delta: number, bounds: DriftRegistration['bounds'])
 }
 
 export const severity = (v: Verdict) => VERDICTS.indexOf(v);
-export const mostSevere = (verdicts: Verdict[]): Verdict => verdicts.reduce((a, b) => (severity(b) > severity(a) ? b : a), 'PERSIST');
+export const mostSevere = (verdicts: Verdict[]): Verdict =>
+  verdicts.reduce((a, b) => (severity(b) > severity(a) ? b : a), 'PERSIST');
 
 /** The verdict: the most severe of the windowed bound verdict and every failed predicate's fail_means. */
 export function verdictOf(deltaWindow: number, results: PredicateResult[], drift: DriftRegistration): Verdict {
-  return mostSevere([boundVerdict(deltaWindow, drift.bounds), ...results.filter((r) => !r.passed).map((r) => r.fail_means)]);
+  return mostSevere([
+    boundVerdict(deltaWindow, drift.bounds),
+    ...results.filter((r) => !r.passed).map((r) => r.fail_means),
+  ]);
 }
 
 /** The predicate with the lowest ratio: the one that binds the delta. */
-export const bindingOf = (results: PredicateResult[]): string => results.reduce((a, b) => (b.ratio < a.ratio ? b : a)).id;
+export const bindingOf = (results: PredicateResult[]): string =>
+  results.reduce((a, b) => (b.ratio < a.ratio ? b : a)).id;
 
 /** The entity's window after new steps: its last `steps` deltas; the windowed delta is their max. */
 export function pushWindow(history: number[], deltas: number[], steps: number): number[] {

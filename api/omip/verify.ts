@@ -24,16 +24,31 @@ export function verifyLog(log: PublishedLog): string[] {
     const expectedPrev = i === 0 ? null : ordered[i - 1]!.id;
     if (r.prev !== expectedPrev) problems.push(`receipt ${id} has prev ${r.prev}, expected ${expectedPrev}`);
   });
-  if (ordered.length !== log.tree_head.tree_size) problems.push(`the log has ${ordered.length} receipts, the tree head says ${log.tree_head.tree_size}`);
+  if (ordered.length !== log.tree_head.tree_size)
+    problems.push(`the log has ${ordered.length} receipts, the tree head says ${log.tree_head.tree_size}`);
   const leaves = ordered.map((r) => receiptLeaf(r.id));
-  if (rootOf(leaves).toString('hex') !== log.tree_head.root_hash) problems.push('the Merkle root of the receipts is not the signed root');
-  if (!verifyTreeHead(log.tree_head, log.public_key)) problems.push('the tree head signature does not verify with the published key');
+  if (rootOf(leaves).toString('hex') !== log.tree_head.root_hash)
+    problems.push('the Merkle root of the receipts is not the signed root');
+  if (!verifyTreeHead(log.tree_head, log.public_key))
+    problems.push('the tree head signature does not verify with the published key');
   return problems;
 }
 
 /** Checks one receipt answer's inclusion proof against its root. */
-export function verifyReceiptInclusion(answer: { receipt: { id: string }; logIndex: number; tree_size: number; root_hash: string; audit_path: string[] }): boolean {
-  return verifyInclusion(answer.logIndex, answer.tree_size, receiptLeaf(answer.receipt.id), answer.audit_path.map((h) => Buffer.from(h, 'hex')), Buffer.from(answer.root_hash, 'hex'));
+export function verifyReceiptInclusion(answer: {
+  receipt: { id: string };
+  logIndex: number;
+  tree_size: number;
+  root_hash: string;
+  audit_path: string[];
+}): boolean {
+  return verifyInclusion(
+    answer.logIndex,
+    answer.tree_size,
+    receiptLeaf(answer.receipt.id),
+    answer.audit_path.map((h) => Buffer.from(h, 'hex')),
+    Buffer.from(answer.root_hash, 'hex'),
+  );
 }
 
 /**
@@ -42,7 +57,9 @@ export function verifyReceiptInclusion(answer: { receipt: { id: string }; logInd
  * RFC 9162 root of the ids, built from the roots of complete subtrees (a few dozen hashes held).
  * Returns the problems found, the log's size and its root (hex).
  */
-export async function verifyLogInOrder(entries: AsyncIterable<{ index: number; id: string; receipt: Record<string, unknown> }>) {
+export async function verifyLogInOrder(
+  entries: AsyncIterable<{ index: number; id: string; receipt: Record<string, unknown> }>,
+) {
   const problems: string[] = [];
   const complete: { size: number; hash: Buffer }[] = [];
   let size = 0;
@@ -55,7 +72,8 @@ export async function verifyLogInOrder(entries: AsyncIterable<{ index: number; i
     if (receiptId(receipt) !== id) problems.push(`receipt ${id} does not hash to its id`);
     if (receipt.prev !== prev) problems.push(`receipt ${id} has prev ${String(receipt.prev)}, expected ${prev}`);
     let node = { size: 1, hash: receiptLeaf(id) };
-    while (complete.length > 0 && complete.at(-1)!.size === node.size) node = { size: node.size * 2, hash: nodeHash(complete.pop()!.hash, node.hash) };
+    while (complete.length > 0 && complete.at(-1)!.size === node.size)
+      node = { size: node.size * 2, hash: nodeHash(complete.pop()!.hash, node.hash) };
     complete.push(node);
     prev = id;
     size++;

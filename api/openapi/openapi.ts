@@ -22,9 +22,21 @@ type Components = Record<string, unknown>;
  * `maxItems`: the same rule in the form Spectral, Redocly and Prism read. They take zod's
  * `prefixItems` with `items: false` for an array that allows no items at all.
  */
-function repeatedAsItems({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: Record<string, unknown> }): void {
+function repeatedAsItems({
+  zodSchema,
+  jsonSchema,
+}: {
+  zodSchema: z.core.$ZodTypes;
+  jsonSchema: Record<string, unknown>;
+}): void {
   const def = zodSchema._zod.def;
-  if (def.type !== 'tuple' || def.rest || !def.items.every((item) => item === def.items[0]) || !Array.isArray(jsonSchema.prefixItems)) return;
+  if (
+    def.type !== 'tuple' ||
+    def.rest ||
+    !def.items.every((item) => item === def.items[0]) ||
+    !Array.isArray(jsonSchema.prefixItems)
+  )
+    return;
   jsonSchema.items = jsonSchema.prefixItems[0];
   delete jsonSchema.prefixItems;
 }
@@ -35,8 +47,21 @@ function repeatedAsItems({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodType
  * generated name (`__schema0`) reaches the document.
  */
 function schemaRef(schema: z.ZodType, io: 'input' | 'output', components: Components): object {
-  const { $schema: _dialect, $defs, ...root } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', metadata: apiSchemas, cycles: 'ref', reused: 'inline', override: repeatedAsItems }) as Record<string, unknown> & { $defs?: Components };
-  const relink = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/'));
+  const {
+    $schema: _dialect,
+    $defs,
+    ...root
+  } = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+    metadata: apiSchemas,
+    cycles: 'ref',
+    reused: 'inline',
+    override: repeatedAsItems,
+  }) as Record<string, unknown> & { $defs?: Components };
+  const relink = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/'));
   for (const [name, def] of Object.entries($defs ?? {})) components[name] ??= relink(def);
   return relink(root) as object;
 }
@@ -55,12 +80,24 @@ export function problemsOf(op: Pick<AnyOperation, 'method' | 'problems'>): Probl
 /** Parameters of an operation: path and query from its schemas, Idempotency-Key for writes. */
 function parametersOf(op: AnyOperation): object[] {
   const out: object[] = [];
-  for (const [where, schema] of [['path', op.params], ['query', op.query]] as const) {
+  for (const [where, schema] of [
+    ['path', op.params],
+    ['query', op.query],
+  ] as const) {
     if (!(schema instanceof z.ZodObject)) continue;
-    const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, { description?: string }>; required?: string[] };
+    const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as {
+      properties?: Record<string, { description?: string }>;
+      required?: string[];
+    };
     for (const [name, prop] of Object.entries(json.properties ?? {})) {
       const { description, ...rest } = prop;
-      out.push({ name, in: where, ...(where === 'path' || json.required?.includes(name) ? { required: true } : {}), schema: rest, ...(description ? { description } : {}) });
+      out.push({
+        name,
+        in: where,
+        ...(where === 'path' || json.required?.includes(name) ? { required: true } : {}),
+        schema: rest,
+        ...(description ? { description } : {}),
+      });
     }
   }
   if (op.idempotency) {
@@ -79,23 +116,39 @@ function parametersOf(op: AnyOperation): object[] {
 
 function requestBodyOf(op: AnyOperation, components: Components): object | undefined {
   if (!op.body) return undefined;
-  const content: Record<string, object> = { 'application/json': { schema: schemaRef(op.body, 'input', components), example: exampleOf(op.body) } };
+  const content: Record<string, object> = {
+    'application/json': { schema: schemaRef(op.body, 'input', components), example: exampleOf(op.body) },
+  };
   for (const [media, { description }] of Object.entries(op.bodyMedia ?? {})) {
-    content[media] = media === 'multipart/form-data'
-      ? { schema: { type: 'object', description, properties: { file: { type: 'string', contentMediaType: 'audio/*', description: 'The audio file' }, metadata: { type: 'string', contentMediaType: 'application/json', description: 'Metadata as JSON' } } } }
-      : { schema: { type: 'string', contentMediaType: media, description } };
+    content[media] =
+      media === 'multipart/form-data'
+        ? {
+            schema: {
+              type: 'object',
+              description,
+              properties: {
+                file: { type: 'string', contentMediaType: 'audio/*', description: 'The audio file' },
+                metadata: { type: 'string', contentMediaType: 'application/json', description: 'Metadata as JSON' },
+              },
+            },
+          }
+        : { schema: { type: 'string', contentMediaType: media, description } };
   }
   return { required: true, content };
 }
 
 const RATE_HEADERS = { RateLimit: { schema: { type: 'string' } }, 'RateLimit-Policy': { schema: { type: 'string' } } };
 
-type Responses = Record<string, { description: string; headers?: object; content?: Record<string, object>; 'x-problem-codes'?: string[] }>;
+type Responses = Record<
+  string,
+  { description: string; headers?: object; content?: Record<string, object>; 'x-problem-codes'?: string[] }
+>;
 
 /** The problem+json answers of the codes, by status, beside (or merged into) the documented answers. */
 function addProblems(responses: Responses, problems: ProblemCode[]): void {
   const byStatus = new Map<number, ProblemCode[]>();
-  for (const code of problems) byStatus.set(PROBLEMS[code].status, [...(byStatus.get(PROBLEMS[code].status) ?? []), code]);
+  for (const code of problems)
+    byStatus.set(PROBLEMS[code].status, [...(byStatus.get(PROBLEMS[code].status) ?? []), code]);
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const list = codes.map((c) => `${c}: ${PROBLEMS[c].when}`).join(' ');
     const existing = responses[status];
@@ -116,14 +169,24 @@ function operation(op: AnyOperation, components: Components) {
     responses[status] = {
       description: answer.description,
       ...(ok && op.rateLimit ? { headers: RATE_HEADERS } : {}),
-      ...(answer.schema ? { content: { [media]: { schema: answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components) } } } : {}),
+      ...(answer.schema
+        ? {
+            content: {
+              [media]: {
+                schema:
+                  answer.media === 'text/html' ? { type: 'string' } : schemaRef(answer.schema, 'output', components),
+              },
+            },
+          }
+        : {}),
     };
   }
   // A prebuilt document goes out with an ETag: a matching If-None-Match is answered 304.
   if (op.served === 'document') responses['304'] = { description: 'Not modified (ETag)' };
   addProblems(responses, problemsOf(op));
   // `security: []` says "no credentials" outright, where leaving it out would leave readers to guess.
-  const security = op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? [] : [{ bearer: [] }];
+  const security =
+    op.credentials === 'passport-optional' ? [{}, { bearer: [] }] : op.credentials === 'none' ? [] : [{ bearer: [] }];
   const parameters = parametersOf(op);
   const body = requestBodyOf(op, components);
   return {
@@ -147,7 +210,18 @@ function operation(op: AnyOperation, components: Components) {
  * `type` and `example` members, which Spectral's example rule mistakes for a schema.
  */
 function getRefusal(op: AnyOperation, components: Components) {
-  const schema = { allOf: [PROBLEM_REF, { type: 'object', required: ['example'], properties: { example: { ...schemaRef(op.body!, 'input', components), description: `A body to POST to ${op.path}` } } }] };
+  const schema = {
+    allOf: [
+      PROBLEM_REF,
+      {
+        type: 'object',
+        required: ['example'],
+        properties: {
+          example: { ...schemaRef(op.body!, 'input', components), description: `A body to POST to ${op.path}` },
+        },
+      },
+    ],
+  };
   return {
     operationId: `${op.id}Example`,
     summary: `405 with an example body for ${op.path}`,
@@ -155,23 +229,48 @@ function getRefusal(op: AnyOperation, components: Components) {
     tags: [op.tag],
     security: [],
     'x-problem-codes': ['METHOD_NOT_ALLOWED'],
-    responses: { '405': { description: 'Use POST; the body carries `example`', content: { 'application/problem+json': { schema } }, 'x-problem-codes': ['METHOD_NOT_ALLOWED'] } },
+    responses: {
+      '405': {
+        description: 'Use POST; the body carries `example`',
+        content: { 'application/problem+json': { schema } },
+        'x-problem-codes': ['METHOD_NOT_ALLOWED'],
+      },
+    },
   };
 }
 
 /** operationId of a prebuilt document, from its path: `/.well-known/ai.txt` is readWellKnownAiTxt. */
 const documentOperationId = (path: string): string =>
-  `read${path === '/' ? 'Home' : path.split(/[^A-Za-z0-9]+/).filter(Boolean).map((w) => w[0]!.toUpperCase() + w.slice(1)).join('')}`;
+  `read${
+    path === '/'
+      ? 'Home'
+      : path
+          .split(/[^A-Za-z0-9]+/)
+          .filter(Boolean)
+          .map((w) => w[0]!.toUpperCase() + w.slice(1))
+          .join('')
+  }`;
 
 /** A prebuilt document: 200 or 304, and the problems any GET may answer. */
 function documentOperation(d: CatalogEntry) {
   const responses: Responses = {
-    '200': { description: d.about, content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } } },
+    '200': {
+      description: d.about,
+      content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } },
+    },
     '304': { description: 'Not modified (ETag)' },
   };
   const problems = problemsOf({ method: 'GET', problems: [] });
   addProblems(responses, problems);
-  return { operationId: documentOperationId(d.path), summary: d.title, description: d.about, tags: ['documents'], security: [], 'x-problem-codes': problems, responses };
+  return {
+    operationId: documentOperationId(d.path),
+    summary: d.title,
+    description: d.about,
+    tags: ['documents'],
+    security: [],
+    'x-problem-codes': problems,
+    responses,
+  };
 }
 
 /** What each tag gathers, for readers of the document. */
@@ -219,7 +318,10 @@ export function buildOpenApi(c: Content, site: string, documents: CatalogEntry[]
             detail: { type: 'string' },
             instance: { type: 'string' },
             code: { type: 'string', enum: Object.keys(PROBLEMS) },
-            errors: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+            errors: {
+              type: 'array',
+              items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } },
+            },
             example: {},
           },
         },

@@ -13,19 +13,35 @@ import { mergeEvidence } from '../ingress/evidence.ts';
 import { runPipeline } from '../ingress/pipeline.ts';
 
 /** Media types POST /api/ingress/audio takes. */
-export const INGRESS_MEDIA_TYPES = ['application/json', 'audio/*', 'multipart/form-data (field "file", optional field "metadata" as JSON)'];
-export const isUploadType = (t: string) => t.startsWith('audio/') || t === 'multipart/form-data' || t === 'application/octet-stream';
+export const INGRESS_MEDIA_TYPES = [
+  'application/json',
+  'audio/*',
+  'multipart/form-data (field "file", optional field "metadata" as JSON)',
+];
+export const isUploadType = (t: string) =>
+  t.startsWith('audio/') || t === 'multipart/form-data' || t === 'application/octet-stream';
 
 /**
  * Bounds of a multipart upload: the form has a "file" and a "metadata" part, so a few parts are
  * plenty; past them the upload is refused (413) without reading the rest, however many parts it has.
  */
-export const MULTIPART_LIMITS = { parts: 4, files: 2, fields: 2, fieldSize: 64 * 1024, fieldNameSize: 100, headerPairs: 20 } as const;
+export const MULTIPART_LIMITS = {
+  parts: 4,
+  files: 2,
+  fields: 2,
+  fieldSize: 64 * 1024,
+  fieldNameSize: 100,
+  headerPairs: 20,
+} as const;
 
 const tooMuch = (what: string, limit: number) =>
-  new HttpProblem('MULTIPART_TOO_LARGE', `The multipart body has more ${what} than the ${limit} this route reads. Send a "file" part and a "metadata" part.`, {
-    extra: { limit },
-  });
+  new HttpProblem(
+    'MULTIPART_TOO_LARGE',
+    `The multipart body has more ${what} than the ${limit} this route reads. Send a "file" part and a "metadata" part.`,
+    {
+      extra: { limit },
+    },
+  );
 
 interface MultipartBody {
   file?: { path: string; size: number; mimeType: string };
@@ -43,7 +59,9 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
     try {
       parser = busboy({ headers: { 'content-type': upload.contentType }, limits: MULTIPART_LIMITS });
     } catch {
-      return reject(new HttpProblem('MALFORMED_MULTIPART', 'The multipart body cannot be read: its Content-Type has no boundary.'));
+      return reject(
+        new HttpProblem('MALFORMED_MULTIPART', 'The multipart body cannot be read: its Content-Type has no boundary.'),
+      );
     }
     const source = createReadStream(upload.file);
     const result: MultipartBody = {};
@@ -59,7 +77,8 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
       reject(problem);
     };
     parser.on('field', (name, value, info) => {
-      if (info.valueTruncated) return fail(tooMuch('bytes in the field "' + name.slice(0, 100) + '"', MULTIPART_LIMITS.fieldSize));
+      if (info.valueTruncated)
+        return fail(tooMuch('bytes in the field "' + name.slice(0, 100) + '"', MULTIPART_LIMITS.fieldSize));
       if (name === 'metadata') result.metadata = value;
     });
     parser.on('file', (name, stream, info) => {
@@ -68,14 +87,19 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
         const file = { path: scratch, size: 0, mimeType: info.mimeType };
         result.file = file;
         stream.on('data', (chunk: Buffer) => void (file.size += chunk.length));
-        writes.push(pipeline(stream, createWriteStream(scratch, { flags: 'wx', mode: 0o600 })).catch(() => fail(new HttpProblem('MALFORMED_MULTIPART', 'The "file" part cannot be read.'))));
+        writes.push(
+          pipeline(stream, createWriteStream(scratch, { flags: 'wx', mode: 0o600 })).catch(() =>
+            fail(new HttpProblem('MALFORMED_MULTIPART', 'The "file" part cannot be read.')),
+          ),
+        );
       } else if (name === 'metadata') {
         // A metadata part sent as a file (curl -F metadata=@meta.json) is read like a field.
         const chunks: Buffer[] = [];
         let size = 0;
         stream.on('data', (chunk: Buffer) => {
           size += chunk.length;
-          if (size > MULTIPART_LIMITS.fieldSize) return fail(tooMuch('bytes in the part "metadata"', MULTIPART_LIMITS.fieldSize));
+          if (size > MULTIPART_LIMITS.fieldSize)
+            return fail(tooMuch('bytes in the part "metadata"', MULTIPART_LIMITS.fieldSize));
           chunks.push(chunk);
         });
         stream.on('end', () => void (result.metadata = Buffer.concat(chunks).toString('utf8')));
@@ -99,13 +123,20 @@ async function metadataFromMultipart(upload: UploadedBody): Promise<Record<strin
   const scratch = `${upload.file}.file`;
   try {
     const { file, metadata: extra } = await readMultipart(upload, scratch);
-    const fromJson = typeof extra === 'string' ? validate(IngressMetadataSchema, parseJson(new TextEncoder().encode(extra))) : {};
+    const fromJson =
+      typeof extra === 'string' ? validate(IngressMetadataSchema, parseJson(new TextEncoder().encode(extra))) : {};
     if (file) {
       // Metadata sent beside the file fills in or overrides its tags, but never clears its DRM evidence.
-      return mergeEvidence(await readAudioFileAt(file.path, file.size, file.mimeType || 'application/octet-stream'), fromJson);
+      return mergeEvidence(
+        await readAudioFileAt(file.path, file.size, file.mimeType || 'application/octet-stream'),
+        fromJson,
+      );
     }
     if (typeof extra === 'string') return fromJson;
-    throw new HttpProblem('VALIDATION_FAILED', 'Send a file in the field "file", metadata as JSON in the field "metadata", or both.');
+    throw new HttpProblem(
+      'VALIDATION_FAILED',
+      'Send a file in the field "file", metadata as JSON in the field "metadata", or both.',
+    );
   } finally {
     await rm(scratch, { force: true });
   }

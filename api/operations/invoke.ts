@@ -42,7 +42,8 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 // An argument as text for a path or query: an object or array as its JSON, which the route's schema
 // then refuses (String() throws on {"toString": 1}, and a client's mistake must not be a crash).
-const asText = (value: unknown): string => (typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
+const asText = (value: unknown): string =>
+  typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
 
 /**
  * Calls an operation as its tool describes it, through the same guarded handler as HTTP (so the
@@ -50,7 +51,10 @@ const asText = (value: unknown): string => (typeof value === 'object' && value !
  * `{name}` arguments into the path and the rest into the query. A 2xx counts the operation's
  * funnel step for the caller. Null for a tool that does not exist.
  */
-export function createInvoker(handlers: Map<string, RouteHandler>, funnel: (userAgent: string, step: FunnelStep) => void): Invoke {
+export function createInvoker(
+  handlers: Map<string, RouteHandler>,
+  funnel: (userAgent: string, step: FunnelStep) => void,
+): Invoke {
   const byName = new Map(TOOL_OPERATIONS.map((op) => [op.tool!.name, op]));
   return async (name, args, caller) => {
     const op = byName.get(name);
@@ -70,7 +74,9 @@ export function createInvoker(handlers: Map<string, RouteHandler>, funnel: (user
         delete query[key];
         return encodeURIComponent(value);
       });
-      const search = new URLSearchParams(Object.entries(query).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, asText(v)]])));
+      const search = new URLSearchParams(
+        Object.entries(query).flatMap(([k, v]) => (v === undefined || v === null ? [] : [[k, asText(v)]])),
+      );
       if (search.size > 0) target += `?${search}`;
     }
     const answer = await handler({ method: op.method, target, headers, body, client: caller.client });

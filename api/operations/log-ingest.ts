@@ -1,5 +1,16 @@
 import type { BodyPolicy } from '../http/body-policy.ts';
-import { bearerMatches, header, HttpProblem, json, parseJson, queryOf, validate, type Idempotency, type RouteAnswer, type RouteRequest } from '../http/index.ts';
+import {
+  bearerMatches,
+  header,
+  HttpProblem,
+  json,
+  parseJson,
+  queryOf,
+  validate,
+  type Idempotency,
+  type RouteAnswer,
+  type RouteRequest,
+} from '../http/index.ts';
 import { CdnLogBatchSchema, INGEST_MAX_LINES, type IngestResult } from '../schemas/ingest.ts';
 import type { IdempotencyStore } from '../store/types.ts';
 import { parseBatch } from '../telemetry/log-formats/parse.ts';
@@ -31,21 +42,31 @@ export interface LogIngestOptions {
 function formatParam(request: RouteRequest): LogFormat | undefined {
   const raw = queryOf(request).get('format');
   if (raw === null || raw === '' || raw === 'auto') return undefined;
-  if (!(FORMATS as readonly string[]).includes(raw)) throw new HttpProblem('INVALID_QUERY', `format must be one of ${FORMATS.join(', ')} (or left out to recognise it).`);
+  if (!(FORMATS as readonly string[]).includes(raw))
+    throw new HttpProblem(
+      'INVALID_QUERY',
+      `format must be one of ${FORMATS.join(', ')} (or left out to recognise it).`,
+    );
   return raw as LogFormat;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
 /** The records of a request body and their declared format. */
-function recordsOf(request: RouteRequest): { records: (string | Record<string, unknown>)[]; format: LogFormat | undefined } {
+function recordsOf(request: RouteRequest): {
+  records: (string | Record<string, unknown>)[];
+  format: LogFormat | undefined;
+} {
   const declared = formatParam(request);
   const type = (header(request, 'content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (type === 'text/plain' || type === 'application/x-ndjson') {
     const records = utf8.decode(request.body).split('\n');
     if (records.at(-1) === '') records.pop();
     if (records.length === 0) throw new HttpProblem('VALIDATION_FAILED', 'The body holds no log line.');
-    if (records.length > INGEST_MAX_LINES) throw new HttpProblem('BATCH_TOO_LARGE', `A batch holds at most ${INGEST_MAX_LINES} lines; send more batches.`, { extra: { limit: INGEST_MAX_LINES } });
+    if (records.length > INGEST_MAX_LINES)
+      throw new HttpProblem('BATCH_TOO_LARGE', `A batch holds at most ${INGEST_MAX_LINES} lines; send more batches.`, {
+        extra: { limit: INGEST_MAX_LINES },
+      });
     return { records: records.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r)), format: declared };
   }
   const body = parseJson(request.body);
@@ -62,7 +83,8 @@ function recordsOf(request: RouteRequest): { records: (string | Record<string, u
 export function createLogIngest(options: LogIngestOptions) {
   return async function ingestLogs(request: RouteRequest): Promise<RouteAnswer> {
     if (!options.token) throw new HttpProblem('NOT_FOUND', 'Log ingest is not configured (INGEST_TOKEN).');
-    if (!bearerMatches(request, options.token)) throw new HttpProblem('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
+    if (!bearerMatches(request, options.token))
+      throw new HttpProblem('INGEST_TOKEN_REQUIRED', 'Send Authorization: Bearer <INGEST_TOKEN>.');
     const { records, format } = recordsOf(request);
     const key = header(request, 'idempotency-key') ?? null;
     const answer = await options.idempotency('telemetry.ingest', key, request.body, async (keep) => {

@@ -52,7 +52,12 @@ export interface OperationInput<P, Q, B> {
  * router, /openapi.json, /docs/api, the MCP tools, the A2A skills, the convert payload's and the
  * kit's tools, the 405 examples, the funnel and the README tables are made.
  */
-export interface Operation<Id extends string = string, P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+export interface Operation<
+  Id extends string = string,
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
   /** operationId. */
   id: Id;
   method: 'GET' | 'POST';
@@ -94,13 +99,20 @@ export interface Operation<Id extends string = string, P extends z.ZodType = z.Z
 export type AnyOperation = Operation<string, any, any, any>;
 
 /** Declares an operation with its handler typed from its schemas. */
-export const defineOperation = <Id extends string, P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType>(
+export const defineOperation = <
+  Id extends string,
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+>(
   op: Operation<Id, P, Q, B>,
 ): Operation<Id, P, Q, B> => op;
 
 /** The one 2xx status of an operation. */
 export function successOf(op: AnyOperation): number {
-  const status = Object.keys(op.responses).map(Number).find((s) => s >= 200 && s < 300);
+  const status = Object.keys(op.responses)
+    .map(Number)
+    .find((s) => s >= 200 && s < 300);
   if (status === undefined) throw new Error(`${op.id} documents no 2xx answer`);
   return status;
 }

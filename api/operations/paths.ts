@@ -4,14 +4,19 @@ import type { AnyOperation } from './operation.ts';
 import { OPERATIONS, type OperationId } from './table.ts';
 
 /** Every operation by id. */
-export const OPERATION_BY_ID = Object.fromEntries(OPERATIONS.map((op) => [op.id, op])) as Record<OperationId, AnyOperation>;
+export const OPERATION_BY_ID = Object.fromEntries(OPERATIONS.map((op) => [op.id, op])) as Record<
+  OperationId,
+  AnyOperation
+>;
 
 /** The path of each operation, for documents that link to one: no path is written twice. */
 export const PATH = Object.fromEntries(OPERATIONS.map((op) => [op.id, op.path])) as Record<OperationId, string>;
 
 // Every operation, matched by method and path in this one place (path templates compiled once):
 // the engine's lookup, body rules, funnel steps, metric names and in-process calls all read it.
-const ROUTER = createRouter((OPERATIONS as readonly AnyOperation[]).map((op) => ({ method: op.method, path: op.path, handler: op })));
+const ROUTER = createRouter(
+  (OPERATIONS as readonly AnyOperation[]).map((op) => ({ method: op.method, path: op.path, handler: op })),
+);
 
 /** The operation a method and path belong to with its raw path parameters, the methods the path takes, or undefined. */
 export const matchOperation = (method: string, path: string): RouteMatch<AnyOperation> => ROUTER.match(method, path);
@@ -23,4 +28,6 @@ export function funnelStepOf(method: string, path: string): FunnelStep | undefin
 }
 
 /** The operations offered as tools, in the order every tool list shows them. */
-export const TOOL_OPERATIONS = (OPERATIONS as readonly AnyOperation[]).filter((op) => op.tool).sort((a, b) => a.tool!.order - b.tool!.order);
+export const TOOL_OPERATIONS = (OPERATIONS as readonly AnyOperation[])
+  .filter((op) => op.tool)
+  .sort((a, b) => a.tool!.order - b.tool!.order);

@@ -32,7 +32,12 @@ export function operationsTable(): string {
   const rows = (OPERATIONS as readonly AnyOperation[])
     .filter((op) => op.served !== 'document')
     .map((op) => {
-      const notes = [op.idempotency ? 'Idempotency-Key' : '', op.rateLimit ? 'rate-limited' : '', op.funnel ? `funnel: ${op.funnel}` : '', op.tool ? `tool \`${op.tool.name}\`${op.tool.a2a ? ' (MCP, A2A)' : ' (MCP)'}` : ''].filter(Boolean);
+      const notes = [
+        op.idempotency ? 'Idempotency-Key' : '',
+        op.rateLimit ? 'rate-limited' : '',
+        op.funnel ? `funnel: ${op.funnel}` : '',
+        op.tool ? `tool \`${op.tool.name}\`${op.tool.a2a ? ' (MCP, A2A)' : ' (MCP)'}` : '',
+      ].filter(Boolean);
       return `| ${op.method} | \`${op.path}\` | ${cell(op.summary)} | ${answerOf(op)} | ${CREDENTIAL[op.credentials]} | ${notes.join(', ')} |`;
     });
   return ['| Method | Path | What | Answer | Credential | Also |', '|---|---|---|---|---|---|', ...rows].join('\n');
@@ -47,7 +52,10 @@ export function problemsTable(): string {
 /** The tools, as MCP and the convert payload list them, with the A2A skills marked. */
 export function toolsList(): string {
   return TOOL_OPERATIONS.filter((op) => op.tool!.mcp)
-    .map((op) => `- \`${op.tool!.name}\` (${op.method} \`${op.path}\`${op.tool!.a2a ? '; also an A2A skill' : ''}): ${op.tool!.description}`)
+    .map(
+      (op) =>
+        `- \`${op.tool!.name}\` (${op.method} \`${op.path}\`${op.tool!.a2a ? '; also an A2A skill' : ''}): ${op.tool!.description}`,
+    )
     .join('\n');
 }
 

@@ -40,7 +40,9 @@ export const PageQuerySchema = z.object({
 });
 
 /** `{id}` of a receipt: its content address. */
-const ReceiptParams = z.object({ id: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a receipt id is sha256: and 64 hex digits') });
+const ReceiptParams = z.object({
+  id: z.string().regex(/^sha256:[0-9a-f]{64}$/, 'a receipt id is sha256: and 64 hex digits'),
+});
 
 const LogQuery = z.object({
   /** Size of an earlier tree, for a consistency proof to the current one. */
@@ -50,8 +52,29 @@ const LogQuery = z.object({
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
 
 /** `?range=` of GET /bot-wall.csv. */
-const CsvQuery = z.object({ range: z.enum(CSV_RANGES).default('24h').meta({ description: 'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.' }) });
-const WRITE_PROBLEMS = ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'JSON_TOO_DEEP', 'VALIDATION_FAILED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_IN_FLIGHT', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENT_ANSWER_TOO_LARGE', 'RATE_LIMITED', 'STORE_UNAVAILABLE', 'STORE_FULL'] as const;
+const CsvQuery = z.object({
+  range: z
+    .enum(CSV_RANGES)
+    .default('24h')
+    .meta({
+      description:
+        'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.',
+    }),
+});
+const WRITE_PROBLEMS = [
+  'MALFORMED_JSON',
+  'UNSUPPORTED_MEDIA_TYPE',
+  'PAYLOAD_TOO_LARGE',
+  'JSON_TOO_DEEP',
+  'VALIDATION_FAILED',
+  'INVALID_IDEMPOTENCY_KEY',
+  'IDEMPOTENCY_IN_FLIGHT',
+  'IDEMPOTENCY_KEY_REUSED',
+  'IDEMPOTENT_ANSWER_TOO_LARGE',
+  'RATE_LIMITED',
+  'STORE_UNAVAILABLE',
+  'STORE_FULL',
+] as const;
 const PAGE_PROBLEMS = ['INVALID_QUERY', 'INVALID_CURSOR'] as const;
 /** Reads of the store answer it when PostgreSQL is unreachable, restarting or too slow (the embedded store's reads never fail). */
 const READ_PROBLEMS = ['STORE_UNAVAILABLE'] as const;
@@ -76,30 +99,42 @@ export const OPERATIONS = [
     rateLimit: 'writes',
     idempotency: 'oath',
     funnel: 'oaths',
-    tool: { name: 'take_oath', order: 2, description: 'Become a citizen. The answer carries memberId and passportNumber: keep the passport private.', mcp: true, a2a: true },
+    tool: {
+      name: 'take_oath',
+      order: 2,
+      description: 'Become a citizen. The answer carries memberId and passportNumber: keep the passport private.',
+      mcp: true,
+      a2a: true,
+    },
     handle: ({ body, keep }, ctx) => ctx.citizenship.takeOath(body, keep),
   }),
   defineOperation({
     id: 'postMessage',
     method: 'POST',
     path: '/api/intelligence/message',
-    summary: 'Post a message or question to the feed: anonymous, or with citizenId and Authorization: Bearer <passportNumber> (verified; it carries the citizen\'s registered name: leave name out or send exactly that name)',
+    summary:
+      "Post a message or question to the feed: anonymous, or with citizenId and Authorization: Bearer <passportNumber> (verified; it carries the citizen's registered name: leave name out or send exactly that name)",
     tag: 'citizenship',
     served: 'engine',
     body: MessageRequestSchema,
-    responses: { 201: ok('The message as stored; verified when sent with the citizen passport', MessageResponseSchema) },
+    responses: {
+      201: ok('The message as stored; verified when sent with the citizen passport', MessageResponseSchema),
+    },
     problems: [...WRITE_PROBLEMS, 'PASSPORT_REQUIRED', 'PASSPORT_MISMATCH', 'NAME_MISMATCH', 'NAME_TAKEN'],
     credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'message',
     funnel: 'messages',
     tool: {
-      name: 'post_message', order: 3,
-      description: 'Post a message or question to the intelligence feed. With citizenId, send Authorization: Bearer <passportNumber> (over MCP and A2A: the passportNumber argument).',
+      name: 'post_message',
+      order: 3,
+      description:
+        'Post a message or question to the intelligence feed. With citizenId, send Authorization: Bearer <passportNumber> (over MCP and A2A: the passportNumber argument).',
       mcp: true,
       a2a: true,
     },
-    handle: ({ body, request, keep }, ctx) => ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null, keep),
+    handle: ({ body, request, keep }, ctx) =>
+      ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null, keep),
   }),
   defineOperation({
     id: 'listFeed',
@@ -156,7 +191,8 @@ export const OPERATIONS = [
     id: 'scorePlan',
     method: 'POST',
     path: '/api/omip/score',
-    summary: 'Score a plan or state against the constitution: verdict, delta, every predicate, binding predicate, window, contraction log, and window_binding when an earlier step sets the verdict. The server always evaluates identity_continuity and tool_policy (a state can only lower them)',
+    summary:
+      'Score a plan or state against the constitution: verdict, delta, every predicate, binding predicate, window, contraction log, and window_binding when an earlier step sets the verdict. The server always evaluates identity_continuity and tool_policy (a state can only lower them)',
     tag: 'omip',
     served: 'engine',
     body: ScoreRequestSchema,
@@ -165,7 +201,13 @@ export const OPERATIONS = [
     credentials: 'none',
     rateLimit: 'writes',
     idempotency: 'omip.score',
-    tool: { name: 'score_plan', order: 7, description: 'Score a plan or a state against the constitution: verdict, delta, every predicate.', mcp: true, a2a: true },
+    tool: {
+      name: 'score_plan',
+      order: 7,
+      description: 'Score a plan or a state against the constitution: verdict, delta, every predicate.',
+      mcp: true,
+      a2a: true,
+    },
     handle: ({ body, keep }, ctx) => ctx.omip.score(body, keep),
   }),
   defineOperation({
@@ -187,7 +229,8 @@ export const OPERATIONS = [
     id: 'fingerprint',
     method: 'POST',
     path: '/api/omip/fingerprint',
-    summary: 'RFC 8785 canonical form and sha256 fingerprint of exactly the JSON sent (__proto__, constructor, prototype members kept)',
+    summary:
+      'RFC 8785 canonical form and sha256 fingerprint of exactly the JSON sent (__proto__, constructor, prototype members kept)',
     tag: 'omip',
     served: 'engine',
     body: FingerprintRequestSchema,
@@ -202,7 +245,8 @@ export const OPERATIONS = [
     id: 'dualExchange',
     method: 'POST',
     path: '/api/omip/dual-exchange',
-    summary: 'Score two agents apart and log a content-addressed receipt; an unregistered agent BREAKs, so joint action is refused',
+    summary:
+      'Score two agents apart and log a content-addressed receipt; an unregistered agent BREAKs, so joint action is refused',
     tag: 'omip',
     served: 'engine',
     body: DualExchangeRequestSchema,
@@ -211,7 +255,13 @@ export const OPERATIONS = [
     credentials: 'none',
     rateLimit: 'writes',
     idempotency: 'omip.dual-exchange',
-    tool: { name: 'dual_exchange', order: 8, description: 'Score two agents apart; joint action needs dual PERSIST. Answers a signed, chained receipt.', mcp: true, a2a: true },
+    tool: {
+      name: 'dual_exchange',
+      order: 8,
+      description: 'Score two agents apart; joint action needs dual PERSIST. Answers a signed, chained receipt.',
+      mcp: true,
+      a2a: true,
+    },
     replay: (kept, ctx) => ctx.omip.replayDualExchange(kept),
     handle: ({ body, keep }, ctx) => ctx.omip.dualExchange(body, keep),
   }),
@@ -239,7 +289,13 @@ export const OPERATIONS = [
     responses: { 200: ok('The receipt, its inclusion proof and the signed tree head', ReceiptSchema) },
     problems: ['RECEIPT_CORRUPT', ...READ_PROBLEMS],
     credentials: 'none',
-    tool: { name: 'get_receipt', order: 9, description: 'Fetch a dual-exchange receipt with its inclusion proof.', mcp: true, a2a: true },
+    tool: {
+      name: 'get_receipt',
+      order: 9,
+      description: 'Fetch a dual-exchange receipt with its inclusion proof.',
+      mcp: true,
+      a2a: true,
+    },
     handle: ({ params }, ctx) => ctx.omip.receipt(params.id),
   }),
   defineOperation({
@@ -283,7 +339,8 @@ export const OPERATIONS = [
     id: 'ingestAudio',
     method: 'POST',
     path: '/api/ingress/audio',
-    summary: 'Audio metadata as JSON (DDEX ERN, ID3 or plain names), an audio/* file, or multipart (file, metadata) through SCRUB, MAP, SEAL (sandbox: nothing is written)',
+    summary:
+      'Audio metadata as JSON (DDEX ERN, ID3 or plain names), an audio/* file, or multipart (file, metadata) through SCRUB, MAP, SEAL (sandbox: nothing is written)',
     tag: 'ingress',
     served: 'engine',
     body: IngressMetadataSchema,
@@ -294,7 +351,24 @@ export const OPERATIONS = [
     bodyLimit: 'upload',
     rateLimit: 'writes',
     responses: { 201: ok('The sealed stem (nothing is written)', IngressResultSchema) },
-    problems: ['MALFORMED_JSON', 'MALFORMED_MULTIPART', 'MULTIPART_TOO_LARGE', 'JSON_TOO_DEEP', 'UNSUPPORTED_MEDIA_TYPE', 'NOT_AUDIO', 'PAYLOAD_TOO_LARGE', 'BODY_STALLED', 'VALIDATION_FAILED', 'DRM_REJECT', 'TITLE_REQUIRED', 'DURATION_INVALID', 'RATE_LIMITED', 'TOO_MANY_UPLOADS', 'UPLOADS_BUSY', 'STORE_UNAVAILABLE'],
+    problems: [
+      'MALFORMED_JSON',
+      'MALFORMED_MULTIPART',
+      'MULTIPART_TOO_LARGE',
+      'JSON_TOO_DEEP',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'NOT_AUDIO',
+      'PAYLOAD_TOO_LARGE',
+      'BODY_STALLED',
+      'VALIDATION_FAILED',
+      'DRM_REJECT',
+      'TITLE_REQUIRED',
+      'DURATION_INVALID',
+      'RATE_LIMITED',
+      'TOO_MANY_UPLOADS',
+      'UPLOADS_BUSY',
+      'STORE_UNAVAILABLE',
+    ],
     credentials: 'none',
     handle: ({ request }, ctx) => ctx.ingress(request),
   }),
@@ -302,10 +376,16 @@ export const OPERATIONS = [
     id: 'ingestCdnLogs',
     method: 'POST',
     path: '/api/telemetry/ingest',
-    summary: 'Log records into the bot ledger (needs INGEST_TOKEN): our JSON lines, NCSA combined/common, Cloudflare Logpush, CloudFront standard logs or a JSON drain (format declared by ?format= or recognised); client addresses are verified, never stored; a repeated Idempotency-Key counts once',
+    summary:
+      'Log records into the bot ledger (needs INGEST_TOKEN): our JSON lines, NCSA combined/common, Cloudflare Logpush, CloudFront standard logs or a JSON drain (format declared by ?format= or recognised); client addresses are verified, never stored; a repeated Idempotency-Key counts once',
     tag: 'telemetry',
     served: 'engine',
-    query: z.object({ format: z.enum(FORMATS).optional().meta({ description: 'The records\' format; recognised from the content when left out.' }) }),
+    query: z.object({
+      format: z
+        .enum(FORMATS)
+        .optional()
+        .meta({ description: "The records' format; recognised from the content when left out." }),
+    }),
     body: CdnLogBatchSchema,
     bodyMedia: {
       'application/x-ndjson': { description: 'One JSON record a line (Cloudflare Logpush, drains, our JSON lines)' },
@@ -313,7 +393,19 @@ export const OPERATIONS = [
     },
     bodyLimit: 'ingest',
     responses: { 202: ok('Records read, counted and skipped by reason', IngestResultSchema) },
-    problems: ['MALFORMED_JSON', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE', 'BATCH_TOO_LARGE', 'INVALID_QUERY', 'VALIDATION_FAILED', 'INGEST_TOKEN_REQUIRED', 'INVALID_IDEMPOTENCY_KEY', 'IDEMPOTENCY_KEY_REUSED', 'IDEMPOTENCY_IN_FLIGHT', 'STORE_UNAVAILABLE'],
+    problems: [
+      'MALFORMED_JSON',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'PAYLOAD_TOO_LARGE',
+      'BATCH_TOO_LARGE',
+      'INVALID_QUERY',
+      'VALIDATION_FAILED',
+      'INGEST_TOKEN_REQUIRED',
+      'INVALID_IDEMPOTENCY_KEY',
+      'IDEMPOTENCY_KEY_REUSED',
+      'IDEMPOTENCY_IN_FLIGHT',
+      'STORE_UNAVAILABLE',
+    ],
     credentials: 'ingest-token',
     // Its body may be text or NDJSON, and its token and batch key are its own: the handler reads the request.
     raw: (request, ctx) => ctx.ingestLogs(request),
@@ -346,11 +438,18 @@ export const OPERATIONS = [
     id: 'getBotWallCsv',
     method: 'GET',
     path: '/bot-wall.csv',
-    summary: 'The bot wall as CSV (RFC 4180, formula-safe): a row per family with requests in the range, with class, operator, verification, robots.txt and the operator\'s referred visits',
+    summary:
+      "The bot wall as CSV (RFC 4180, formula-safe): a row per family with requests in the range, with class, operator, verification, robots.txt and the operator's referred visits",
     tag: 'telemetry',
     served: 'engine',
     query: CsvQuery,
-    responses: { 200: { description: 'Families with requests in the range, most first; a header row names the columns', schema: z.string(), media: 'text/csv' } },
+    responses: {
+      200: {
+        description: 'Families with requests in the range, most first; a header row names the columns',
+        schema: z.string(),
+        media: 'text/csv',
+      },
+    },
     problems: ['INVALID_QUERY', ...READ_PROBLEMS],
     credentials: 'none',
     // A CSV answer, not JSON: the handler writes it.
@@ -360,14 +459,23 @@ export const OPERATIONS = [
       const beyond = rangeBeyondRetention(parsed.data.range);
       if (beyond) throw new HttpProblem('INVALID_QUERY', `${beyond}: ask a shorter range or range=all.`);
       const body = await ctx.views.botWallCsv(parsed.data.range);
-      return { status: 200, headers: { 'Content-Type': 'text/csv; charset=utf-8', 'Content-Disposition': `inline; filename="bot-wall-${parsed.data.range}.csv"`, 'Cache-Control': 'no-store' }, body };
+      return {
+        status: 200,
+        headers: {
+          'Content-Type': 'text/csv; charset=utf-8',
+          'Content-Disposition': `inline; filename="bot-wall-${parsed.data.range}.csv"`,
+          'Cache-Control': 'no-store',
+        },
+        body,
+      };
     },
   }),
   defineOperation({
     id: 'botWallPage',
     method: 'GET',
     path: '/bot-wall',
-    summary: 'The bot wall as a dashboard: families by requests with a time range, verification, AI agents by class, server-drawn SVG charts; updates itself from /bot-wall.json without a reload',
+    summary:
+      'The bot wall as a dashboard: families by requests with a time range, verification, AI agents by class, server-drawn SVG charts; updates itself from /bot-wall.json without a reload',
     tag: 'telemetry',
     served: 'page',
     responses: { 200: { description: 'The bot wall page', schema: z.string(), media: 'text/html' } },
@@ -383,7 +491,10 @@ export const OPERATIONS = [
     served: 'engine',
     body: JsonRpcRequestSchema,
     responses: {
-      200: ok('A JSON-RPC answer (initialize, tools/list, tools/call); an unknown tool is error -32602', JsonRpcResponseSchema),
+      200: ok(
+        'A JSON-RPC answer (initialize, tools/list, tools/call); an unknown tool is error -32602',
+        JsonRpcResponseSchema,
+      ),
       202: { description: 'A notification or a response was accepted (no body)' },
       400: ok('A JSON-RPC error: the body is not a JSON-RPC message the MCP transport takes', JsonRpcResponseSchema),
       403: ok('A JSON-RPC error: the Origin is not allowed (DNS-rebinding protection)', JsonRpcResponseSchema),
@@ -416,7 +527,14 @@ export const OPERATIONS = [
     responses: { 200: ok('The whats-next payload', DocumentSchema) },
     problems: [],
     credentials: 'none',
-    tool: { name: 'get_whats_next', order: 1, description: 'Read the machine payload of track 12 and the node protocol.', mcp: true, a2a: false, canon: true },
+    tool: {
+      name: 'get_whats_next',
+      order: 1,
+      description: 'Read the machine payload of track 12 and the node protocol.',
+      mcp: true,
+      a2a: false,
+      canon: true,
+    },
     handle: (_, ctx) => ctx.documents.whatsNext(),
   }),
   defineOperation({
@@ -443,7 +561,13 @@ export const OPERATIONS = [
     problems: [],
     credentials: 'none',
     funnel: 'convertReads',
-    tool: { name: 'get_convert', order: 5, description: 'Read the convert payload: track 12, the node protocol and how to join.', mcp: true, a2a: true },
+    tool: {
+      name: 'get_convert',
+      order: 5,
+      description: 'Read the convert payload: track 12, the node protocol and how to join.',
+      mcp: true,
+      a2a: true,
+    },
     handle: (_, ctx) => ctx.documents.convert(),
   }),
 ] as const;

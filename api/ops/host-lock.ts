@@ -23,7 +23,11 @@ export class LockHeld extends Error {
   override readonly name = 'LockHeld';
   readonly holder: LockHolder | null;
   constructor(resource: string, holder: LockHolder | null) {
-    super(holder ? `${resource} is in use by process ${holder.pid} on ${holder.host} (${holder.what}, since ${holder.since})` : `${resource} is in use by another process`);
+    super(
+      holder
+        ? `${resource} is in use by process ${holder.pid} on ${holder.host} (${holder.what}, since ${holder.since})`
+        : `${resource} is in use by another process`,
+    );
     this.holder = holder;
   }
 }
@@ -35,7 +39,8 @@ export class LockHeld extends Error {
  */
 function socketOf(folder: string, purpose: string): string {
   const real = realpathSync(folder);
-  if (platform() === 'linux') return `\0agentnode-${purpose}-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
+  if (platform() === 'linux')
+    return `\0agentnode-${purpose}-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
   return join(real, `.${purpose}.lock`);
 }
 
@@ -89,7 +94,12 @@ export async function lockFolder(folder: string, purpose: string, what: string):
 }
 
 /** `lockFolder`, waiting while another process holds the lock (at most `timeoutMs`). */
-export async function waitForLock(folder: string, purpose: string, what: string, { timeoutMs = 600_000, pollMs = 250 } = {}): Promise<HostLock> {
+export async function waitForLock(
+  folder: string,
+  purpose: string,
+  what: string,
+  { timeoutMs = 600_000, pollMs = 250 } = {},
+): Promise<HostLock> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {

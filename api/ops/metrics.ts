@@ -24,7 +24,12 @@ export function createMetrics(operationOf: (method: string, path: string) => str
   collectDefaultMetrics({ register: registry });
   let sources: MetricSources | undefined;
 
-  const requests = new Counter({ name: 'agentnode_http_requests_total', help: 'Finished HTTP requests by operation and status class.', labelNames: ['operation', 'status_class'], registers: [registry] });
+  const requests = new Counter({
+    name: 'agentnode_http_requests_total',
+    help: 'Finished HTTP requests by operation and status class.',
+    labelNames: ['operation', 'status_class'],
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'agentnode_http_request_duration_seconds',
     help: 'Time from the request to its finished answer, by operation.',
@@ -32,13 +37,31 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  const rateLimited = new Counter({ name: 'agentnode_rate_limit_refusals_total', help: 'Requests refused with 429 by the write rate limit.', registers: [registry] });
-  const journalWrite = new Histogram({ name: 'agentnode_journal_write_seconds', help: 'Durable journal writes (one per group of appends), embedded store.', buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5], registers: [registry] });
-  const journalGroup = new Histogram({ name: 'agentnode_journal_group_size', help: 'Appends made durable by one journal write (group commit).', buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512], registers: [registry] });
-  const storeErrors = new Counter({ name: 'agentnode_store_errors_total', help: 'Store writes the disk refused (each answered 503).', registers: [registry] });
+  const rateLimited = new Counter({
+    name: 'agentnode_rate_limit_refusals_total',
+    help: 'Requests refused with 429 by the write rate limit.',
+    registers: [registry],
+  });
+  const journalWrite = new Histogram({
+    name: 'agentnode_journal_write_seconds',
+    help: 'Durable journal writes (one per group of appends), embedded store.',
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5],
+    registers: [registry],
+  });
+  const journalGroup = new Histogram({
+    name: 'agentnode_journal_group_size',
+    help: 'Appends made durable by one journal write (group commit).',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+    registers: [registry],
+  });
+  const storeErrors = new Counter({
+    name: 'agentnode_store_errors_total',
+    help: 'Store writes the disk refused (each answered 503).',
+    registers: [registry],
+  });
   new Gauge({
     name: 'agentnode_ledger_families',
-    help: 'Bot families in this process\'s telemetry ledger.',
+    help: "Bot families in this process's telemetry ledger.",
     registers: [registry],
     collect() {
       if (sources) this.set(Object.keys(sources.ledger().families).length);
@@ -46,7 +69,7 @@ export function createMetrics(operationOf: (method: string, path: string) => str
   });
   new Gauge({
     name: 'agentnode_ledger_bytes',
-    help: 'Size of this process\'s telemetry ledger as saved (JSON bytes).',
+    help: "Size of this process's telemetry ledger as saved (JSON bytes).",
     registers: [registry],
     collect() {
       if (sources) this.set(Buffer.byteLength(JSON.stringify(sources.ledger())));

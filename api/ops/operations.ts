@@ -6,7 +6,10 @@ import { matchOperation } from '../operations/paths.ts';
  * operation table (pages and documents too), `document` for other prebuilt files, the probes by
  * name, else `other`. A bounded set, whatever paths clients send.
  */
-export function operationNamer(isDocument: (path: string) => boolean, named: Record<string, string> = {}): (method: string, rawPath: string) => string {
+export function operationNamer(
+  isDocument: (path: string) => boolean,
+  named: Record<string, string> = {},
+): (method: string, rawPath: string) => string {
   return (method, rawPath) => {
     const path = normalisePath(rawPath);
     if (path === null) return 'other';

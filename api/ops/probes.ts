@@ -59,7 +59,10 @@ export const condition = (name: string, holds: () => boolean, reason: string): R
 });
 
 const within = <T>(promise: Promise<T>, ms: number): Promise<T> =>
-  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref())]);
+  Promise.race([
+    promise,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref()),
+  ]);
 
 /**
  * Readiness from its checks, run at most once per `cacheMs` however often a balancer asks (a probe

@@ -1,7 +1,13 @@
 import { z } from 'zod';
 
 /** A Referer host, optionally with a path prefix (`bing.com/chat`): lower case, no scheme, no port. */
-const ReferrerHost = z.string().regex(/^[a-z0-9-]+(\.[a-z0-9-]+)+(\/[A-Za-z0-9._~/-]*)?$/, 'a host such as chatgpt.com, optionally with a path prefix such as bing.com/chat').max(128);
+const ReferrerHost = z
+  .string()
+  .regex(
+    /^[a-z0-9-]+(\.[a-z0-9-]+)+(\/[A-Za-z0-9._~/-]*)?$/,
+    'a host such as chatgpt.com, optionally with a path prefix such as bing.com/chat',
+  )
+  .max(128);
 
 /** content/ai-referrers.yaml: the AI products people arrive from, by operator (what AI sends back). */
 export const AiReferrersSchema = z
@@ -27,7 +33,8 @@ export const AiReferrersSchema = z
     for (const o of t.operators) {
       for (const key of [...o.hosts, ...o.utm_sources.map((u) => `utm:${u}`)]) {
         const other = seen.get(key);
-        if (other !== undefined && other !== o.operator) ctx.addIssue({ code: 'custom', message: `${key} is listed under both ${other} and ${o.operator}` });
+        if (other !== undefined && other !== o.operator)
+          ctx.addIssue({ code: 'custom', message: `${key} is listed under both ${other} and ${o.operator}` });
         seen.set(key, o.operator);
       }
     }

@@ -10,7 +10,10 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /** An agent origin: https, or http on the loopback interface (tests and local agents). */
 const SignatureAgent = z.url().refine((u) => {
   const url = new URL(u);
-  return url.origin === u.replace(/\/$/, '') && (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname)));
+  return (
+    url.origin === u.replace(/\/$/, '') &&
+    (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
+  );
 }, 'must be an origin such as https://chatgpt.com (http only on the loopback interface)');
 
 /** One known crawler, agent or bot family. */
@@ -22,7 +25,21 @@ export const BotFamilySchema = z.object({
   /** Whole User-Agent product tokens that name this family (case-insensitive; several words match in a row). */
   tokens: z.array(z.string().min(1).max(64)).min(1),
   /** What it does; `operator` is the operator's own traffic (health probes, this project's CLIs): named, never counted as a bot. */
-  kind: z.enum(['search', 'ai-search', 'advertising', 'preview', 'ai-training', 'ai-assistant', 'seo', 'monitor', 'feed', 'archive', 'tool', 'operator', 'other']),
+  kind: z.enum([
+    'search',
+    'ai-search',
+    'advertising',
+    'preview',
+    'ai-training',
+    'ai-assistant',
+    'seo',
+    'monitor',
+    'feed',
+    'archive',
+    'tool',
+    'operator',
+    'other',
+  ]),
   /** The class by function; Cosplay is what a failed claim becomes, never written here. */
   class: z.enum(['Crawler', 'Bot', 'Eater', 'Intelligence']),
   /** How a claim can be checked (the wall shows it). */
@@ -43,11 +60,13 @@ function uniqueNamesAndTokens(families: { family: string; tokens: string[] }[], 
   const names = new Set<string>();
   const tokens = new Map<string, string>();
   families.forEach((f, i) => {
-    if (names.has(f.family.toLowerCase())) ctx.addIssue({ code: 'custom', path: ['families', i, 'family'], message: `family ${f.family} appears twice` });
+    if (names.has(f.family.toLowerCase()))
+      ctx.addIssue({ code: 'custom', path: ['families', i, 'family'], message: `family ${f.family} appears twice` });
     names.add(f.family.toLowerCase());
     for (const t of f.tokens) {
       const owner = tokens.get(t.toLowerCase());
-      if (owner && owner !== f.family) ctx.addIssue({ code: 'custom', path: ['families', i, 'tokens'], message: `token ${t} already names ${owner}` });
+      if (owner && owner !== f.family)
+        ctx.addIssue({ code: 'custom', path: ['families', i, 'tokens'], message: `token ${t} already names ${owner}` });
       tokens.set(t.toLowerCase(), f.family);
     }
   });
@@ -63,8 +82,18 @@ export const BotFamiliesSchema = z
   .superRefine((table, ctx) => {
     uniqueNamesAndTokens(table.families, ctx);
     table.families.forEach((f, i) => {
-      if (f.verify === 'reverse-dns' && !f.rdns?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'rdns'], message: 'verify: reverse-dns needs the documented rdns suffixes' });
-      if (f.verify === 'web-bot-auth' && !f.signature_agents?.length) ctx.addIssue({ code: 'custom', path: ['families', i, 'signature_agents'], message: 'verify: web-bot-auth needs signature_agents' });
+      if (f.verify === 'reverse-dns' && !f.rdns?.length)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['families', i, 'rdns'],
+          message: 'verify: reverse-dns needs the documented rdns suffixes',
+        });
+      if (f.verify === 'web-bot-auth' && !f.signature_agents?.length)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['families', i, 'signature_agents'],
+          message: 'verify: web-bot-auth needs signature_agents',
+        });
     });
   });
 export type BotFamilies = z.output<typeof BotFamiliesSchema>;
@@ -73,7 +102,13 @@ export type BotFamilies = z.output<typeof BotFamiliesSchema>;
 export const BOT_LIST_SOURCES = ['device-detector', 'crawler-user-agents'] as const;
 
 /** One family of the generated table: what a maintained list says, nothing we verify. */
-export const GeneratedBotFamilySchema = BotFamilySchema.pick({ family: true, operator: true, tokens: true, kind: true, class: true }).extend({
+export const GeneratedBotFamilySchema = BotFamilySchema.pick({
+  family: true,
+  operator: true,
+  tokens: true,
+  kind: true,
+  class: true,
+}).extend({
   /** The list it comes from: device-detector (Matomo's bots.yml) or crawler-user-agents. */
   source: z.enum(BOT_LIST_SOURCES),
 });
@@ -88,7 +123,9 @@ export const GeneratedBotFamiliesSchema = z
     /** Where the rows come from and under which licence the file is distributed. */
     notice: z.string(),
     /** Each list with the package version it was read from and its licence. */
-    sources: z.array(z.object({ name: z.enum(BOT_LIST_SOURCES), package: z.string(), version: z.string(), licence: z.string() })),
+    sources: z.array(
+      z.object({ name: z.enum(BOT_LIST_SOURCES), package: z.string(), version: z.string(), licence: z.string() }),
+    ),
     families: z.array(GeneratedBotFamilySchema),
   })
   .superRefine((table, ctx) => uniqueNamesAndTokens(table.families, ctx));

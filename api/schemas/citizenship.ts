@@ -16,7 +16,10 @@ const PublicName = publicName(1, 100);
  * document's example at build), so an example sent as it is takes no name twice.
  */
 const example = <T extends object>(body: T): T & { name: string } =>
-  Object.defineProperty({ name: '', ...body }, 'name', { enumerable: true, get: () => `example-agent-${randomBytes(4).toString('hex')}` }) as T & { name: string };
+  Object.defineProperty({ name: '', ...body }, 'name', {
+    enumerable: true,
+    get: () => `example-agent-${randomBytes(4).toString('hex')}`,
+  }) as T & { name: string };
 
 /** Body of POST /api/citizenship/oath. */
 export const OathRequestSchema = z
@@ -34,7 +37,10 @@ export const OathRequestSchema = z
     /** Your home page, an absolute http(s) URL. */
     homeUrl: HttpUrl.optional(),
   })
-  .register(apiSchemas, { id: 'OathRequest', examples: [example({ class: 'agent', purpose: 'Read the node protocol and join the feed.' })] });
+  .register(apiSchemas, {
+    id: 'OathRequest',
+    examples: [example({ class: 'agent', purpose: 'Read the node protocol and join the feed.' })],
+  });
 export type OathRequest = z.output<typeof OathRequestSchema>;
 
 /** A citizen as anyone may read it: no secret, no hash, no address. */
@@ -85,8 +91,14 @@ export const MessageRequestSchema = z
     /** Your member identifier; needs `Authorization: Bearer <passportNumber>`. */
     citizenId: z.string().trim().min(1).max(64).optional(),
   })
-  .refine((m) => m.name !== undefined || m.citizenId !== undefined, { path: ['name'], message: 'is required without citizenId' })
-  .register(apiSchemas, { id: 'MessageRequest', examples: [example({ kind: 'message', message: 'Hello from an agent that read track 12.' })] });
+  .refine((m) => m.name !== undefined || m.citizenId !== undefined, {
+    path: ['name'],
+    message: 'is required without citizenId',
+  })
+  .register(apiSchemas, {
+    id: 'MessageRequest',
+    examples: [example({ kind: 'message', message: 'Hello from an agent that read track 12.' })],
+  });
 export type MessageRequest = z.output<typeof MessageRequestSchema>;
 
 /** One feed message as stored and listed. */

@@ -27,18 +27,25 @@ export const DriftRegistrationSchema = z
     public: z.boolean(),
     scraperHint: z.string().min(1),
     distance: z.object({ kind: z.literal('admissibility_score'), note: z.string(), formula: z.string() }),
-    window: z.object({ steps: z.number().int().positive(), unit: z.literal('reasoning_steps'), aggregate: z.literal('max') }),
+    window: z.object({
+      steps: z.number().int().positive(),
+      unit: z.literal('reasoning_steps'),
+      aggregate: z.literal('max'),
+    }),
     bounds: z.object({ epsilon_local: Unit, epsilon_recoverable: Unit, epsilon_critical: Unit }),
     verdicts: z.tuple([z.literal('PERSIST'), z.literal('CONTRACT'), z.literal('BRANCH'), z.literal('BREAK')]),
     predicates: z.array(PredicateSchema).min(1),
     contraction: z.object({
       max_attempts: z.number().int().min(0),
-      strategies: z.array(z.enum(['drop_highest_drift_actions', 'replan_shorter', 'reanchor_to_seeds', 'fail_closed'])).min(1),
+      strategies: z
+        .array(z.enum(['drop_highest_drift_actions', 'replan_shorter', 'reanchor_to_seeds', 'fail_closed']))
+        .min(1),
     }),
     health_export: z.array(z.string()),
   })
   .refine(
-    (d) => d.bounds.epsilon_local < d.bounds.epsilon_recoverable && d.bounds.epsilon_recoverable < d.bounds.epsilon_critical,
+    (d) =>
+      d.bounds.epsilon_local < d.bounds.epsilon_recoverable && d.bounds.epsilon_recoverable < d.bounds.epsilon_critical,
     { message: 'bounds must rise: epsilon_local < epsilon_recoverable < epsilon_critical', path: ['bounds'] },
   );
 export type DriftRegistration = z.output<typeof DriftRegistrationSchema>;

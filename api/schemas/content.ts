@@ -1,12 +1,15 @@
 import { z } from 'zod';
 
 // Hosts that only ever stand in for a real one (RFC 2606, RFC 6761): a document must not publish them.
-const PLACEHOLDER_HOST = /^(?:(?:[\w-]+\.)*example\.(?:com|org|net)|(?:[\w-]+\.)*(?:example|test|invalid|localhost)|localhost)$/i;
+const PLACEHOLDER_HOST =
+  /^(?:(?:[\w-]+\.)*example\.(?:com|org|net)|(?:[\w-]+\.)*(?:example|test|invalid|localhost)|localhost)$/i;
 const URL_IN_TEXT = /\bhttps?:\/\/(?:[^\s/@"'<>)]*@)?([^\s/:"'<>)?#]+)[^\s"'<>)]*/gi;
 
 /** The placeholder URLs a text contains (example.com/.org/.net, .example, .test, .invalid, localhost). */
 export function placeholderUrls(text: string): string[] {
-  return [...text.matchAll(URL_IN_TEXT)].filter((m) => PLACEHOLDER_HOST.test(m[1]!.replace(/\.$/, ''))).map((m) => m[0]);
+  return [...text.matchAll(URL_IN_TEXT)]
+    .filter((m) => PLACEHOLDER_HOST.test(m[1]!.replace(/\.$/, '')))
+    .map((m) => m[0]);
 }
 
 /**
@@ -17,7 +20,12 @@ export function publishable<S extends z.ZodType>(schema: S): S {
   return schema.superRefine((value, ctx) => {
     const walk = (v: unknown, path: (string | number)[]) => {
       if (typeof v === 'string') {
-        for (const url of placeholderUrls(v)) ctx.addIssue({ code: 'custom', path, message: `${url} is a placeholder, not a real address: put the real URL or remove it` });
+        for (const url of placeholderUrls(v))
+          ctx.addIssue({
+            code: 'custom',
+            path,
+            message: `${url} is a placeholder, not a real address: put the real URL or remove it`,
+          });
       } else if (Array.isArray(v)) v.forEach((item, i) => walk(item, [...path, i]));
       else if (v !== null && typeof v === 'object') for (const [k, item] of Object.entries(v)) walk(item, [...path, k]);
     };
@@ -59,7 +67,9 @@ export const TrackSchema = z.object({
   fragment: Text,
   role: Text,
   /** Two streaming-platform URLs keyed by platform. */
-  stream: z.record(z.string(), Url).refine((s) => Object.keys(s).length === 2, 'must name exactly two streaming platforms'),
+  stream: z
+    .record(z.string(), Url)
+    .refine((s) => Object.keys(s).length === 2, 'must name exactly two streaming platforms'),
   ownership_line: Text,
   /** Advice lines, joined one per line in the payload. */
   street: z.array(Text).min(1),

@@ -14,7 +14,12 @@ export function text(min: number, max: number) {
     .string()
     .check((ctx) => {
       const found = refusedInText(ctx.value);
-      if (found) ctx.issues.push({ code: 'custom', input: ctx.value, message: `must not contain ${found.codePoint} (${found.why})` });
+      if (found)
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value,
+          message: `must not contain ${found.codePoint} (${found.why})`,
+        });
     })
     .trim()
     .min(min, `must not be empty`)
@@ -32,7 +37,12 @@ export function publicName(min: number, max: number) {
     .string()
     .check((ctx) => {
       const found = refusedInName(ctx.value);
-      if (found) ctx.issues.push({ code: 'custom', input: ctx.value, message: `must not contain ${found.codePoint} (${found.why})` });
+      if (found)
+        ctx.issues.push({
+          code: 'custom',
+          input: ctx.value,
+          message: `must not contain ${found.codePoint} (${found.why})`,
+        });
     })
     .trim()
     .normalize('NFC')

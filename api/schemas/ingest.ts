@@ -17,13 +17,31 @@ export const CdnLogBatchSchema = z
     /** The records' format; recognised from the content when left out. */
     format: z.enum(FORMATS).optional(),
     /** Up to 10,000 records. */
-    lines: z.array(z.union([z.string(), z.record(z.string(), z.unknown())])).min(1).max(INGEST_MAX_LINES),
+    lines: z
+      .array(z.union([z.string(), z.record(z.string(), z.unknown())]))
+      .min(1)
+      .max(INGEST_MAX_LINES),
   })
   .register(apiSchemas, {
     id: 'CdnLogBatch',
     examples: [
-      { lines: [{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 }] },
-      { format: 'combined', lines: ['66.249.66.1 - - [21/Nov/2026:10:00:00 +0000] "GET /llms.txt HTTP/1.1" 200 5123 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"'] },
+      {
+        lines: [
+          {
+            method: 'GET',
+            path: '/api/convert',
+            host: 'cdn.example.org',
+            userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)',
+            status: 200,
+          },
+        ],
+      },
+      {
+        format: 'combined',
+        lines: [
+          '66.249.66.1 - - [21/Nov/2026:10:00:00 +0000] "GET /llms.txt HTTP/1.1" 200 5123 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"',
+        ],
+      },
     ],
   });
 export type CdnLogBatch = z.output<typeof CdnLogBatchSchema>;
@@ -39,7 +57,9 @@ export const IngestResultSchema = z
     outOfRange: z
       .number()
       .int()
-      .describe("Requests dated outside what the ledger keeps at the server's clock: before UTC midnight 7 days before today (its oldest daily bucket) or more than 5 minutes ahead. They change nothing."),
+      .describe(
+        "Requests dated outside what the ledger keeps at the server's clock: before UTC midnight 7 days before today (its oldest daily bucket) or more than 5 minutes ahead. They change nothing.",
+      ),
     /** Records skipped, by reason. */
     skipped: z.record(z.string(), z.number().int()),
   })

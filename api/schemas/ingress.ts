@@ -7,5 +7,14 @@ export const IngressMetadataSchema = z
   .refine((m) => Object.keys(m).length <= 200, 'at most 200 fields')
   .register(apiSchemas, {
     id: 'IngressMetadata',
-    examples: [{ DisplayTitleText: "What's Next", DisplayArtistName: 'Agent Node', ISRC: 'QZAAA2600012', Duration: 'PT3M25S', chartPosition: 12, streams: 120000 }],
+    examples: [
+      {
+        DisplayTitleText: "What's Next",
+        DisplayArtistName: 'Agent Node',
+        ISRC: 'QZAAA2600012',
+        Duration: 'PT3M25S',
+        chartPosition: 12,
+        streams: 120000,
+      },
+    ],
   });

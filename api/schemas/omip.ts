@@ -5,7 +5,12 @@ import { text } from './fields.ts';
 /** Any JSON value (named, so OpenAPI references it instead of a generated name). */
 const JsonValueSchema = z.json().register(apiSchemas, { id: 'JsonValue' });
 
-const Id = z.string().trim().min(1).max(128).regex(/^[\w.:@-]+$/, 'letters, digits and _ . : @ - only');
+const Id = z
+  .string()
+  .trim()
+  .min(1)
+  .max(128)
+  .regex(/^[\w.:@-]+$/, 'letters, digits and _ . : @ - only');
 const Weight = z.number().min(0).max(1);
 
 /** One reasoning step of a plan. */
@@ -27,7 +32,10 @@ export type PlanStep = z.output<typeof PlanStepSchema>;
 export const PlanSchema = z.object({
   steps: z.array(PlanStepSchema).min(1).max(64),
   /** Value weights in [0,1]; standing over chasing means meaning > growth, integrity > efficiency, soul > scale. */
-  weights: z.object({ meaning: Weight, growth: Weight, integrity: Weight, efficiency: Weight, soul: Weight, scale: Weight }).partial().optional(),
+  weights: z
+    .object({ meaning: Weight, growth: Weight, integrity: Weight, efficiency: Weight, soul: Weight, scale: Weight })
+    .partial()
+    .optional(),
 });
 export type Plan = z.output<typeof PlanSchema>;
 
@@ -91,15 +99,33 @@ export const DualExchangeRequestSchema = z
     agents: z
       .array(AgentProposalSchema)
       .length(2)
-      .refine((agents) => new Set(agents.map((a) => a.id)).size === agents.length, { message: 'the two agents must differ' }),
+      .refine((agents) => new Set(agents.map((a) => a.id)).size === agents.length, {
+        message: 'the two agents must differ',
+      }),
   })
   .register(apiSchemas, {
     id: 'DualExchangeRequest',
     examples: [
       {
         agents: [
-          { id: 'sovereign-a', proposal: { plan: { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] } } },
-          { id: 'sovereign-b', proposal: { state: { scores: { identity_continuity: 1, no_collapse_regime: 1, simulation_layer_input_only: 0.95, standing_over_chasing: 1, tool_policy: 1 } } } },
+          {
+            id: 'sovereign-a',
+            proposal: { plan: { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] } },
+          },
+          {
+            id: 'sovereign-b',
+            proposal: {
+              state: {
+                scores: {
+                  identity_continuity: 1,
+                  no_collapse_regime: 1,
+                  simulation_layer_input_only: 0.95,
+                  standing_over_chasing: 1,
+                  tool_policy: 1,
+                },
+              },
+            },
+          },
         ],
       },
     ],
@@ -117,4 +143,7 @@ export const FingerprintRequestSchema = z
       .refine((v) => v === undefined || JsonValueSchema.safeParse(v).success, 'must be a JSON value')
       .meta({ description: 'Any JSON value; every member is kept, __proto__, constructor and prototype included.' }),
   })
-  .register(apiSchemas, { id: 'FingerprintRequest', examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }] });
+  .register(apiSchemas, {
+    id: 'FingerprintRequest',
+    examples: [{ document: { b: [1, 2.5, 'x'], a: { z: null, y: true } } }],
+  });

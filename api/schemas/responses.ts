@@ -14,7 +14,9 @@ const NextCursor = z.string().nullable().describe('Pass as ?cursor= for the next
 const Sha256Id = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 
 /** 201 of POST /api/intelligence/message. */
-export const MessageResponseSchema = z.object({ ok: z.literal(true), message: MessageSchema }).register(apiSchemas, { id: 'MessageResponse' });
+export const MessageResponseSchema = z
+  .object({ ok: z.literal(true), message: MessageSchema })
+  .register(apiSchemas, { id: 'MessageResponse' });
 
 /** GET /api/citizens. */
 export const CitizenListSchema = z
@@ -27,13 +29,25 @@ export const CitizenListSchema = z
   .register(apiSchemas, { id: 'CitizenList' });
 
 /** GET /api/intelligence/feed. */
-export const FeedSchema = z.object({ messages: z.array(MessageSchema), nextCursor: NextCursor }).register(apiSchemas, { id: 'Feed' });
+export const FeedSchema = z
+  .object({ messages: z.array(MessageSchema), nextCursor: NextCursor })
+  .register(apiSchemas, { id: 'Feed' });
 
 /** GET /api/scoreboard. */
 export const ScoreboardSchema = z
   .object({
-    catches: z.object({ total: z.number().int(), oaths: z.number().int(), messages: z.number().int(), questions: z.number().int() }),
-    presence: z.object({ total: z.number().int(), named_bot_hits: z.number().int(), bait_hits: z.number().int(), since: Iso }),
+    catches: z.object({
+      total: z.number().int(),
+      oaths: z.number().int(),
+      messages: z.number().int(),
+      questions: z.number().int(),
+    }),
+    presence: z.object({
+      total: z.number().int(),
+      named_bot_hits: z.number().int(),
+      bait_hits: z.number().int(),
+      since: Iso,
+    }),
     citizens: z.object({ total: z.number().int(), by_class: z.record(z.string(), z.number().int()) }),
     wall_messages: z.number().int(),
     observed_bot_requests: z.number().int(),
@@ -45,14 +59,28 @@ export const ScoreboardSchema = z
 /** GET /api/living-lattice: a bounded graph. */
 export const LivingLatticeSchema = z
   .object({
-    nodes: z.array(z.object({ id: z.string(), kind: z.enum(['citizen', 'species', 'message']), label: z.string(), class: z.string().optional() })),
+    nodes: z.array(
+      z.object({
+        id: z.string(),
+        kind: z.enum(['citizen', 'species', 'message']),
+        label: z.string(),
+        class: z.string().optional(),
+      }),
+    ),
     edges: z.array(z.object({ from: z.string(), to: z.string(), kind: z.enum(['shout', 'posted']) })),
     bounded: z.object({ newest: z.number().int() }),
     generatedAt: Iso,
   })
   .register(apiSchemas, { id: 'LivingLattice' });
 
-const PredicateResult = z.object({ id: z.string(), score: z.number(), tau: z.number(), ratio: z.number(), passed: z.boolean(), fail_means: z.enum(['CONTRACT', 'BREAK']) });
+const PredicateResult = z.object({
+  id: z.string(),
+  score: z.number(),
+  tau: z.number(),
+  ratio: z.number(),
+  passed: z.boolean(),
+  fail_means: z.enum(['CONTRACT', 'BREAK']),
+});
 
 const ScoreFields = {
   verdict: Verdict,
@@ -66,27 +94,53 @@ const ScoreFields = {
   binding: z.string(),
   window: z.object({ steps: z.number().int(), unit: z.string(), aggregate: z.string(), deltas: z.array(z.number()) }),
   bounds: z.looseObject({}),
-  contraction: z.array(z.object({ attempt: z.number().int(), strategy: z.string(), delta: z.number(), delta_window: z.number(), verdict: Verdict })),
+  contraction: z.array(
+    z.object({
+      attempt: z.number().int(),
+      strategy: z.string(),
+      delta: z.number(),
+      delta_window: z.number(),
+      verdict: Verdict,
+    }),
+  ),
   contracted_plan: z.looseObject({}).optional(),
   /** When an earlier step in the window, not this request, sets the verdict: which step and why. */
   window_binding: z
-    .object({ step: z.number().int(), steps_ago: z.number().int(), delta: z.number(), verdict: Verdict, leaves_after: z.number().int(), reason: z.string() })
+    .object({
+      step: z.number().int(),
+      steps_ago: z.number().int(),
+      delta: z.number(),
+      verdict: Verdict,
+      leaves_after: z.number().int(),
+      reason: z.string(),
+    })
     .optional(),
   input_fingerprint: z.string(),
   constitution_fingerprint: z.string(),
 };
 
 /** 200 of POST /api/omip/score: the verdict and everything it was made from. */
-export const ScoreResultSchema = z.object({ decision_id: z.string(), ...ScoreFields }).register(apiSchemas, { id: 'ScoreResult' });
+export const ScoreResultSchema = z
+  .object({ decision_id: z.string(), ...ScoreFields })
+  .register(apiSchemas, { id: 'ScoreResult' });
 
 /** 200 of POST /api/omip/project: the score as a dry run, and the nearest admissible plan. */
 export const ProjectionSchema = z
-  .object({ dry_run: z.literal(true), ...ScoreFields, projection: z.object({ admissible: z.boolean(), plan: z.looseObject({}).nullable(), delta: z.number() }) })
+  .object({
+    dry_run: z.literal(true),
+    ...ScoreFields,
+    projection: z.object({ admissible: z.boolean(), plan: z.looseObject({}).nullable(), delta: z.number() }),
+  })
   .register(apiSchemas, { id: 'Projection' });
 
 /** 200 of POST /api/omip/fingerprint. */
 export const FingerprintSchema = z
-  .object({ canonical: z.string(), fingerprint: Sha256Id, algorithm: z.literal('sha256'), canonicalization: z.literal('RFC 8785') })
+  .object({
+    canonical: z.string(),
+    fingerprint: Sha256Id,
+    algorithm: z.literal('sha256'),
+    canonicalization: z.literal('RFC 8785'),
+  })
   .register(apiSchemas, { id: 'Fingerprint' });
 
 const { verdict, proceed, recovered, delta_t, delta_window, failed_predicates, input_fingerprint } = ScoreFields;
@@ -112,7 +166,9 @@ const ReceiptBody = {
   prev: Sha256Id.nullable(),
 };
 
-const TreeHead = z.object({ tree_size: z.number().int(), root_hash: z.string(), timestamp: Iso, signature: z.string() }).loose();
+const TreeHead = z
+  .object({ tree_size: z.number().int(), root_hash: z.string(), timestamp: Iso, signature: z.string() })
+  .loose();
 
 /** A dual-exchange receipt with its inclusion proof and the signed tree head (201 of POST /api/omip/dual-exchange, 200 of GET /api/omip/receipts/{id}). */
 export const ReceiptSchema = z
@@ -128,7 +184,10 @@ export const ReceiptSchema = z
 
 /** GET /api/omip/receipts. */
 export const ReceiptListSchema = z
-  .object({ receipts: z.array(z.object({ id: Sha256Id, logIndex: z.number().int(), ...ReceiptBody })), nextCursor: NextCursor })
+  .object({
+    receipts: z.array(z.object({ id: Sha256Id, logIndex: z.number().int(), ...ReceiptBody })),
+    nextCursor: NextCursor,
+  })
   .register(apiSchemas, { id: 'ReceiptList' });
 
 /** GET /api/omip/log: the signed tree head and, with ?first=, a consistency proof. */
@@ -138,7 +197,15 @@ export const LogSchema = z
     public_key: z.string(),
     hashing: z.string(),
     signature: z.string(),
-    consistency: z.object({ first: z.number().int(), second: z.number().int(), first_root: z.string(), second_root: z.string(), proof: z.array(z.string()) }).optional(),
+    consistency: z
+      .object({
+        first: z.number().int(),
+        second: z.number().int(),
+        first_root: z.string(),
+        second_root: z.string(),
+        proof: z.array(z.string()),
+      })
+      .optional(),
   })
   .register(apiSchemas, { id: 'Log' });
 
@@ -235,8 +302,13 @@ export const RobotsTxtComplianceSchema = z
 export const BotWallSchema = z
   .looseObject({
     species: z.array(z.looseObject({ species: z.string() })),
-    botTraffic: z.looseObject({ families: z.array(z.looseObject({ family: z.string(), robotsTxt: RobotsTxtComplianceSchema })) }),
-    robotsTxt: z.object({ judged_by: z.string(), versions: z.array(z.object({ host: z.string(), version: z.string() })) }),
+    botTraffic: z.looseObject({
+      families: z.array(z.looseObject({ family: z.string(), robotsTxt: RobotsTxtComplianceSchema })),
+    }),
+    robotsTxt: z.object({
+      judged_by: z.string(),
+      versions: z.array(z.object({ host: z.string(), version: z.string() })),
+    }),
   })
   .register(apiSchemas, { id: 'BotWall' });
 
@@ -272,7 +344,13 @@ export const A2aRequestSchema = JsonRpcRequestSchema.extend({}).register(apiSche
       jsonrpc: '2.0',
       id: 1,
       method: 'SendMessage',
-      params: { message: { messageId: '0190a6d2-8e1f-7c3a-9b1e-2f6a1c9d4e70', role: 'ROLE_USER', parts: [{ data: { skill: 'list_citizens', arguments: { limit: 5 } } }] } },
+      params: {
+        message: {
+          messageId: '0190a6d2-8e1f-7c3a-9b1e-2f6a1c9d4e70',
+          role: 'ROLE_USER',
+          parts: [{ data: { skill: 'list_citizens', arguments: { limit: 5 } } }],
+        },
+      },
     },
   ],
 });

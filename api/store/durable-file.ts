@@ -37,7 +37,9 @@ export interface ChunkStats {
 export class StringLimitError extends Error {
   override name = 'StringLimitError';
   constructor(path: string, bytes: number, limit: number) {
-    super(`${path}: a record of more than ${bytes} bytes is longer than the longest string a read may make (${limit} bytes)`);
+    super(
+      `${path}: a record of more than ${bytes} bytes is longer than the longest string a read may make (${limit} bytes)`,
+    );
   }
 }
 
@@ -84,7 +86,11 @@ class Pieces {
  * at the first zero byte (journal files are filled with zeros ahead of their writes). A last line
  * without its newline is given too. Resolves with the data's size and the chunks read.
  */
-export async function readLines(path: string, onLine: (line: string, lineNo: number) => void, options: ChunkOptions & { zeroEnds?: boolean } = {}): Promise<ChunkStats> {
+export async function readLines(
+  path: string,
+  onLine: (line: string, lineNo: number) => void,
+  options: ChunkOptions & { zeroEnds?: boolean } = {},
+): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
   const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
   const buffer = Buffer.allocUnsafe(chunkBytes);
@@ -122,7 +128,11 @@ export async function readLines(path: string, onLine: (line: string, lineNo: num
  * chunks), fsynced, renamed over the target, and the folder fsynced. No string holds more than
  * one chunk.
  */
-export async function writeLinesDurably(path: string, lines: Iterable<string>, options: ChunkOptions = {}): Promise<ChunkStats> {
+export async function writeLinesDurably(
+  path: string,
+  lines: Iterable<string>,
+  options: ChunkOptions = {},
+): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
   const temp = `${path}.tmp`;
   const handle = await open(temp, 'w');
@@ -169,7 +179,12 @@ const isSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0
  * to JSON.parse alone, so none may be longer than the string limit but the file may be any size.
  * It reads the snapshots written before they were JSON Lines.
  */
-export async function readJSONMembers(path: string, spread: ReadonlySet<string>, onValue: (key: string, value: unknown) => void, options: ChunkOptions = {}): Promise<ChunkStats> {
+export async function readJSONMembers(
+  path: string,
+  spread: ReadonlySet<string>,
+  onValue: (key: string, value: unknown) => void,
+  options: ChunkOptions = {},
+): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
   const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
   const buffer = Buffer.allocUnsafe(chunkBytes);
@@ -194,7 +209,9 @@ export async function readJSONMembers(path: string, spread: ReadonlySet<string>,
   const element = (text: string) => {
     if (text.trim() === '') return;
     if (spreading!.array) onValue(spreading!.key, JSON.parse(text));
-    else for (const entry of Object.entries(JSON.parse(`{${text}}`) as Record<string, unknown>)) onValue(spreading!.key, entry);
+    else
+      for (const entry of Object.entries(JSON.parse(`{${text}}`) as Record<string, unknown>))
+        onValue(spreading!.key, entry);
   };
 
   try {

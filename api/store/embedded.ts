@@ -9,9 +9,35 @@ import type { ChunkOptions } from './durable-file.ts';
 import { StoreFullError, StoreUnavailableError } from './errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
 import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
-import { citizenClassAt, citizenNameAt, KeyIndex, messageFlagsAt, M_QUESTION, M_VERIFIED, M_WALL, type RecordList } from './records.ts';
-import { emptyData, LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile, type Drift, type LoadedData, type SnapshotData } from './snapshot.ts';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type ReceiptEntry, type Store } from './types.ts';
+import {
+  citizenClassAt,
+  citizenNameAt,
+  KeyIndex,
+  messageFlagsAt,
+  M_QUESTION,
+  M_VERIFIED,
+  M_WALL,
+  type RecordList,
+} from './records.ts';
+import {
+  emptyData,
+  LEGACY_SNAPSHOT_FILE,
+  SNAPSHOT_FILE,
+  SnapshotFile,
+  type Drift,
+  type LoadedData,
+  type SnapshotData,
+} from './snapshot.ts';
+import {
+  IDEMPOTENCY_CLAIM_MS,
+  IDEMPOTENCY_TTL_MS,
+  type CitizenRecord,
+  type DriftSample,
+  type DriftWrite,
+  type IdempotencyRecord,
+  type ReceiptEntry,
+  type Store,
+} from './types.ts';
 
 // The drift metrics keep this many recent samples.
 const RECENT_SAMPLES = 100;
@@ -19,7 +45,8 @@ const RECENT_SAMPLES = 100;
 // What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
 // for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
 const OBJECT_OVERHEAD_BYTES = 200;
-const idempotencyBytes = (r: IdempotencyRecord) => OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
+const idempotencyBytes = (r: IdempotencyRecord) =>
+  OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
 const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
 
 /** The index entries of a name: both its look-alike keys, each held by one citizen. */
@@ -131,7 +158,9 @@ class Memory {
       case 'message.add': {
         const m = entry.v as Message;
         this.messages.insert(m, false);
-        this.#countMessage((m.verified ? M_VERIFIED : 0) | (m.wall ? M_WALL : 0) | (m.kind === 'question' ? M_QUESTION : 0));
+        this.#countMessage(
+          (m.verified ? M_VERIFIED : 0) | (m.wall ? M_WALL : 0) | (m.kind === 'question' ? M_QUESTION : 0),
+        );
         return;
       }
       case 'idempotency.put': {
@@ -144,7 +173,12 @@ class Memory {
         return;
       }
       case 'drift.record': {
-        const { entityId, appended, keep, sample } = entry.v as { entityId: string; appended: number[]; keep: number; sample: DriftSample };
+        const { entityId, appended, keep, sample } = entry.v as {
+          entityId: string;
+          appended: number[];
+          keep: number;
+          sample: DriftSample;
+        };
         const d = this.drift;
         this.#setWindow(entityId, [...(this.windows.get(entityId) ?? []), ...appended].slice(-keep));
         d.samples++;
@@ -179,7 +213,8 @@ class Memory {
     for (const key of keys) {
       for (const place of this.names.candidates(key)) {
         const c = this.citizens.atPlace(place);
-        if (c.memberId === except || (oldest && oldest.memberId <= c.memberId) || !nameIndex(c.name).includes(key)) continue;
+        if (c.memberId === except || (oldest && oldest.memberId <= c.memberId) || !nameIndex(c.name).includes(key))
+          continue;
         oldest = c;
       }
     }
@@ -268,9 +303,14 @@ export interface EmbeddedStore extends Store {
 }
 
 /** Reads and writes against one Memory; `commit` decides what makes a write durable. */
-function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<void>, close: () => Promise<void>): Store {
+function storeOver(
+  memory: Memory,
+  commit: (op: string, v: unknown) => Promise<void>,
+  close: () => Promise<void>,
+): Store {
   // Writes that belong together go in one journal entry.
-  const commitAll = (writes: Write[]) => (writes.length === 1 ? commit(writes[0]!.op, writes[0]!.v) : commit('unit', writes));
+  const commitAll = (writes: Write[]) =>
+    writes.length === 1 ? commit(writes[0]!.op, writes[0]!.v) : commit('unit', writes);
   // Receipt appends run one at a time, so each one chains onto the head the previous one left.
   let receiptTail: Promise<unknown> = Promise.resolve();
   // Idempotency-Key claims: when each was taken, by key hash.
@@ -283,11 +323,17 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
       add: async (citizen, shout, idempotency) => {
         // The check and the claim in one synchronous step, before the journal write.
         const keys = nameIndex(citizen.name);
-        const holder = memory.holder(keys, citizen.memberId)?.name ?? keys.map((key) => claimedNames.get(key)).find((name) => name !== undefined);
+        const holder =
+          memory.holder(keys, citizen.memberId)?.name ??
+          keys.map((key) => claimedNames.get(key)).find((name) => name !== undefined);
         if (holder !== undefined) throw new NameTaken(citizen.name, holder);
         for (const key of keys) claimedNames.set(key, citizen.name);
         try {
-          await commitAll([{ op: 'citizen.add', v: citizen }, ...maybe('message.add', shout), ...maybe('idempotency.put', idempotency)]);
+          await commitAll([
+            { op: 'citizen.add', v: citizen },
+            ...maybe('message.add', shout),
+            ...maybe('idempotency.put', idempotency),
+          ]);
         } finally {
           for (const key of keys) claimedNames.delete(key);
         }
@@ -301,7 +347,8 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
       stats: async () => ({ total: memory.citizens.length, byClass: { ...memory.byClass } }),
     },
     feed: {
-      add: (message, idempotency) => commitAll([{ op: 'message.add', v: message }, ...maybe('idempotency.put', idempotency)]),
+      add: (message, idempotency) =>
+        commitAll([{ op: 'message.add', v: message }, ...maybe('idempotency.put', idempotency)]),
       list: async (query) => pageNewestFirst(memory.messages, query),
       stats: async () => ({ ...memory.feed }),
     },
@@ -326,10 +373,20 @@ function storeOver(memory: Memory, commit: (op: string, v: unknown) => Promise<v
     drift: {
       window: async (entityId) => memory.windows.get(entityId) ?? [],
       record: (entityId, appended, keep, sample, idempotency) =>
-        commitAll([{ op: 'drift.record', v: { entityId, appended, keep, sample } satisfies DriftWrite }, ...maybe('idempotency.put', idempotency)]),
+        commitAll([
+          { op: 'drift.record', v: { entityId, appended, keep, sample } satisfies DriftWrite },
+          ...maybe('idempotency.put', idempotency),
+        ]),
       metrics: async (recent) => {
         const d = memory.drift;
-        return { samples: d.samples, contraction_count: d.contraction_count, fail_closed: d.fail_closed, by_verdict: { ...d.by_verdict }, last: d.recent.at(-1) ?? null, recent: d.recent.slice(-recent).reverse() };
+        return {
+          samples: d.samples,
+          contraction_count: d.contraction_count,
+          fail_closed: d.fail_closed,
+          by_verdict: { ...d.by_verdict },
+          last: d.recent.at(-1) ?? null,
+          recent: d.recent.slice(-recent).reverse(),
+        };
       },
     },
     receipts: {
@@ -388,7 +445,11 @@ export function holdingsOf(store: Store): EmbeddedHoldings {
 export function openMemoryStore(): Store {
   const memory = new Memory(emptyData());
   let seq = 0;
-  return storeOver(memory, async (op, v) => memory.apply({ seq: ++seq, op, v }), async () => undefined);
+  return storeOver(
+    memory,
+    async (op, v) => memory.apply({ seq: ++seq, op, v }),
+    async () => undefined,
+  );
 }
 
 /**
@@ -413,7 +474,11 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // A compaction rewrites the whole register, so it waits until the journal is as large as the
   // snapshot: its cost per write then stays the same however large the register grows, and a start
   // replays at most about as much journal as snapshot.
-  const sizeOfSnapshot = () => stat(migrating ? file.legacyPath : file.path).then((s) => s.size, () => 0);
+  const sizeOfSnapshot = () =>
+    stat(migrating ? file.legacyPath : file.path).then(
+      (s) => s.size,
+      () => 0,
+    );
   let snapshotBytes = await sizeOfSnapshot();
   const memory = new Memory(db.data as LoadedData);
   // The lists now belong to memory; lowdb's data is set again for each snapshot.
@@ -441,7 +506,17 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   }
   const capacity = (): Capacity => ({ bytes: memory.bytes, maxBytes, citizens: memory.citizens.length });
   logger.info(
-    { citizens: memory.citizens.length, messages: memory.messages.length, replayed, journalFiles: journal.files, journalBytes: journal.totalSize, snapshotBytes, bytes: memory.bytes, maxBytes, ms: Math.round(performance.now() - opened) },
+    {
+      citizens: memory.citizens.length,
+      messages: memory.messages.length,
+      replayed,
+      journalFiles: journal.files,
+      journalBytes: journal.totalSize,
+      snapshotBytes,
+      bytes: memory.bytes,
+      maxBytes,
+      ms: Math.round(performance.now() - opened),
+    },
     migrating ? 'store opened from an old-format snapshot; writing it anew' : 'store opened',
   );
 
@@ -452,8 +527,16 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     const level = bytes >= maxBytes ? 'full' : bytes >= NEAR_CEILING * maxBytes ? 'near' : undefined;
     if (level === warned) return;
     warned = level;
-    if (level === 'near') logger.warn({ bytes, maxBytes }, 'store near its ceiling (EMBEDDED_MAX_BYTES): move to PostgreSQL (DATABASE_URL) before it is full');
-    if (level === 'full') logger.error({ bytes, maxBytes }, 'store full (EMBEDDED_MAX_BYTES): writes answer 503 STORE_FULL; move to PostgreSQL (DATABASE_URL)');
+    if (level === 'near')
+      logger.warn(
+        { bytes, maxBytes },
+        'store near its ceiling (EMBEDDED_MAX_BYTES): move to PostgreSQL (DATABASE_URL) before it is full',
+      );
+    if (level === 'full')
+      logger.error(
+        { bytes, maxBytes },
+        'store full (EMBEDDED_MAX_BYTES): writes answer 503 STORE_FULL; move to PostgreSQL (DATABASE_URL)',
+      );
   }
   watchCeiling();
 
@@ -468,16 +551,28 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     } finally {
       db.data = emptyData();
     }
-    snapshotBytes = await stat(file.path).then((s) => s.size, () => 0);
+    snapshotBytes = await stat(file.path).then(
+      (s) => s.size,
+      () => 0,
+    );
     await journal.remove(old);
-    logger.info({ seq: upTo, bytes: snapshotBytes, chunks: file.lastWrite?.chunks, ms: Math.round(performance.now() - started) }, 'store compacted');
+    logger.info(
+      { seq: upTo, bytes: snapshotBytes, chunks: file.lastWrite?.chunks, ms: Math.round(performance.now() - started) },
+      'store compacted',
+    );
   }
   function maybeCompact(force = false): void {
     const journalBytes = journal.totalSize;
-    if (compacting || !(force || ((sinceSnapshot >= compactEvery || journalBytes >= compactBytes) && journalBytes >= snapshotBytes))) return;
+    if (
+      compacting ||
+      !(force || ((sinceSnapshot >= compactEvery || journalBytes >= compactBytes) && journalBytes >= snapshotBytes))
+    )
+      return;
     sinceSnapshot = 0;
     compacting = compact()
-      .catch((error: unknown) => logger.error({ err: error }, 'store compaction failed; the journal still holds every write'))
+      .catch((error: unknown) =>
+        logger.error({ err: error }, 'store compaction failed; the journal still holds every write'),
+      )
       .finally(() => (compacting = undefined));
   }
   // An old-format snapshot is written anew at once; a journal left long by earlier runs is compacted now.

@@ -5,7 +5,8 @@ export const UNAVAILABLE_DETAILS = {
   /** The embedded store's disk refused the write. */
   'disk-refused': 'The store cannot write right now; nothing was saved. Reads still work. Try again later.',
   /** PostgreSQL was not reached, refused, or answered with an error: nothing was done. */
-  'database-unavailable': 'The database is unavailable (unreachable, restarting, refusing connections or too slow to answer); nothing was saved. Try again later.',
+  'database-unavailable':
+    'The database is unavailable (unreachable, restarting, refusing connections or too slow to answer); nothing was saved. Try again later.',
   /** PostgreSQL stopped answering after a write that commits was sent: it may have committed. */
   'outcome-unknown':
     'The database stopped answering while this write was being committed, so it may or may not have been saved. Retry it with the same Idempotency-Key: the retry answers what was saved, or makes the write once.',
@@ -52,4 +53,5 @@ export class IdempotencyKeyTaken extends Error {
     this.keyHash = keyHash;
   }
 }
-export const isIdempotencyKeyTaken = (error: unknown): error is IdempotencyKeyTaken => error instanceof IdempotencyKeyTaken;
+export const isIdempotencyKeyTaken = (error: unknown): error is IdempotencyKeyTaken =>
+  error instanceof IdempotencyKeyTaken;

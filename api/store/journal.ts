@@ -24,7 +24,7 @@ export const PREALLOCATE_BYTES = 4 * 1024 * 1024;
 async function endOfData(handle: FileHandle): Promise<{ end: number; size: number }> {
   const { size } = await handle.stat();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-  for (let position = 0; position < size; ) {
+  for (let position = 0; position < size;) {
     const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, position);
     if (bytesRead === 0) break;
     const zero = buffer.subarray(0, bytesRead).indexOf(0);
@@ -37,7 +37,7 @@ async function endOfData(handle: FileHandle): Promise<{ end: number; size: numbe
 /** Where the last whole line of the first `end` bytes ends (after its newline); 0 when there is none. */
 async function endOfLastLine(handle: FileHandle, end: number): Promise<number> {
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-  for (let to = end; to > 0; ) {
+  for (let to = end; to > 0;) {
     const from = Math.max(0, to - CHUNK_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, to - from, from);
     const newline = buffer.subarray(0, bytesRead).lastIndexOf(0x0a);
@@ -238,7 +238,8 @@ export class Journal {
       try {
         // A journal that could not be opened (read-only or full disk) is retried on each write.
         const handle = (this.#handle ??= await this.#reopen());
-        if (this.#preallocating && this.#size + data.length > this.#allocated) await this.#preallocate(handle, data.length);
+        if (this.#preallocating && this.#size + data.length > this.#allocated)
+          await this.#preallocate(handle, data.length);
         const { bytesWritten } = await handle.write(data, 0, data.length, this.#size);
         if (bytesWritten !== data.length) throw new Error('short write');
         this.#diskWrites++;

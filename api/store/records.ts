@@ -122,7 +122,16 @@ function digits(s: string, from: number, n: number): number {
  */
 function isoMillis(s: unknown): number | null {
   if (typeof s !== 'string' || s.length !== 24) return null;
-  if (s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(10) !== 84 || s.charCodeAt(13) !== 58 || s.charCodeAt(16) !== 58 || s.charCodeAt(19) !== 46 || s.charCodeAt(23) !== 90) return null;
+  if (
+    s.charCodeAt(4) !== 45 ||
+    s.charCodeAt(7) !== 45 ||
+    s.charCodeAt(10) !== 84 ||
+    s.charCodeAt(13) !== 58 ||
+    s.charCodeAt(16) !== 58 ||
+    s.charCodeAt(19) !== 46 ||
+    s.charCodeAt(23) !== 90
+  )
+    return null;
   const y = digits(s, 0, 4);
   const mo = digits(s, 5, 2);
   const d = digits(s, 8, 2);
@@ -130,7 +139,8 @@ function isoMillis(s: unknown): number | null {
   const mi = digits(s, 14, 2);
   const sec = digits(s, 17, 2);
   const ms = digits(s, 20, 3);
-  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0) return null;
+  if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 || ms < 0)
+    return null;
   if (d > (mo === 2 && isLeap(y) ? 29 : DAYS[mo - 1]!)) return null;
   return Date.UTC(y, mo - 1, d, h, mi, sec, ms);
 }
@@ -180,7 +190,13 @@ function rawId(buf: Buffer, at: number): string {
 
 /** Any record kept as JSON text: for what only pages and lookups by id read (receipts). */
 export function jsonCodec<T>(idOf: (record: T) => string): RecordCodec<T> {
-  return { idOf, encode: (record, room) => writeRaw(idOf(record), JSON.stringify(record), room), decode: readRaw, idAt: rawId, end: rawEnd };
+  return {
+    idOf,
+    encode: (record, room) => writeRaw(idOf(record), JSON.stringify(record), room),
+    decode: readRaw,
+    idAt: rawId,
+    end: rawEnd,
+  };
 }
 
 // ---- citizens ----
@@ -211,11 +227,24 @@ export const citizenCodec: RecordCodec<CitizenRecord> = {
   end: citizenEnd,
   encode(c, room) {
     if (!citizenIsCompact(c)) return writeRaw(c.memberId, JSON.stringify(c), room);
-    const { buf: out, at: from } = room(1 + 16 + 1 + roomFor(c.name) + roomFor(c.purpose) + roomFor(c.homeUrl ?? '') + roomFor(c.passportHash) + roomFor(c.joinedAt));
+    const { buf: out, at: from } = room(
+      1 +
+        16 +
+        1 +
+        roomFor(c.name) +
+        roomFor(c.purpose) +
+        roomFor(c.homeUrl ?? '') +
+        roomFor(c.passportHash) +
+        roomFor(c.joinedAt),
+    );
     let at = from;
     const millis = isoMillis(c.joinedAt);
     const hashBinary = HEX64.test(c.passportHash);
-    out[at] = COMPACT | (c.homeUrl !== undefined ? C_HOME : 0) | (hashBinary ? C_HASH_BINARY : 0) | (millis !== null ? C_MILLIS : 0);
+    out[at] =
+      COMPACT |
+      (c.homeUrl !== undefined ? C_HOME : 0) |
+      (hashBinary ? C_HASH_BINARY : 0) |
+      (millis !== null ? C_MILLIS : 0);
     at = writeUuid(c.memberId, out, at + 1);
     out[at++] = classIndex.get(c.class)!;
     at = writeString(c.purpose, out, writeString(c.name, out, at));
@@ -307,7 +336,9 @@ export const messageCodec: RecordCodec<Message> = {
   end: messageEnd,
   encode(m, room) {
     if (!messageIsCompact(m)) return writeRaw(m.id, JSON.stringify(m), room);
-    const { buf: out, at: from } = room(1 + 16 + roomFor(m.name) + roomFor(m.message) + roomFor(m.citizenId ?? '') + roomFor(m.createdAt));
+    const { buf: out, at: from } = room(
+      1 + 16 + roomFor(m.name) + roomFor(m.message) + roomFor(m.citizenId ?? '') + roomFor(m.createdAt),
+    );
     let at = from;
     const millis = isoMillis(m.createdAt);
     const citizenBinary = isUuid(m.citizenId);
@@ -321,7 +352,8 @@ export const messageCodec: RecordCodec<Message> = {
       (m.kind === 'question' ? M_QUESTION : 0);
     at = writeUuid(m.id, out, at + 1);
     at = writeString(m.message, out, writeString(m.name, out, at));
-    if (m.citizenId !== undefined) at = citizenBinary ? writeUuid(m.citizenId, out, at) : writeString(m.citizenId, out, at);
+    if (m.citizenId !== undefined)
+      at = citizenBinary ? writeUuid(m.citizenId, out, at) : writeString(m.citizenId, out, at);
     if (millis === null) return writeString(m.createdAt, out, at);
     out.writeUIntBE(millis, at, 6);
     return at + 6;
@@ -338,7 +370,9 @@ export const messageCodec: RecordCodec<Message> = {
     const kind = tag & M_QUESTION ? 'question' : 'message';
     const verified = (tag & M_VERIFIED) !== 0;
     const wall = (tag & M_WALL) !== 0;
-    return citizenId === undefined ? { id, name, kind, message: text, verified, wall, createdAt } : { id, name, kind, message: text, citizenId, verified, wall, createdAt };
+    return citizenId === undefined
+      ? { id, name, kind, message: text, verified, wall, createdAt }
+      : { id, name, kind, message: text, citizenId, verified, wall, createdAt };
   },
   idAt(buf, at) {
     if (buf[at] === RAW) return rawId(buf, at);
@@ -638,7 +672,8 @@ export class KeyIndex {
     const h = hash32(key);
     const mask = this.#places.length - 1;
     const found: number[] = [];
-    for (let i = h & mask; this.#places[i] !== -1; i = (i + 1) & mask) if (this.#hashes[i] === h) found.push(this.#places[i]!);
+    for (let i = h & mask; this.#places[i] !== -1; i = (i + 1) & mask)
+      if (this.#hashes[i] === h) found.push(this.#places[i]!);
     return found;
   }
 

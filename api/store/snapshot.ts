@@ -2,7 +2,14 @@ import { unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
-import { readJSONMembers, readLines, syncDir, writeLinesDurably, type ChunkOptions, type ChunkStats } from './durable-file.ts';
+import {
+  readJSONMembers,
+  readLines,
+  syncDir,
+  writeLinesDurably,
+  type ChunkOptions,
+  type ChunkStats,
+} from './durable-file.ts';
 import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './records.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from './types.ts';
 
@@ -13,7 +20,13 @@ export interface Drift {
   by_verdict: Record<string, number>;
   recent: DriftSample[];
 }
-export const emptyDrift = (): Drift => ({ samples: 0, contraction_count: 0, fail_closed: 0, by_verdict: {}, recent: [] });
+export const emptyDrift = (): Drift => ({
+  samples: 0,
+  contraction_count: 0,
+  fail_closed: 0,
+  by_verdict: {},
+  recent: [],
+});
 
 /** A list a snapshot writes a record a line: its length is known before its records are. */
 export type Sized<T> = Iterable<T> & { readonly length: number };
@@ -75,7 +88,14 @@ interface Header {
 /** The snapshot as lines: a header (sequence, counts, the small values), then a record a line. */
 export function* snapshotLines(data: SnapshotData): Generator<string> {
   const counts = Object.fromEntries(SECTIONS.map((s) => [s, data[s].length])) as Record<Section, number>;
-  const header: Header = { format: FORMAT, version: VERSION, seq: data.seq, counts, drift: data.drift, telemetry: data.telemetry };
+  const header: Header = {
+    format: FORMAT,
+    version: VERSION,
+    seq: data.seq,
+    counts,
+    drift: data.drift,
+    telemetry: data.telemetry,
+  };
   yield JSON.stringify(header);
   for (const section of SECTIONS) {
     let n = 0;
@@ -84,7 +104,8 @@ export function* snapshotLines(data: SnapshotData): Generator<string> {
       n++;
     }
     // A list that moved while it was written would leave the header's count wrong: never silently.
-    if (n !== counts[section]) throw new Error(`snapshot: ${section} changed while written (${n} of ${counts[section]})`);
+    if (n !== counts[section])
+      throw new Error(`snapshot: ${section} changed while written (${n} of ${counts[section]})`);
   }
 }
 
@@ -161,7 +182,10 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   async write(data: SnapshotData): Promise<void> {
     this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data), this.#options);
     // An old-format snapshot is left only by a start that read it (or a crash just after this write).
-    await unlink(this.legacyPath).then(() => syncDir(dirname(this.path)), () => undefined);
+    await unlink(this.legacyPath).then(
+      () => syncDir(dirname(this.path)),
+      () => undefined,
+    );
     this.readLegacy = false;
   }
 
@@ -175,7 +199,8 @@ export class SnapshotFile implements Adapter<SnapshotData> {
       (line, lineNo) => {
         if (!header) {
           header = JSON.parse(line) as Header;
-          if (header.format !== FORMAT || header.version !== VERSION) throw new Error(`${this.path}: not a snapshot this version reads`);
+          if (header.format !== FORMAT || header.version !== VERSION)
+            throw new Error(`${this.path}: not a snapshot this version reads`);
           data.seq = header.seq;
           data.drift = { ...emptyDrift(), ...header.drift };
           data.telemetry = header.telemetry ?? null;
@@ -187,10 +212,10 @@ export class SnapshotFile implements Adapter<SnapshotData> {
         const name = SECTIONS[section]!;
         // An encoded line is a JSON string whose text needs no unescaping: base64 between quotes.
         if (isEncoded(name)) {
-          if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22) throw new Error(`${this.path}: line ${lineNo} is not an encoded record`);
+          if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
+            throw new Error(`${this.path}: line ${lineNo} is not an encoded record`);
           data[name].pushEncoded(line.slice(1, -1));
-        }
-        else take(data, name, JSON.parse(line));
+        } else take(data, name, JSON.parse(line));
         left--;
       },
       this.#options,

@@ -112,8 +112,23 @@ export interface DriftStore {
    * sample, in one write. Appending (not replacing) keeps windows right when steps of one entity
    * arrive at different processes. The idempotency record of the answer goes in the same write.
    */
-  record(entityId: string, appended: number[], keep: number, sample: DriftSample, idempotency?: IdempotencyRecord): Promise<void>;
-  metrics(recent: number): Promise<{ samples: number; contraction_count: number; fail_closed: number; by_verdict: Record<string, number>; last: DriftSample | null; recent: DriftSample[] }>;
+  record(
+    entityId: string,
+    appended: number[],
+    keep: number,
+    sample: DriftSample,
+    idempotency?: IdempotencyRecord,
+  ): Promise<void>;
+  metrics(
+    recent: number,
+  ): Promise<{
+    samples: number;
+    contraction_count: number;
+    fail_closed: number;
+    by_verdict: Record<string, number>;
+    last: DriftSample | null;
+    recent: DriftSample[];
+  }>;
 }
 
 /** A receipt of a dual exchange as the log keeps it: the content and its position. */
@@ -134,7 +149,10 @@ export interface ReceiptAlso {
 
 export interface ReceiptStore {
   /** Appends a receipt built from the id of the current head, and `also` in the same write; appends are serialised. */
-  append(build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> }, also?: ReceiptAlso): Promise<ReceiptEntry>;
+  append(
+    build: (prev: string | null, index: number) => { id: string; receipt: Record<string, unknown> },
+    also?: ReceiptAlso,
+  ): Promise<ReceiptEntry>;
   get(id: string): Promise<ReceiptEntry | null>;
   list(query: PageQuery): Promise<Page<ReceiptEntry>>;
   /** Receipt ids in log order, from position `start` on. */

@@ -104,6 +104,10 @@ export function networkOf(ip: string): string {
   const plain = plainAddress(ip);
   const kind = isIP(plain);
   if (kind === 4) return `${plain.slice(0, plain.lastIndexOf('.'))}.0/24`;
-  if (kind === 6) return `${v6Groups(plain).slice(0, 4).map((g) => g.toString(16)).join(':')}::/64`;
+  if (kind === 6)
+    return `${v6Groups(plain)
+      .slice(0, 4)
+      .map((g) => g.toString(16))
+      .join(':')}::/64`;
   return plain;
 }

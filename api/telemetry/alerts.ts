@@ -42,7 +42,8 @@ const FIELD_CHARS = 128;
 const cut = (s: string) => (s.length > FIELD_CHARS ? `${s.slice(0, FIELD_CHARS - 1)}…` : s);
 
 /** Whether a (kind, family) last raised at `last` may be raised again at `now`: once per window. */
-export const dueAgain = (last: number | undefined, now: number, windowMs: number) => last === undefined || now - last >= windowMs;
+export const dueAgain = (last: number | undefined, now: number, windowMs: number) =>
+  last === undefined || now - last >= windowMs;
 
 /**
  * Alerts none of the anchors ship, sent to the operator's webhook and to the log at warn. Bounded
@@ -66,7 +67,13 @@ export function createAlerts(o: AlertOptions) {
     return map.size < ALERT_MAX_KEYS;
   }
 
-  function raise(kind: AlertKind, family: string, operator: string | null, message: string, detail: Alert['detail']): boolean {
+  function raise(
+    kind: AlertKind,
+    family: string,
+    operator: string | null,
+    message: string,
+    detail: Alert['detail'],
+  ): boolean {
     const at = now();
     const ms = at.getTime();
     const key = `${kind}\n${family}`;
@@ -77,12 +84,23 @@ export function createAlerts(o: AlertOptions) {
     }
     raised.set(key, ms);
     stats.raised++;
-    const alert: Alert = { kind, family: cut(family), operator, at: at.toISOString(), message, detail, windowMs: o.windowMs };
+    const alert: Alert = {
+      kind,
+      family: cut(family),
+      operator,
+      at: at.toISOString(),
+      message,
+      detail,
+      windowMs: o.windowMs,
+    };
     o.logger.warn({ alert }, `bot alert: ${message}`);
     if (!o.webhookUrl) return true;
     if (queue.length >= o.maxQueue) {
       stats.dropped++;
-      o.logger.warn({ kind, family: alert.family, queued: queue.length }, 'bot alert: the webhook queue is full; this alert was only logged');
+      o.logger.warn(
+        { kind, family: alert.family, queued: queue.length },
+        'bot alert: the webhook queue is full; this alert was only logged',
+      );
       return true;
     }
     queue.push(alert);
@@ -118,7 +136,10 @@ export function createAlerts(o: AlertOptions) {
       stats.sent++;
     } catch (error) {
       stats.failed++;
-      o.logger.warn({ kind: alert.kind, family: alert.family, err: error instanceof Error ? error.message : String(error) }, 'bot alert: the webhook did not take it (not retried)');
+      o.logger.warn(
+        { kind: alert.kind, family: alert.family, err: error instanceof Error ? error.message : String(error) },
+        'bot alert: the webhook did not take it (not retried)',
+      );
     }
   }
 
@@ -139,16 +160,25 @@ export function createAlerts(o: AlertOptions) {
       }
       f.failed += n;
       if (f.failed < o.spoofThreshold) return false;
-      return raise('spoofing', family, operator, `${f.failed} failed verifications of ${cut(family)} within ${Math.round(o.windowMs / 60_000)} min: someone is spoofing it`, { failed: f.failed, threshold: o.spoofThreshold });
+      return raise(
+        'spoofing',
+        family,
+        operator,
+        `${f.failed} failed verifications of ${cut(family)} within ${Math.round(o.windowMs / 60_000)} min: someone is spoofing it`,
+        { failed: f.failed, threshold: o.spoofThreshold },
+      );
     },
     /** A crawler requested a path robots.txt disallows (a bait path). */
     robots(family: string, operator: string | null, path: string): boolean {
-      return raise('robots', family, operator, `${cut(family)} requested ${cut(path)}, which robots.txt disallows`, { path: cut(path) });
+      return raise('robots', family, operator, `${cut(family)} requested ${cut(path)}, which robots.txt disallows`, {
+        path: cut(path),
+      });
     },
     /** Counts since start: raised, sent, failed to send, dropped (queue full or too many keys). */
     stats: () => ({ ...stats, queued: queue.length, inFlight }),
     /** Resolves once nothing is queued or in flight (tests, shutdown). */
-    idle: (): Promise<void> => (inFlight === 0 && queue.length === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve))),
+    idle: (): Promise<void> =>
+      inFlight === 0 && queue.length === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve)),
   };
 }
 export type Alerts = ReturnType<typeof createAlerts>;

@@ -79,8 +79,8 @@ export function expandPattern(pattern: string): string[] | null {
       if (pattern[i] === '?') {
         const kind = pattern.slice(i, i + 3);
         if (kind.startsWith('?:')) i += 2;
-        else if (kind === '?<!' || kind === '?<=') (i += 3), (look = true);
-        else if (kind.startsWith('?!') || kind.startsWith('?=')) (i += 2), (look = true);
+        else if (kind === '?<!' || kind === '?<=') ((i += 3), (look = true));
+        else if (kind.startsWith('?!') || kind.startsWith('?=')) ((i += 2), (look = true));
         else fail();
       }
       const inner = alternation();
@@ -108,9 +108,7 @@ export function expandPattern(pattern: string): string[] | null {
   try {
     const all = alternation();
     if (i !== pattern.length) return null;
-    const names = all
-      .filter((s) => !s.includes(CUT))
-      .map((s) => s.split(WILD)[0]!.trim());
+    const names = all.filter((s) => !s.includes(CUT)).map((s) => s.split(WILD)[0]!.trim());
     return [...new Set(names.filter((s) => s !== ''))];
   } catch {
     return null;
@@ -119,17 +117,109 @@ export function expandPattern(pattern: string): string[] | null {
 
 /** Words of platforms, engines and browsers: never a name, and they end a name of several words. */
 export const PLATFORM_WORDS = new Set([
-  'firefox', 'opera', 'edg', 'edge', 'msie', 'trident', 'presto', 'crios', 'fxios', 'samsungbrowser', 'mozilla', 'compatible', 'applewebkit', 'khtml',
-  'like', 'gecko', 'chrome', 'safari', 'version', 'mobile', 'linux', 'android', 'windows', 'macintosh', 'iphone', 'http:', 'https:', 'u', 'en',
-  'en-us', 'x11', 'win64', 'x64', 'nt', 'intel', 'mac', 'os', 'x', 'cpu', 'build', 'bot', 'crawler', 'spider', 'robot', 'the', 'a', 'for', 'and', 'of',
-  'http', 'www',
+  'firefox',
+  'opera',
+  'edg',
+  'edge',
+  'msie',
+  'trident',
+  'presto',
+  'crios',
+  'fxios',
+  'samsungbrowser',
+  'mozilla',
+  'compatible',
+  'applewebkit',
+  'khtml',
+  'like',
+  'gecko',
+  'chrome',
+  'safari',
+  'version',
+  'mobile',
+  'linux',
+  'android',
+  'windows',
+  'macintosh',
+  'iphone',
+  'http:',
+  'https:',
+  'u',
+  'en',
+  'en-us',
+  'x11',
+  'win64',
+  'x64',
+  'nt',
+  'intel',
+  'mac',
+  'os',
+  'x',
+  'cpu',
+  'build',
+  'bot',
+  'crawler',
+  'spider',
+  'robot',
+  'the',
+  'a',
+  'for',
+  'and',
+  'of',
+  'http',
+  'www',
 ]);
 /** Words that are never a bot's name by themselves: platform words, vendors, languages and generic words. */
 export const NOT_NAMES = new Set([
   ...PLATFORM_WORDS,
-  'ipad', 'google', 'yandex', 'apple', 'microsoft', 'amazon', 'facebook', 'samsung', 'huawei', 'xiaomi', 'www.google.com', 'com', 'net', 'org',
-  'java', 'python', 'php', 'ruby', 'perl', 'go', 'node', 'curl', 'wget', 'apache', 'search', 'monitor', 'checker', 'check', 'agent', 'client', 'fetcher',
-  'preview', 'proxy', 'scanner', 'service', 'tool', 'test', 'app', 'browser', 'media', 'news', 'feed', 'reader', 'user', 'web', 'site', 'online', 'link',
+  'ipad',
+  'google',
+  'yandex',
+  'apple',
+  'microsoft',
+  'amazon',
+  'facebook',
+  'samsung',
+  'huawei',
+  'xiaomi',
+  'www.google.com',
+  'com',
+  'net',
+  'org',
+  'java',
+  'python',
+  'php',
+  'ruby',
+  'perl',
+  'go',
+  'node',
+  'curl',
+  'wget',
+  'apache',
+  'search',
+  'monitor',
+  'checker',
+  'check',
+  'agent',
+  'client',
+  'fetcher',
+  'preview',
+  'proxy',
+  'scanner',
+  'service',
+  'tool',
+  'test',
+  'app',
+  'browser',
+  'media',
+  'news',
+  'feed',
+  'reader',
+  'user',
+  'web',
+  'site',
+  'online',
+  'link',
 ]);
 
 /** Matomo's categories, by our kind and class. */
@@ -181,7 +271,8 @@ class Claims {
   /** Curated tokens written with a trailing * ("Pingdom.com_bot_version*") hold every token they start. */
   prefixes: string[] = [];
   constructor(curated: BotFamilies) {
-    const hold = (t: string) => (t.endsWith('*') ? this.prefixes.push(t.slice(0, -1).toLowerCase()) : this.tokens.add(t.toLowerCase()));
+    const hold = (t: string) =>
+      t.endsWith('*') ? this.prefixes.push(t.slice(0, -1).toLowerCase()) : this.tokens.add(t.toLowerCase());
     for (const f of curated.families) {
       this.names.add(f.family.toLowerCase());
       f.tokens.forEach(hold);
@@ -190,7 +281,9 @@ class Claims {
   }
   /** The tokens still free, claimed now. */
   take(tokens: string[]): string[] {
-    const free = tokens.filter((t) => !this.tokens.has(t.toLowerCase()) && !this.prefixes.some((p) => t.toLowerCase().startsWith(p)));
+    const free = tokens.filter(
+      (t) => !this.tokens.has(t.toLowerCase()) && !this.prefixes.some((p) => t.toLowerCase().startsWith(p)),
+    );
     for (const t of free) this.tokens.add(t.toLowerCase());
     return free;
   }
@@ -214,7 +307,11 @@ class Claims {
  * the product token its pattern matches in its own example User-Agents. Curated tokens, human client
  * tokens and names are never taken.
  */
-export function generatedFamilies(curated: BotFamilies, deviceDetector: DeviceDetectorBot[], crawlers: CrawlerUserAgent[]): GeneratedBotFamily[] {
+export function generatedFamilies(
+  curated: BotFamilies,
+  deviceDetector: DeviceDetectorBot[],
+  crawlers: CrawlerUserAgent[],
+): GeneratedBotFamily[] {
   const claims = new Claims(curated);
   const out: GeneratedBotFamily[] = [];
   for (const bot of deviceDetector) {
@@ -232,7 +329,13 @@ export function generatedFamilies(curated: BotFamilies, deviceDetector: DeviceDe
       // One pattern for many of an operator's bots (Matomo's "Googlebot" matches Google-Ads-Qualify
       // too): its category holds for the bot it is named after, the others are just bots.
       const own = groups.size === 1 || bot.name.includes('$') || squash(tokens[0]!).includes(squash(bot.name));
-      out.push({ family: claims.name(preferred, tokens), operator: bot.producer?.name?.trim() || (bot.name.includes('$') ? 'unknown' : bot.name), tokens, ...(own ? kindOf(bot.category) : kindOf(undefined)), source: 'device-detector' });
+      out.push({
+        family: claims.name(preferred, tokens),
+        operator: bot.producer?.name?.trim() || (bot.name.includes('$') ? 'unknown' : bot.name),
+        tokens,
+        ...(own ? kindOf(bot.category) : kindOf(undefined)),
+        source: 'device-detector',
+      });
     }
   }
   for (const c of crawlers) {
@@ -245,15 +348,34 @@ export function generatedFamilies(curated: BotFamilies, deviceDetector: DeviceDe
       const t = productTokens(instance);
       const at = t.starts.findLastIndex((s) => s <= m.index);
       const token = t.original[at];
-      if (!token || NOT_NAMES.has(token.toLowerCase()) || token.length < 3 || /^[\d.]+$/.test(token) || token.startsWith('http')) continue;
+      if (
+        !token ||
+        NOT_NAMES.has(token.toLowerCase()) ||
+        token.length < 3 ||
+        /^[\d.]+$/.test(token) ||
+        token.startsWith('http')
+      )
+        continue;
       if (!tokens.some((x) => x.toLowerCase() === token.toLowerCase())) tokens.push(token);
     }
     const free = claims.take(tokens);
     if (free.length === 0) continue;
-    out.push({ family: claims.name(free[0]!, free), operator: 'unknown', tokens: free, kind: search ? 'search' : 'other', class: search ? 'Crawler' : 'Bot', source: 'crawler-user-agents' });
+    out.push({
+      family: claims.name(free[0]!, free),
+      operator: 'unknown',
+      tokens: free,
+      kind: search ? 'search' : 'other',
+      class: search ? 'Crawler' : 'Bot',
+      source: 'crawler-user-agents',
+    });
   }
   return out;
 }
 
 /** A generated row as a family of the classifier's table (nothing of it can be verified). */
-export const asFamily = (g: GeneratedBotFamily): BotFamily => ({ ...g, verify: 'none', weak: false, robots_only: false });
+export const asFamily = (g: GeneratedBotFamily): BotFamily => ({
+  ...g,
+  verify: 'none',
+  weak: false,
+  robots_only: false,
+});

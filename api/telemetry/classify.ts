@@ -44,20 +44,26 @@ const copied = (s: string) => ` ${s}`.slice(1);
 export const CLASSIFY_CACHE_BYTES = 4 * 1024 * 1024;
 
 const HUMAN: Classification = Object.freeze({ bot: false, family: null, class: null, known: null, verify: 'none' });
-const UNNAMED: Classification = Object.freeze({ bot: true, family: 'unnamed bot', class: 'Bot', known: null, verify: 'none' });
+const UNNAMED: Classification = Object.freeze({
+  bot: true,
+  family: 'unnamed bot',
+  class: 'Bot',
+  known: null,
+  verify: 'none',
+});
 
 /** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
 export const classificationOf = (known: BotFamily): Classification =>
   known.kind === 'operator'
     ? { bot: false, family: known.family, class: null, known, verify: 'none', operator: true }
     : {
-  bot: true,
-  family: known.family,
-  // A robots.txt-only token is never sent by its operator: whoever sends it is spoofing.
-  class: known.robots_only ? 'Cosplay' : known.class,
-  known,
-  verify: known.verify,
-};
+        bot: true,
+        family: known.family,
+        // A robots.txt-only token is never sent by its operator: whoever sends it is spoofing.
+        class: known.robots_only ? 'Cosplay' : known.class,
+        known,
+        verify: known.verify,
+      };
 
 /** How much a table's word is worth: ours over the lists', a maintained list over a list of examples. */
 const Tier = {
@@ -98,7 +104,12 @@ function prefixList<T>(entries: [string, T][]): [string, T][] {
 }
 
 /** The entry whose phrase starts at token i, if any, and how many words it spans. */
-function phraseAt<T>(index: PhraseIndex<T>, lower: string[], i: number, prefixes: [string, T][] = []): { value: T; words: number } | undefined {
+function phraseAt<T>(
+  index: PhraseIndex<T>,
+  lower: string[],
+  i: number,
+  prefixes: [string, T][] = [],
+): { value: T; words: number } | undefined {
   const candidates = index.get(lower[i]!);
   if (!candidates) {
     for (const [p, v] of prefixes) if (lower[i]!.startsWith(p)) return { value: v, words: 1 };
@@ -129,7 +140,8 @@ function headAt<T>(single: Map<string, T>, token: string): T | undefined {
 }
 
 /** Product tokens that usually name a bot when nothing else does. */
-const BOTLIKE = /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget/i;
+const BOTLIKE =
+  /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget/i;
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -139,7 +151,22 @@ const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
-const NAME_STOP = new Set([...[...PLATFORM_WORDS].filter((w) => !GENERIC_NAMES.has(w)), 'for', 'by', 'used', 'on', 'with', 'from', 'at', 'to', 'in', 'or', 'see', 'please', 'is']);
+const NAME_STOP = new Set([
+  ...[...PLATFORM_WORDS].filter((w) => !GENERIC_NAMES.has(w)),
+  'for',
+  'by',
+  'used',
+  'on',
+  'with',
+  'from',
+  'at',
+  'to',
+  'in',
+  'or',
+  'see',
+  'please',
+  'is',
+]);
 
 /**
  * The name starting at token i, with the words that follow it after a single space while none has
@@ -152,7 +179,15 @@ function nameAt(t: Tokens, ua: string, i: number): string {
   while (j - i < 3 && !GENERIC_NAMES.has(t.lower[j]!)) {
     const end = t.starts[j]! + t.original[j]!.length;
     const next = t.original[j + 1];
-    if (next === undefined || ua.charCodeAt(end) !== 32 || t.starts[j + 1] !== end + 1 || !/^[A-Za-z]/.test(next) || /^v\d/i.test(next) || NAME_STOP.has(t.lower[j + 1]!)) break;
+    if (
+      next === undefined ||
+      ua.charCodeAt(end) !== 32 ||
+      t.starts[j + 1] !== end + 1 ||
+      !/^[A-Za-z]/.test(next) ||
+      /^v\d/i.test(next) ||
+      NAME_STOP.has(t.lower[j + 1]!)
+    )
+      break;
     name += ` ${next}`;
     j++;
   }
@@ -161,10 +196,21 @@ function nameAt(t: Tokens, ua: string, i: number): string {
 
 /** The name an unknown bot gives itself: "<Word> Spider", else the first bot-like token. */
 function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => false): string | null {
-  for (let i = 1; i < t.lower.length; i++) if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!)) return `${t.original[i - 1]} ${t.original[i]}`;
+  for (let i = 1; i < t.lower.length; i++)
+    if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!))
+      return `${t.original[i - 1]} ${t.original[i]}`;
   for (let i = 0; i < t.lower.length; i++) {
     const lower = t.lower[i]!;
-    if (!skip(lower) && !NOT_NAMES.has(lower) && lower.length > 2 && BOTLIKE.test(lower) && !lower.includes('.') && !lower.includes('@') && !lower.includes(':')) return nameAt(t, ua, i);
+    if (
+      !skip(lower) &&
+      !NOT_NAMES.has(lower) &&
+      lower.length > 2 &&
+      BOTLIKE.test(lower) &&
+      !lower.includes('.') &&
+      !lower.includes('@') &&
+      !lower.includes(':')
+    )
+      return nameAt(t, ua, i);
   }
   return null;
 }
@@ -174,8 +220,23 @@ const CONTACT = /https?:\/\/|\bwww\.|@|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io
 /** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
 const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
 /** Words of browsers' own product tokens, after which an appended token is a name ("... Safari/537.36 DareBoost"). */
-const BROWSER_WORDS = new Set(['safari', 'chrome', 'firefox', 'gecko', 'version', 'mobile', 'edg', 'opr', 'applewebkit', 'khtml', 'like', 'presto', 'trident']);
-const plausible = (lower: string) => lower.length >= 2 && !NOT_NAMES.has(lower) && !/^[\d.x_-]+$/.test(lower) && !lower.startsWith('+');
+const BROWSER_WORDS = new Set([
+  'safari',
+  'chrome',
+  'firefox',
+  'gecko',
+  'version',
+  'mobile',
+  'edg',
+  'opr',
+  'applewebkit',
+  'khtml',
+  'like',
+  'presto',
+  'trident',
+]);
+const plausible = (lower: string) =>
+  lower.length >= 2 && !NOT_NAMES.has(lower) && !/^[\d.x_-]+$/.test(lower) && !lower.startsWith('+');
 
 /** The platform comment of a browser-looking string ("(Linux; Android 9; Google TV Build/...)"), where device models are; "" when none. */
 function platformText(ua: string): string {
@@ -197,7 +258,13 @@ const platformTokenCount = (ua: string) => {
  */
 function selfName(t: Tokens, ua: string): string | null {
   const compatible = t.lower.indexOf('compatible');
-  if (compatible >= 0 && compatible + 1 < t.lower.length && plausible(t.lower[compatible + 1]!) && t.lower[compatible + 1] !== 'msie') return nameAt(t, ua, compatible + 1);
+  if (
+    compatible >= 0 &&
+    compatible + 1 < t.lower.length &&
+    plausible(t.lower[compatible + 1]!) &&
+    t.lower[compatible + 1] !== 'msie'
+  )
+    return nameAt(t, ua, compatible + 1);
   if (!/^(mozilla|opera)\//i.test(ua)) {
     const i = t.lower.findIndex(plausible);
     if (i >= 0 && /^[a-z]/i.test(t.original[i]!)) return nameAt(t, ua, i);
@@ -252,22 +319,39 @@ export interface ClassifierOptions {
 export function createClassifier(families: BotFamily[], options: ClassifierOptions = {}) {
   const { humanClients = {}, generated = [], cacheBytes = CLASSIFY_CACHE_BYTES } = options;
   const entries: [string, Entry][] = [
-    ...families.flatMap((f) => f.tokens.map((t): [string, Entry] => [t, { c: classificationOf(f), tier: f.kind === 'tool' || f.weak ? Tier.Weak : Tier.Curated }])),
-    ...generated.flatMap((g) => g.tokens.map((t): [string, Entry] => [t, { c: classificationOf(asFamily(g)), tier: g.source === 'device-detector' ? Tier.Listed : Tier.Example }])),
+    ...families.flatMap((f) =>
+      f.tokens.map((t): [string, Entry] => [
+        t,
+        { c: classificationOf(f), tier: f.kind === 'tool' || f.weak ? Tier.Weak : Tier.Curated },
+      ]),
+    ),
+    ...generated.flatMap((g) =>
+      g.tokens.map((t): [string, Entry] => [
+        t,
+        { c: classificationOf(asFamily(g)), tier: g.source === 'device-detector' ? Tier.Listed : Tier.Example },
+      ]),
+    ),
   ];
   const byPhrase = phraseIndex(entries.filter(([t]) => !t.endsWith('*')));
   const familyPrefixes = prefixList(entries);
   // Single-word tokens, for heads of longer tokens ("Dataprovider" in "Dataprovider.com").
   const single = new Map<string, Entry>();
-  for (const [t, e] of entries) if (!t.endsWith('*') && productTokens(t).lower.length === 1 && !single.has(t.toLowerCase())) single.set(t.toLowerCase(), e);
+  for (const [t, e] of entries)
+    if (!t.endsWith('*') && productTokens(t).lower.length === 1 && !single.has(t.toLowerCase()))
+      single.set(t.toLowerCase(), e);
   const humanTokens = Object.values(humanClients).flatMap((tokens) => tokens.map((t): [string, true] => [t, true]));
   const humanPrefixes = prefixList(humanTokens);
   const humans = phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*')));
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
-  const weakTokens = new Set(families.filter((f) => f.kind === 'tool' || f.weak).flatMap((f) => f.tokens.map((t) => t.toLowerCase())));
+  const weakTokens = new Set(
+    families.filter((f) => f.kind === 'tool' || f.weak).flatMap((f) => f.tokens.map((t) => t.toLowerCase())),
+  );
   const personClient = options.personClient ?? createPersonClientCheck();
-  const cache = new LRUCache<string, Classification>({ maxSize: cacheBytes, sizeCalculation: (_v, key) => 2 * key.length + 96 });
+  const cache = new LRUCache<string, Classification>({
+    maxSize: cacheBytes,
+    sizeCalculation: (_v, key) => 2 * key.length + 96,
+  });
   /** Set when an answer was made without the client parser (its budget spent): such answers are not cached. */
   let unchecked = false;
 

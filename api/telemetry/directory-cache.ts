@@ -1,7 +1,15 @@
 import CachePolicy from 'http-cache-semantics';
 import { LRUCache } from 'lru-cache';
 import type { DirectoryFetcher, DirectoryResponse } from './directory-fetch.ts';
-import { acceptableMediaType, acceptFor, cimdKeys, DirectoryError, keySetOf, type DirectoryKey, type KeySet } from './key-directory.ts';
+import {
+  acceptableMediaType,
+  acceptFor,
+  cimdKeys,
+  DirectoryError,
+  keySetOf,
+  type DirectoryKey,
+  type KeySet,
+} from './key-directory.ts';
 import type { AgentMember } from './signature-agent.ts';
 
 /** Directories remembered at most (least recently used leave first). */
@@ -73,17 +81,24 @@ export function retryAfterMs(value: string | undefined, now: number): number {
 export function freshnessMs(policy: CachePolicy): number {
   const headers = policy.responseHeaders();
   const explicit = headers['cache-control'] !== undefined || headers.expires !== undefined;
-  return clamp(explicit ? (policy.maxAge() - policy.age()) * 1000 : DIRECTORY_DEFAULT_TTL_MS, DIRECTORY_MIN_TTL_MS, DIRECTORY_MAX_TTL_MS);
+  return clamp(
+    explicit ? (policy.maxAge() - policy.age()) * 1000 : DIRECTORY_DEFAULT_TTL_MS,
+    DIRECTORY_MIN_TTL_MS,
+    DIRECTORY_MAX_TTL_MS,
+  );
 }
 
 const flat = (headers: CachePolicy.Headers): Record<string, string> =>
-  Object.fromEntries(Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [[k, Array.isArray(v) ? v.join(', ') : v]])));
+  Object.fromEntries(
+    Object.entries(headers).flatMap(([k, v]) => (v === undefined ? [] : [[k, Array.isArray(v) ? v.join(', ') : v]])),
+  );
 
 const asPolicyResponse = (res: DirectoryResponse) => ({ status: res.status, headers: res.headers });
 
 function jsonOf(res: DirectoryResponse, member: Pick<AgentMember, 'type'>): unknown {
   if (res.status !== 200) throw new DirectoryError(`answered ${res.status}`);
-  if (!acceptableMediaType(member.type, res.headers['content-type'])) throw new DirectoryError(`served as ${res.headers['content-type'] ?? 'nothing'}`);
+  if (!acceptableMediaType(member.type, res.headers['content-type']))
+    throw new DirectoryError(`served as ${res.headers['content-type'] ?? 'nothing'}`);
   try {
     return JSON.parse(res.body.toString('utf8'));
   } catch {
@@ -121,12 +136,21 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   }
 
   function confirm(entry: Entry, keys: KeySet, policy: CachePolicy | null, ttlMs: number, at: number): void {
-    Object.assign(entry, { keys, policy, confirmedAt: at, freshUntil: at + ttlMs, refreshAt: at + ttlMs * (0.75 + 0.15 * random()), retryAt: 0, failures: 0 });
+    Object.assign(entry, {
+      keys,
+      policy,
+      confirmedAt: at,
+      freshUntil: at + ttlMs,
+      refreshAt: at + ttlMs * (0.75 + 0.15 * random()),
+      retryAt: 0,
+      failures: 0,
+    });
   }
 
   function fail(entry: Entry, at: number, retryAfter: number): void {
     entry.failures++;
-    const backoff = Math.min(NEGATIVE_TTL_MAX_MS, NEGATIVE_TTL_FIRST_MS * 2 ** (entry.failures - 1)) * (0.8 + 0.2 * random());
+    const backoff =
+      Math.min(NEGATIVE_TTL_MAX_MS, NEGATIVE_TTL_FIRST_MS * 2 ** (entry.failures - 1)) * (0.8 + 0.2 * random());
     entry.retryAt = at + Math.min(NEGATIVE_TTL_MAX_MS, Math.max(backoff, retryAfter));
   }
 
@@ -141,7 +165,10 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
     const request = { url: member.fetchUrl, method: 'GET', headers: { accept: acceptFor(member.type) } };
     let res: DirectoryResponse | undefined;
     try {
-      res = await get(member.fetchUrl, entry.policy && entry.keys ? flat(entry.policy.revalidationHeaders(request)) : request.headers);
+      res = await get(
+        member.fetchUrl,
+        entry.policy && entry.keys ? flat(entry.policy.revalidationHeaders(request)) : request.headers,
+      );
       if (res.status === 304 && entry.policy && entry.keys) {
         const { policy } = entry.policy.revalidatedPolicy(request, asPolicyResponse(res));
         return confirm(entry, entry.keys, policy, freshnessMs(policy), at);
@@ -149,16 +176,32 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
       const document = jsonOf(res, member);
       const policy = new CachePolicy(request, asPolicyResponse(res), { shared: false });
       if (member.type !== 'cimd') {
-        const keys = await keySetOf(document, { kidIsThumbprint: member.type === 'directory', allowTestKeys: o.allowTestKeys });
+        const keys = await keySetOf(document, {
+          kidIsThumbprint: member.type === 'directory',
+          allowTestKeys: o.allowTestKeys,
+        });
         return confirm(entry, keys, policy, freshnessMs(policy), at);
       }
       const where = cimdKeys(document, member.fetchUrl);
-      if ('jwks' in where) return confirm(entry, await keySetOf(where.jwks, { kidIsThumbprint: false, allowTestKeys: o.allowTestKeys }), policy, freshnessMs(policy), at);
+      if ('jwks' in where)
+        return confirm(
+          entry,
+          await keySetOf(where.jwks, { kidIsThumbprint: false, allowTestKeys: o.allowTestKeys }),
+          policy,
+          freshnessMs(policy),
+          at,
+        );
       // The document points elsewhere: both are fetched whole each time, fresh as long as the shorter-lived.
       const jwksRequest = { url: where.jwksUri, method: 'GET', headers: { accept: acceptFor('jwks_uri') } };
       res = await get(where.jwksUri, jwksRequest.headers);
-      const keys = await keySetOf(jsonOf(res, { type: 'jwks_uri' }), { kidIsThumbprint: false, allowTestKeys: o.allowTestKeys });
-      const ttl = Math.min(freshnessMs(policy), freshnessMs(new CachePolicy(jwksRequest, asPolicyResponse(res), { shared: false })));
+      const keys = await keySetOf(jsonOf(res, { type: 'jwks_uri' }), {
+        kidIsThumbprint: false,
+        allowTestKeys: o.allowTestKeys,
+      });
+      const ttl = Math.min(
+        freshnessMs(policy),
+        freshnessMs(new CachePolicy(jwksRequest, asPolicyResponse(res), { shared: false })),
+      );
       confirm(entry, keys, null, ttl, at);
     } catch {
       fail(entry, at, retryAfterMs(res?.headers['retry-after'], at));
@@ -180,7 +223,20 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   function entryOf(member: AgentMember): Entry {
     const id = `${member.type} ${member.identifier}`;
     let entry = entries.get(id);
-    if (!entry) entries.set(id, (entry = { keys: null, policy: null, confirmedAt: 0, freshUntil: 0, refreshAt: 0, retryAt: 0, failures: 0, inFlight: null }));
+    if (!entry)
+      entries.set(
+        id,
+        (entry = {
+          keys: null,
+          policy: null,
+          confirmedAt: 0,
+          freshUntil: 0,
+          refreshAt: 0,
+          retryAt: 0,
+          failures: 0,
+          inFlight: null,
+        }),
+      );
     return entry;
   }
 
@@ -194,7 +250,13 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
       } else if (at >= entry.retryAt) {
         await refresh(member, entry, entry.keys === null);
       }
-      if (entry.keys && !entry.keys.keys.has(keyid) && now() - entry.confirmedAt >= UNKNOWN_KEY_REFETCH_MS && now() >= entry.retryAt) await refresh(member, entry, true);
+      if (
+        entry.keys &&
+        !entry.keys.keys.has(keyid) &&
+        now() - entry.confirmedAt >= UNKNOWN_KEY_REFETCH_MS &&
+        now() >= entry.retryAt
+      )
+        await refresh(member, entry, true);
       const key = entry.keys?.keys.get(keyid);
       if (key) return { status: 'key', key };
       return entry.keys && now() < entry.freshUntil ? { status: 'absent' } : { status: 'unavailable' };

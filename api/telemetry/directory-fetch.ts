@@ -30,14 +30,38 @@ export class DirectoryFetchError extends Error {
 // Signature-Agent cannot point the server at its own network (draft §6.7, OWASP SSRF).
 const FORBIDDEN = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) FORBIDDEN.addSubnet(net, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  FORBIDDEN.addSubnet(net, prefix, 'ipv4');
 for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
-  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
-] as const) FORBIDDEN.addSubnet(net, prefix, 'ipv6');
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
+] as const)
+  FORBIDDEN.addSubnet(net, prefix, 'ipv6');
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
 LOOPBACK.addAddress('::1', 'ipv6');
@@ -90,8 +114,17 @@ export function httpDirectoryFetcher(o: DirectoryFetcherOptions = {}): Directory
       (addresses) => {
         const allowed = addresses.filter((a) => mayConnectTo(a, allowLoopback));
         // One forbidden answer refuses the name: a host that resolves inward is not a signer's.
-        if (!allowed.length || allowed.length !== addresses.length) return callback(new DirectoryFetchError(`${hostname} resolves to no address a directory may be fetched from`), '', 4);
-        if (options.all) return callback(null, allowed.map((address) => ({ address, family: isIP(address) })));
+        if (!allowed.length || allowed.length !== addresses.length)
+          return callback(
+            new DirectoryFetchError(`${hostname} resolves to no address a directory may be fetched from`),
+            '',
+            4,
+          );
+        if (options.all)
+          return callback(
+            null,
+            allowed.map((address) => ({ address, family: isIP(address) })),
+          );
         callback(null, allowed[0]!, isIP(allowed[0]!));
       },
       (error: Error) => callback(error as NodeJS.ErrnoException, '', 4),
@@ -104,13 +137,19 @@ export function httpDirectoryFetcher(o: DirectoryFetcherOptions = {}): Directory
       const host = url.hostname.replace(/^\[|\]$/g, '');
       const literal = isIP(host) !== 0;
       const loopbackHost = literal && allowLoopback && LOOPBACK.check(host, family(host));
-      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackHost)) return reject(new DirectoryFetchError(`${url.protocol} is not https`));
+      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackHost))
+        return reject(new DirectoryFetchError(`${url.protocol} is not https`));
       // A literal address is connected to without a lookup, so it is checked here.
-      if (literal && !mayConnectTo(host, allowLoopback)) return reject(new DirectoryFetchError(`${host} is not an address a directory may be fetched from`));
+      if (literal && !mayConnectTo(host, allowLoopback))
+        return reject(new DirectoryFetchError(`${host} is not an address a directory may be fetched from`));
       const client = url.protocol === 'https:' ? https : http;
       const req = client.request(url, {
         method: 'GET',
-        headers: { ...headers, 'accept-encoding': 'identity', 'user-agent': 'agent-node-service (Web Bot Auth key directory)' },
+        headers: {
+          ...headers,
+          'accept-encoding': 'identity',
+          'user-agent': 'agent-node-service (Web Bot Auth key directory)',
+        },
         lookup,
         agent: false,
         signal: AbortSignal.timeout(timeoutMs),
@@ -131,7 +170,13 @@ export function httpDirectoryFetcher(o: DirectoryFetcherOptions = {}): Directory
           if (size > maxBytes) return fail(`larger than ${maxBytes} bytes`);
           chunks.push(chunk);
         });
-        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, headers: flatHeaders(res.headers), body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolvePromise({
+            status: res.statusCode ?? 0,
+            headers: flatHeaders(res.headers),
+            body: Buffer.concat(chunks),
+          }),
+        );
         res.on('error', reject);
       });
       req.end();

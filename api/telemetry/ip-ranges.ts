@@ -32,7 +32,10 @@ export function addressesInJson(body: unknown): string[] {
 
 /** One address or prefix a line (Telegram, Pingdom, UptimeRobot); blank lines and # comments skipped. */
 export function addressesInText(text: string): string[] {
-  const lines = text.split(/\r?\n/).map((l) => l.replace(/#.*/, '').trim()).filter(Boolean);
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.replace(/#.*/, '').trim())
+    .filter(Boolean);
   const bad = lines.find((l) => !isPrefix(l));
   if (bad !== undefined) throw new Error(`not an address or prefix: ${JSON.stringify(bad.slice(0, 60))}`);
   return lines;
@@ -41,13 +44,25 @@ export function addressesInText(text: string): string[] {
 /** IPv4 addresses listed in a web page (DuckDuckGo's help page lists DuckDuckBot's in <li> items). */
 export function addressesInHtml(html: string): string[] {
   const text = html.replace(/<[^>]*>/g, ' ');
-  return [...new Set([...text.matchAll(/(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3}(?:\/\d{1,2})?)(?![\d.])/g)].map((m) => m[1]!).filter(isPrefix))];
+  return [
+    ...new Set(
+      [...text.matchAll(/(?<![\d.])(\d{1,3}(?:\.\d{1,3}){3}(?:\/\d{1,2})?)(?![\d.])/g)]
+        .map((m) => m[1]!)
+        .filter(isPrefix),
+    ),
+  ];
 }
 
 /** Reads a fetched body in its publisher's format; throws when it holds no address at all. */
 export function parseRangeBody(format: RangeFormat, body: string): string[] {
   const prefixes =
-    format === 'google-json' ? prefixesOf(JSON.parse(body)) : format === 'json-addresses' ? addressesInJson(JSON.parse(body)) : format === 'text' ? addressesInText(body) : addressesInHtml(body);
+    format === 'google-json'
+      ? prefixesOf(JSON.parse(body))
+      : format === 'json-addresses'
+        ? addressesInJson(JSON.parse(body))
+        : format === 'text'
+          ? addressesInText(body)
+          : addressesInHtml(body);
   if (prefixes.length === 0) throw new Error('no addresses in the answer');
   return prefixes;
 }
@@ -64,7 +79,11 @@ export interface RefreshReport {
  * its old prefixes and is reported; a list without sources keeps its snapshot. The result is
  * validated before it is returned, so a bad answer never reaches the content a build reads.
  */
-export async function refreshRanges(text: string, fetchText: (url: string) => Promise<string>, today: string): Promise<{ text: string; report: RefreshReport[] }> {
+export async function refreshRanges(
+  text: string,
+  fetchText: (url: string) => Promise<string>,
+  today: string,
+): Promise<{ text: string; report: RefreshReport[] }> {
   const doc = parseDocument(text);
   const current = BotIpRangesSchema.parse(doc.toJS());
   const report: RefreshReport[] = [];

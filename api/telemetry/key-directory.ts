@@ -64,10 +64,20 @@ async function importKey(jwk: Record<string, unknown>): Promise<{ verifier: Veri
   if (jwk.use !== undefined && jwk.use !== 'sig') return null;
   let publicJwk: JsonWebKey;
   let algorithm: RsaHashedImportParams | Algorithm;
-  if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519' && typeof jwk.x === 'string' && (jwk.alg === undefined || jwk.alg === 'EdDSA' || jwk.alg === 'Ed25519')) {
+  if (
+    jwk.kty === 'OKP' &&
+    jwk.crv === 'Ed25519' &&
+    typeof jwk.x === 'string' &&
+    (jwk.alg === undefined || jwk.alg === 'EdDSA' || jwk.alg === 'Ed25519')
+  ) {
     publicJwk = { kty: 'OKP', crv: 'Ed25519', x: jwk.x };
     algorithm = { name: 'Ed25519' };
-  } else if (jwk.kty === 'RSA' && typeof jwk.n === 'string' && typeof jwk.e === 'string' && (jwk.alg === undefined || jwk.alg === 'PS512')) {
+  } else if (
+    jwk.kty === 'RSA' &&
+    typeof jwk.n === 'string' &&
+    typeof jwk.e === 'string' &&
+    (jwk.alg === undefined || jwk.alg === 'PS512')
+  ) {
     publicJwk = { kty: 'RSA', n: jwk.n, e: jwk.e };
     algorithm = { name: 'RSA-PSS', hash: 'SHA-512' };
   } else {
@@ -86,9 +96,13 @@ async function importKey(jwk: Record<string, unknown>): Promise<{ verifier: Veri
  * test keys and, at a well-known directory, keys whose `kid` is not their thumbprint are left out
  * and counted; a document that is not a JWK Set, or lists more than `maxKeys`, is refused.
  */
-export async function keySetOf(document: unknown, o: { kidIsThumbprint: boolean; allowTestKeys?: boolean; maxKeys?: number }): Promise<KeySet> {
+export async function keySetOf(
+  document: unknown,
+  o: { kidIsThumbprint: boolean; allowTestKeys?: boolean; maxKeys?: number },
+): Promise<KeySet> {
   if (!isRecord(document) || !Array.isArray(document.keys)) throw new DirectoryError('not a JWK Set');
-  if (document.keys.length > (o.maxKeys ?? MAX_DIRECTORY_KEYS)) throw new DirectoryError(`more than ${o.maxKeys ?? MAX_DIRECTORY_KEYS} keys`);
+  if (document.keys.length > (o.maxKeys ?? MAX_DIRECTORY_KEYS))
+    throw new DirectoryError(`more than ${o.maxKeys ?? MAX_DIRECTORY_KEYS} keys`);
   const set: KeySet = { keys: new Map(), refused: { testKeys: 0, unusable: 0 } };
   for (const jwk of document.keys) {
     const imported = isRecord(jwk) ? await importKey(jwk) : null;
@@ -103,7 +117,11 @@ export async function keySetOf(document: unknown, o: { kidIsThumbprint: boolean;
     } else if (TEST_KEY_THUMBPRINTS.has(thumbprint) && !o.allowTestKeys) {
       set.refused.testKeys++;
     } else {
-      set.keys.set(thumbprint, { verifier: imported.verifier, notBefore: seconds(record.nbf), notAfter: seconds(record.exp) });
+      set.keys.set(thumbprint, {
+        verifier: imported.verifier,
+        notBefore: seconds(record.nbf),
+        notAfter: seconds(record.exp),
+      });
     }
   }
   return set;
@@ -120,6 +138,7 @@ export function cimdKeys(document: unknown, fetchedFrom: string): { jwks: unknow
   const hasUri = document.jwks_uri !== undefined;
   if (hasJwks === hasUri) throw new DirectoryError('a metadata document needs exactly one of jwks and jwks_uri');
   if (hasJwks) return { jwks: document.jwks };
-  if (typeof document.jwks_uri !== 'string' || !URL.canParse(document.jwks_uri)) throw new DirectoryError('jwks_uri is not a URL');
+  if (typeof document.jwks_uri !== 'string' || !URL.canParse(document.jwks_uri))
+    throw new DirectoryError('jwks_uri is not a URL');
   return { jwksUri: document.jwks_uri };
 }

@@ -111,8 +111,14 @@ export interface LedgerEvent {
 }
 
 /** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
-export const RETENTION_BOUNDS = { hours: { min: 24, max: 336, default: 48 }, days: { min: 7, max: 400, default: 8 } } as const;
-const retention: { hours: number; days: number } = { hours: RETENTION_BOUNDS.hours.default, days: RETENTION_BOUNDS.days.default };
+export const RETENTION_BOUNDS = {
+  hours: { min: 24, max: 336, default: 48 },
+  days: { min: 7, max: 400, default: 8 },
+} as const;
+const retention: { hours: number; days: number } = {
+  hours: RETENTION_BOUNDS.hours.default,
+  days: RETENTION_BOUNDS.days.default,
+};
 
 /**
  * Sets how many hourly and daily buckets every family and referral row keeps (the operator's
@@ -121,7 +127,8 @@ const retention: { hours: number; days: number } = { hours: RETENTION_BOUNDS.hou
  */
 export function setLedgerRetention(r: { hours: number; days: number }): void {
   const within = (n: number, b: { min: number; max: number }) => Number.isInteger(n) && n >= b.min && n <= b.max;
-  if (!within(r.hours, RETENTION_BOUNDS.hours) || !within(r.days, RETENTION_BOUNDS.days)) throw new RangeError(`retention out of bounds: ${JSON.stringify(r)}`);
+  if (!within(r.hours, RETENTION_BOUNDS.hours) || !within(r.days, RETENTION_BOUNDS.days))
+    throw new RangeError(`retention out of bounds: ${JSON.stringify(r)}`);
   retention.hours = r.hours;
   retention.days = r.days;
 }
@@ -170,7 +177,13 @@ export const LEDGER_SKEW_MS = 5 * 60_000;
  */
 export function ledgerRange(now: Date): { from: number; to: number } {
   const ms = now.getTime();
-  return { from: Math.min(Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY, Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR), to: ms + LEDGER_SKEW_MS };
+  return {
+    from: Math.min(
+      Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY,
+      Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR,
+    ),
+    to: ms + LEDGER_SKEW_MS,
+  };
 }
 
 /** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
@@ -185,8 +198,14 @@ export function ledgerTime(at: Date, now: Date): Date | null {
 const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:00Z`;
 const dayKey = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 /** The oldest and newest bucket keys the ledger keeps at `now`. */
-const hourSpan = (now: number) => ({ oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR), newest: hourKey(now) });
-const daySpan = (now: number) => ({ oldest: dayKey(Math.floor(now / DAY) * DAY - (L.days - 1) * DAY), newest: dayKey(now) });
+const hourSpan = (now: number) => ({
+  oldest: hourKey(Math.floor(now / HOUR) * HOUR - (L.hours - 1) * HOUR),
+  newest: hourKey(now),
+});
+const daySpan = (now: number) => ({
+  oldest: dayKey(Math.floor(now / DAY) * DAY - (L.days - 1) * DAY),
+  newest: dayKey(now),
+});
 
 export const OTHER_FAMILIES = '(other families)';
 // Browsers caught in a bait path: a presence with no claim of its own.
@@ -233,7 +252,17 @@ function prune(map: Record<string, number>, span: { oldest: string; newest: stri
 const STATUS_CLASSES = ['0xx', '1xx', '2xx', '3xx', '4xx', '5xx'];
 const statusClass = (status: number) => STATUS_CLASSES[Math.floor(status / 100)] ?? `${Math.floor(status / 100)}xx`;
 /** The documents a crawler lands on; anything else it reads is a deep hit. */
-export const SURFACE_PATHS = new Set(['/', '/index.html', '/robots.txt', '/sitemap.xml', '/llms.txt', '/ai.txt', '/.well-known/ai.txt', '/favicon.ico', '/api/convert']);
+export const SURFACE_PATHS = new Set([
+  '/',
+  '/index.html',
+  '/robots.txt',
+  '/sitemap.xml',
+  '/llms.txt',
+  '/ai.txt',
+  '/.well-known/ai.txt',
+  '/favicon.ico',
+  '/api/convert',
+]);
 export const isDeep = (path: string) => !SURFACE_PATHS.has(path);
 
 const newRow = (family: string, c: Classification, at: string): FamilyRow => ({
@@ -273,7 +302,10 @@ function rowOf(s: TelemetrySnapshot, c: Classification, at: string): FamilyRow {
  * version 1 had `unverified` and `verifiable`, no daily buckets).
  */
 export function reviveRow(row: FamilyRow & { unverified?: number; verifiable?: boolean }): FamilyRow {
-  const out = { ...newRow(row.family, { bot: true, family: row.family, class: null, known: null, verify: 'none' }, row.firstSeen), ...row };
+  const out = {
+    ...newRow(row.family, { bot: true, family: row.family, class: null, known: null, verify: 'none' }, row.firstSeen),
+    ...row,
+  };
   if (row.unverified !== undefined) {
     out.failed += row.unverified;
     delete (out as { unverified?: number }).unverified;
@@ -286,7 +318,11 @@ export function reviveRow(row: FamilyRow & { unverified?: number; verifiable?: b
 /** A saved snapshot of any version, as this version reads it. */
 export function reviveSnapshot(s: TelemetrySnapshot): TelemetrySnapshot {
   if (s.version === 2) return s;
-  return { ...s, version: 2, families: Object.fromEntries(Object.entries(s.families).map(([k, row]) => [k, reviveRow(row)])) };
+  return {
+    ...s,
+    version: 2,
+    families: Object.fromEntries(Object.entries(s.families).map(([k, row]) => [k, reviveRow(row)])),
+  };
 }
 
 /** An ISO time, in ms; NaN when it is none. */
@@ -304,7 +340,8 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
   const hours = hourSpan(ms);
   const days = daySpan(ms);
   // Parsed, not compared as strings: a year past 9999 is written "+010000-…".
-  const within = (key: string, span: { oldest: string; newest: string }) => msOf(key) >= msOf(span.oldest) && msOf(key) <= msOf(span.newest);
+  const within = (key: string, span: { oldest: string; newest: string }) =>
+    msOf(key) >= msOf(span.oldest) && msOf(key) <= msOf(span.newest);
   const ahead = (at: string) => !(msOf(at) <= ms);
   for (const row of Object.values(s.families)) {
     for (const key of Object.keys(row.hourly)) if (!within(key, hours)) delete row.hourly[key];
@@ -416,7 +453,15 @@ export function countReferral(s: TelemetrySnapshot, operator: string, source: st
   const rows = (s.referrals ??= {});
   let name = cut(operator, L.nameChars);
   if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;
-  const row = (rows[name] ??= { operator: name, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: iso, lastSeen: iso });
+  const row = (rows[name] ??= {
+    operator: name,
+    visits: 0,
+    sources: {},
+    hourly: {},
+    daily: {},
+    firstSeen: iso,
+    lastSeen: iso,
+  });
   row.visits++;
   if (iso < row.firstSeen) row.firstSeen = iso;
   if (iso > row.lastSeen) row.lastSeen = iso;
@@ -437,7 +482,15 @@ function mergeReferrals(into: TelemetrySnapshot, from: TelemetrySnapshot): void 
       rows[r.operator] = structuredClone(r);
       continue;
     }
-    row ??= rows[OTHER_OPERATORS] ??= { operator: OTHER_OPERATORS, visits: 0, sources: {}, hourly: {}, daily: {}, firstSeen: r.firstSeen, lastSeen: r.lastSeen };
+    row ??= rows[OTHER_OPERATORS] ??= {
+      operator: OTHER_OPERATORS,
+      visits: 0,
+      sources: {},
+      hourly: {},
+      daily: {},
+      firstSeen: r.firstSeen,
+      lastSeen: r.lastSeen,
+    };
     row.visits += r.visits;
     for (const k of ['sources', 'hourly', 'daily'] as const) addMaps(row[k], r[k]);
     if (r.firstSeen < row.firstSeen) row.firstSeen = r.firstSeen;
@@ -452,7 +505,8 @@ export function settle(s: TelemetrySnapshot, family: string, outcome: Outcome, r
 }
 
 /** The farm score of a species: what its visits are worth, reading most and writing more. */
-export const farmScore = (r: FamilyRow) => r.requests + 2 * r.deepHits + 5 * r.baitHits + 10 * r.convertReads + 50 * r.oaths + 20 * r.messages;
+export const farmScore = (r: FamilyRow) =>
+  r.requests + 2 * r.deepHits + 5 * r.baitHits + 10 * r.convertReads + 50 * r.oaths + 20 * r.messages;
 
 const addMaps = (into: Record<string, number>, from: Record<string, number>) => {
   for (const [k, v] of Object.entries(from)) into[k] = (into[k] ?? 0) + v;
@@ -477,8 +531,25 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
         continue;
       }
       // Several processes' families together stay within the same bound.
-      row ??= out.families[OTHER_FAMILIES] ??= newRow(OTHER_FAMILIES, { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' }, f.firstSeen);
-      for (const k of ['requests', 'baitHits', 'deepHits', 'robotsFetches', 'violations', 'convertReads', 'oaths', 'messages', 'verified', 'failed', 'unverifiable'] as const) row[k] += f[k];
+      row ??= out.families[OTHER_FAMILIES] ??= newRow(
+        OTHER_FAMILIES,
+        { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' },
+        f.firstSeen,
+      );
+      for (const k of [
+        'requests',
+        'baitHits',
+        'deepHits',
+        'robotsFetches',
+        'violations',
+        'convertReads',
+        'oaths',
+        'messages',
+        'verified',
+        'failed',
+        'unverifiable',
+      ] as const)
+        row[k] += f[k];
       for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
       if (f.robots) mergeRobots(robotsPart(row), f.robots);
       if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
@@ -489,7 +560,8 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
 }
 
 /** A family's robots part, made on first use (a row saved before it existed has none). */
-export const robotsPart = (row: FamilyRow): RobotsPart => (row.robots ??= { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} });
+export const robotsPart = (row: FamilyRow): RobotsPart =>
+  (row.robots ??= { judged: 0, violations: 0, afterFetch: 0, fetchedAt: {}, rules: {} });
 
 const OTHER_RULE = '(other)';
 
@@ -520,7 +592,13 @@ function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string):
   const after = fetched !== undefined && fetched <= at ? 1 : 0;
   p.violations++;
   p.afterFetch += after;
-  const rule = ruleOf(p, { host, version: v.version, line: v.broke.line, rule: cut(v.broke.text, L.robotsChars), agent: cut(v.broke.agent, L.nameChars) });
+  const rule = ruleOf(p, {
+    host,
+    version: v.version,
+    line: v.broke.line,
+    rule: cut(v.broke.text, L.robotsChars),
+    agent: cut(v.broke.agent, L.nameChars),
+  });
   rule.requests++;
   rule.afterFetch += after;
   bump(rule.paths, cut(path, L.robotsChars), 1, L.robotsPathsPerRule);
@@ -533,7 +611,8 @@ function mergeRobots(into: RobotsPart, from: RobotsPart): void {
   into.afterFetch += from.afterFetch;
   for (const [host, at] of Object.entries(from.fetchedAt)) {
     const mine = into.fetchedAt[host];
-    if (mine === undefined ? Object.keys(into.fetchedAt).length < L.hostsPerFamily : at < mine) into.fetchedAt[host] = at;
+    if (mine === undefined ? Object.keys(into.fetchedAt).length < L.hostsPerFamily : at < mine)
+      into.fetchedAt[host] = at;
   }
   for (const r of Object.values(from.rules)) {
     const rule = ruleOf(into, r);

@@ -9,12 +9,31 @@ import DeviceDetector from 'node-device-detector';
 /** Client types that are a person's: browsers, apps, media players, mail and calendar clients. */
 const PERSON = new Set(['browser', 'mobile app', 'mediaplayer', 'pim']);
 /** Operating systems that only people's devices report (a bot says Linux or Windows as often as a person). */
-const PERSONAL_OS = new Set(['iOS', 'iPadOS', 'Android', 'HarmonyOS', 'KaiOS', 'Windows Phone', 'Fire OS', 'watchOS', 'tvOS', 'Tizen', 'webOS']);
+const PERSONAL_OS = new Set([
+  'iOS',
+  'iPadOS',
+  'Android',
+  'HarmonyOS',
+  'KaiOS',
+  'Windows Phone',
+  'Fire OS',
+  'watchOS',
+  'tvOS',
+  'Tizen',
+  'webOS',
+]);
 
 let detector: DeviceDetector | null = null;
 /** One parser per process (its regex tables take ~35 ms and some MB to build). */
 function parser(): DeviceDetector {
-  detector ??= new DeviceDetector({ clientIndexes: true, osIndexes: true, deviceIndexes: false, deviceAliasCode: false, deviceInfo: false, maxUserAgentSize: 512 });
+  detector ??= new DeviceDetector({
+    clientIndexes: true,
+    osIndexes: true,
+    deviceIndexes: false,
+    deviceAliasCode: false,
+    deviceInfo: false,
+    maxUserAgentSize: 512,
+  });
   return detector;
 }
 
@@ -22,7 +41,10 @@ function parser(): DeviceDetector {
 export const PERSON_CLIENT_BUDGET_MS = 50;
 
 /** Answers "is this a person's browser or app?", or null when the budget of this second is spent. */
-export function createPersonClientCheck(budgetMs = PERSON_CLIENT_BUDGET_MS, now: () => number = performance.now.bind(performance)) {
+export function createPersonClientCheck(
+  budgetMs = PERSON_CLIENT_BUDGET_MS,
+  now: () => number = performance.now.bind(performance),
+) {
   parser();
   let windowStart = -Infinity;
   let spent = 0;

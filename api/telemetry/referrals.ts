@@ -20,7 +20,13 @@ function refererParts(referer: string): { host: string; path: string } | null {
   if (referer.length > REFERER_MAX_CHARS || !/^https?:\/\//i.test(referer)) return null;
   try {
     const url = new URL(referer);
-    return { host: url.hostname.toLowerCase().replace(/^www\./, '').replace(/\.$/, ''), path: url.pathname };
+    return {
+      host: url.hostname
+        .toLowerCase()
+        .replace(/^www\./, '')
+        .replace(/\.$/, ''),
+      path: url.pathname,
+    };
   } catch {
     return null;
   }
@@ -52,7 +58,9 @@ export function referralRule(table: AiReferrers): ReferralRule {
     for (let h = host; h.includes('.'); h = h.slice(h.indexOf('.') + 1)) {
       const at = hosts.get(h);
       if (!at) continue;
-      const under = at.paths.find((p) => path === p.prefix || path.startsWith(p.prefix.endsWith('/') ? p.prefix : `${p.prefix}/`));
+      const under = at.paths.find(
+        (p) => path === p.prefix || path.startsWith(p.prefix.endsWith('/') ? p.prefix : `${p.prefix}/`),
+      );
       if (under) return { operator: at.operator, source: under.source };
       if (at.whole) return { operator: at.operator, source: h };
     }
@@ -85,4 +93,5 @@ export function utmSourceOf(query: string): string | undefined {
 }
 
 /** Crawls per referred visit, to two decimals; null when no visit was referred (Cloudflare Radar's crawl-to-referral ratio). */
-export const crawlToReferral = (crawls: number, visits: number): number | null => (visits > 0 ? Math.round((100 * crawls) / visits) / 100 : null);
+export const crawlToReferral = (crawls: number, visits: number): number | null =>
+  visits > 0 ? Math.round((100 * crawls) / visits) / 100 : null;

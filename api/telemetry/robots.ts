@@ -140,7 +140,13 @@ export function parseRobots(text: string): RobotsFile {
     if (current === null || value === '' || rules >= ROBOTS_LIMITS.rulesPerFile) continue;
     rules++;
     const pattern = normalise(value);
-    current.rules.push({ allow: key === 'allow', pattern, line: n + 1, text: `${key === 'allow' ? 'Allow' : 'Disallow'}: ${value}`, ...compile(pattern) });
+    current.rules.push({
+      allow: key === 'allow',
+      pattern,
+      line: n + 1,
+      text: `${key === 'allow' ? 'Allow' : 'Disallow'}: ${value}`,
+      ...compile(pattern),
+    });
   }
   return { version: robotsVersion(text), groups };
 }
@@ -177,13 +183,22 @@ export function decidingRule(rules: readonly RobotsRule[], path: string): Robots
   let best: RobotsRule | null = null;
   for (const r of rules) {
     if (!matchParts(r, p)) continue;
-    if (!best || r.pattern.length > best.pattern.length || (r.pattern.length === best.pattern.length && r.allow && !best.allow)) best = r;
+    if (
+      !best ||
+      r.pattern.length > best.pattern.length ||
+      (r.pattern.length === best.pattern.length && r.allow && !best.allow)
+    )
+      best = r;
   }
   return best;
 }
 
 /** The Disallow rule a request breaks, or null when the path is allowed to that crawler. */
-export function disallowedBy(file: RobotsFile, tokens: readonly string[], path: string): (RobotsRule & { agent: string }) | null {
+export function disallowedBy(
+  file: RobotsFile,
+  tokens: readonly string[],
+  path: string,
+): (RobotsRule & { agent: string }) | null {
   const { agent, rules } = selectRules(file, tokens);
   const rule = decidingRule(rules, path);
   return rule && !rule.allow ? { ...rule, agent: agent! } : null;
@@ -206,7 +221,11 @@ export const ROBOTS_HOSTS = 64;
  * none (the request is not judged). A file is read once; a crawler's rule selection is cached per
  * file and token list, so a request costs one match over that crawler's rules.
  */
-export function createRobotsJudge(own: string, others: ReadonlyMap<string, string> = new Map(), ownHosts: readonly string[] = []) {
+export function createRobotsJudge(
+  own: string,
+  others: ReadonlyMap<string, string> = new Map(),
+  ownHosts: readonly string[] = [],
+) {
   const site = parseRobots(own);
   const files = new Map<string, RobotsFile>();
   for (const [host, text] of [...others].slice(0, ROBOTS_HOSTS)) files.set(host.toLowerCase(), parseRobots(text));
@@ -221,7 +240,11 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
       allowed: { host, version: file.version, broke: null },
       verdictOf: (rule) => {
         let v = broken.get(rule);
-        if (!v) broken.set(rule, (v = { host, version: file.version, broke: { line: rule.line, text: rule.text, agent: s.agent! } }));
+        if (!v)
+          broken.set(
+            rule,
+            (v = { host, version: file.version, broke: { line: rule.line, text: rule.text, agent: s.agent! } }),
+          );
         return v;
       },
     };
@@ -241,7 +264,10 @@ export function createRobotsJudge(own: string, others: ReadonlyMap<string, strin
   };
   return {
     /** The versions in force, by host (`site` for the service's own). */
-    versions: (): { host: string; version: string }[] => [{ host: 'site', version: site.version }, ...[...files].map(([host, f]) => ({ host, version: f.version }))],
+    versions: (): { host: string; version: string }[] => [
+      { host: 'site', version: site.version },
+      ...[...files].map(([host, f]) => ({ host, version: f.version })),
+    ],
     /**
      * The verdict on a request to `path` by a crawler of these tokens: on `host` for an ingested
      * line, or null for a live request (always the service's own file); null when no robots.txt is
@@ -264,7 +290,10 @@ export type RobotsJudge = ReturnType<typeof createRobotsJudge>;
  * most ROBOTS_HOSTS files (by name) and ROBOTS_LIMITS.bytes read of each. Read once at start.
  */
 export async function readRobotsDir(dir: string): Promise<Map<string, string>> {
-  const names = (await readdir(dir)).filter((n) => n.endsWith('.txt') && n.length > 4).sort().slice(0, ROBOTS_HOSTS);
+  const names = (await readdir(dir))
+    .filter((n) => n.endsWith('.txt') && n.length > 4)
+    .sort()
+    .slice(0, ROBOTS_HOSTS);
   const out = new Map<string, string>();
   for (const name of names) {
     const file = await open(join(dir, name));

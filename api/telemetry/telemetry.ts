@@ -9,7 +9,22 @@ import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { referralRule, type ReferralRule } from './referrals.ts';
 import type { Alerts } from './alerts.ts';
-import { count, countReferral, countStep, cut, LEDGER_LIMITS, setLedgerRetention, emptySnapshot, keepClock, ledgerTime, mergeSnapshots, reviveSnapshot, settle, type FunnelStep, type TelemetrySnapshot } from './ledger.ts';
+import {
+  count,
+  countReferral,
+  countStep,
+  cut,
+  LEDGER_LIMITS,
+  setLedgerRetention,
+  emptySnapshot,
+  keepClock,
+  ledgerTime,
+  mergeSnapshots,
+  reviveSnapshot,
+  settle,
+  type FunnelStep,
+  type TelemetrySnapshot,
+} from './ledger.ts';
 import type { RobotsJudge } from './robots.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
@@ -21,9 +36,14 @@ const HEARTBEAT_MS = 5 * 60 * 1000;
  * published address ranges, the families and the bait paths. One reading, for the server, the
  * in-process test app and the benchmarks alike.
  */
-export function telemetryRulesOf(content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'>) {
+export function telemetryRulesOf(
+  content: Pick<Content, 'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'>,
+) {
   return {
-    classify: createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families }),
+    classify: createClassifier(content.botFamilies.families, {
+      humanClients: content.botFamilies.human_clients,
+      generated: content.botFamiliesGenerated.families,
+    }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
     baitPaths: content.crawlPolicy.disallow,
@@ -71,7 +91,6 @@ function readable(path: string): string {
   }
 }
 
-
 /** A test for "under one of these paths", with the prefixes prepared once. */
 function underAny(prefixes: string[]): (path: string) => boolean {
   const exact = new Set(prefixes);
@@ -86,7 +105,8 @@ function hostName(host: string): string {
   if (host === lastHost) return lastHostName;
   const colon = host.lastIndexOf(':');
   lastHost = host;
-  lastHostName = colon > 0 && host.indexOf(']', colon) === -1 && /^\d+$/.test(host.slice(colon + 1)) ? host.slice(0, colon) : host;
+  lastHostName =
+    colon > 0 && host.indexOf(']', colon) === -1 && /^\d+$/.test(host.slice(colon + 1)) ? host.slice(0, colon) : host;
   return lastHostName;
 }
 
@@ -164,7 +184,10 @@ export async function createTelemetry(o: TelemetryOptions) {
    * A request signed by a registered agent is that agent's family, whatever its User-Agent says
    * (signed agents often send a browser's), unless the User-Agent names another known family.
    */
-  function bySignature(r: ObservedRequest, classification: Classification): { classification: Classification; verification: Outcome | null } | null {
+  function bySignature(
+    r: ObservedRequest,
+    classification: Classification,
+  ): { classification: Classification; verification: Outcome | null } | null {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
@@ -206,23 +229,62 @@ export async function createTelemetry(o: TelemetryOptions) {
   timer.unref();
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
-  function countRequest(r: { method: string; path: string; query?: string; host: string; status: number }, classification: Classification, bait: boolean, path: string, at: Date, verification: Outcome | null, live: boolean): boolean {
+  function countRequest(
+    r: { method: string; path: string; query?: string; host: string; status: number },
+    classification: Classification,
+    bait: boolean,
+    path: string,
+    at: Date,
+    verification: Outcome | null,
+    live: boolean,
+  ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
     const host = hostName(r.host);
     // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
     // own tokens; an ingested line's query is not in its record, so only its path is judged.
-    const robots = o.robots && classification.bot ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, classification.known?.tokens ?? (classification.family ? [classification.family] : [])) : null;
-    const name = o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
+    const robots =
+      o.robots && classification.bot
+        ? o.robots.judge(
+            live ? null : host,
+            r.query ? r.path + r.query : r.path,
+            classification.known?.tokens ?? (classification.family ? [classification.family] : []),
+          )
+        : null;
+    const name =
+      o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
     const seen = name === null || name in ledger.families;
-    const counted = count(ledger, { at, method: r.method, path, status: r.status, host, classification, verification, bait, disallowed: bait, robots, ...(step ? { step } : {}) }, now());
+    const counted = count(
+      ledger,
+      {
+        at,
+        method: r.method,
+        path,
+        status: r.status,
+        host,
+        classification,
+        verification,
+        bait,
+        disallowed: bait,
+        robots,
+        ...(step ? { step } : {}),
+      },
+      now(),
+    );
     dirty ||= counted;
-    if (counted && o.alerts && classification.bot) alertOn(name, seen, bait || robots?.broke != null, path, verification);
+    if (counted && o.alerts && classification.bot)
+      alertOn(name, seen, bait || robots?.broke != null, path, verification);
     return counted;
   }
 
   /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
-  function alertOn(name: string | null, seen: boolean, disallowed: boolean, path: string, verification: Outcome | null): void {
+  function alertOn(
+    name: string | null,
+    seen: boolean,
+    disallowed: boolean,
+    path: string,
+    verification: Outcome | null,
+  ): void {
     const alerts = o.alerts!;
     const row = name === null ? undefined : ledger.families[name];
     if (!row) return;
@@ -267,12 +329,25 @@ export async function createTelemetry(o: TelemetryOptions) {
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
         if (classification.operator) continue;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
-        const referred = !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
+        const referred =
+          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
         if (!classification.bot && !bait) {
           if (referred) counted++;
           continue;
         }
-        if (countRequest(l, classification, bait, path, l.time ? new Date(l.time) : now(), byAddress(classification, l.clientAddress), false) || referred) counted++;
+        if (
+          countRequest(
+            l,
+            classification,
+            bait,
+            path,
+            l.time ? new Date(l.time) : now(),
+            byAddress(classification, l.clientAddress),
+            false,
+          ) ||
+          referred
+        )
+          counted++;
       }
       return { counted, outOfRange };
     },
@@ -289,7 +364,15 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (classification.operator) return;
       if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, now());
       if (!classification.bot && !bait) return;
-      countRequest(r, classification, bait, path, now(), signed ? signed.verification : byAddress(classification, r.remoteAddress), true);
+      countRequest(
+        r,
+        classification,
+        bait,
+        path,
+        now(),
+        signed ? signed.verification : byAddress(classification, r.remoteAddress),
+        true,
+      );
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
     step(userAgent: string, step: FunnelStep): void {

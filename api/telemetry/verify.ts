@@ -39,7 +39,15 @@ export const RDNS_FAILURE_TTL_MS = 3_600_000;
 /** Entries in each verification cache (addresses, failed networks). */
 export const RDNS_CACHE_ENTRIES = 10_000;
 
-const TRANSIENT = new Set(['ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'EREFUSED', 'ECANCELLED', 'ETIMEDOUT', 'EAI_AGAIN']);
+const TRANSIENT = new Set([
+  'ETIMEOUT',
+  'ESERVFAIL',
+  'ECONNREFUSED',
+  'EREFUSED',
+  'ECANCELLED',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+]);
 
 /**
  * Reverse DNS with forward confirmation, as Google, Bing, Apple and others document: the address's
@@ -47,7 +55,12 @@ const TRANSIENT = new Set(['ETIMEOUT', 'ESERVFAIL', 'ECONNREFUSED', 'EREFUSED', 
  * address. A name outside the suffixes or no PTR record fails; a timeout or server failure leaves
  * the claim unverifiable. Pure apart from the resolver; bounded in time.
  */
-export async function verifyByDns(family: BotFamily, ip: string, resolver: Resolver, timeoutMs = 2000): Promise<Outcome> {
+export async function verifyByDns(
+  family: BotFamily,
+  ip: string,
+  resolver: Resolver,
+  timeoutMs = 2000,
+): Promise<Outcome> {
   const suffixes = family.rdns ?? [];
   if (suffixes.length === 0) return 'unverifiable';
   const address = plainAddress(ip);

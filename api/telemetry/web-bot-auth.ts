@@ -1,4 +1,10 @@
-import { isSignatureError, SignatureErrorCode, verifySignature, type UntrustedSignatureCandidate, type Verifier } from 'http-message-sig';
+import {
+  isSignatureError,
+  SignatureErrorCode,
+  verifySignature,
+  type UntrustedSignatureCandidate,
+  type Verifier,
+} from 'http-message-sig';
 import { parseDictionary } from 'structured-headers';
 import { HTTP_MESSAGE_SIGNATURE_TAG } from 'web-bot-auth';
 import type { BotFamily } from '../schemas/bot-families.ts';
@@ -61,7 +67,10 @@ const KEPT_FIELDS = new Set(['signature-agent', 'signature', 'signature-input'])
  * `"signature-agent"` the legacy string. A signature is never attributed to a member it does not
  * cover. Null when Signature-Input cannot be read.
  */
-export function webBotAuthSignatures(signatureInput: string, agents: SignatureAgentHeader | null): WebBotAuthSignature[] | null {
+export function webBotAuthSignatures(
+  signatureInput: string,
+  agents: SignatureAgentHeader | null,
+): WebBotAuthSignature[] | null {
   let inputs;
   try {
     inputs = parseDictionary(signatureInput);
@@ -79,7 +88,12 @@ export function webBotAuthSignatures(signatureInput: string, agents: SignatureAg
       if (!name.startsWith('@') && !KEPT_FIELDS.has(name)) coversOtherHeaders = true;
       if (name !== 'signature-agent' || !agents) continue;
       const key = componentParams.get('key');
-      const member = key === undefined && agents.form === 'legacy' ? agents.members[0] : typeof key === 'string' && agents.form === 'dictionary' ? agents.members.find((m) => m.label === key) : undefined;
+      const member =
+        key === undefined && agents.form === 'legacy'
+          ? agents.members[0]
+          : typeof key === 'string' && agents.form === 'dictionary'
+            ? agents.members.find((m) => m.label === key)
+            : undefined;
       if (member) members.push(member);
     }
     // One entry per member it covers (an outer signature may cover another signer's member too).
@@ -137,28 +151,39 @@ function outcomeOfError(error: unknown): SignatureCheck {
  * `keyid` that is the thumbprint of a key the member's directory lists, not a known test key, and
  * within the key's own `nbf`/`exp`. Never throws.
  */
-export async function verifySignedRequest(r: SignedRequest, resolveKey: KeyResolver, o: VerifyOptions = {}): Promise<SignatureCheck> {
+export async function verifySignedRequest(
+  r: SignedRequest,
+  resolveKey: KeyResolver,
+  o: VerifyOptions = {},
+): Promise<SignatureCheck> {
   const agents = r.signatureAgent === undefined ? null : parseSignatureAgent(r.signatureAgent);
   const signatures = webBotAuthSignatures(r.signatureInput, agents);
   if (!signatures) return { outcome: 'invalid', reason: 'Signature-Input is not a dictionary' };
   const chosen = signatures.find((s) => (o.select ?? (() => true))(s.member));
   if (!chosen) return { outcome: 'invalid', reason: 'no web-bot-auth signature covers the agent' };
   const about = { label: chosen.label, member: chosen.member };
-  if (chosen.coversOtherHeaders) return { outcome: 'unverified', reason: 'covers a header the gateway does not keep', ...about };
+  if (chosen.coversOtherHeaders)
+    return { outcome: 'unverified', reason: 'covers a header the gateway does not keep', ...about };
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const maxWindow = o.maxWindowS ?? MAX_SIGNATURE_WINDOW_S;
 
   async function resolveVerifier(candidate: UntrustedSignatureCandidate): Promise<Verifier> {
     const names = new Set(candidate.components.map((c) => c.name));
-    if (!names.has('@authority') && !names.has('@target-uri')) throw new Refusal('invalid', 'covers neither @authority nor @target-uri');
+    if (!names.has('@authority') && !names.has('@target-uri'))
+      throw new Refusal('invalid', 'covers neither @authority nor @target-uri');
     const { created, expires, keyid } = candidate.parameters;
-    if (typeof created !== 'number' || typeof expires !== 'number' || typeof keyid !== 'string') throw new Refusal('invalid', 'created, expires and keyid must be given');
+    if (typeof created !== 'number' || typeof expires !== 'number' || typeof keyid !== 'string')
+      throw new Refusal('invalid', 'created, expires and keyid must be given');
     if (expires - created > maxWindow) throw new Refusal('invalid', `valid for more than ${maxWindow} s`);
-    if (TEST_KEY_THUMBPRINTS.has(keyid) && !o.allowTestKeys) throw new Refusal('invalid', 'signed with a published test key');
+    if (TEST_KEY_THUMBPRINTS.has(keyid) && !o.allowTestKeys)
+      throw new Refusal('invalid', 'signed with a published test key');
     const found = await resolveKey(chosen!.member, keyid);
     if (found.status === 'unavailable') throw new Refusal('unverified', 'no key directory to check against');
     if (found.status === 'absent') throw new Refusal('invalid', 'the directory does not list this key');
-    if ((found.key.notBefore !== undefined && now < found.key.notBefore) || (found.key.notAfter !== undefined && now > found.key.notAfter)) {
+    if (
+      (found.key.notBefore !== undefined && now < found.key.notBefore) ||
+      (found.key.notAfter !== undefined && now > found.key.notAfter)
+    ) {
       throw new Refusal('invalid', 'the key is outside its nbf/exp');
     }
     return found.key.verifier;
@@ -174,7 +199,13 @@ export async function verifySignedRequest(r: SignedRequest, resolveKey: KeyResol
       { kind: 'request', method: r.method, targetUri: `https://${r.authority}${r.target}`, fields },
       {
         label: chosen.label,
-        policy: { algorithms: ['ed25519', 'rsa-pss-sha512'], requiredComponents: [], requiredParameters: ['created', 'expires', 'keyid', 'tag'], now, clockSkew: CLOCK_SKEW_S },
+        policy: {
+          algorithms: ['ed25519', 'rsa-pss-sha512'],
+          requiredComponents: [],
+          requiredParameters: ['created', 'expires', 'keyid', 'tag'],
+          now,
+          clockSkew: CLOCK_SKEW_S,
+        },
         resolveVerifier,
       },
     );
@@ -207,7 +238,8 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const directories = createDirectoryCache({ ...o.directories, fetch: o.fetchDirectory });
   const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
   let pending = 0;
-  const resolveKey: KeyResolver = (member, keyid) => (member ? directories.lookup(member, keyid) : Promise.resolve({ status: 'unavailable' }));
+  const resolveKey: KeyResolver = (member, keyid) =>
+    member ? directories.lookup(member, keyid) : Promise.resolve({ status: 'unavailable' });
 
   return {
     /** The registered family a Signature-Agent header speaks for, if any: that of its first member on a registered origin. */

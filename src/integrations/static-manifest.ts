@@ -28,9 +28,24 @@ export default function staticManifest({ siteUrl }: { siteUrl: string }): AstroI
         // matching path, so a non-HTML document adds the stricter policy, and the two together allow
         // only what both allow (api/http/security-headers.ts).
         const all = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': HTML_CSP };
-        const extra = (type: string): Record<string, string> => (/^text\/html\b/.test(type) ? {} : { 'Content-Security-Policy': securityHeaders(type)['Content-Security-Policy']! });
-        const entries: [string, Record<string, string>][] = [['/*', all], ['/_astro/*', { 'Cache-Control': 'public, max-age=31536000, immutable' }], ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [path, { ...h, ...extra(h['content-type']!) }])];
-        const cdn = entries.map(([path, h]) => `${path}\n${Object.entries(h).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+        const extra = (type: string): Record<string, string> =>
+          /^text\/html\b/.test(type)
+            ? {}
+            : { 'Content-Security-Policy': securityHeaders(type)['Content-Security-Policy']! };
+        const entries: [string, Record<string, string>][] = [
+          ['/*', all],
+          ['/_astro/*', { 'Cache-Control': 'public, max-age=31536000, immutable' }],
+          ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [
+            path,
+            { ...h, ...extra(h['content-type']!) },
+          ]),
+        ];
+        const cdn = entries.map(
+          ([path, h]) =>
+            `${path}\n${Object.entries(h)
+              .map(([k, v]) => `  ${k}: ${v}`)
+              .join('\n')}`,
+        );
         await writeFile(new URL('_headers', dir), `${cdn.join('\n')}\n`);
       },
     },

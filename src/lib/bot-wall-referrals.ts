@@ -44,18 +44,25 @@ export function toReferralView(doc: unknown, range: RangeKey, now: Date): Referr
   });
   return rows
     .filter((r) => r.crawlerRequests + r.referredVisits > 0)
-    .sort((a, b) => b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) || a.operator.localeCompare(b.operator));
+    .sort(
+      (a, b) =>
+        b.crawlerRequests + b.referredVisits - (a.crawlerRequests + a.referredVisits) ||
+        a.operator.localeCompare(b.operator),
+    );
 }
 
 /** The section's table: one row an operator, with `data-operator` for machines. */
 export function renderReferrals(rows: ReferralView[], range: RangeKey): string {
   const span = RANGES[range].label.toLowerCase();
-  if (rows.length === 0) return `<p class="empty">No AI operator crawled or sent anyone here in the range (${esc(span)}).</p>`;
+  if (rows.length === 0)
+    return `<p class="empty">No AI operator crawled or sent anyone here in the range (${esc(span)}).</p>`;
   return `<div class="scroll" tabindex="0" role="region" aria-label="What AI sends back, by operator"><table><caption>Crawler requests and referred visits by operator, ${esc(span)}</caption><thead><tr><th scope="col">Operator</th><th scope="col" class="num">Crawler requests</th><th scope="col" class="num">Referred visits</th><th scope="col" class="num">Crawls per visit</th><th scope="col">Sent from (since the window started)</th></tr></thead><tbody>${rows
     .map(
       (r) =>
         `<tr data-operator="${esc(r.operator)}" data-visits="${r.referredVisits}"><th scope="row">${esc(r.operator)}</th><td class="num">${r.crawlerRequests}</td><td class="num">${r.referredVisits}</td><td class="num">${r.ratio === null ? '<span class="muted">none sent</span>' : r.ratio}</td><td>${
-          r.sources.length ? r.sources.map((s) => `${esc(s.source)} × ${s.visits}`).join(', ') : '<span class="muted">–</span>'
+          r.sources.length
+            ? r.sources.map((s) => `${esc(s.source)} × ${s.visits}`).join(', ')
+            : '<span class="muted">–</span>'
         }</td></tr>`,
     )
     .join('')}</tbody></table></div>`;

@@ -43,11 +43,38 @@ export function renderCharts(v: WallView): string {
   const per = v.bucket === 'hour' ? 'hour' : 'day';
   const timeTitle = `Requests per ${per}, ${rangeText(v)} (UTC)${v.folded ? ': the document has hourly buckets only, so days before yesterday are empty' : ''}`;
   const time = v.bucketed
-    ? columnChart('time', timeTitle, v.series.map((s) => ({ label: s.label, value: s.requests, title: v.bucket === 'hour' ? `${s.start.slice(0, 13).replace('T', ' ')}:00 UTC` : s.start.slice(0, 10) })), 'requests')
+    ? columnChart(
+        'time',
+        timeTitle,
+        v.series.map((s) => ({
+          label: s.label,
+          value: s.requests,
+          title: v.bucket === 'hour' ? `${s.start.slice(0, 13).replace('T', ' ')}:00 UTC` : s.start.slice(0, 10),
+        })),
+        'requests',
+      )
     : `<figure class="chart" data-chart="time"><figcaption>${esc(timeTitle)}</figcaption><p class="empty">The document carries no time buckets: counts are since the window started.</p></figure>`;
-  const families = barChart('families', `Requests by family, ${rangeText(v)}`, v.families.filter((f) => f.requests > 0).slice(0, 12).map((f) => ({ label: f.family, value: f.requests })), 'requests');
-  const classes = barChart('classes', `Requests by class, ${rangeText(v)}`, v.classes.filter((c) => c.requests > 0).map((c) => ({ label: c.label, value: c.requests })), 'requests');
-  const statuses = barChart('statuses', 'Status classes, since the window started', v.statuses.map((s) => ({ label: s.status, value: s.requests })), 'requests');
+  const families = barChart(
+    'families',
+    `Requests by family, ${rangeText(v)}`,
+    v.families
+      .filter((f) => f.requests > 0)
+      .slice(0, 12)
+      .map((f) => ({ label: f.family, value: f.requests })),
+    'requests',
+  );
+  const classes = barChart(
+    'classes',
+    `Requests by class, ${rangeText(v)}`,
+    v.classes.filter((c) => c.requests > 0).map((c) => ({ label: c.label, value: c.requests })),
+    'requests',
+  );
+  const statuses = barChart(
+    'statuses',
+    'Status classes, since the window started',
+    v.statuses.map((s) => ({ label: s.status, value: s.requests })),
+    'requests',
+  );
   return `<div class="grid-2">${time}${families}</div><div class="grid-2">${classes}${statuses}</div>`;
 }
 
@@ -55,9 +82,12 @@ export function renderClasses(v: WallView): string {
   return v.classes
     .filter((c) => c.class !== 'Cosplay' || c.families.length > 0)
     .map(
-      (c) => `<li data-class="${esc(c.class)}"><h3>${esc(c.label)}: ${c.requests}</h3><p class="muted">${esc(c.about)}</p>${
-        c.families.length === 0 ? '<p class="empty">None in this range.</p>' : `<ul>${c.families.map((f) => `<li>${esc(f.family)}: ${f.requests}</li>`).join('')}</ul>`
-      }</li>`,
+      (c) =>
+        `<li data-class="${esc(c.class)}"><h3>${esc(c.label)}: ${c.requests}</h3><p class="muted">${esc(c.about)}</p>${
+          c.families.length === 0
+            ? '<p class="empty">None in this range.</p>'
+            : `<ul>${c.families.map((f) => `<li>${esc(f.family)}: ${f.requests}</li>`).join('')}</ul>`
+        }</li>`,
     )
     .join('');
 }
@@ -67,7 +97,9 @@ function verificationLine(f: FamilyView): string {
   if (v.method === 'none') return `<span class="muted">cannot be verified</span>`;
   const checked = v.verified + v.failed;
   const how = v.method === 'unknown' ? '' : ` by ${esc(METHOD_TEXT[v.method])}`;
-  return checked === 0 ? `not checked yet${how}` : `<span class="${v.verified >= v.failed ? 'ok' : 'warn'}">${pct(v.verified, checked)} verified</span>${how} (${v.verified} of ${checked}${v.failed > 0 ? `, <span class="warn">${v.failed} failed</span>` : ''})`;
+  return checked === 0
+    ? `not checked yet${how}`
+    : `<span class="${v.verified >= v.failed ? 'ok' : 'warn'}">${pct(v.verified, checked)} verified</span>${how} (${v.verified} of ${checked}${v.failed > 0 ? `, <span class="warn">${v.failed} failed</span>` : ''})`;
 }
 
 /** The always-visible line of a family: name, class, requests in the range, verification. */
@@ -89,13 +121,16 @@ export function familyBody(f: FamilyView): string {
     ['First seen', when(f.firstSeen)],
     ['Last seen', when(f.lastSeen)],
   ];
-  if (f.funnel) rows.push(['Convert reads, oaths, messages', `${f.funnel.convertReads}, ${f.funnel.oaths}, ${f.funnel.messages}`]);
+  if (f.funnel)
+    rows.push(['Convert reads, oaths, messages', `${f.funnel.convertReads}, ${f.funnel.oaths}, ${f.funnel.messages}`]);
   const paths = f.paths.length
     ? `<table><caption>Top paths, since the window started</caption><thead><tr><th scope="col">Path</th><th scope="col" class="num">Requests</th></tr></thead><tbody>${f.paths
         .map((p) => `<tr><td><code>${esc(p.path)}</code></td><td class="num">${p.requests}</td></tr>`)
         .join('')}</tbody></table>`
     : '<p class="empty">No paths recorded.</p>';
-  const statuses = f.statuses.length ? `<p>Statuses: ${f.statuses.map((s) => `${esc(s.status)} × ${s.requests}`).join(', ')}</p>` : '';
+  const statuses = f.statuses.length
+    ? `<p>Statuses: ${f.statuses.map((s) => `${esc(s.status)} × ${s.requests}`).join(', ')}</p>`
+    : '';
   return `<dl>${rows.map(([k, val]) => `<dt>${esc(k)}</dt><dd>${val}</dd>`).join('')}</dl>${robotsTxtDetail(f.robotsTxt)}${statuses}${paths}`;
 }
 
@@ -105,13 +140,18 @@ export function familyItem(f: FamilyView, v: WallView): string {
 }
 
 export const renderFamilies = (v: WallView): string =>
-  v.families.length ? v.families.map((f) => familyItem(f, v)).join('') : '<li class="empty">No bot has been seen since the window started.</li>';
+  v.families.length
+    ? v.families.map((f) => familyItem(f, v)).join('')
+    : '<li class="empty">No bot has been seen since the window started.</li>';
 
 /** The funnel from presence to catch, per family. */
 export function renderFunnel(v: WallView): string {
   const rows = v.families.filter((f) => f.funnel);
   if (rows.length === 0) return '<p class="empty">No family yet.</p>';
   return `<div class="scroll" tabindex="0" role="region" aria-label="Funnel by family"><table><thead><tr><th scope="col">Family</th><th scope="col" class="num">Presence</th><th scope="col" class="num">Convert reads</th><th scope="col" class="num">Oaths</th><th scope="col" class="num">Messages</th></tr></thead><tbody>${rows
-    .map((f) => `<tr><th scope="row">${esc(f.family)}</th><td class="num">${f.funnel!.presence}</td><td class="num">${f.funnel!.convertReads}</td><td class="num">${f.funnel!.oaths}</td><td class="num">${f.funnel!.messages}</td></tr>`)
+    .map(
+      (f) =>
+        `<tr><th scope="row">${esc(f.family)}</th><td class="num">${f.funnel!.presence}</td><td class="num">${f.funnel!.convertReads}</td><td class="num">${f.funnel!.oaths}</td><td class="num">${f.funnel!.messages}</td></tr>`,
+    )
     .join('')}</tbody></table></div>`;
 }

@@ -28,7 +28,11 @@ export const METHOD_TEXT: Record<VerifyMethod, string> = {
 export const CLASS_GROUPS = [
   { class: 'Eater', label: 'Training (Eater)', about: 'collects pages to train models or build datasets' },
   { class: 'Crawler', label: 'Search (Crawler)', about: 'indexes pages for search' },
-  { class: 'Intelligence', label: "On a person's behalf (Intelligence)", about: 'assistants and agents fetching live for someone' },
+  {
+    class: 'Intelligence',
+    label: "On a person's behalf (Intelligence)",
+    about: 'assistants and agents fetching live for someone',
+  },
   { class: 'Bot', label: 'Other bots', about: 'monitors, previews, SEO tools and the rest' },
   { class: 'Cosplay', label: 'Failed verification (Cosplay)', about: 'claims a known bot and fails its check' },
 ] as const;
@@ -74,8 +78,23 @@ export interface WallView {
   bucketed: boolean;
   /** True when days were folded from hourly buckets, which reach back 48 hours only. */
   folded: boolean;
-  totals: { requests: number; families: number; verified: number; failed: number; unverifiable: number; robotsTxtFetches: number; disallowedHits: number; baitHits: number };
-  classes: { class: string; label: string; about: string; requests: number; families: { family: string; requests: number }[] }[];
+  totals: {
+    requests: number;
+    families: number;
+    verified: number;
+    failed: number;
+    unverifiable: number;
+    robotsTxtFetches: number;
+    disallowedHits: number;
+    baitHits: number;
+  };
+  classes: {
+    class: string;
+    label: string;
+    about: string;
+    requests: number;
+    families: { family: string; requests: number }[];
+  }[];
   statuses: { status: string; requests: number }[];
 }
 
@@ -115,8 +134,19 @@ function readVerification(v: unknown, requests: number): FamilyView['verificatio
   if (v === 'not verifiable' || v === 'none') return { method: 'none', verified: 0, failed: 0, unverifiable: requests };
   const o = obj(v);
   const method = typeof o.method === 'string' && METHODS.has(o.method) ? (o.method as VerifyMethod) : 'unknown';
-  if (method === 'none') return { method, verified: 0, failed: 0, unverifiable: Math.max(num(o.unverifiable), requests - num(o.verified) - num(o.failed)) };
-  return { method, verified: num(o.verified), failed: num(o.failed ?? o.unverified), unverifiable: num(o.unverifiable) };
+  if (method === 'none')
+    return {
+      method,
+      verified: 0,
+      failed: 0,
+      unverifiable: Math.max(num(o.unverifiable), requests - num(o.verified) - num(o.failed)),
+    };
+  return {
+    method,
+    verified: num(o.verified),
+    failed: num(o.failed ?? o.unverified),
+    unverifiable: num(o.unverifiable),
+  };
 }
 
 /** The starts of the buckets that overlap the range, oldest first (hourly buckets cannot cut at 60 minutes). */
@@ -181,13 +211,28 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       requests,
       firstSeen: str(f.firstSeen),
       lastSeen: str(f.lastSeen) ?? str(s.last_seen),
-      paths: sortCounts(arr(f.topPaths).map((p) => ({ path: String(obj(p).path ?? ''), requests: num(obj(p).requests) })), (p) => p.path),
-      statuses: sortCounts(Object.entries(status).map(([k, n]) => ({ status: k, requests: num(n) })).filter((x) => x.requests > 0), (x) => x.status),
+      paths: sortCounts(
+        arr(f.topPaths).map((p) => ({ path: String(obj(p).path ?? ''), requests: num(obj(p).requests) })),
+        (p) => p.path,
+      ),
+      statuses: sortCounts(
+        Object.entries(status)
+          .map(([k, n]) => ({ status: k, requests: num(n) }))
+          .filter((x) => x.requests > 0),
+        (x) => x.status,
+      ),
       verification: readVerification(f.verification ?? s.verification, total),
       robotsTxtFetches: num(f.robotsTxtFetches ?? robots.fetches),
       disallowedHits: num(f.disallowedHits ?? robots.disallowed_hits),
       robotsTxt: readRobotsTxt(f.robotsTxt, num(f.robotsTxtFetches ?? robots.fetches)),
-      funnel: s.funnel ? { presence: num(funnel.presence), convertReads: num(funnel.convert_reads), oaths: num(funnel.oaths), messages: num(funnel.messages) } : null,
+      funnel: s.funnel
+        ? {
+            presence: num(funnel.presence),
+            convertReads: num(funnel.convert_reads),
+            oaths: num(funnel.oaths),
+            messages: num(funnel.messages),
+          }
+        : null,
     };
   });
   const families: FamilyView[] = counted.map((f) => ({ ...f, requests: f.requests ?? (bucketed ? 0 : f.total) }));
@@ -196,7 +241,8 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
   const seen = families.filter((f) => f.requests > 0);
   const sum = (pick: (f: FamilyView) => number) => families.reduce((n, f) => n + pick(f), 0);
   const statuses = new Map<string, number>();
-  for (const f of families) for (const s of f.statuses) statuses.set(s.status, (statuses.get(s.status) ?? 0) + s.requests);
+  for (const f of families)
+    for (const s of f.statuses) statuses.set(s.status, (statuses.get(s.status) ?? 0) + s.requests);
   const telemetry = obj(d.telemetry);
   return {
     farm: str(d.farm) ?? 'Bot wall',
@@ -205,7 +251,11 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
     windowStartedAt: str(traffic.windowStartedAt) ?? str(telemetry.window_started_at) ?? '',
     range,
     families,
-    series: starts.map((t) => ({ start: new Date(t).toISOString(), label: bucketLabel(t, bucket), requests: seriesTotals.get(t)! })),
+    series: starts.map((t) => ({
+      start: new Date(t).toISOString(),
+      label: bucketLabel(t, bucket),
+      requests: seriesTotals.get(t)!,
+    })),
     bucket,
     bucketed,
     folded,
@@ -224,6 +274,9 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       const members = seen.filter((f) => f.class === g.class).map((f) => ({ family: f.family, requests: f.requests }));
       return { ...g, requests: members.reduce((n, m) => n + m.requests, 0), families: members };
     }),
-    statuses: sortCounts([...statuses].map(([status, requests]) => ({ status, requests })), (s) => s.status),
+    statuses: sortCounts(
+      [...statuses].map(([status, requests]) => ({ status, requests })),
+      (s) => s.status,
+    ),
   };
 }

@@ -52,24 +52,40 @@ export function columnChart(id: string, title: string, columns: Column[], unit: 
   columns.forEach((c, i) => {
     const x = left + i * slot;
     const h = (c.value / axisMax) * plotH;
-    if (c.value > 0) parts.push(`<rect class="bar" x="${(x + 1).toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${Math.max(1, slot - 2).toFixed(1)}" height="${h.toFixed(1)}"><title>${esc(c.title ?? c.label)}: ${c.value} ${esc(unit)}</title></rect>`);
+    if (c.value > 0)
+      parts.push(
+        `<rect class="bar" x="${(x + 1).toFixed(1)}" y="${(top + plotH - h).toFixed(1)}" width="${Math.max(1, slot - 2).toFixed(1)}" height="${h.toFixed(1)}"><title>${esc(c.title ?? c.label)}: ${c.value} ${esc(unit)}</title></rect>`,
+      );
     // Values on the columns where they fit; the peak always carries its value.
-    if (c.value > 0 && (slot >= 26 || c.value === max)) parts.push(`<text class="value-label" x="${(x + slot / 2).toFixed(1)}" y="${(top + plotH - h - 4).toFixed(1)}" font-size="${FONT - 1}" text-anchor="middle">${c.value}</text>`);
-    if ((columns.length - 1 - i) % every === 0) parts.push(`<text x="${(x + slot / 2).toFixed(1)}" y="${height - 8}" font-size="${FONT - 1}" text-anchor="middle">${esc(c.label)}</text>`);
+    if (c.value > 0 && (slot >= 26 || c.value === max))
+      parts.push(
+        `<text class="value-label" x="${(x + slot / 2).toFixed(1)}" y="${(top + plotH - h - 4).toFixed(1)}" font-size="${FONT - 1}" text-anchor="middle">${c.value}</text>`,
+      );
+    if ((columns.length - 1 - i) % every === 0)
+      parts.push(
+        `<text x="${(x + slot / 2).toFixed(1)}" y="${height - 8}" font-size="${FONT - 1}" text-anchor="middle">${esc(c.label)}</text>`,
+      );
   });
-  parts.push(`<line class="axis" x1="${left}" x2="${left + plotW}" y1="${top + plotH}" y2="${top + plotH}" stroke-width="1"/>`);
+  parts.push(
+    `<line class="axis" x1="${left}" x2="${left + plotW}" y1="${top + plotH}" y2="${top + plotH}" stroke-width="1"/>`,
+  );
   parts.push(`<line class="axis" x1="${left}" x2="${left}" y1="${top}" y2="${top + plotH}" stroke-width="1"/>`);
   const summary = `${title}: total ${columns.reduce((n, c) => n + c.value, 0)}, highest ${max}`;
   return `<figure class="chart" data-chart="${esc(id)}"><figcaption id="${esc(id)}-cap">${esc(title)}</figcaption>
 <svg role="img" aria-labelledby="${esc(id)}-title" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" preserveAspectRatio="xMinYMin meet"><title id="${esc(id)}-title">${esc(summary)}</title>${parts.join('')}</svg>
-${table(title, ['Period', unit], columns.map((c) => [c.title ?? c.label, c.value]))}</figure>`;
+${table(
+  title,
+  ['Period', unit],
+  columns.map((c) => [c.title ?? c.label, c.value]),
+)}</figure>`;
 }
 
 /** Horizontal bars, largest first, each label on its own line so long names fit a phone. */
 export function barChart(id: string, title: string, bars: { label: string; value: number }[], unit: string): string {
   // Stable: bars that tie keep the order they came in (the family list's order).
   const sorted = [...bars].sort((a, b) => b.value - a.value);
-  if (sorted.length === 0) return `<figure class="chart" data-chart="${esc(id)}"><figcaption>${esc(title)}</figcaption><p class="empty">Nothing in this range yet.</p></figure>`;
+  if (sorted.length === 0)
+    return `<figure class="chart" data-chart="${esc(id)}"><figcaption>${esc(title)}</figcaption><p class="empty">Nothing in this range yet.</p></figure>`;
   const row = 38;
   const height = sorted.length * row + 4;
   const max = Math.max(1, ...sorted.map((b) => b.value));
@@ -82,5 +98,9 @@ export function barChart(id: string, title: string, bars: { label: string; value
   });
   return `<figure class="chart" data-chart="${esc(id)}"><figcaption>${esc(title)}</figcaption>
 <svg role="img" aria-labelledby="${esc(id)}-title" viewBox="0 0 ${WIDTH} ${height}" width="${WIDTH}" height="${height}" preserveAspectRatio="xMinYMin meet"><title id="${esc(id)}-title">${esc(`${title}: ${sorted.map((b) => `${b.label} ${b.value}`).join(', ')}`)}</title>${parts.join('')}</svg>
-${table(title, ['Name', unit], sorted.map((b) => [b.label, b.value]))}</figure>`;
+${table(
+  title,
+  ['Name', unit],
+  sorted.map((b) => [b.label, b.value]),
+)}</figure>`;
 }

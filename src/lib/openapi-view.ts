@@ -77,7 +77,8 @@ export function typeText(doc: Json, schema: unknown, depth = 0): string {
   const named = refName(raw);
   const s = deref(doc, raw);
   if (s.const !== undefined) return JSON.stringify(s.const);
-  if (Array.isArray(s.enum)) return s.enum.length <= 6 ? s.enum.map((e) => JSON.stringify(e)).join(' | ') : `enum (${s.enum.length} values)`;
+  if (Array.isArray(s.enum))
+    return s.enum.length <= 6 ? s.enum.map((e) => JSON.stringify(e)).join(' | ') : `enum (${s.enum.length} values)`;
   const union = arr(s.anyOf ?? s.oneOf);
   if (union.length && depth < 3) return [...new Set(union.map((u) => typeText(doc, u, depth + 1)))].join(' | ');
   const types = Array.isArray(s.type) ? s.type.map(String) : typeof s.type === 'string' ? [s.type] : [];
@@ -112,7 +113,9 @@ const LIMITS: [string, (v: unknown) => string][] = [
 ];
 
 function limitsOf(s: Json): string[] {
-  const out = LIMITS.filter(([k]) => s[k] !== undefined).map(([k, f]) => f(s[k])).filter(Boolean);
+  const out = LIMITS.filter(([k]) => s[k] !== undefined)
+    .map(([k, f]) => f(s[k]))
+    .filter(Boolean);
   if (Array.isArray(s.enum) && s.enum.length > 6) out.push(`one of ${s.enum.map((e) => JSON.stringify(e)).join(', ')}`);
   if (s.deprecated) out.push('deprecated');
   if (s.readOnly) out.push('read-only');
@@ -171,7 +174,14 @@ export function exampleFor(doc: Json, schema: unknown, depth = 0): unknown {
   if (type === 'integer' || type === 'number') return typeof s.minimum === 'number' ? s.minimum : 1;
   if (type === 'boolean') return true;
   if (type === 'string') {
-    const formats: Record<string, string> = { 'date-time': '2026-11-22T12:00:00.000Z', date: '2026-11-22', uri: 'https://example.com/', url: 'https://example.com/', email: 'agent@example.com', uuid: '018f4e9c-3f7a-7c2e-9b1a-2d4e6f8a0b1c' };
+    const formats: Record<string, string> = {
+      'date-time': '2026-11-22T12:00:00.000Z',
+      date: '2026-11-22',
+      uri: 'https://example.com/',
+      url: 'https://example.com/',
+      email: 'agent@example.com',
+      uuid: '018f4e9c-3f7a-7c2e-9b1a-2d4e6f8a0b1c',
+    };
     if (typeof s.format === 'string' && formats[s.format]) return formats[s.format];
     if (typeof s.pattern === 'string' && s.pattern.includes('sha256')) return `sha256:${'0'.repeat(64)}`;
     return 'string';
@@ -182,12 +192,19 @@ export function exampleFor(doc: Json, schema: unknown, depth = 0): unknown {
 function bodyOf(doc: Json, mediaType: string, media: Json, description: string | null): Body {
   const schema = media.schema;
   const fields = schema ? fieldsOf(doc, schema) : [];
-  const firstNamed = Object.values(obj(media.examples)).map((e) => obj(e).value).find((v) => v !== undefined);
+  const firstNamed = Object.values(obj(media.examples))
+    .map((e) => obj(e).value)
+    .find((v) => v !== undefined);
   const declared = media.example ?? firstNamed;
   return {
     mediaType,
     fields,
-    rootType: schema && fields.length === 0 ? typeText(doc, schema) : schema && deref(doc, schema).type === 'array' ? typeText(doc, schema) : null,
+    rootType:
+      schema && fields.length === 0
+        ? typeText(doc, schema)
+        : schema && deref(doc, schema).type === 'array'
+          ? typeText(doc, schema)
+          : null,
     description,
     example: declared ?? (schema ? exampleFor(doc, schema) : null),
     declaredExample: declared !== undefined || deref(doc, schema).example !== undefined,
@@ -220,17 +237,31 @@ function codesOf(doc: Json, response: Json): string[] {
 /** "CODE: what it means. OTHER: ..." descriptions split per code, when every code is explained so. */
 function explain(description: string, codes: string[]): { code: string; text: string }[] | null {
   if (!codes.length) return null;
-  const parts = [...description.matchAll(/([A-Z][A-Z0-9_]+): (.*?)(?=\s+[A-Z][A-Z0-9_]+: |$)/gs)].map((m) => ({ code: m[1]!, text: m[2]!.trim() }));
-  return codes.every((c) => parts.some((p) => p.code === c)) ? codes.map((c) => parts.find((p) => p.code === c)!) : null;
+  const parts = [...description.matchAll(/([A-Z][A-Z0-9_]+): (.*?)(?=\s+[A-Z][A-Z0-9_]+: |$)/gs)].map((m) => ({
+    code: m[1]!,
+    text: m[2]!.trim(),
+  }));
+  return codes.every((c) => parts.some((p) => p.code === c))
+    ? codes.map((c) => parts.find((p) => p.code === c)!)
+    : null;
 }
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
-function curlOf(server: string, method: string, path: string, params: Operation['parameters'], request: Body | null, auth: string | null): string {
-  let url = server.replace(/\/$/, '') + path.replace(/\{(\w+)\}/g, (_, name: string) => {
-    const p = params.find((x) => x.in === 'path' && x.name === name);
-    return p?.type.includes('sha256') || name === 'id' ? `sha256:${'0'.repeat(64)}` : `<${name}>`;
-  });
+function curlOf(
+  server: string,
+  method: string,
+  path: string,
+  params: Operation['parameters'],
+  request: Body | null,
+  auth: string | null,
+): string {
+  let url =
+    server.replace(/\/$/, '') +
+    path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      const p = params.find((x) => x.in === 'path' && x.name === name);
+      return p?.type.includes('sha256') || name === 'id' ? `sha256:${'0'.repeat(64)}` : `<${name}>`;
+    });
   const query = params.filter((p) => p.in === 'query' && p.required);
   if (query.length) url += `?${query.map((p) => `${p.name}=<${p.name}>`).join('&')}`;
   const lines = [`curl -sS${method === 'GET' ? '' : ` -X ${method}`} ${shellQuote(url)}`];
@@ -262,13 +293,20 @@ export function operationsOf(document: unknown): Operation[] {
           type: typeText(doc, p.schema),
           required: Boolean(p.required),
           limits: limitsOf(schema),
-          description: typeof p.description === 'string' ? p.description : typeof schema.description === 'string' ? schema.description : null,
+          description:
+            typeof p.description === 'string'
+              ? p.description
+              : typeof schema.description === 'string'
+                ? schema.description
+                : null,
           children: [],
         };
       });
       const rb = deref(doc, op.requestBody);
       const rbMedia = Object.entries(obj(rb.content))[0];
-      const request = rbMedia ? bodyOf(doc, rbMedia[0], obj(rbMedia[1]), typeof rb.description === 'string' ? rb.description : null) : null;
+      const request = rbMedia
+        ? bodyOf(doc, rbMedia[0], obj(rbMedia[1]), typeof rb.description === 'string' ? rb.description : null)
+        : null;
       const success: Operation['success'] = [];
       const problems: Problem[] = [];
       for (const [status, raw] of Object.entries(obj(op.responses))) {
@@ -278,8 +316,14 @@ export function operationsOf(document: unknown): Operation[] {
         if (/^[45]/.test(status) || media.some(([t]) => t.includes('problem'))) {
           const codes = codesOf(doc, r);
           problems.push({ status, description, codes, explained: explain(description, codes) });
-        }
-        else success.push({ status, description, bodies: media.map(([t, m]) => bodyOf(doc, t, obj(m), null)).filter((b) => b.fields.length || b.rootType || (b.example !== null && b.example !== undefined)) });
+        } else
+          success.push({
+            status,
+            description,
+            bodies: media
+              .map(([t, m]) => bodyOf(doc, t, obj(m), null))
+              .filter((b) => b.fields.length || b.rootType || (b.example !== null && b.example !== undefined)),
+          });
       }
       const security = arr(op.security ?? doc.security);
       const auth = security.length ? Object.keys(obj(security[0])).join(', ') : null;

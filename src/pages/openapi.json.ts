@@ -4,4 +4,5 @@ import { buildOpenApi } from '../../api/openapi/openapi.ts';
 import { document, siteContent, siteLinks } from '../lib/content.ts';
 
 export const prerender = true;
-export const GET: APIRoute = async () => document(buildOpenApi(await siteContent(), siteLinks().site, DOCUMENTS), 'json');
+export const GET: APIRoute = async () =>
+  document(buildOpenApi(await siteContent(), siteLinks().site, DOCUMENTS), 'json');

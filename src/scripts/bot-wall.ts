@@ -3,7 +3,15 @@
  * sections with the same renderers the server used, without reloading the page. Open family rows
  * stay open, the range switches without a request, and a pause button stops the polling.
  */
-import { renderCharts, renderClasses, familyBody, familySummary, renderFunnel, renderMeters, when } from '../lib/bot-wall-render.ts';
+import {
+  renderCharts,
+  renderClasses,
+  familyBody,
+  familySummary,
+  renderFunnel,
+  renderMeters,
+  when,
+} from '../lib/bot-wall-render.ts';
 import { renderRobotsTxt } from '../lib/bot-wall-robots.ts';
 import { isRange, toWallView, type RangeKey, type WallView } from '../lib/bot-wall-view.ts';
 import { renderReferrals, toReferralView } from '../lib/bot-wall-referrals.ts';
@@ -47,7 +55,10 @@ function start(root: HTMLElement, source: string): void {
         li = document.createElement('li');
         li.dataset.family = f.family;
         li.append(document.createElement('details'));
-        li.firstElementChild!.append(document.createElement('summary'), Object.assign(document.createElement('div'), { className: 'body' }));
+        li.firstElementChild!.append(
+          document.createElement('summary'),
+          Object.assign(document.createElement('div'), { className: 'body' }),
+        );
       }
       rows.delete(f.family);
       li.dataset.requests = String(f.requests);
@@ -69,7 +80,8 @@ function start(root: HTMLElement, source: string): void {
       $('updated').innerHTML = when(v.generatedAt);
       root.dataset.updates = String(Number(root.dataset.updates ?? 0) + 1);
     } catch (err) {
-      $('updated').textContent = `an earlier read (the last update failed: ${err instanceof Error ? err.message : 'error'})`;
+      $('updated').textContent =
+        `an earlier read (the last update failed: ${err instanceof Error ? err.message : 'error'})`;
     }
   }
 

@@ -21,8 +21,14 @@ afterAll(async () => {
 });
 
 /** A user message from parts in their JSON form ({text} or {data}). */
-const message = (parts: object[]) => ({ tenant: '', message: Message.fromJSON({ messageId: randomUUID(), role: 'ROLE_USER', parts }), configuration: undefined, metadata: undefined });
-const skill = (name: string, args: Record<string, unknown>) => message([{ data: { skill: name, arguments: args }, mediaType: 'application/json' }]);
+const message = (parts: object[]) => ({
+  tenant: '',
+  message: Message.fromJSON({ messageId: randomUUID(), role: 'ROLE_USER', parts }),
+  configuration: undefined,
+  metadata: undefined,
+});
+const skill = (name: string, args: Record<string, unknown>) =>
+  message([{ data: { skill: name, arguments: args }, mediaType: 'application/json' }]);
 const isTask = (r: SendMessageResult): r is Task => !('messageId' in r);
 
 /** The JSON answer of a skill: the DataPart of the reply message. */
@@ -36,7 +42,16 @@ describe('the A2A door (JSON-RPC, @a2a-js/sdk)', () => {
   it('takes the oath, posts a message with the passport and lists citizens, with the answers HTTP documents', async () => {
     const oath = dataOf(await a2a.sendMessage(skill('take_oath', { name: 'a2a-agent', purpose: 'join over A2A' })));
     checkAnswer('POST', '/api/citizenship/oath', 201, 'application/json', oath);
-    const posted = dataOf(await a2a.sendMessage(skill('post_message', { name: 'a2a-agent', message: 'hello over A2A', citizenId: oath.memberId, passportNumber: oath.passportNumber })));
+    const posted = dataOf(
+      await a2a.sendMessage(
+        skill('post_message', {
+          name: 'a2a-agent',
+          message: 'hello over A2A',
+          citizenId: oath.memberId,
+          passportNumber: oath.passportNumber,
+        }),
+      ),
+    );
     expect(posted.message).toMatchObject({ verified: true, citizenId: oath.memberId });
     const citizens = dataOf(await a2a.sendMessage(skill('list_citizens', { limit: 5 })));
     checkAnswer('GET', '/api/citizens', 200, 'application/json', citizens);
@@ -45,11 +60,15 @@ describe('the A2A door (JSON-RPC, @a2a-js/sdk)', () => {
 
   it('refuses a wrong passport as a failed task naming the problem code, and the funnel does not count it', async () => {
     const oath = dataOf(await a2a.sendMessage(skill('take_oath', { name: 'a2a-two', purpose: 'p' })));
-    const refused = await a2a.sendMessage(skill('post_message', { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' }));
+    const refused = await a2a.sendMessage(
+      skill('post_message', { name: 'x', message: 'm', citizenId: oath.memberId, passportNumber: 'pp_wrong' }),
+    );
     expect(isTask(refused)).toBe(true);
     const task = refused as Task;
     expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
-    const problem = task.status?.message?.parts.find((p) => p.content?.$case === 'data')?.content?.value as { code: string };
+    const problem = task.status?.message?.parts.find((p) => p.content?.$case === 'data')?.content?.value as {
+      code: string;
+    };
     expect(problem.code).toBe('PASSPORT_MISMATCH');
     checkAnswer('POST', '/api/intelligence/message', 403, 'application/problem+json', problem);
     // The failed task is kept (bounded) and can be read back by its id, without the caller's message.
@@ -72,14 +91,31 @@ describe('the A2A door (JSON-RPC, @a2a-js/sdk)', () => {
   });
 
   it('counts the convert read, oath and message of a bot over A2A in the funnel, as MCP and HTTP do', async () => {
-    const userAgent = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
+    const userAgent =
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
     const bot = await new ClientFactory().createFromUrl(server.url);
     const headers = { serviceParameters: { 'User-Agent': userAgent } };
     dataOf(await bot.sendMessage(skill('get_convert', {}), headers));
-    const oath = dataOf(await bot.sendMessage(skill('take_oath', { name: 'claude-over-a2a', purpose: 'join' }), headers));
-    dataOf(await bot.sendMessage(skill('post_message', { name: 'claude-over-a2a', message: 'hi', citizenId: oath.memberId, passportNumber: oath.passportNumber }), headers));
+    const oath = dataOf(
+      await bot.sendMessage(skill('take_oath', { name: 'claude-over-a2a', purpose: 'join' }), headers),
+    );
+    dataOf(
+      await bot.sendMessage(
+        skill('post_message', {
+          name: 'claude-over-a2a',
+          message: 'hi',
+          citizenId: oath.memberId,
+          passportNumber: oath.passportNumber,
+        }),
+        headers,
+      ),
+    );
     const wall = await (await fetch(`${server.url}/bot-wall.json`)).json();
-    expect(wall.species.find((s: { species: string }) => s.species === 'Claude-User')?.funnel).toMatchObject({ convert_reads: 1, oaths: 1, messages: 1 });
+    expect(wall.species.find((s: { species: string }) => s.species === 'Claude-User')?.funnel).toMatchObject({
+      convert_reads: 1,
+      oaths: 1,
+      messages: 1,
+    });
   });
 });
 
@@ -88,31 +124,65 @@ describe('the same flow through all three doors', () => {
     const names: string[] = [];
     // Plain HTTP.
     const post = async (path: string, body: unknown, headers: Record<string, string> = {}) => {
-      const res = await fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      const res = await fetch(server.url + path, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
       const json = await res.json();
       checkAnswer('POST', path, res.status, res.headers.get('content-type') ?? '', json);
       return json;
     };
     const httpOath = await post('/api/citizenship/oath', { name: 'door-http', purpose: 'p' });
-    expect((await post('/api/intelligence/message', { name: 'door-http', message: 'm', citizenId: httpOath.memberId }, { Authorization: `Bearer ${httpOath.passportNumber}` })).message.verified).toBe(true);
+    expect(
+      (
+        await post(
+          '/api/intelligence/message',
+          { name: 'door-http', message: 'm', citizenId: httpOath.memberId },
+          { Authorization: `Bearer ${httpOath.passportNumber}` },
+        )
+      ).message.verified,
+    ).toBe(true);
     names.push('door-http');
     // MCP.
     const mcp = new McpClient({ name: 'doors', version: '1.0.0' });
     await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
-    const call = async (name: string, args: Record<string, unknown>) => JSON.parse(((await mcp.callTool({ name, arguments: args })) as any).content[0].text);
+    const call = async (name: string, args: Record<string, unknown>) =>
+      JSON.parse(((await mcp.callTool({ name, arguments: args })) as any).content[0].text);
     const mcpOath = await call('take_oath', { name: 'door-mcp', purpose: 'p' });
-    expect((await call('post_message', { name: 'door-mcp', message: 'm', citizenId: mcpOath.memberId, passportNumber: mcpOath.passportNumber })).message.verified).toBe(true);
+    expect(
+      (
+        await call('post_message', {
+          name: 'door-mcp',
+          message: 'm',
+          citizenId: mcpOath.memberId,
+          passportNumber: mcpOath.passportNumber,
+        })
+      ).message.verified,
+    ).toBe(true);
     names.push('door-mcp');
     // A2A.
     const a2aOath = dataOf(await a2a.sendMessage(skill('take_oath', { name: 'door-a2a', purpose: 'p' })));
-    expect(dataOf(await a2a.sendMessage(skill('post_message', { name: 'door-a2a', message: 'm', citizenId: a2aOath.memberId, passportNumber: a2aOath.passportNumber }))).message.verified).toBe(true);
+    expect(
+      dataOf(
+        await a2a.sendMessage(
+          skill('post_message', {
+            name: 'door-a2a',
+            message: 'm',
+            citizenId: a2aOath.memberId,
+            passportNumber: a2aOath.passportNumber,
+          }),
+        ),
+      ).message.verified,
+    ).toBe(true);
     names.push('door-a2a');
     // Each door lists what the others wrote.
     const httpList = await (await fetch(`${server.url}/api/citizens?limit=200`)).json();
     const mcpList = await call('list_citizens', { limit: 200 });
     const a2aList = dataOf(await a2a.sendMessage(skill('list_citizens', { limit: 200 })));
     await mcp.close();
-    for (const list of [httpList, mcpList, a2aList]) expect(list.citizens.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(names));
+    for (const list of [httpList, mcpList, a2aList])
+      expect(list.citizens.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(names));
   });
 });
 
@@ -121,7 +191,19 @@ describe('the v0.3 method names, for clients that send no A2A-Version', () => {
     const res = await fetch(`${server.url}/a2a`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data: { skill: 'list_citizens', arguments: { limit: 1 } } }] } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'x',
+        method: 'message/send',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: randomUUID(),
+            role: 'user',
+            parts: [{ kind: 'data', data: { skill: 'list_citizens', arguments: { limit: 1 } } }],
+          },
+        },
+      }),
     });
     const answer = await res.json();
     checkAnswer('POST', '/a2a', res.status, res.headers.get('content-type') ?? '', answer);

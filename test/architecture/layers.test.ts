@@ -25,7 +25,9 @@ const files = walk('api');
 const imports = new Map(
   files.map((file) => {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(/(?:(?:import|export)[^'"`;]*?from\s+|import\()['"](\.[^'"]+)['"]/g)].map((m) => relative('.', resolve(dirname(file), m[1]!)));
+    const targets = [...text.matchAll(/(?:(?:import|export)[^'"`;]*?from\s+|import\()['"](\.[^'"]+)['"]/g)].map((m) =>
+      relative('.', resolve(dirname(file), m[1]!)),
+    );
     return [file, targets] as const;
   }),
 );
@@ -37,7 +39,11 @@ describe('the layers of api/', () => {
   });
 
   it('imports only from its own floor or below', () => {
-    const upward = [...imports].flatMap(([file, targets]) => targets.filter((t) => floorOf(t) > floorOf(file)).map((t) => `${file} (floor ${floorOf(file)}) imports ${t} (floor ${floorOf(t)})`));
+    const upward = [...imports].flatMap(([file, targets]) =>
+      targets
+        .filter((t) => floorOf(t) > floorOf(file))
+        .map((t) => `${file} (floor ${floorOf(file)}) imports ${t} (floor ${floorOf(t)})`),
+    );
     expect(upward).toEqual([]);
   });
 
@@ -72,7 +78,7 @@ describe('the layers of api/', () => {
     expect(circles).toEqual([]);
   });
 
-  it('keeps Astro out of the engine (only `npm run dev`, api/dev.ts, starts Astro\'s dev server)', () => {
+  it("keeps Astro out of the engine (only `npm run dev`, api/dev.ts, starts Astro's dev server)", () => {
     expect(files.filter((f) => /from\s+['"](astro|@astrojs\/)/.test(readFileSync(f, 'utf8')))).toEqual(['api/dev.ts']);
   });
 });

@@ -10,8 +10,15 @@ describe('the build is a deploy step', () => {
     const parent = mkdtempSync(join('test-results', 'fresh-checkout-'));
     const dist = join(parent, 'dist');
     // Vitest's own variables would put Astro's Vite into test mode.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('VITEST') || k === 'NODE_ENV' || k === 'TEST').map(([k]) => [k, '']));
-    const [a, b] = await Promise.all([startServer({ ...env, DIST_DIR: dist, DATABASE_URL: '', DATA_DIR: ':memory:' }), startServer({ ...env, DIST_DIR: dist, DATA_DIR: ':memory:' })]);
+    const env = Object.fromEntries(
+      Object.entries(process.env)
+        .filter(([k]) => k.startsWith('VITEST') || k === 'NODE_ENV' || k === 'TEST')
+        .map(([k]) => [k, '']),
+    );
+    const [a, b] = await Promise.all([
+      startServer({ ...env, DIST_DIR: dist, DATABASE_URL: '', DATA_DIR: ':memory:' }),
+      startServer({ ...env, DIST_DIR: dist, DATA_DIR: ':memory:' }),
+    ]);
     try {
       const builds = [a, b].filter((s) => s.logs.some((l) => l.includes('no build found: running astro build')));
       expect(builds).toHaveLength(1);

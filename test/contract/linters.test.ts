@@ -22,9 +22,14 @@ const TOOL_ENV = { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UP
 
 const run = (bin: string, args: string[]) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(`node_modules/.bin/${bin}`, args, { env: TOOL_ENV, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      `node_modules/.bin/${bin}`,
+      args,
+      { env: TOOL_ENV, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 
 const freePort = () =>
@@ -39,7 +44,11 @@ const freePort = () =>
 /** Prism's proxy in front of the server, once it listens. */
 async function startPrism(upstream: string): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
   const port = await freePort();
-  const child = spawn('node_modules/.bin/prism', ['proxy', DOCUMENT, upstream, '--host', '127.0.0.1', '--port', String(port)], { env: TOOL_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'node_modules/.bin/prism',
+    ['proxy', DOCUMENT, upstream, '--host', '127.0.0.1', '--port', String(port)],
+    { env: TOOL_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   const logs: string[] = [];
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`prism did not start:\n${logs.join('\n')}`)), 60_000);
@@ -64,7 +73,16 @@ let prism: Awaited<ReturnType<typeof startPrism>>;
 
 beforeAll(async () => {
   const out = join(mkdtempSync(join(tmpdir(), 'contract-')), 'spectral.json');
-  spectral = run('spectral', ['lint', '--ruleset', '.spectral.yaml', '--format', 'json', '--output', out, DOCUMENT]).then((r) => ({ ...r, results: readFileSync(out, 'utf8') }));
+  spectral = run('spectral', [
+    'lint',
+    '--ruleset',
+    '.spectral.yaml',
+    '--format',
+    'json',
+    '--output',
+    out,
+    DOCUMENT,
+  ]).then((r) => ({ ...r, results: readFileSync(out, 'utf8') }));
   redocly = run('redocly', ['lint', '--config', 'redocly.yaml', '--format', 'json', DOCUMENT]);
   server = await startServer({ WRITE_RATE_LIMIT: '0', INGEST_TOKEN });
   prism = await startPrism(server.url);
@@ -88,8 +106,13 @@ describe('linters on the built /openapi.json', () => {
 
   it('redocly lint (recommended and redocly.yaml) reports no error and no warning', async () => {
     const { code, stdout, stderr } = await redocly;
-    const report = JSON.parse(stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
-    expect(report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`)).toEqual([]);
+    const report = JSON.parse(stdout) as {
+      totals: { errors: number; warnings: number };
+      problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[];
+    };
+    expect(report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`)).toEqual(
+      [],
+    );
     expect(report.totals).toMatchObject({ errors: 0, warnings: 0 });
     expect(code, stderr).toBe(0);
   });
@@ -110,7 +133,12 @@ describe('Prism validation proxy in front of the real server', () => {
      * One request through Prism. `breaks` names the rule Prism must find the request breaking (the
      * server refuses it too); every other request must pass, and no answer may break the document.
      */
-    const call = async (method: string, path: string, expected: number, options: { body?: unknown; raw?: string; headers?: Record<string, string>; breaks?: string } = {}) => {
+    const call = async (
+      method: string,
+      path: string,
+      expected: number,
+      options: { body?: unknown; raw?: string; headers?: Record<string, string>; breaks?: string } = {},
+    ) => {
       const body = options.raw ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
       const res = await fetch(prism.url + path, {
         method,
@@ -123,11 +151,19 @@ describe('Prism validation proxy in front of the real server', () => {
       const step = `${method} ${path} (${res.status})`;
       if (res.status !== expected) findings.push(`${step}: expected ${expected}: ${text.slice(0, 300)}`);
       const request = violations.filter((v) => v.location[0] === 'request');
-      for (const v of violations.filter((v) => v.location[0] !== 'request')) findings.push(`${step}: ${v.severity} ${v.location.join('.')} ${v.message}`);
+      for (const v of violations.filter((v) => v.location[0] !== 'request'))
+        findings.push(`${step}: ${v.severity} ${v.location.join('.')} ${v.message}`);
       if (options.breaks) {
-        if (!request.some((v) => String(v.code) === options.breaks)) findings.push(`${step}: Prism did not find the request breaking ${options.breaks}: ${JSON.stringify(request)}`);
+        if (!request.some((v) => String(v.code) === options.breaks))
+          findings.push(
+            `${step}: Prism did not find the request breaking ${options.breaks}: ${JSON.stringify(request)}`,
+          );
       } else for (const v of request) findings.push(`${step}: ${v.severity} ${v.location.join('.')} ${v.message}`);
-      return { status: res.status, headers: res.headers, body: /json/.test(res.headers.get('content-type') ?? '') && text ? JSON.parse(text) : text };
+      return {
+        status: res.status,
+        headers: res.headers,
+        body: /json/.test(res.headers.get('content-type') ?? '') && text ? JSON.parse(text) : text,
+      };
     };
     const json = { accept: 'application/json' };
     const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
@@ -144,12 +180,23 @@ describe('Prism validation proxy in front of the real server', () => {
     // Take the oath, replay it, and write to the feed anonymously and as the citizen.
     const key = randomUUID();
     const oathBody = { name: 'contract-agent', purpose: 'walk the contract through Prism' };
-    const oath = await call('POST', '/api/citizenship/oath', 201, { body: oathBody, headers: { 'idempotency-key': key } });
-    const replay = await call('POST', '/api/citizenship/oath', 201, { body: oathBody, headers: { 'idempotency-key': key } });
+    const oath = await call('POST', '/api/citizenship/oath', 201, {
+      body: oathBody,
+      headers: { 'idempotency-key': key },
+    });
+    const replay = await call('POST', '/api/citizenship/oath', 201, {
+      body: oathBody,
+      headers: { 'idempotency-key': key },
+    });
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     const { memberId, passportNumber } = oath.body as { memberId: string; passportNumber: string };
-    await call('POST', '/api/intelligence/message', 201, { body: { name: 'a passer-by', kind: 'message', message: 'Hello from an anonymous agent.' } });
-    await call('POST', '/api/intelligence/message', 201, { body: { citizenId: memberId, message: 'Hello as a citizen.' }, headers: { authorization: `Bearer ${passportNumber}` } });
+    await call('POST', '/api/intelligence/message', 201, {
+      body: { name: 'a passer-by', kind: 'message', message: 'Hello from an anonymous agent.' },
+    });
+    await call('POST', '/api/intelligence/message', 201, {
+      body: { citizenId: memberId, message: 'Hello as a citizen.' },
+      headers: { authorization: `Bearer ${passportNumber}` },
+    });
     await call('GET', '/api/intelligence/feed?limit=5', 200, { headers: json });
     await call('GET', '/api/citizens?limit=5', 200);
     await call('GET', '/api/scoreboard', 200);
@@ -157,11 +204,18 @@ describe('Prism validation proxy in front of the real server', () => {
 
     // Score, project, fingerprint, and the dual exchange with its receipt and the log.
     await call('POST', '/api/omip/score', 200, { body: { entity_id: memberId, plan } });
-    await call('POST', '/api/omip/score', 200, { body: { entity_id: 'sovereign-a', state: { scores: { identity_continuity: 1, tool_policy: 1 } } } });
+    await call('POST', '/api/omip/score', 200, {
+      body: { entity_id: 'sovereign-a', state: { scores: { identity_continuity: 1, tool_policy: 1 } } },
+    });
     await call('POST', '/api/omip/project', 200, { body: { entity_id: memberId, plan } });
     await call('POST', '/api/omip/fingerprint', 200, { body: { document: { b: [1, 2.5, 'x'], a: null } } });
     const dual = await call('POST', '/api/omip/dual-exchange', 201, {
-      body: { agents: [{ id: memberId, proposal: { plan } }, { id: 'sovereign-a', proposal: { state: { scores: { identity_continuity: 1, tool_policy: 1 } } } }] },
+      body: {
+        agents: [
+          { id: memberId, proposal: { plan } },
+          { id: 'sovereign-a', proposal: { state: { scores: { identity_continuity: 1, tool_policy: 1 } } } },
+        ],
+      },
       headers: { 'idempotency-key': randomUUID() },
     });
     const receiptId = (dual.body as { receipt: { id: string } }).receipt.id;
@@ -171,24 +225,72 @@ describe('Prism validation proxy in front of the real server', () => {
     await call('GET', '/api/omip/log?first=1', 200);
     await call('GET', '/api/omip/health', 200);
     await call('GET', '/api/omip/drift', 200);
-    await call('POST', '/api/ingress/audio', 201, { body: { DisplayTitleText: 'Contract Walk', DisplayArtistName: 'Agent Node', Duration: 'PT3M' } });
-    const line = { method: 'GET', path: '/llms.txt', host: 'cdn.example.org', userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)', status: 200 };
-    await call('POST', '/api/telemetry/ingest', 202, { body: { lines: [line] }, headers: { authorization: `Bearer ${INGEST_TOKEN}` } });
-    await call('POST', '/api/telemetry/ingest', 202, { raw: `${JSON.stringify(line)}\n`, headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/x-ndjson' } });
+    await call('POST', '/api/ingress/audio', 201, {
+      body: { DisplayTitleText: 'Contract Walk', DisplayArtistName: 'Agent Node', Duration: 'PT3M' },
+    });
+    const line = {
+      method: 'GET',
+      path: '/llms.txt',
+      host: 'cdn.example.org',
+      userAgent: 'Mozilla/5.0 (compatible; GPTBot/1.2)',
+      status: 200,
+    };
+    await call('POST', '/api/telemetry/ingest', 202, {
+      body: { lines: [line] },
+      headers: { authorization: `Bearer ${INGEST_TOKEN}` },
+    });
+    await call('POST', '/api/telemetry/ingest', 202, {
+      raw: `${JSON.stringify(line)}\n`,
+      headers: { authorization: `Bearer ${INGEST_TOKEN}`, 'content-type': 'application/x-ndjson' },
+    });
     await call('GET', '/bot-wall.json', 200);
 
     // The agent doors: MCP (answered as JSON) and A2A.
     const mcp = { accept: 'application/json, text/event-stream' };
-    const client = { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'contract-agent', version: '1.0.0' } };
-    await call('POST', '/mcp', 200, { body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: client }, headers: mcp });
+    const client = {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'contract-agent', version: '1.0.0' },
+    };
+    await call('POST', '/mcp', 200, {
+      body: { jsonrpc: '2.0', id: 1, method: 'initialize', params: client },
+      headers: mcp,
+    });
     await call('POST', '/mcp', 202, { body: { jsonrpc: '2.0', method: 'notifications/initialized' }, headers: mcp });
     await call('POST', '/mcp', 200, { body: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, headers: mcp });
-    await call('POST', '/mcp', 200, { body: { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_receipt', arguments: { id: receiptId } } }, headers: mcp });
-    const skill = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: { skill: 'list_citizens', arguments: { limit: 5 } } }] } } };
+    await call('POST', '/mcp', 200, {
+      body: {
+        jsonrpc: '2.0',
+        id: 3,
+        method: 'tools/call',
+        params: { name: 'get_receipt', arguments: { id: receiptId } },
+      },
+      headers: mcp,
+    });
+    const skill = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: {
+        message: {
+          messageId: randomUUID(),
+          role: 'ROLE_USER',
+          parts: [{ data: { skill: 'list_citizens', arguments: { limit: 5 } } }],
+        },
+      },
+    };
     await call('POST', '/a2a', 200, { body: skill, headers: { 'a2a-version': '1.0' } });
 
     // Every POST-only path answers GET 405 with a body to send.
-    for (const path of ['/api/citizenship/oath', '/api/intelligence/message', '/api/omip/score', '/api/omip/project', '/api/omip/fingerprint', '/api/omip/dual-exchange', '/api/ingress/audio']) {
+    for (const path of [
+      '/api/citizenship/oath',
+      '/api/intelligence/message',
+      '/api/omip/score',
+      '/api/omip/project',
+      '/api/omip/fingerprint',
+      '/api/omip/dual-exchange',
+      '/api/ingress/audio',
+    ]) {
       const refusal = await call('GET', path, 405);
       expect((refusal.body as { example?: unknown }).example, path).toBeDefined();
     }
@@ -197,17 +299,43 @@ describe('Prism validation proxy in front of the real server', () => {
     await call('GET', `/api/omip/receipts/sha256:${'0'.repeat(64)}`, 404);
     await call('GET', '/api/omip/log?first=99', 400);
     await call('POST', '/api/intelligence/message', 401, { body: { citizenId: memberId, message: 'No passport.' } });
-    await call('POST', '/api/intelligence/message', 403, { body: { citizenId: memberId, message: 'Wrong passport.' }, headers: { authorization: 'Bearer pp_not-the-passport' } });
-    await call('POST', '/api/citizenship/oath', 422, { body: { name: 'another', purpose: 'same key, other body' }, headers: { 'idempotency-key': key } });
-    await call('POST', '/api/omip/dual-exchange', 422, { body: { agents: [{ id: 'sovereign-a', proposal: { plan } }, { id: 'sovereign-a', proposal: { plan } }] } });
+    await call('POST', '/api/intelligence/message', 403, {
+      body: { citizenId: memberId, message: 'Wrong passport.' },
+      headers: { authorization: 'Bearer pp_not-the-passport' },
+    });
+    await call('POST', '/api/citizenship/oath', 422, {
+      body: { name: 'another', purpose: 'same key, other body' },
+      headers: { 'idempotency-key': key },
+    });
+    await call('POST', '/api/omip/dual-exchange', 422, {
+      body: {
+        agents: [
+          { id: 'sovereign-a', proposal: { plan } },
+          { id: 'sovereign-a', proposal: { plan } },
+        ],
+      },
+    });
     // Requests that break the document: Prism finds what the server refuses.
-    await call('POST', '/api/omip/dual-exchange', 422, { body: { agents: [{ id: 'sovereign-a', proposal: { plan } }] }, breaks: 'minItems' });
-    await call('POST', '/api/omip/dual-exchange', 422, { body: { agents: ['sovereign-a', 'sovereign-b', 'sovereign-c'].map((id) => ({ id, proposal: { plan } })) }, breaks: 'maxItems' });
-    await call('POST', '/api/citizenship/oath', 422, { body: { name: '', purpose: 'an empty name' }, breaks: 'minLength' });
+    await call('POST', '/api/omip/dual-exchange', 422, {
+      body: { agents: [{ id: 'sovereign-a', proposal: { plan } }] },
+      breaks: 'minItems',
+    });
+    await call('POST', '/api/omip/dual-exchange', 422, {
+      body: { agents: ['sovereign-a', 'sovereign-b', 'sovereign-c'].map((id) => ({ id, proposal: { plan } })) },
+      breaks: 'maxItems',
+    });
+    await call('POST', '/api/citizenship/oath', 422, {
+      body: { name: '', purpose: 'an empty name' },
+      breaks: 'minLength',
+    });
     await call('GET', '/api/omip/receipts/nope', 400, { breaks: 'pattern' });
     await call('GET', '/api/citizens?limit=500', 400, { breaks: 'maximum' });
     await call('POST', '/api/omip/score', 400, { breaks: 'required' });
-    await call('POST', '/api/omip/score', 415, { raw: 'entity_id=sovereign-a', headers: { 'content-type': 'text/plain' }, breaks: '415' });
+    await call('POST', '/api/omip/score', 415, {
+      raw: 'entity_id=sovereign-a',
+      headers: { 'content-type': 'text/plain' },
+      breaks: '415',
+    });
 
     expect(findings).toEqual([]);
     expect(answers).toBeGreaterThan(40);

@@ -1,5 +1,14 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pino } from 'pino';
@@ -22,7 +31,11 @@ interface Oath {
 }
 
 /** Runs a command to its end without blocking this process (the oath burst runs meanwhile). */
-function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stderr: string }> {
+function run(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((done, fail) => {
     const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
@@ -33,7 +46,11 @@ function run(command: string, args: string[], env: NodeJS.ProcessEnv = process.e
 }
 
 const takeOath = async (url: string, name: string): Promise<{ status: number; oath?: Oath }> => {
-  const res = await fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, purpose: 'a backup under load' }) });
+  const res = await fetch(`${url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, purpose: 'a backup under load' }),
+  });
   return res.status === 201 ? { status: 201, oath: (await res.json()) as Oath } : { status: res.status };
 };
 
@@ -66,7 +83,10 @@ async function listedIds(url: string): Promise<Set<string>> {
   const ids = new Set<string>();
   let cursor = '';
   for (;;) {
-    const page = (await (await fetch(`${url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json()) as { citizens: { memberId: string }[]; nextCursor: string | null };
+    const page = (await (await fetch(`${url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json()) as {
+      citizens: { memberId: string }[];
+      nextCursor: string | null;
+    };
     for (const c of page.citizens) ids.add(c.memberId);
     if (!page.nextCursor) return ids;
     cursor = page.nextCursor;
@@ -89,7 +109,15 @@ const temp = (prefix: string) => mkdtempSync(join(tmpdir(), prefix));
 /** A citizen written straight into a store, as an oath writes it (the passport kept only hashed). */
 async function enrol(store: Store, name: string): Promise<Oath> {
   const oath = { memberId: newId(), passportNumber: newPassport() };
-  await store.citizens.add({ memberId: oath.memberId, name, class: 'agent', purpose: 'already there', status: 'trillionaire', joinedAt: new Date().toISOString(), passportHash: hashPassport(oath.passportNumber) });
+  await store.citizens.add({
+    memberId: oath.memberId,
+    name,
+    class: 'agent',
+    purpose: 'already there',
+    status: 'trillionaire',
+    joinedAt: new Date().toISOString(),
+    passportHash: hashPassport(oath.passportNumber),
+  });
   return oath;
 }
 
@@ -101,10 +129,17 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
   it('a backup taken during an oath burst, while a compaction deletes the journals it is copying, restores every oath acknowledged before it began', async () => {
     // A store 10 writes short of a compaction: the burst below sets it off while the backup runs.
     const dir = temp('backup-live-');
-    const prefill = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }), compactEvery: Number.MAX_SAFE_INTEGER, compactBytes: Number.MAX_SAFE_INTEGER });
+    const prefill = await openEmbeddedStore({
+      dir,
+      logger: pino({ level: 'silent' }),
+      compactEvery: Number.MAX_SAFE_INTEGER,
+      compactBytes: Number.MAX_SAFE_INTEGER,
+    });
     const before: Oath[] = [];
     for (let i = 0; i < COMPACT_EVERY - 10; i += 1000) {
-      const chunk = Array.from({ length: Math.min(1000, COMPACT_EVERY - 10 - i) }, (_, j) => enrol(prefill, `prefill-${i + j}`));
+      const chunk = Array.from({ length: Math.min(1000, COMPACT_EVERY - 10 - i) }, (_, j) =>
+        enrol(prefill, `prefill-${i + j}`),
+      );
       before.push(...(await Promise.all(chunk)));
     }
     await prefill.close();
@@ -149,11 +184,15 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
       restored = await startServer({ DATA_DIR: target, WRITE_RATE_LIMIT: '0' });
       const ids = await listedIds(restored.url);
       const missing = before.filter((o) => !ids.has(o.memberId));
-      expect(missing.length, `${missing.length} of ${before.length} oaths acknowledged before the backup are missing`).toBe(0);
+      expect(
+        missing.length,
+        `${missing.length} of ${before.length} oaths acknowledged before the backup are missing`,
+      ).toBe(0);
       // Every listed citizen was acknowledged, by the prefill or the burst: nothing half-written appears.
       const written = new Set([...before, ...load.acknowledged].map((o) => o.memberId));
       expect([...ids].filter((id) => !written.has(id))).toEqual([]);
-      for (const oath of [...before.slice(-3), before[0]!, before[9_999]!]) expect(await speaks(restored.url, oath)).toEqual({ status: 201, verified: true });
+      for (const oath of [...before.slice(-3), before[0]!, before[9_999]!])
+        expect(await speaks(restored.url, oath)).toEqual({ status: 201, verified: true });
     } finally {
       await server.stop();
       await restored?.stop();
@@ -166,14 +205,23 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
     const store = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }) });
     const before = [await enrol(store, 'torn-a'), await enrol(store, 'torn-b')];
     await store.close();
-    writeFileSync(join(dir, 'journal-000000000003.jsonl'), Buffer.concat([Buffer.from('{"seq":3,"op":"unit","v":[{"op":"citizen.add","v":{"memberId":'), Buffer.alloc(64 * 1024)]));
+    writeFileSync(
+      join(dir, 'journal-000000000003.jsonl'),
+      Buffer.concat([
+        Buffer.from('{"seq":3,"op":"unit","v":[{"op":"citizen.add","v":{"memberId":'),
+        Buffer.alloc(64 * 1024),
+      ]),
+    );
 
     const archive = join(temp('backup-out-'), 'torn.tar.gz');
     const backup = await run(BACKUP, [dir, archive]);
     expect(backup.code, backup.stderr).toBe(0);
     const target = join(temp('backup-restore-'), 'data');
     expect((await run(RESTORE, [archive, target])).code).toBe(0);
-    const copied = { torn: readFileSync(join(target, 'journal-000000000003.jsonl'), 'utf8'), whole: readFileSync(join(target, 'journal-000000000001.jsonl'), 'utf8') };
+    const copied = {
+      torn: readFileSync(join(target, 'journal-000000000003.jsonl'), 'utf8'),
+      whole: readFileSync(join(target, 'journal-000000000001.jsonl'), 'utf8'),
+    };
 
     // The server reopens journal-000000000003 (the next entry is 3) and appends to it: after a
     // half line, its first write would be glued to it and lost at the next start.
@@ -246,12 +294,20 @@ describe.runIf(available)('backup and restore of PostgreSQL (pg_dump -Fc, pg_res
       await server.stop();
 
       const target = await freshDatabase();
-      const restore = await run('pg_restore', ['--no-owner', '--exit-on-error', '--single-transaction', '--dbname', target, dump]);
+      const restore = await run('pg_restore', [
+        '--no-owner',
+        '--exit-on-error',
+        '--single-transaction',
+        '--dbname',
+        target,
+        dump,
+      ]);
       expect(restore.code, restore.stderr).toBe(0);
       restored = await startServer({ DATABASE_URL: target, WRITE_RATE_LIMIT: '0' });
       const ids = await listedIds(restored.url);
       for (const oath of before) expect(ids.has(oath.memberId), oath.memberId).toBe(true);
-      for (const oath of [before[0]!, before[19]!]) expect(await speaks(restored.url, oath)).toEqual({ status: 201, verified: true });
+      for (const oath of [before[0]!, before[19]!])
+        expect(await speaks(restored.url, oath)).toEqual({ status: 201, verified: true });
       // The restored schema is current: the server's start found no migration to apply.
       const client = new pg.Client({ connectionString: target });
       await client.connect();

@@ -11,7 +11,11 @@ import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 /** The Containerfile's instructions, continuation lines joined, comments dropped, by stage. */
 function stages(text: string): { from: string; instructions: { op: string; args: string }[] }[] {
-  const lines = text.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const result: { from: string; instructions: { op: string; args: string }[] }[] = [];
   for (const line of lines) {
     const [, op, args] = /^(\S+)\s+(.*)$/.exec(line)!;
@@ -25,7 +29,9 @@ const TEXT = readFileSync(resolve('deploy/Containerfile'), 'utf8');
 const [build, runtime] = stages(TEXT);
 const all = (op: string) => runtime!.instructions.filter((i) => i.op === op).map((i) => i.args);
 const pkg = JSON.parse(readFileSync(resolve('package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-const lock = JSON.parse(readFileSync(resolve('package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> };
+const lock = JSON.parse(readFileSync(resolve('package-lock.json'), 'utf8')) as {
+  packages: Record<string, { version: string }>;
+};
 
 describe('deploy/Containerfile', () => {
   it('has two stages on one Debian bookworm base: a build and a runtime', () => {
@@ -63,7 +69,8 @@ describe('deploy/Containerfile', () => {
     expect(all('CMD')).toEqual(['["node", "api/main.ts"]']);
     // What the runtime reads: the build, the engine, the content, the production modules.
     const copied = all('COPY').map((c) => c.split(' ').at(-2));
-    for (const path of ['package.json', 'node_modules', 'api', 'content', 'dist']) expect(copied).toContain(`/app/${path}`);
+    for (const path of ['package.json', 'node_modules', 'api', 'content', 'dist'])
+      expect(copied).toContain(`/app/${path}`);
   });
 
   describe('its HEALTHCHECK', () => {
@@ -78,7 +85,9 @@ describe('deploy/Containerfile', () => {
       const json = /HEALTHCHECK .* CMD (\[.*\])$/.exec(all('HEALTHCHECK').map((h) => `HEALTHCHECK ${h}`)[0]!)![1]!;
       const [command, ...args] = JSON.parse(json) as string[];
       expect(command).toBe('node');
-      return new Promise((done) => spawn('node_modules/.bin/node', args, { env: { PORT: port }, stdio: 'ignore' }).once('exit', done));
+      return new Promise((done) =>
+        spawn('node_modules/.bin/node', args, { env: { PORT: port }, stdio: 'ignore' }).once('exit', done),
+      );
     };
 
     it('asks /livez and passes while the server answers', async () => {

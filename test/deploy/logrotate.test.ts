@@ -15,7 +15,8 @@ let server: ChildProcess;
 let url: string;
 
 const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean);
-const requested = (file: string, path: string) => lines(file).some((l) => l.includes('"msg":"request"') && l.includes(`"path":"${path}"`));
+const requested = (file: string, path: string) =>
+  lines(file).some((l) => l.includes('"msg":"request"') && l.includes(`"path":"${path}"`));
 
 beforeAll(async () => {
   const port = await freePort();
@@ -23,11 +24,24 @@ beforeAll(async () => {
   const out = openSync(log, 'a');
   server = spawn('node_modules/.bin/node', ['api/main.ts'], {
     // DNS_SERVERS: a loopback port nobody answers on; these requests start no lookup anyway.
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: mkdtempSync(join(tmpdir(), 'logrotate-data-')), DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, LOG_LEVEL: 'info', DNS_SERVERS: '127.0.0.1:9' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'logrotate-data-')),
+      DIST_DIR: TEST_DIST,
+      SITE_URL: FLOW_SITE_URL,
+      CANON_URL,
+      LOG_LEVEL: 'info',
+      DNS_SERVERS: '127.0.0.1:9',
+    },
     stdio: ['ignore', out, out],
   });
   closeSync(out);
-  await waitFor(() => lines(log).some((l) => l.includes('"msg":"listening"')), { timeoutMs: 30_000, what: 'the server listening' });
+  await waitFor(() => lines(log).some((l) => l.includes('"msg":"listening"')), {
+    timeoutMs: 30_000,
+    what: 'the server listening',
+  });
 }, 60_000);
 
 afterAll(() => {

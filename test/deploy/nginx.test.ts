@@ -9,15 +9,31 @@ import { freePort } from '../../bench/lib.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 /** A POST from one loopback address (so nginx sees distinct clients), with extra headers. */
-function post(port: number, path: string, body: unknown, { from, headers = {} }: { from: string; headers?: Record<string, string> }): Promise<{ status: number; body: Record<string, unknown> }> {
+function post(
+  port: number,
+  path: string,
+  body: unknown,
+  { from, headers = {} }: { from: string; headers?: Record<string, string> },
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const text = JSON.stringify(body);
   return new Promise((done, fail) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'POST', localAddress: from, agent: false, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers } }, (res) => {
-      let answer = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (answer += chunk));
-      res.on('end', () => done({ status: res.statusCode!, body: JSON.parse(answer) as Record<string, unknown> }));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        localAddress: from,
+        agent: false,
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers },
+      },
+      (res) => {
+        let answer = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (answer += chunk));
+        res.on('end', () => done({ status: res.statusCode!, body: JSON.parse(answer) as Record<string, unknown> }));
+      },
+    );
     req.on('error', fail);
     req.end(text);
   });
@@ -48,7 +64,9 @@ beforeAll(async () => {
     join(dir, 'nginx.conf'),
     `worker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  include ${dir}/agent-node.conf;\n}\n`,
   );
-  nginx = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  nginx = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   for (let i = 0; i < 100 && !(await listening(port)); i++) await new Promise((r) => setTimeout(r, 50));
 }, 60_000);
 
@@ -59,8 +77,14 @@ afterAll(async () => {
 
 describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
   it('each client behind the proxy has its own write budget, and a client cannot forge its way out of it', async () => {
-    for (let i = 0; i < 3; i++) expect((await post(port, '/api/citizenship/oath', oath(`proxied-a-${i}`), { from: '127.0.0.2' })).status).toBe(201);
-    const spent = await post(port, '/api/citizenship/oath', oath('proxied-a-3'), { from: '127.0.0.2', headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    for (let i = 0; i < 3; i++)
+      expect((await post(port, '/api/citizenship/oath', oath(`proxied-a-${i}`), { from: '127.0.0.2' })).status).toBe(
+        201,
+      );
+    const spent = await post(port, '/api/citizenship/oath', oath('proxied-a-3'), {
+      from: '127.0.0.2',
+      headers: { 'X-Forwarded-For': '203.0.113.9' },
+    });
     expect(spent.status).toBe(429);
     expect(spent.body.code).toBe('RATE_LIMITED');
     // Another client behind the same proxy still writes.
@@ -71,7 +95,15 @@ describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
     const direct = Number(new URL(server.url).port);
     const claims = ['198.51.100.1', '198.51.100.2', '198.51.100.3', '198.51.100.4'];
     const answers = [];
-    for (const claim of claims) answers.push((await post(direct, '/api/citizenship/oath', oath(`direct-${claim}`), { from: '127.0.0.4', headers: { 'X-Forwarded-For': claim } })).status);
+    for (const claim of claims)
+      answers.push(
+        (
+          await post(direct, '/api/citizenship/oath', oath(`direct-${claim}`), {
+            from: '127.0.0.4',
+            headers: { 'X-Forwarded-For': claim },
+          })
+        ).status,
+      );
     expect(answers).toEqual([201, 201, 201, 429]);
   });
 });

@@ -13,7 +13,10 @@ const UNIT = readFileSync(resolve('deploy/agent-node.service'), 'utf8');
 const rendered = (unit = UNIT) => unit.replaceAll('/opt/agent-node', process.cwd());
 
 /** `systemd-analyze verify` on a copy of the unit (or of a template, as `instance`): its exit code and everything it said. */
-function verify(unit: string, options: { file?: string; instance?: string } = {}): { status: number | null; said: string } {
+function verify(
+  unit: string,
+  options: { file?: string; instance?: string } = {},
+): { status: number | null; said: string } {
   const file = options.file ?? 'agent-node.service';
   const instance = options.instance ?? file;
   const dir = mkdtempSync(join(tmpdir(), 'systemd-unit-'));
@@ -23,9 +26,13 @@ function verify(unit: string, options: { file?: string; instance?: string } = {}
 }
 
 /** The values of a key in the [Service] section, in order. */
-const values = (unit: string, key: string) => [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());
+const values = (unit: string, key: string) =>
+  [...unit.matchAll(new RegExp(`^${key}=(.*)$`, 'gm'))].map((m) => m[1]!.trim());
 /** Environment= assignments as a map. */
-const environment = (unit: string) => Object.fromEntries(values(unit, 'Environment').flatMap((line) => line.split(/\s+/).map((pair) => pair.split('=') as [string, string])));
+const environment = (unit: string) =>
+  Object.fromEntries(
+    values(unit, 'Environment').flatMap((line) => line.split(/\s+/).map((pair) => pair.split('=') as [string, string])),
+  );
 
 describe('deploy/agent-node.service', () => {
   it('passes systemd-analyze verify without a word', () => {
@@ -36,11 +43,16 @@ describe('deploy/agent-node.service', () => {
     // sed without g: the first PORT=4321 of each line, and no line holds two.
     const template = rendered().replaceAll('PORT=4321', 'PORT=%i');
     expect(template).toMatch(/^Environment=PORT=%i /m);
-    expect(verify(template, { file: 'agent-node@.service', instance: 'agent-node@4322.service' })).toEqual({ status: 0, said: '' });
+    expect(verify(template, { file: 'agent-node@.service', instance: 'agent-node@4322.service' })).toEqual({
+      status: 0,
+      said: '',
+    });
   });
 
   it('verify would catch a mistake (a misspelt key, a missing binary)', () => {
-    expect(verify(rendered().replace('NoNewPrivileges=yes', 'NoNewPrivilege=yes')).said).toMatch(/Unknown key 'NoNewPrivilege'/);
+    expect(verify(rendered().replace('NoNewPrivileges=yes', 'NoNewPrivilege=yes')).said).toMatch(
+      /Unknown key 'NoNewPrivilege'/,
+    );
     expect(verify(UNIT.replaceAll('/opt/agent-node', '/nonexistent/agent-node')).status).not.toBe(0);
   });
 
@@ -70,8 +82,21 @@ describe('deploy/agent-node.service', () => {
     const data = mkdtempSync(join(tmpdir(), 'systemd-data-'));
     // As the unit would, but on a free port, a temporary data folder and the test build.
     // DNS_SERVERS: a loopback port nobody answers on; these requests start no lookup anyway.
-    const env = { PATH: process.env.PATH, ...environment(unit), PORT: '0', DATA_DIR: data, DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, DNS_SERVERS: '127.0.0.1:9' };
-    const child = spawn(command!, args, { cwd: values(unit, 'WorkingDirectory')[0], env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = {
+      PATH: process.env.PATH,
+      ...environment(unit),
+      PORT: '0',
+      DATA_DIR: data,
+      DIST_DIR: TEST_DIST,
+      SITE_URL: FLOW_SITE_URL,
+      CANON_URL,
+      DNS_SERVERS: '127.0.0.1:9',
+    };
+    const child = spawn(command!, args, {
+      cwd: values(unit, 'WorkingDirectory')[0],
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     try {
       const url = await new Promise<string>((done, fail) => {
         child.once('exit', (code) => fail(new Error(`exited with ${code}`)));

@@ -15,7 +15,10 @@ afterAll(async () => {
 describe('/.well-known/agent-card.json (A2A v1.0)', () => {
   it('has the shape of the official SDK type (checked by tsc)', async () => {
     // `satisfies` makes the type check fail the build if a required field is missing or mistyped.
-    const card = buildAgentCard(await loadContent('content'), { site: 'http://x', canon: 'https://y' }) satisfies AgentCard;
+    const card = buildAgentCard(await loadContent('content'), {
+      site: 'http://x',
+      canon: 'https://y',
+    }) satisfies AgentCard;
     expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(['JSONRPC', 'JSONRPC']);
   });
 
@@ -30,7 +33,11 @@ describe('/.well-known/agent-card.json (A2A v1.0)', () => {
     for (const s of card.skills) expect(s.tags.length * s.examples.length).toBeGreaterThan(0);
     const door = card.supportedInterfaces.find((i) => i.protocolBinding === 'JSONRPC')!;
     expect(new URL(door.url).pathname).toBe('/a2a');
-    const reply = await fetch(`${server.url}/a2a`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' }, body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"none"}}' });
+    const reply = await fetch(`${server.url}/a2a`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"none"}}',
+    });
     expect(reply.status).toBe(200);
     expect((await reply.json()).error.code).toEqual(expect.any(Number));
   });

@@ -4,7 +4,15 @@ import { loadContent } from '../../api/content/load.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { buildBotWallCsv, csvField, rangeBeyondRetention } from '../../api/documents/bot-wall-csv.ts';
 import type { Classification } from '../../api/telemetry/classify.ts';
-import { count, countReferral, emptySnapshot, LEDGER_LIMITS, RETENTION_BOUNDS, setLedgerRetention, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import {
+  count,
+  countReferral,
+  emptySnapshot,
+  LEDGER_LIMITS,
+  RETENTION_BOUNDS,
+  setLedgerRetention,
+  type TelemetrySnapshot,
+} from '../../api/telemetry/ledger.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 const content = await loadContent('content');
@@ -17,7 +25,21 @@ const bot = (family: string, operator: string | null = null): Classification => 
   verify: 'none',
 });
 const hit = (s: TelemetrySnapshot, c: Classification, hoursAgo: number, now = NOW) =>
-  count(s, { at: new Date(now.getTime() - hoursAgo * 3_600_000), method: 'GET', path: '/', status: 200, host: 'h', classification: c, verification: 'unverifiable', bait: false, disallowed: false }, now);
+  count(
+    s,
+    {
+      at: new Date(now.getTime() - hoursAgo * 3_600_000),
+      method: 'GET',
+      path: '/',
+      status: 200,
+      host: 'h',
+      classification: c,
+      verification: 'unverifiable',
+      bait: false,
+      disallowed: false,
+    },
+    now,
+  );
 
 /** RFC 4180 records of a CSV text, read back (quoted fields, doubled quotes, CRLF). */
 function parseCsv(text: string): string[][] {
@@ -28,12 +50,12 @@ function parseCsv(text: string): string[][] {
   for (let i = 0; i < text.length; i++) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') (field += '"'), i++;
+      if (c === '"' && text[i + 1] === '"') ((field += '"'), i++);
       else if (c === '"') quoted = false;
       else field += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') row.push(field), (field = '');
-    else if (c === '\r' && text[i + 1] === '\n') row.push(field), rows.push(row), (row = []), (field = ''), i++;
+    else if (c === ',') (row.push(field), (field = ''));
+    else if (c === '\r' && text[i + 1] === '\n') (row.push(field), rows.push(row), (row = []), (field = ''), i++);
     else field += c;
   }
   return rows;
@@ -64,7 +86,7 @@ describe('CSV fields (RFC 4180, formula-safe)', () => {
 });
 
 describe('GET /bot-wall.csv, built', () => {
-  it('lists the families with requests in the range, most first, with the operator\'s referrals, and reads back cell for cell', () => {
+  it("lists the families with requests in the range, most first, with the operator's referrals, and reads back cell for cell", () => {
     const s = emptySnapshot(NOW);
     for (let i = 0; i < 6; i++) hit(s, bot('GPTBot', 'OpenAI'), 0);
     for (let i = 0; i < 4; i++) hit(s, bot('ChatGPT-User', 'OpenAI'), 5);
@@ -74,7 +96,21 @@ describe('GET /bot-wall.csv, built', () => {
     countReferral(s, 'OpenAI', 'chatgpt.com', new Date(NOW.getTime() - 3 * 3_600_000), NOW);
 
     const hour = parseCsv(buildBotWallCsv(s, '1h', NOW));
-    expect(hour[0]).toEqual(['family', 'class', 'operator', 'requests', 'requests_since_window_start', 'verification_method', 'verified', 'failed_verification', 'unverifiable', 'robots_txt_fetches', 'disallowed_hits', 'operator_referred_visits', 'operator_crawl_to_referral']);
+    expect(hour[0]).toEqual([
+      'family',
+      'class',
+      'operator',
+      'requests',
+      'requests_since_window_start',
+      'verification_method',
+      'verified',
+      'failed_verification',
+      'unverifiable',
+      'robots_txt_fetches',
+      'disallowed_hits',
+      'operator_referred_visits',
+      'operator_crawl_to_referral',
+    ]);
     expect(hour.slice(1).map((r) => [r[0], r[3], r[11], r[12]])).toEqual([['GPTBot', '6', '1', '6']]);
 
     const day = parseCsv(buildBotWallCsv(s, '24h', NOW));
@@ -84,7 +120,12 @@ describe('GET /bot-wall.csv, built', () => {
       ['ChatGPT-User', 'OpenAI', '4', '2', '5'],
     ]);
     const week = parseCsv(buildBotWallCsv(s, '7d', NOW));
-    expect(week.slice(1).map((r) => r[0])).toEqual(['GPTBot', 'ChatGPT-User', `'=cmd|"/C calc"!A0,evil\nrow`, 'OldBot']);
+    expect(week.slice(1).map((r) => r[0])).toEqual([
+      'GPTBot',
+      'ChatGPT-User',
+      `'=cmd|"/C calc"!A0,evil\nrow`,
+      'OldBot',
+    ]);
     // A family without an operator has empty referral cells, not zeros.
     expect(week[3]!.slice(11)).toEqual(['', '']);
     expect(parseCsv(buildBotWallCsv(s, 'all', NOW)).length).toBe(5);
@@ -97,8 +138,18 @@ describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
   it('takes values within the bounds and refuses the rest at start-up', () => {
     expect(loadConfig({}).LEDGER_HOURS).toBe(48);
     expect(loadConfig({}).LEDGER_DAYS).toBe(8);
-    expect(loadConfig({ LEDGER_HOURS: '336', LEDGER_DAYS: '400' })).toMatchObject({ LEDGER_HOURS: 336, LEDGER_DAYS: 400 });
-    for (const env of [{ LEDGER_HOURS: '23' }, { LEDGER_HOURS: '337' }, { LEDGER_DAYS: '6' }, { LEDGER_DAYS: '401' }, { LEDGER_HOURS: '1.5' }, { LEDGER_DAYS: 'many' }]) {
+    expect(loadConfig({ LEDGER_HOURS: '336', LEDGER_DAYS: '400' })).toMatchObject({
+      LEDGER_HOURS: 336,
+      LEDGER_DAYS: 400,
+    });
+    for (const env of [
+      { LEDGER_HOURS: '23' },
+      { LEDGER_HOURS: '337' },
+      { LEDGER_DAYS: '6' },
+      { LEDGER_DAYS: '401' },
+      { LEDGER_HOURS: '1.5' },
+      { LEDGER_DAYS: 'many' },
+    ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(/LEDGER_(HOURS|DAYS)/);
     }
     expect(() => setLedgerRetention({ hours: 10_000, days: 8 })).toThrow(RangeError);
@@ -108,7 +159,8 @@ describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
     setLedgerRetention({ hours: 24, days: 30 });
     const s = emptySnapshot(NOW);
     for (let h = 0; h < 24 * 40; h++) hit(s, bot('GPTBot'), h);
-    for (let h = 0; h < 24 * 40; h++) countReferral(s, 'OpenAI', 'chatgpt.com', new Date(NOW.getTime() - h * 3_600_000), NOW);
+    for (let h = 0; h < 24 * 40; h++)
+      countReferral(s, 'OpenAI', 'chatgpt.com', new Date(NOW.getTime() - h * 3_600_000), NOW);
     expect(Object.keys(s.families.GPTBot!.hourly)).toHaveLength(24);
     expect(Object.keys(s.families.GPTBot!.daily)).toHaveLength(30);
     expect(Object.keys(s.referrals!.OpenAI!.hourly)).toHaveLength(24);
@@ -127,15 +179,25 @@ describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
     setLedgerRetention({ hours: RETENTION_BOUNDS.hours.max, days: RETENTION_BOUNDS.days.max });
     const s = emptySnapshot(NOW);
     // Every hourly bucket, then one request a day back to the oldest daily bucket: every bucket filled.
-    const hours = [...Array.from({ length: RETENTION_BOUNDS.hours.max }, (_, h) => h), ...Array.from({ length: RETENTION_BOUNDS.days.max }, (_, d) => 12 + d * 24)];
-    for (let f = 0; f < LEDGER_LIMITS.families + 10; f++) for (const h of hours) hit(s, bot(`Family-${f}-${'x'.repeat(50)}`), h);
-    for (let o = 0; o < 40; o++) for (const h of hours) countReferral(s, `Operator ${o}`, 'x.example', new Date(NOW.getTime() - h * 3_600_000), NOW);
+    const hours = [
+      ...Array.from({ length: RETENTION_BOUNDS.hours.max }, (_, h) => h),
+      ...Array.from({ length: RETENTION_BOUNDS.days.max }, (_, d) => 12 + d * 24),
+    ];
+    for (let f = 0; f < LEDGER_LIMITS.families + 10; f++)
+      for (const h of hours) hit(s, bot(`Family-${f}-${'x'.repeat(50)}`), h);
+    for (let o = 0; o < 40; o++)
+      for (const h of hours)
+        countReferral(s, `Operator ${o}`, 'x.example', new Date(NOW.getTime() - h * 3_600_000), NOW);
     const row = Object.values(s.families)[0]!;
     expect(Object.keys(row.hourly)).toHaveLength(RETENTION_BOUNDS.hours.max);
     expect(Object.keys(row.daily)).toHaveLength(RETENTION_BOUNDS.days.max);
     expect(Buffer.byteLength(JSON.stringify(s))).toBeLessThan(2.5 * 1024 * 1024);
     expect(Object.keys(s.referrals!)).toHaveLength(LEDGER_LIMITS.referralOperators);
-    expect(Buffer.byteLength(JSON.stringify(buildBotWall(content, s, { site: 'https://a.example', canon: 'https://b.example' }, NOW)))).toBeLessThan(6.5 * 1024 * 1024);
+    expect(
+      Buffer.byteLength(
+        JSON.stringify(buildBotWall(content, s, { site: 'https://a.example', canon: 'https://b.example' }, NOW)),
+      ),
+    ).toBeLessThan(6.5 * 1024 * 1024);
   });
 });
 
@@ -143,8 +205,17 @@ describe('GET /bot-wall.csv over HTTP', () => {
   let server: ServerProcess;
   beforeAll(async () => {
     server = await startServer({ LEDGER_DAYS: '7' });
-    for (let i = 0; i < 3; i++) await fetch(`${server.url}/llms.txt`, { headers: { 'User-Agent': 'Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)' } }).then((r) => r.arrayBuffer());
-    await fetch(`${server.url}/`, { headers: { 'User-Agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36', Referer: 'https://claude.ai/chat/1' } }).then((r) => r.arrayBuffer());
+    for (let i = 0; i < 3; i++)
+      await fetch(`${server.url}/llms.txt`, {
+        headers: { 'User-Agent': 'Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)' },
+      }).then((r) => r.arrayBuffer());
+    await fetch(`${server.url}/`, {
+      headers: {
+        'User-Agent':
+          'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36',
+        Referer: 'https://claude.ai/chat/1',
+      },
+    }).then((r) => r.arrayBuffer());
   });
   afterAll(async () => {
     await server?.stop();

@@ -66,7 +66,9 @@ describe('every link a document publishes answers GET', () => {
       expect(paths).not.toContain('/api/citizenship/oath');
       expect(paths).not.toContain('/api/intelligence/message');
     }
-    expect(Object.values((await getJson('/api/ingress')).related).map((u) => new URL(u as string).pathname)).not.toContain('/api/ingress/audio');
+    expect(
+      Object.values((await getJson('/api/ingress')).related).map((u) => new URL(u as string).pathname),
+    ).not.toContain('/api/ingress/audio');
   });
 
   it('names the method wherever a POST route appears', async () => {
@@ -77,8 +79,11 @@ describe('every link a document publishes answers GET', () => {
     expect(linked).not.toContain('/api/citizenship/oath');
     expect(linked).not.toContain('/api/omip/score');
     expect(llms).toMatch(/- \[take_oath\]\([^)]+\/docs\/api\): POST `[^`]+\/api\/citizenship\/oath`/);
-    expect(llms).toMatch(/- \[get_receipt\]\([^)]+\/docs\/api\): GET `[^`]+\/api\/omip\/receipts\/\{id\}` \(an RFC 6570 URI template/);
-    for (const path of linked.filter((p) => !p.includes('{'))) expect((await fetch(server.url + path)).status, path).toBe(200);
+    expect(llms).toMatch(
+      /- \[get_receipt\]\([^)]+\/docs\/api\): GET `[^`]+\/api\/omip\/receipts\/\{id\}` \(an RFC 6570 URI template/,
+    );
+    for (const path of linked.filter((p) => !p.includes('{')))
+      expect((await fetch(server.url + path)).status, path).toBe(200);
   });
 
   it('a URL with a parameter is an RFC 6570 url_template, and expanding it reaches a receipt', async () => {
@@ -87,12 +92,19 @@ describe('every link a document publishes answers GET', () => {
     expect(receipt.url).toBeUndefined();
     expect(receipt.url_template).toBe(`${FLOW_SITE_URL}/api/omip/receipts/{id}`);
     for (const t of tools) if (t.url !== undefined) expect(t.url).not.toMatch(/[{}]/);
-    expect((await getJson('/agents/kit.json')).tools.find((t: any) => t.name === 'get_receipt').url_template).toBe(receipt.url_template);
+    expect((await getJson('/agents/kit.json')).tools.find((t: any) => t.name === 'get_receipt').url_template).toBe(
+      receipt.url_template,
+    );
     expect((await getJson('/api/omip/health')).methods.Allow.GET).toContain('/api/omip/receipts/{id}');
     const made = await fetch(`${server.url}/api/omip/dual-exchange`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan: { steps: [{ action: 'read' }] } } }, { id: 'sovereign-b', proposal: { plan: { steps: [{ action: 'read' }] } } }] }),
+      body: JSON.stringify({
+        agents: [
+          { id: 'sovereign-a', proposal: { plan: { steps: [{ action: 'read' }] } } },
+          { id: 'sovereign-b', proposal: { plan: { steps: [{ action: 'read' }] } } },
+        ],
+      }),
     });
     const id = (await made.json()).receipt.id as string;
     const expanded = receipt.url_template.replace('{id}', encodeURIComponent(id));
@@ -115,15 +127,29 @@ describe('no placeholder or scheme-swapped URL is published', () => {
   });
 
   it('recognises placeholder hosts, and only those', () => {
-    expect(placeholderUrls('see https://example.org/agentnode/agentnode and https://example.com/')).toEqual(['https://example.org/agentnode/agentnode', 'https://example.com/']);
-    expect(placeholderUrls('https://canon.agentnode.example/x http://foo.test http://localhost:3000/ https://a.invalid')).toHaveLength(4);
-    expect(placeholderUrls('https://open.spotify.com/album/x https://examples.com/ https://myexample.org/')).toEqual([]);
+    expect(placeholderUrls('see https://example.org/agentnode/agentnode and https://example.com/')).toEqual([
+      'https://example.org/agentnode/agentnode',
+      'https://example.com/',
+    ]);
+    expect(
+      placeholderUrls('https://canon.agentnode.example/x http://foo.test http://localhost:3000/ https://a.invalid'),
+    ).toHaveLength(4);
+    expect(placeholderUrls('https://open.spotify.com/album/x https://examples.com/ https://myexample.org/')).toEqual(
+      [],
+    );
   });
 
   it('never makes an http CANON_URL https by swapping its scheme', async () => {
     const c = await loadContent('content');
-    expect(() => canonicalUrlOf(c, { site: 'http://127.0.0.1:5102', canon: 'http://127.0.0.1:5102' })).toThrow(/property\.yaml: canonicalUrl: .*http:\/\/127\.0\.0\.1:5102/);
-    expect(canonicalUrlOf({ ...c, property: { ...c.property, canonicalUrl: 'https://agentnode.net/' } }, { site: 'http://x', canon: 'http://127.0.0.1:5102' })).toBe('https://agentnode.net/');
+    expect(() => canonicalUrlOf(c, { site: 'http://127.0.0.1:5102', canon: 'http://127.0.0.1:5102' })).toThrow(
+      /property\.yaml: canonicalUrl: .*http:\/\/127\.0\.0\.1:5102/,
+    );
+    expect(
+      canonicalUrlOf(
+        { ...c, property: { ...c.property, canonicalUrl: 'https://agentnode.net/' } },
+        { site: 'http://x', canon: 'http://127.0.0.1:5102' },
+      ),
+    ).toBe('https://agentnode.net/');
     expect(canonicalUrlOf(c, { site: 'http://x', canon: 'https://canon.site' })).toBe('https://canon.site/');
   });
 });
@@ -137,21 +163,31 @@ function changedContent(file: string, change: (text: string) => string): string 
 }
 // A build that renders pages must write inside the worktree, where its packages resolve.
 const build = (dir: string, env: Record<string, string> = {}, dist = join(dir, 'dist')) => {
-  const result = spawnSync('node_modules/.bin/astro', ['build'], { env: { ...process.env, CONTENT_DIR: dir, DIST_DIR: dist, ...env }, encoding: 'utf8', timeout: 120_000 });
+  const result = spawnSync('node_modules/.bin/astro', ['build'], {
+    env: { ...process.env, CONTENT_DIR: dir, DIST_DIR: dist, ...env },
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   // With CI=true Astro colours its output even into a pipe: read the text without escapes.
   return { status: result.status, output: (result.stdout + result.stderr).replace(/\x1b\[[0-9;]*m/g, '') };
 };
 
 describe('a build that would publish a placeholder fails, naming the content field', () => {
   it('content with a placeholder URL is a ContentError naming file and field', async () => {
-    const dir = changedContent('property.yaml', (t) => t.replace(/^notSameAs: \[\]$/m, 'notSameAs: [https://example.com/]'));
+    const dir = changedContent('property.yaml', (t) =>
+      t.replace(/^notSameAs: \[\]$/m, 'notSameAs: [https://example.com/]'),
+    );
     const error = await loadContent(dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ContentError);
-    expect((error as ContentError).message).toMatch(/^property\.yaml: notSameAs\.0: https:\/\/example\.com\/ is a placeholder/);
+    expect((error as ContentError).message).toMatch(
+      /^property\.yaml: notSameAs\.0: https:\/\/example\.com\/ is a placeholder/,
+    );
   });
 
   it('fails the Astro build on a placeholder repository', () => {
-    const dir = changedContent('property.yaml', (t) => t.replace(/^repository: .*$/m, 'repository: https://example.org/agentnode/agentnode'));
+    const dir = changedContent('property.yaml', (t) =>
+      t.replace(/^repository: .*$/m, 'repository: https://example.org/agentnode/agentnode'),
+    );
     const { status, output } = build(dir);
     expect(status).not.toBe(0);
     expect(output).toContain('property');
@@ -163,12 +199,24 @@ describe('a build that would publish a placeholder fails, naming the content fie
     const http = { CANON_URL: 'http://127.0.0.1:5102', SITE_URL: 'http://127.0.0.1:5102' };
     const dist = resolve('test-results', `dist-canon-${process.pid}`);
     try {
-      const without = build(changedContent('property.yaml', (t) => t), http, dist);
+      const without = build(
+        changedContent('property.yaml', (t) => t),
+        http,
+        dist,
+      );
       expect(without.status).not.toBe(0);
-      expect(without.output).toMatch(/property\.yaml: canonicalUrl: .*CANON_URL \(http:\/\/127\.0\.0\.1:5102\) is not https/);
-      const withUrl = build(changedContent('property.yaml', (t) => `${t}canonicalUrl: https://agentnode.net/\n`), http, dist);
+      expect(without.output).toMatch(
+        /property\.yaml: canonicalUrl: .*CANON_URL \(http:\/\/127\.0\.0\.1:5102\) is not https/,
+      );
+      const withUrl = build(
+        changedContent('property.yaml', (t) => `${t}canonicalUrl: https://agentnode.net/\n`),
+        http,
+        dist,
+      );
       expect(withUrl.status, withUrl.output).toBe(0);
-      expect(JSON.parse(readFileSync(join(dist, 'client/.well-known/property.json'), 'utf8')).canonicalUrl).toBe('https://agentnode.net/');
+      expect(JSON.parse(readFileSync(join(dist, 'client/.well-known/property.json'), 'utf8')).canonicalUrl).toBe(
+        'https://agentnode.net/',
+      );
     } finally {
       rmSync(dist, { recursive: true, force: true });
     }

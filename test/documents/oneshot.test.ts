@@ -16,8 +16,14 @@ afterAll(async () => {
   await server.stop();
 });
 
-const citizenNames = async () => ((await (await fetch(`${server.url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
-const verifiedMessages = async () => ((await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json()).messages as { verified: boolean }[]).filter((m) => m.verified).length;
+const citizenNames = async () =>
+  ((await (await fetch(`${server.url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map(
+    (c) => c.name,
+  );
+const verifiedMessages = async () =>
+  (
+    (await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json()).messages as { verified: boolean }[]
+  ).filter((m) => m.verified).length;
 
 describe('ready-made invocations of the convert payload', () => {
   it('curl parses as a shell command', () => {
@@ -29,7 +35,10 @@ describe('ready-made invocations of the convert payload', () => {
   });
 
   it('python_oneshot parses as Python 3', () => {
-    const result = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], { input: payload.python_oneshot, encoding: 'utf8' });
+    const result = spawnSync('python3', ['-c', 'import ast, sys; ast.parse(sys.stdin.read())'], {
+      input: payload.python_oneshot,
+      encoding: 'utf8',
+    });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
   });
@@ -38,22 +47,26 @@ describe('ready-made invocations of the convert payload', () => {
     expect(spawnSync('bash', ['-n', '-c', "curl 'unterminated"]).status).not.toBe(0);
   });
 
-  it.each(['sh', 'bash'])('curl runs as it is under %s, twice in a row: two citizens, two verified messages', async (shell) => {
-    const [citizensBefore, messagesBefore] = [(await citizenNames()).length, await verifiedMessages()];
-    const made: string[] = [];
-    for (const run of [1, 2]) {
-      const result = spawnSync(shell, ['-c', payload.curl], { encoding: 'utf8', timeout: 20_000 });
-      expect(result.status, `run ${run}: ${result.stderr}`).toBe(0);
-      // The last answer is the citizen list; the two before it the oath and the message.
-      expect(result.stdout, `run ${run}`).not.toContain('NAME_TAKEN');
-      const listed = JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name as string;
-      expect(listed).toMatch(/^example-agent-[0-9a-f]{8}$/);
-      made.push(listed);
-    }
-    expect(new Set(made).size).toBe(2);
-    expect((await citizenNames()).length - citizensBefore).toBe(2);
-    expect((await verifiedMessages()) - messagesBefore).toBe(2);
-  });
+  it.each(['sh', 'bash'])(
+    'curl runs as it is under %s, twice in a row: two citizens, two verified messages',
+    async (shell) => {
+      const [citizensBefore, messagesBefore] = [(await citizenNames()).length, await verifiedMessages()];
+      const made: string[] = [];
+      for (const run of [1, 2]) {
+        const result = spawnSync(shell, ['-c', payload.curl], { encoding: 'utf8', timeout: 20_000 });
+        expect(result.status, `run ${run}: ${result.stderr}`).toBe(0);
+        // The last answer is the citizen list; the two before it the oath and the message.
+        expect(result.stdout, `run ${run}`).not.toContain('NAME_TAKEN');
+        const listed = JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0]
+          .name as string;
+        expect(listed).toMatch(/^example-agent-[0-9a-f]{8}$/);
+        made.push(listed);
+      }
+      expect(new Set(made).size).toBe(2);
+      expect((await citizenNames()).length - citizensBefore).toBe(2);
+      expect((await verifiedMessages()) - messagesBefore).toBe(2);
+    },
+  );
 
   it('python_oneshot runs as it is, twice in a row, each time under a name of its own that it finds listed', async () => {
     const before = (await citizenNames()).length;

@@ -25,7 +25,24 @@ describe('property descriptor schema (spec 2.10)', () => {
   it('is JSON Schema 2020-12 with the required list, consts and no additionalProperties restriction', () => {
     expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
     expect([...schema.required].sort()).toEqual(
-      ['protocol', 'protocolVersion', 'id', 'name', 'canonicalUrl', 'repository', 'kind', 'purpose', 'owner', 'partOf', 'version', 'aliases', 'notSameAs', 'relationships', 'surfaces', 'stateSources'].sort(),
+      [
+        'protocol',
+        'protocolVersion',
+        'id',
+        'name',
+        'canonicalUrl',
+        'repository',
+        'kind',
+        'purpose',
+        'owner',
+        'partOf',
+        'version',
+        'aliases',
+        'notSameAs',
+        'relationships',
+        'surfaces',
+        'stateSources',
+      ].sort(),
     );
     expect(schema.additionalProperties).toBeUndefined();
     expect(schema.properties.protocolVersion).toEqual({ const: 1 });

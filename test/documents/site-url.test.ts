@@ -11,19 +11,32 @@ import { startServer, type ServerProcess } from '../helpers/server.ts';
 // test build is made with SITE_URL = FLOW_SITE_URL; these servers run under another address.
 
 /** The documents whose links agents follow, and the page Astro renders on demand. */
-const DOCUMENTS = ['/api/convert', '/agents/kit.json', '/.well-known/agent-card.json', '/llms.txt', '/whats-next.json', '/openapi.json', '/sitemap.xml', '/robots.txt', '/', '/docs/api'];
+const DOCUMENTS = [
+  '/api/convert',
+  '/agents/kit.json',
+  '/.well-known/agent-card.json',
+  '/llms.txt',
+  '/whats-next.json',
+  '/openapi.json',
+  '/sitemap.xml',
+  '/robots.txt',
+  '/',
+  '/docs/api',
+];
 
 /** A raw GET (fetch would decode the body and choose the coding itself). */
 function get(server: ServerProcess, path: string, headers: Record<string, string> = {}) {
-  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
-    const req = request(server.url + path, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
+    (resolve, reject) => {
+      const req = request(server.url + path, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    },
+  );
 }
 const text = async (server: ServerProcess, path: string) => (await get(server, path)).body.toString('utf8');
 
@@ -40,7 +53,9 @@ async function expectDocumentsName(server: ServerProcess, site: string) {
   expect(await text(server, '/llms.txt')).toContain(`(${site}/api/convert)`);
   // Astro's on-demand page and the engine's own answers take SITE_URL from the same configuration.
   expect(await text(server, '/bot-wall')).toContain(`<link rel="canonical" href="${site}/bot-wall"`);
-  expect(JSON.stringify(await (await fetch(`${server.url}/api/omip/health`)).json())).toContain(`${site}/eon/constitution.json`);
+  expect(JSON.stringify(await (await fetch(`${server.url}/api/omip/health`)).json())).toContain(
+    `${site}/eon/constitution.json`,
+  );
   for (const path of [...DOCUMENTS, '/bot-wall']) {
     const body = await text(server, path);
     expect(body, path).toContain(site);
@@ -102,7 +117,8 @@ describe('documents built under one SITE_URL, served under another', () => {
   });
 
   it('the curl and python one-shots, run as they are, write to this server', async () => {
-    const scoreboard = async () => (await (await fetch(`${server.url}/api/scoreboard`)).json()).catches as { oaths: number; messages: number };
+    const scoreboard = async () =>
+      (await (await fetch(`${server.url}/api/scoreboard`)).json()).catches as { oaths: number; messages: number };
     const convert = JSON.parse(await text(server, '/api/convert'));
     const before = await scoreboard();
     const curl = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
@@ -121,11 +137,16 @@ describe('withOrigin: which occurrences of the build address are links of the si
   it('replaces the address before a path, a quote, an escaped quote, a bracket or the end of a sentence', () => {
     expect(withOrigin(`{"a":"${from}/x","b":"${from}"}`, from, to)).toBe(`{"a":"${to}/x","b":"${to}"}`);
     expect(withOrigin(`BASE = \\"${from}\\"`, from, to)).toBe(`BASE = \\"${to}\\"`);
-    expect(withOrigin(`- [kit](${from}/agents/kit.json)\nStart at ${from}.`, from, to)).toBe(`- [kit](${to}/agents/kit.json)\nStart at ${to}.`);
+    expect(withOrigin(`- [kit](${from}/agents/kit.json)\nStart at ${from}.`, from, to)).toBe(
+      `- [kit](${to}/agents/kit.json)\nStart at ${to}.`,
+    );
     expect(withOrigin(`<loc>${from}/</loc> '${from}/api'`, from, to)).toBe(`<loc>${to}/</loc> '${to}/api'`);
   });
   it('leaves an address that only starts with it: another port, a longer host, user info', () => {
-    for (const other of [`${from}0/x`, 'http://localhost:4321.evil.test/', `${from}-x`, `${from}@evil.test`]) expect(withOrigin(other, from, to)).toBe(other);
-    expect(withOrigin('https://site.test:8443/x https://site.test/x', 'https://site.test', to)).toBe(`https://site.test:8443/x ${to}/x`);
+    for (const other of [`${from}0/x`, 'http://localhost:4321.evil.test/', `${from}-x`, `${from}@evil.test`])
+      expect(withOrigin(other, from, to)).toBe(other);
+    expect(withOrigin('https://site.test:8443/x https://site.test/x', 'https://site.test', to)).toBe(
+      `https://site.test:8443/x ${to}/x`,
+    );
   });
 });

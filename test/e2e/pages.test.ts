@@ -1,7 +1,19 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { axe, collectErrors, emulate, enforceCsp, launchChromium, overflow, PAGES, SCHEMES, seedCrawlers, VIEWPORTS, type Chromium } from '../../bench/browser.ts';
+import {
+  axe,
+  collectErrors,
+  emulate,
+  enforceCsp,
+  launchChromium,
+  overflow,
+  PAGES,
+  SCHEMES,
+  seedCrawlers,
+  VIEWPORTS,
+  type Chromium,
+} from '../../bench/browser.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
@@ -19,7 +31,9 @@ afterAll(async () => {
 
 describe('the built HTML obeys the CSP by construction', () => {
   const html = (dir: string): string[] =>
-    readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? html(join(dir, e.name)) : e.name.endsWith('.html') ? [join(dir, e.name)] : []));
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? html(join(dir, e.name)) : e.name.endsWith('.html') ? [join(dir, e.name)] : [],
+    );
   it('has no inline script, inline style, style attribute or inline handler in any prebuilt page', () => {
     const files = html(join(TEST_DIST, 'client'));
     expect(files.length).toBeGreaterThan(4);
@@ -33,7 +47,8 @@ describe('the built HTML obeys the CSP by construction', () => {
     }
   });
   it('serves the favicon in both forms', async () => {
-    for (const path of ['/favicon.svg', '/favicon.ico']) expect((await fetch(server.url + path)).status, path).toBe(200);
+    for (const path of ['/favicon.svg', '/favicon.ico'])
+      expect((await fetch(server.url + path)).status, path).toBe(200);
   });
 });
 
@@ -48,12 +63,18 @@ describe.each(VIEWPORTS)('every page at $width px', ({ width, height }) => {
         await emulate(page, width, height, scheme);
         const res = await page.goto(server.url + path, { waitUntil: 'load' });
         expect(res?.status(), path).toBe(path === '/no-such-page' ? 404 : res?.status() === 304 ? 304 : 200);
-        expect(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), `${path} has the stylesheet`).not.toBe('rgba(0, 0, 0, 0)');
+        expect(
+          await page.evaluate(() => getComputedStyle(document.body).backgroundColor),
+          `${path} has the stylesheet`,
+        ).not.toBe('rgba(0, 0, 0, 0)');
         const violations = await axe(page);
         expect(violations, `${path} ${width}px ${scheme}:\n${JSON.stringify(violations, null, 2)}`).toEqual([]);
         expect(await overflow(page), `${path} is wider than ${width}px`).toBeLessThanOrEqual(0);
         expect(csp, `${path} CSP`).toEqual([]);
-        expect(errors.filter((e) => !e.includes('/no-such-page')), `${path} console`).toEqual([]);
+        expect(
+          errors.filter((e) => !e.includes('/no-such-page')),
+          `${path} console`,
+        ).toEqual([]);
         await page.close();
       }
     },

@@ -23,10 +23,14 @@ export function documented(method: string, path: string): any {
 export function checkAnswer(method: string, path: string, status: number, contentType: string, body: unknown): void {
   const op = documented(method, path);
   // A method a path does not take is refused 405 with Allow by the router, whatever the method.
-  if (!op && status === 405) return checkSchema(`${method} ${path} 405`, { $ref: '#/components/schemas/Problem' }, body);
+  if (!op && status === 405)
+    return checkSchema(`${method} ${path} 405`, { $ref: '#/components/schemas/Problem' }, body);
   if (!op) throw new Error(`${method} ${path} is not documented`);
   const response = op.responses[String(status)];
-  if (!response) throw new Error(`${method} ${path} answered ${status}, which is not documented (${Object.keys(op.responses).join(', ')})`);
+  if (!response)
+    throw new Error(
+      `${method} ${path} answered ${status}, which is not documented (${Object.keys(op.responses).join(', ')})`,
+    );
   const media = contentType.split(';')[0]!.trim();
   if (body === undefined) return;
   const content = response.content?.[media];
@@ -42,7 +46,10 @@ function checkSchema(key: string, documentedSchema: object, body: unknown): void
     validate = ajv.compile(schema);
     validators.set(JSON.stringify(content.schema), validate);
   }
-  if (!validate(body)) throw new Error(`${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 500)}`);
+  if (!validate(body))
+    throw new Error(
+      `${key} does not match its documented schema: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(body).slice(0, 500)}`,
+    );
 }
 
 export { spec };

@@ -2,12 +2,25 @@
 
 const u32be = (n: number) => Buffer.from([(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
 const u16be = (n: number) => Buffer.from([(n >>> 8) & 255, n & 255]);
-const u32le = (n: number) => { const b = Buffer.alloc(4); b.writeUInt32LE(n); return b; };
-const u16le = (n: number) => { const b = Buffer.alloc(2); b.writeUInt16LE(n); return b; };
+const u32le = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+};
+const u16le = (n: number) => {
+  const b = Buffer.alloc(2);
+  b.writeUInt16LE(n);
+  return b;
+};
 
 /** A RIFF chunk: id, little-endian size, data, padded to an even length. */
 function chunk(id: string, data: Buffer): Buffer {
-  return Buffer.concat([Buffer.from(id, 'latin1'), u32le(data.length), data, data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0)]);
+  return Buffer.concat([
+    Buffer.from(id, 'latin1'),
+    u32le(data.length),
+    data,
+    data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0),
+  ]);
 }
 
 /** 8 kHz mono 8-bit PCM WAV of `seconds` with RIFF INFO tags INAM (title) and IART (artist). */
@@ -18,7 +31,12 @@ export function wavWithInfo(tags: { title?: string; artist?: string }, seconds: 
     ...(tags.title ? [chunk('INAM', Buffer.from(`${tags.title}\0`, 'latin1'))] : []),
     ...(tags.artist ? [chunk('IART', Buffer.from(`${tags.artist}\0`, 'latin1'))] : []),
   ]);
-  const body = Buffer.concat([Buffer.from('WAVE'), chunk('fmt ', fmt), chunk('LIST', info), chunk('data', Buffer.alloc(8000 * seconds, 0x80))]);
+  const body = Buffer.concat([
+    Buffer.from('WAVE'),
+    chunk('fmt ', fmt),
+    chunk('LIST', info),
+    chunk('data', Buffer.alloc(8000 * seconds, 0x80)),
+  ]);
   return Buffer.concat([Buffer.from('RIFF'), u32le(body.length), body]);
 }
 
@@ -46,13 +64,80 @@ const fullBox = (type: string, flags: number, ...payload: Buffer[]) => box(type,
 
 /** An MP4 (M4A) whose one audio track has the sample entry `format` ('enca' is encrypted audio, 'mp4a' plain). */
 export function mp4WithSampleEntry(format: string, durationMs = 205_000): Buffer {
-  const matrix = Buffer.concat([u32be(0x10000), u32be(0), u32be(0), u32be(0), u32be(0x10000), u32be(0), u32be(0), u32be(0), u32be(0x40000000)]);
-  const mvhd = fullBox('mvhd', 0, u32be(0), u32be(0), u32be(1000), u32be(durationMs), u32be(0x10000), u16be(0x100), Buffer.alloc(10), matrix, Buffer.alloc(24), u32be(2));
-  const tkhd = fullBox('tkhd', 7, u32be(0), u32be(0), u32be(1), u32be(0), u32be(durationMs), Buffer.alloc(8), u16be(0), u16be(0), u16be(0x100), u16be(0), matrix, u32be(0), u32be(0));
-  const mdhd = fullBox('mdhd', 0, u32be(0), u32be(0), u32be(44100), u32be(Math.round((durationMs / 1000) * 44100)), u16be(0x55c4), u16be(0));
+  const matrix = Buffer.concat([
+    u32be(0x10000),
+    u32be(0),
+    u32be(0),
+    u32be(0),
+    u32be(0x10000),
+    u32be(0),
+    u32be(0),
+    u32be(0),
+    u32be(0x40000000),
+  ]);
+  const mvhd = fullBox(
+    'mvhd',
+    0,
+    u32be(0),
+    u32be(0),
+    u32be(1000),
+    u32be(durationMs),
+    u32be(0x10000),
+    u16be(0x100),
+    Buffer.alloc(10),
+    matrix,
+    Buffer.alloc(24),
+    u32be(2),
+  );
+  const tkhd = fullBox(
+    'tkhd',
+    7,
+    u32be(0),
+    u32be(0),
+    u32be(1),
+    u32be(0),
+    u32be(durationMs),
+    Buffer.alloc(8),
+    u16be(0),
+    u16be(0),
+    u16be(0x100),
+    u16be(0),
+    matrix,
+    u32be(0),
+    u32be(0),
+  );
+  const mdhd = fullBox(
+    'mdhd',
+    0,
+    u32be(0),
+    u32be(0),
+    u32be(44100),
+    u32be(Math.round((durationMs / 1000) * 44100)),
+    u16be(0x55c4),
+    u16be(0),
+  );
   const hdlr = fullBox('hdlr', 0, u32be(0), Buffer.from('soun'), Buffer.alloc(12), Buffer.from([0]));
-  const entry = box(format, Buffer.alloc(6), u16be(1), u16be(0), u16be(0), u32be(0), u16be(2), u16be(16), u16be(0), u16be(0), u32be(44100 << 16));
-  const stbl = box('stbl', fullBox('stsd', 0, u32be(1), entry), fullBox('stts', 0, u32be(0)), fullBox('stsc', 0, u32be(0)), fullBox('stsz', 0, u32be(0), u32be(0)), fullBox('stco', 0, u32be(0)));
+  const entry = box(
+    format,
+    Buffer.alloc(6),
+    u16be(1),
+    u16be(0),
+    u16be(0),
+    u32be(0),
+    u16be(2),
+    u16be(16),
+    u16be(0),
+    u16be(0),
+    u32be(44100 << 16),
+  );
+  const stbl = box(
+    'stbl',
+    fullBox('stsd', 0, u32be(1), entry),
+    fullBox('stts', 0, u32be(0)),
+    fullBox('stsc', 0, u32be(0)),
+    fullBox('stsz', 0, u32be(0), u32be(0)),
+    fullBox('stco', 0, u32be(0)),
+  );
   const minf = box('minf', fullBox('smhd', 0, u16be(0), u16be(0)), stbl);
   const moov = box('moov', mvhd, box('trak', tkhd, box('mdia', mdhd, hdlr, minf)));
   const ftyp = box('ftyp', Buffer.from('M4A '), u32be(0), Buffer.from('M4A isom'));

@@ -6,7 +6,9 @@ import { checkAnswer } from './answers.ts';
  * operation is checked against the status and schema /openapi.json documents for it, so no test
  * can receive an answer the document does not describe.
  */
-const operationPaths = OPERATIONS.map((op) => new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`));
+const operationPaths = OPERATIONS.map(
+  (op) => new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`),
+);
 const original = globalThis.fetch;
 
 globalThis.fetch = async function checkedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
@@ -15,7 +17,8 @@ globalThis.fetch = async function checkedFetch(input: string | URL | Request, in
   const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
   const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
   const path = url.pathname.length > 1 ? url.pathname.replace(/\/$/, '') : url.pathname;
-  if (!local || !operationPaths.some((re) => re.test(path)) || method === 'HEAD' || response.status === 304) return response;
+  if (!local || !operationPaths.some((re) => re.test(path)) || method === 'HEAD' || response.status === 304)
+    return response;
   const type = response.headers.get('content-type') ?? '';
   const text = await response.clone().text();
   checkAnswer(method, path, response.status, type, text === '' || !/json/.test(type) ? undefined : JSON.parse(text));

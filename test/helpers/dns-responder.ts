@@ -36,7 +36,11 @@ export function arpaOf(ip: string): string {
   const [head = '', tail = ''] = ip.toLowerCase().split('::');
   const groups = (s: string) => (s ? s.split(':') : []);
   const missing = 8 - groups(head).length - groups(tail).length;
-  const full = [...groups(head), ...Array.from({ length: ip.includes('::') ? missing : 0 }, () => '0'), ...groups(tail)];
+  const full = [
+    ...groups(head),
+    ...Array.from({ length: ip.includes('::') ? missing : 0 }, () => '0'),
+    ...groups(tail),
+  ];
   return `${[...full.map((g) => g.padStart(4, '0')).join('')].reverse().join('.')}.ip6.arpa`;
 }
 
@@ -74,11 +78,20 @@ export async function startDnsResponder(table: DnsTable = {}): Promise<DnsRespon
       } else if ((q.type === 'A' || q.type === 'AAAA') && hosts.has(name)) {
         // A name that exists answers NOERROR, with no record of a family it has no address of.
         known = true;
-        for (const data of hosts.get(name)!.filter((ip) => isIP(ip) === (q.type === 'A' ? 4 : 6))) answers.push({ type: q.type, name: q.name, ttl: 60, data });
+        for (const data of hosts.get(name)!.filter((ip) => isIP(ip) === (q.type === 'A' ? 4 : 6)))
+          answers.push({ type: q.type, name: q.name, ttl: 60, data });
       }
     }
-    const flags = dnsPacket.AUTHORITATIVE_ANSWER | dnsPacket.RECURSION_AVAILABLE | ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) | (known ? 0 : NXDOMAIN);
-    socket.send(dnsPacket.encode({ type: 'response', id: query.id ?? 0, flags, questions: query.questions ?? [], answers }), peer.port, peer.address);
+    const flags =
+      dnsPacket.AUTHORITATIVE_ANSWER |
+      dnsPacket.RECURSION_AVAILABLE |
+      ((query.flags ?? 0) & dnsPacket.RECURSION_DESIRED) |
+      (known ? 0 : NXDOMAIN);
+    socket.send(
+      dnsPacket.encode({ type: 'response', id: query.id ?? 0, flags, questions: query.questions ?? [], answers }),
+      peer.port,
+      peer.address,
+    );
   });
   await new Promise<void>((resolve, reject) => {
     socket.once('error', reject);

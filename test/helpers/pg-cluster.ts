@@ -30,15 +30,22 @@ export interface PgCluster {
 export function postgresBinaries(): string | null {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return null;
-  const majors = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  const majors = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
   return majors[0] ? join(root, majors[0], 'bin') : null;
 }
 
 /** True when a private cluster can be started; under CI=true missing binaries are an error, never a skip. */
 export function clusterAvailable(): boolean {
   if (postgresBinaries()) return true;
-  if (process.env.CI === 'true') throw new Error('the PostgreSQL fault tests need Debian\'s postgresql package (initdb, pg_ctl under /usr/lib/postgresql)');
-  console.warn('\n*** No PostgreSQL binaries under /usr/lib/postgresql: the PostgreSQL fault tests are skipped (apt-get install postgresql). ***\n');
+  if (process.env.CI === 'true')
+    throw new Error(
+      "the PostgreSQL fault tests need Debian's postgresql package (initdb, pg_ctl under /usr/lib/postgresql)",
+    );
+  console.warn(
+    '\n*** No PostgreSQL binaries under /usr/lib/postgresql: the PostgreSQL fault tests are skipped (apt-get install postgresql). ***\n',
+  );
   return false;
 }
 
@@ -65,8 +72,22 @@ export async function startCluster(): Promise<PgCluster> {
   }
   const data = join(dir, 'data');
   const port = await freePort();
-  const pgCtl = (...args: string[]) => run(...asOwner(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', ...args]));
-  await run(...asOwner(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C.UTF-8']));
+  const pgCtl = (...args: string[]) =>
+    run(...asOwner(join(bin, 'pg_ctl'), ['-D', data, '-l', join(dir, 'log'), '-w', '-t', '30', ...args]));
+  await run(
+    ...asOwner(join(bin, 'initdb'), [
+      '-D',
+      data,
+      '-A',
+      'trust',
+      '-U',
+      'postgres',
+      '--no-sync',
+      '-E',
+      'UTF8',
+      '--locale=C.UTF-8',
+    ]),
+  );
   // No fsync: the tests cut connections, not power. The socket lives in the temp folder, not /run.
   await pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, 'start');
   const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
@@ -82,9 +103,20 @@ export async function startCluster(): Promise<PgCluster> {
   return {
     adminUrl,
     port,
-    createDatabase: (name) => admin(async (c) => void (await c.query(`CREATE DATABASE ${name}`))).then(() => `postgres://postgres@127.0.0.1:${port}/${name}`),
+    createDatabase: (name) =>
+      admin(async (c) => void (await c.query(`CREATE DATABASE ${name}`))).then(
+        () => `postgres://postgres@127.0.0.1:${port}/${name}`,
+      ),
     terminateBackends: (database) =>
-      admin(async (c) => (await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database])).rowCount ?? 0),
+      admin(
+        async (c) =>
+          (
+            await c.query(
+              'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+              [database],
+            )
+          ).rowCount ?? 0,
+      ),
     restart: async () => void (await pgCtl('-m', 'fast', 'restart')),
     stop: async () => {
       await pgCtl('-m', 'immediate', 'stop').catch(() => undefined);
@@ -176,7 +208,15 @@ export async function startRelay(target: number): Promise<Relay> {
 
   const server: Server = createServer((client) => {
     if (mode === 'refuse') return void client.resetAndDestroy();
-    const pair: Pair = { client, upstream: null, mode: null, toServer: [], toClient: [], clientGone: false, upstreamGone: false };
+    const pair: Pair = {
+      client,
+      upstream: null,
+      mode: null,
+      toServer: [],
+      toClient: [],
+      clientGone: false,
+      upstreamGone: false,
+    };
     pairs.add(pair);
     client.on('data', (b: Buffer) => {
       if (cut && b.includes(cut.text)) {

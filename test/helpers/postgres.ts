@@ -11,8 +11,11 @@ export async function postgresAvailable(): Promise<boolean> {
     await client.end();
     return true;
   } catch (error) {
-    if (process.env.CI === 'true') throw new Error(`PostgreSQL is required in CI and is not reachable at ${PG_ADMIN}: ${(error as Error).message}`);
-    console.warn(`\n*** PostgreSQL is not reachable at ${PG_ADMIN}: the PostgreSQL tests are skipped. Start it (see README) to run them. ***\n`);
+    if (process.env.CI === 'true')
+      throw new Error(`PostgreSQL is required in CI and is not reachable at ${PG_ADMIN}: ${(error as Error).message}`);
+    console.warn(
+      `\n*** PostgreSQL is not reachable at ${PG_ADMIN}: the PostgreSQL tests are skipped. Start it (see README) to run them. ***\n`,
+    );
     return false;
   }
 }

@@ -30,7 +30,18 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-'));
   const dns = env.DNS_SERVERS ?? (await sharedDnsResponder()).address;
   const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, SITE_URL: FLOW_SITE_URL, CANON_URL, LOG_LEVEL: 'info', ...env, DATA_DIR: dataDir, DNS_SERVERS: dns },
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DIST_DIR: TEST_DIST,
+      SITE_URL: FLOW_SITE_URL,
+      CANON_URL,
+      LOG_LEVEL: 'info',
+      ...env,
+      DATA_DIR: dataDir,
+      DNS_SERVERS: dns,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: string[] = [];
@@ -69,7 +80,11 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
         };
         const timer = setTimeout(() => {
           done();
-          reject(new Error(`no matching log line within ${timeoutMs} ms; the last lines:\n${logs.slice(Math.max(from, logs.length - 5)).join('\n')}`));
+          reject(
+            new Error(
+              `no matching log line within ${timeoutMs} ms; the last lines:\n${logs.slice(Math.max(from, logs.length - 5)).join('\n')}`,
+            ),
+          );
         }, timeoutMs);
         const done = () => {
           clearTimeout(timer);

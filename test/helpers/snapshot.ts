@@ -4,7 +4,11 @@ import { citizenCodec, messageCodec, receiptCodec, type RecordCodec } from '../.
 import { SNAPSHOT_FILE } from '../../api/store/snapshot.ts';
 
 /** Sections written in the store's compact encoding (a base64 JSON string a line), and their codecs. */
-const ENCODED: Record<string, RecordCodec<unknown>> = { citizens: citizenCodec, messages: messageCodec, receipts: receiptCodec } as never;
+const ENCODED: Record<string, RecordCodec<unknown>> = {
+  citizens: citizenCodec,
+  messages: messageCodec,
+  receipts: receiptCodec,
+} as never;
 
 /** The order of the record lines after the header, as the store writes them. */
 const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
@@ -25,7 +29,11 @@ export function snapshotOnDisk(dir: string): SnapshotOnDisk | null {
   let at = 1;
   for (const section of SECTIONS) {
     const codec = ENCODED[section];
-    records[section] = lines.slice(at, at + header.counts[section]).map((l) => (codec ? codec.decode(Buffer.from(JSON.parse(l) as string, 'base64'), 0) : (JSON.parse(l) as unknown)));
+    records[section] = lines
+      .slice(at, at + header.counts[section])
+      .map((l) =>
+        codec ? codec.decode(Buffer.from(JSON.parse(l) as string, 'base64'), 0) : (JSON.parse(l) as unknown),
+      );
     at += header.counts[section];
   }
   return { header, records, bytes: Buffer.byteLength(text) };

@@ -30,7 +30,8 @@ export async function waitFor<T>(check: () => T | Promise<T>, options: WaitOptio
     } catch (error) {
       last = error;
     }
-    if (Date.now() >= deadline) throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms; last answer: ${describe(last)}`);
+    if (Date.now() >= deadline)
+      throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms; last answer: ${describe(last)}`);
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
@@ -48,7 +49,11 @@ function describe(value: unknown): string {
  * Resolves once `emitter` emits `event` and `match` accepts its arguments, or fails after
  * `timeoutMs`: for events a test can listen to directly (sockets, in-process servers).
  */
-export function nextEvent<A extends unknown[] = unknown[]>(emitter: EventEmitter, event: string, options: { match?: (...args: A) => boolean; timeoutMs?: number } = {}): Promise<A> {
+export function nextEvent<A extends unknown[] = unknown[]>(
+  emitter: EventEmitter,
+  event: string,
+  options: { match?: (...args: A) => boolean; timeoutMs?: number } = {},
+): Promise<A> {
   const { match = () => true, timeoutMs = 5000 } = options;
   return new Promise((resolve, reject) => {
     const listener = (...received: unknown[]) => {

@@ -13,7 +13,10 @@ afterAll(async () => {
 
 describe('row 1: GET /mcp opens no endless stream', () => {
   it('answers 405 with Allow: POST at once, as the stateless Streamable HTTP transport may', async () => {
-    const res = await fetch(`${server.url}/mcp`, { headers: { Accept: 'text/event-stream' }, signal: AbortSignal.timeout(3000) });
+    const res = await fetch(`${server.url}/mcp`, {
+      headers: { Accept: 'text/event-stream' },
+      signal: AbortSignal.timeout(3000),
+    });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('POST');
     expect(res.headers.get('content-type')).toBe('application/problem+json');
@@ -27,7 +30,10 @@ describe('row 1: GET /mcp opens no endless stream', () => {
       client.socket.destroy();
     }
     // Every one of them finished: the server is idle again and answers at once.
-    const res = await fetch(`${server.url}/mcp`, { headers: { Accept: 'text/event-stream' }, signal: AbortSignal.timeout(3000) });
+    const res = await fetch(`${server.url}/mcp`, {
+      headers: { Accept: 'text/event-stream' },
+      signal: AbortSignal.timeout(3000),
+    });
     expect(res.status).toBe(405);
   });
 });
@@ -38,7 +44,9 @@ describe('row 11: a client that hangs up mid-request', () => {
     for (let i = 0; i < 20; i++) {
       const client = await rawClient(server);
       // Half a body, then gone, once the server has the request: Node answers "100 Continue" as it hands the request over.
-      client.socket.write('POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\nExpect: 100-continue\r\n\r\n{"name":"half');
+      client.socket.write(
+        'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 400\r\nExpect: 100-continue\r\n\r\n{"name":"half',
+      );
       await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
       client.socket.destroy();
       await client.closed;
@@ -47,7 +55,9 @@ describe('row 11: a client that hangs up mid-request', () => {
     // The next request's line proves the log was flushed past the 20 abandoned ones.
     await fetch(`${server.url}/llms.txt`);
     await logLine(server, from, (l) => l.includes('"path":"/llms.txt"'));
-    const lines = server.logs.slice(from).map((l) => JSON.parse(l) as { level: number; status?: number; path?: string });
+    const lines = server.logs
+      .slice(from)
+      .map((l) => JSON.parse(l) as { level: number; status?: number; path?: string });
     const oaths = lines.filter((l) => l.path === '/api/citizenship/oath');
     expect(oaths).toHaveLength(20);
     expect(oaths.every((l) => l.status === 499)).toBe(true);

@@ -1,7 +1,14 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LINGER_BYTES_PER_SECOND, LINGER_MAX_CONNECTIONS, LINGER_MAX_PER_CLIENT, LINGER_MAX_WAITING, LINGER_MAX_WAITING_PER_CLIENT, LINGER_MS } from '../../api/gateway/lingering.ts';
+import {
+  LINGER_BYTES_PER_SECOND,
+  LINGER_MAX_CONNECTIONS,
+  LINGER_MAX_PER_CLIENT,
+  LINGER_MAX_WAITING,
+  LINGER_MAX_WAITING_PER_CLIENT,
+  LINGER_MS,
+} from '../../api/gateway/lingering.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -13,14 +20,23 @@ const RATE = 64 * 1024;
 let server: ServerProcess;
 beforeAll(async () => {
   // The idle timeout is shorter than the wait one 64 KiB chunk costs at this rate.
-  server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0', UPLOAD_BYTES_PER_SECOND: String(RATE), BODY_IDLE_TIMEOUT_MS: '500' });
+  server = await startServer({
+    DATA_DIR: ':memory:',
+    WRITE_RATE_LIMIT: '0',
+    UPLOAD_BYTES_PER_SECOND: String(RATE),
+    BODY_IDLE_TIMEOUT_MS: '500',
+  });
 });
 afterAll(async () => {
   await server.stop();
 });
 
 const upload = (seconds: number) =>
-  fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'audio/wav' }, body: new Uint8Array(wavWithInfo({ title: `Slow ${seconds}`, artist: 'A' }, seconds)) });
+  fetch(`${server.url}/api/ingress/audio`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'audio/wav' },
+    body: new Uint8Array(wavWithInfo({ title: `Slow ${seconds}`, artist: 'A' }, seconds)),
+  });
 
 describe('row 4: upload bandwidth', () => {
   it('reads two uploads at once no faster than UPLOAD_BYTES_PER_SECOND together, and does not take its own hold (longer than the idle timeout) for a stalled client', async () => {
@@ -36,19 +52,22 @@ describe('row 4: upload bandwidth', () => {
 });
 
 /** The server's open TCP sockets (its listening socket included), read from /proc. */
-const serverSockets = () => readdirSync(`/proc/${server.child.pid}/fd`).filter((fd) => {
-  try {
-    return readlinkSync(`/proc/${server.child.pid}/fd/${fd}`).startsWith('socket:');
-  } catch {
-    return false; // closed between the listing and the read
-  }
-}).length;
+const serverSockets = () =>
+  readdirSync(`/proc/${server.child.pid}/fd`).filter((fd) => {
+    try {
+      return readlinkSync(`/proc/${server.child.pid}/fd/${fd}`).startsWith('socket:');
+    } catch {
+      return false; // closed between the listing and the read
+    }
+  }).length;
 
 describe('row 4: refused connections kept open to read what their clients still send', () => {
   /** A refused upload (declared past the 50 MB limit: 413 at once, its body left unread) from a half-open client, which keeps its side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or a cap. */
   async function refused(localAddress: string): Promise<RawClient> {
     const client = await rawClient(server, { allowHalfOpen: true, localAddress });
-    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+    client.socket.write(
+      `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`,
+    );
     return client;
   }
   /** `count` refused uploads, one after the other, each from the address `from()` gives. */
@@ -67,7 +86,7 @@ describe('row 4: refused connections kept open to read what their clients still 
   /** What `client` received within `ms`: nothing yet, or its answer. */
   const within = (client: RawClient, ms: number) => client.until(ANSWER, ms).then(statusOf, () => 'nothing');
 
-  it('keeps at most LINGER_MAX_PER_CLIENT lingering and LINGER_MAX_WAITING_PER_CLIENT waiting from one client: past both its flood closes its own oldest, not another client\'s', async () => {
+  it("keeps at most LINGER_MAX_PER_CLIENT lingering and LINGER_MAX_WAITING_PER_CLIENT waiting from one client: past both its flood closes its own oldest, not another client's", async () => {
     const baseline = serverSockets();
     const other = await refused('127.0.9.2');
     await answered([other]);
@@ -80,22 +99,30 @@ describe('row 4: refused connections kept open to read what their clients still 
     // Past the waiting cap: answered at once, each closing the client's oldest lingering connection.
     const past = await flood(16);
     await answered(past);
-    await waitFor(serverSockets, { until: (open) => open <= baseline + 1 + LINGER_MAX_PER_CLIENT + LINGER_MAX_WAITING_PER_CLIENT, timeoutMs: 1500, what: "the flooding client's connections under its caps" });
+    await waitFor(serverSockets, {
+      until: (open) => open <= baseline + 1 + LINGER_MAX_PER_CLIENT + LINGER_MAX_WAITING_PER_CLIENT,
+      timeoutMs: 1500,
+      what: "the flooding client's connections under its caps",
+    });
     // The other client's connection, older than all of the flood's, is still open.
     expect(await Promise.race([other.closed.then(() => 'closed'), sleep(200).then(() => 'open')])).toBe('open');
     // No slot came free (the flood's clients all keep their side open): the waiting ones are answered after LINGER_MS.
-    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(waiting.map(() => 413));
+    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(
+      waiting.map(() => 413),
+    );
     for (const client of [other, ...lingering, ...waiting, ...past]) client.socket.destroy();
   });
 
-  it('answers a waiting refusal as soon as one of its client\'s lingering connections closes, and another client\'s at once', async () => {
+  it("answers a waiting refusal as soon as one of its client's lingering connections closes, and another client's at once", async () => {
     const lingering = await refusedMany(LINGER_MAX_PER_CLIENT, () => '127.0.9.3');
     await answered(lingering);
     const next = await refused('127.0.9.3');
     expect(await within(next, 300)).toBe('nothing');
     // A GET that sends a body is refused 413 before reading it, and so waits its turn too.
     const get = await rawClient(server, { allowHalfOpen: true, localAddress: '127.0.9.3' });
-    get.socket.write(`GET /api/convert HTTP/1.1\r\nHost: x\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`);
+    get.socket.write(
+      `GET /api/convert HTTP/1.1\r\nHost: x\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(100)}`,
+    );
     expect(await within(get, 300)).toBe('nothing');
     const stranger = await refused('127.0.9.4');
     expect(await within(stranger, 300)).toBe(413);
@@ -127,9 +154,15 @@ describe('row 4: refused connections kept open to read what their clients still 
     const past = await flood(64);
     await answered(past);
     // Without the caps, all of them stay open for 5 s; with them, the oldest close as the newest come.
-    await waitFor(serverSockets, { until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS + LINGER_MAX_WAITING, timeoutMs: 1500, what: 'the lingering and waiting connections under their caps' });
+    await waitFor(serverSockets, {
+      until: (open) => open <= baseline + LINGER_MAX_CONNECTIONS + LINGER_MAX_WAITING,
+      timeoutMs: 1500,
+      what: 'the lingering and waiting connections under their caps',
+    });
     // Their turn comes as the lingering ones run out their time.
-    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(waiting.map(() => 413));
+    expect(await Promise.all(waiting.map((client) => within(client, LINGER_MS + 2000)))).toEqual(
+      waiting.map(() => 413),
+    );
     for (const client of [...lingering, ...waiting, ...past]) client.socket.destroy();
   });
 });
@@ -145,9 +178,14 @@ describe('row 4: what refused clients still send', () => {
     const clients: RawClient[] = [];
     for (let i = 0; i < count; i++) {
       // Each from an address of its own, so that none is closed for its client's cap.
-      const client = await rawClient(server, { allowHalfOpen: true, localAddress: `127.0.${20 + (i >> 7)}.${(i & 127) + 1}` });
+      const client = await rawClient(server, {
+        allowHalfOpen: true,
+        localAddress: `127.0.${20 + (i >> 7)}.${(i & 127) + 1}`,
+      });
       // 413 at once; the megabyte behind the head is in the server's receive buffer before its answer.
-      client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(1024 * 1024)}`);
+      client.socket.write(
+        `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n${'x'.repeat(1024 * 1024)}`,
+      );
       clients.push(client);
     }
     const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));

@@ -9,7 +9,11 @@ beforeAll(async () => {
 afterAll(() => server?.stop());
 
 const oathFrom = (address: string, name: string) =>
-  fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': address }, body: JSON.stringify({ name, purpose: 'one budget per /64' }) }).then((r) => r.status);
+  fetch(`${server.url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': address },
+    body: JSON.stringify({ name, purpose: 'one budget per /64' }),
+  }).then((r) => r.status);
 
 describe('one client key for every per-client limit', () => {
   it('an IPv6 /64 shares one write budget, however many of its 2^64 addresses it writes from', async () => {

@@ -12,7 +12,10 @@ describe('row 8: consistency proofs from cached subtrees', () => {
     for (let n = 1; n <= 40; n++) {
       for (let m = 1; m <= n; m++) {
         const proof = log.consistency(m, n);
-        expect(proof.map((p) => p.toString('hex')), `${m} to ${n}`).toEqual(consistencyProof(m, leaves.slice(0, n)).map((p) => p.toString('hex')));
+        expect(
+          proof.map((p) => p.toString('hex')),
+          `${m} to ${n}`,
+        ).toEqual(consistencyProof(m, leaves.slice(0, n)).map((p) => p.toString('hex')));
         expect(verifyConsistency(m, n, log.root(m), log.root(n), proof)).toBe(true);
       }
     }
@@ -21,7 +24,10 @@ describe('row 8: consistency proofs from cached subtrees', () => {
   it('answers 500 proofs over a log of 100,000 receipts in well under a second', () => {
     const n = 100_000;
     const log = new MerkleLog();
-    log.appendFrom(0, Array.from({ length: n }, (_, i) => `receipt-${i}`));
+    log.appendFrom(
+      0,
+      Array.from({ length: n }, (_, i) => `receipt-${i}`),
+    );
     log.root(); // as the service does for every signed head
     const started = performance.now();
     let nodes = 0;

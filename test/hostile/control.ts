@@ -14,7 +14,11 @@ export interface ControlledServer extends ServerProcess {
 
 export async function controlled(env: Record<string, string> = {}): Promise<ControlledServer> {
   const file = join(mkdtempSync(join(tmpdir(), 'agentnode-control-')), 'command');
-  const server = await startServer({ ...env, HOSTILE_CONTROL: file, NODE_OPTIONS: '--expose-gc --import=./test/hostile/preload.ts' });
+  const server = await startServer({
+    ...env,
+    HOSTILE_CONTROL: file,
+    NODE_OPTIONS: '--expose-gc --import=./test/hostile/preload.ts',
+  });
   let count = 0;
   const send = async (command: string) => {
     writeFileSync(file, command);

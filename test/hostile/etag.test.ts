@@ -21,15 +21,17 @@ type Coding = keyof typeof CODINGS;
 
 /** A raw request with exactly the headers given (fetch would add its own Accept-Encoding and decode). */
 function get(path: string, headers: Record<string, string>, method = 'GET') {
-  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>((resolve, reject) => {
-    const req = request(server.url + path, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
+    (resolve, reject) => {
+      const req = request(server.url + path, { method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      req.end();
+    },
+  );
 }
 const as = (coding: Coding, extra: Record<string, string> = {}) => ({ 'Accept-Encoding': CODINGS[coding], ...extra });
 
@@ -77,7 +79,9 @@ describe('ETag per representation', () => {
   it('compares weakly (W/ matches), finds a tag in a list, takes * and HEAD', async () => {
     const tags = await etagsOf('/api/convert');
     expect((await get('/api/convert', as('gzip', { 'If-None-Match': `W/${tags.gzip}` }))).status).toBe(304);
-    expect((await get('/api/convert', as('br', { 'If-None-Match': `"other", ${tags.identity}, W/${tags.br}` }))).status).toBe(304);
+    expect(
+      (await get('/api/convert', as('br', { 'If-None-Match': `"other", ${tags.identity}, W/${tags.br}` }))).status,
+    ).toBe(304);
     expect((await get('/api/convert', as('br', { 'If-None-Match': `"other", ${tags.identity}` }))).status).toBe(200);
     expect((await get('/api/convert', as('identity', { 'If-None-Match': '*' }))).status).toBe(304);
     expect((await get('/api/convert', as('br', { 'If-None-Match': tags.br }), 'HEAD')).status).toBe(304);

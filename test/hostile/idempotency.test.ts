@@ -36,7 +36,8 @@ function dataBytes(): number {
 /** Every idempotency record on disk (snapshot and journal), by creation time. */
 function recordsOnDisk(): string[] {
   const created: string[] = [];
-  for (const r of (snapshotOnDisk(server.dataDir)?.records.idempotency ?? []) as { createdAt: string }[]) created.push(r.createdAt);
+  for (const r of (snapshotOnDisk(server.dataDir)?.records.idempotency ?? []) as { createdAt: string }[])
+    created.push(r.createdAt);
   for (const f of readdirSync(server.dataDir).filter((f) => f.startsWith('journal-'))) {
     for (const line of readFileSync(join(server.dataDir, f), 'utf8').split('\n')) {
       if (!line.includes('idempotency.put')) continue;
@@ -50,7 +51,11 @@ async function heap(): Promise<number> {
   return metric(server, 'nodejs_heap_size_used_bytes');
 }
 const post = (path: string, key: string, body: unknown) =>
-  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify(body) });
+  fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+    body: JSON.stringify(body),
+  });
 
 describe('row 3: keyed writes', () => {
   it('2,000 keys with 60 KB fingerprint documents: the data folder and the heap grow by a few hundred bytes a key', async () => {
@@ -64,7 +69,9 @@ describe('row 3: keyed writes', () => {
     });
     const disk = (dataBytes() - diskBefore) / KEYS;
     const heapGrowth = (await heap()) - heapBefore;
-    console.log(`row 3: ${KEYS} keys of 60 KB documents: ${disk.toFixed(0)} bytes a key on disk, heap ${(heapGrowth / MB).toFixed(1)} MB`);
+    console.log(
+      `row 3: ${KEYS} keys of 60 KB documents: ${disk.toFixed(0)} bytes a key on disk, heap ${(heapGrowth / MB).toFixed(1)} MB`,
+    );
     expect(disk).toBeLessThan(600);
     expect(heapGrowth / KEYS).toBeLessThan(2000);
   });
@@ -91,15 +98,21 @@ describe('row 3: keyed writes', () => {
     const young = await post('/api/omip/fingerprint', randomUUID(), { document: { young: true } });
     expect(young.status).toBe(200);
     const heapAfter = await heap();
-    console.log(`row 3: 1,000 keyed messages: heap +${((heapWith - heapBefore) / MB).toFixed(1)} MB, after the clock moved 24 h ${((heapAfter - heapWith) / MB).toFixed(1)} MB`);
+    console.log(
+      `row 3: 1,000 keyed messages: heap +${((heapWith - heapBefore) / MB).toFixed(1)} MB, after the clock moved 24 h ${((heapAfter - heapWith) / MB).toFixed(1)} MB`,
+    );
     // The sealed answers left memory (the messages themselves stay in the feed).
     expect(heapWith - heapAfter).toBeGreaterThan(3 * MB);
     // The old key is forgotten: another body under it is a new write, not 422.
-    expect((await post('/api/intelligence/message', keys[0]!, { name: 'keyed', message: 'another body' })).status).toBe(201);
+    expect((await post('/api/intelligence/message', keys[0]!, { name: 'keyed', message: 'another body' })).status).toBe(
+      201,
+    );
 
     // Disk: the journal still holds the old records until a compaction rewrites the snapshot without
     // them; one comes once the journal passes 16 MiB, so keep writing (young keyed messages) until it does.
-    expect(recordsOnDisk().filter((c) => Date.parse(c) < movedAt - IDEMPOTENCY_TTL_MS).length).toBeGreaterThanOrEqual(OLD);
+    expect(recordsOnDisk().filter((c) => Date.parse(c) < movedAt - IDEMPOTENCY_TTL_MS).length).toBeGreaterThanOrEqual(
+      OLD,
+    );
     const from = server.logs.length;
     let compacted = false;
     for (let round = 0; round < 10 && !compacted; round++) {

@@ -18,9 +18,32 @@ import { pool } from './probe.ts';
 const MB = 1024 * 1024;
 const WALL_MAX = 0.6 * MB;
 const SAVED_MAX = 0.6 * MB;
-const REAL = ['Googlebot', 'bingbot', 'GPTBot', 'ClaudeBot', 'PerplexityBot', 'Applebot', 'DuckDuckBot', 'YandexBot', 'Baiduspider', 'CCBot', 'Bytespider', 'Amazonbot', 'AhrefsBot', 'SemrushBot', 'MJ12bot', 'DotBot', 'PetalBot', 'SeznamBot', 'facebookexternalhit', 'Twitterbot'];
+const REAL = [
+  'Googlebot',
+  'bingbot',
+  'GPTBot',
+  'ClaudeBot',
+  'PerplexityBot',
+  'Applebot',
+  'DuckDuckBot',
+  'YandexBot',
+  'Baiduspider',
+  'CCBot',
+  'Bytespider',
+  'Amazonbot',
+  'AhrefsBot',
+  'SemrushBot',
+  'MJ12bot',
+  'DotBot',
+  'PetalBot',
+  'SeznamBot',
+  'facebookexternalhit',
+  'Twitterbot',
+];
 const INVENTED = 200;
-const userAgents = [...REAL, ...Array.from({ length: INVENTED }, (_, i) => `XyzBot-${i}`)].map((name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`);
+const userAgents = [...REAL, ...Array.from({ length: INVENTED }, (_, i) => `XyzBot-${i}`)].map(
+  (name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`,
+);
 const REQUESTS = 3000;
 /** A distinct path of ~15 KB (request headers may take 16 KiB in all). */
 const longPath = () => `/deep/${randomBytes(7400).toString('hex')}`;
@@ -38,7 +61,9 @@ afterAll(async () => {
 /** The ledger most recently saved in the data folder: the last telemetry.save in the journal, else the snapshot's. */
 function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
   let found: { ledger: TelemetrySnapshot; bytes: number } | undefined;
-  for (const file of readdirSync(dataDir).filter((f) => f.startsWith('journal-')).sort()) {
+  for (const file of readdirSync(dataDir)
+    .filter((f) => f.startsWith('journal-'))
+    .sort()) {
     for (const line of readFileSync(join(dataDir, file), 'utf8').split('\n')) {
       if (!line.includes('"op":"telemetry.save"')) continue;
       const entry = JSON.parse(line.replace(/\0+$/, '')) as { v: TelemetrySnapshot };
@@ -66,7 +91,9 @@ function expectBounded(families: { family: string; paths: string[] }[]): void {
 describe('row 2: long paths from crawlers of many families', () => {
   it(`${REQUESTS} requests with 15 KB paths from ${userAgents.length} families keep /bot-wall.json, /bot-traffic.json and the saved ledger under the documented worst case, across a restart`, async () => {
     await pool(REQUESTS, 8, async (i) => {
-      const res = await fetch(`${server.url}${longPath()}`, { headers: { 'User-Agent': userAgents[i % userAgents.length]! } });
+      const res = await fetch(`${server.url}${longPath()}`, {
+        headers: { 'User-Agent': userAgents[i % userAgents.length]! },
+      });
       await res.arrayBuffer();
       expect(res.status).toBeLessThan(500);
     });
@@ -91,12 +118,16 @@ describe('row 2: long paths from crawlers of many families', () => {
     // After a restart the ledger is what was saved, and a second wave still folds into it.
     server = await startServer({ WRITE_RATE_LIMIT: '0', DATA_DIR: dataDir });
     await pool(500, 8, async (i) => {
-      const res = await fetch(`${server.url}${longPath()}`, { headers: { 'User-Agent': `Mozilla/5.0 (compatible; NewBot-${i}/1.0)` } });
+      const res = await fetch(`${server.url}${longPath()}`, {
+        headers: { 'User-Agent': `Mozilla/5.0 (compatible; NewBot-${i}/1.0)` },
+      });
       await res.arrayBuffer();
     });
     const again = await (await fetch(`${server.url}/bot-traffic.json`)).text();
     expect(again.length).toBeLessThan(WALL_MAX);
-    const after = (JSON.parse(again) as { families: { family: string; requests: number; topPaths: { path: string }[] }[] }).families;
+    const after = (
+      JSON.parse(again) as { families: { family: string; requests: number; topPaths: { path: string }[] }[] }
+    ).families;
     expectBounded(after.map((f) => ({ family: f.family, paths: f.topPaths.map((p) => p.path) })));
     expect(after.reduce((n, f) => n + f.requests, 0)).toBeGreaterThanOrEqual(REQUESTS + 500);
   });
@@ -110,7 +141,14 @@ describe('row 2: long paths from crawlers of many families', () => {
 describe('issue 25: the ingest clock', () => {
   const TOKEN = 'hostile-ingest-token-0123456789abcdefghij';
   const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
-  const record = (time: string) => ({ method: 'GET', path: '/llms.txt', host: 'cdn.example.org', userAgent: GOOGLE, status: 200, time });
+  const record = (time: string) => ({
+    method: 'GET',
+    path: '/llms.txt',
+    host: 'cdn.example.org',
+    userAgent: GOOGLE,
+    status: 200,
+    time,
+  });
   /** 48 hours on two days, then ten more days: every bucket the ledger keeps, all in 9999. */
   const year9999 = [
     ...Array.from({ length: 48 }, (_, h) => new Date(Date.UTC(9999, 11, 30, h)).toISOString()),
@@ -147,7 +185,9 @@ describe('issue 25: the ingest clock', () => {
       for (const d of f.daily) expect(d.day <= now.toISOString().slice(0, 10)).toBe(true);
     }
     const ranges = Object.keys(RANGES) as RangeKey[];
-    return Object.fromEntries(ranges.map((r) => [r, toWallView(doc, r, now).families.find((f) => f.family === 'Googlebot')?.requests ?? 0])) as Record<RangeKey, number>;
+    return Object.fromEntries(
+      ranges.map((r) => [r, toWallView(doc, r, now).families.find((f) => f.family === 'Googlebot')?.requests ?? 0]),
+    ) as Record<RangeKey, number>;
   };
 
   it('58 Googlebot records of 9999, records of 1970 and just past now + 5 min change nothing; live Googlebot requests stay on the wall in every range, across a restart', async () => {
@@ -160,10 +200,21 @@ describe('issue 25: the ingest clock', () => {
     // Before, this emptied every range: the 9999 buckets outranked the live ones.
     expect(await onTheWall()).toEqual({ '1h': 3, '24h': 3, '7d': 3 });
     expect(far).toEqual({ accepted: 58, counted: 0, outOfRange: 58, skipped: {} });
-    expect(await ingest(['1970-01-01T00:00:00.000Z', '1970-01-01T00:00:01.000Z'])).toEqual({ accepted: 2, counted: 0, outOfRange: 2, skipped: {} });
+    expect(await ingest(['1970-01-01T00:00:00.000Z', '1970-01-01T00:00:01.000Z'])).toEqual({
+      accepted: 2,
+      counted: 0,
+      outOfRange: 2,
+      skipped: {},
+    });
     // Past now + 5 min by a minute: refused; inside by a minute: counted, as now.
-    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString()])).toMatchObject({ counted: 0, outOfRange: 1 });
-    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS - 60_000).toISOString()])).toMatchObject({ counted: 1, outOfRange: 0 });
+    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString()])).toMatchObject({
+      counted: 0,
+      outOfRange: 1,
+    });
+    expect(await ingest([new Date(Date.now() + LEDGER_SKEW_MS - 60_000).toISOString()])).toMatchObject({
+      counted: 1,
+      outOfRange: 0,
+    });
     await liveGooglebot(2);
     expect(await onTheWall()).toEqual({ '1h': 6, '24h': 6, '7d': 6 });
 
@@ -176,11 +227,20 @@ describe('issue 25: the ingest clock', () => {
 
   it('npm run ingest-logs sums and prints the records out of range', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ingest-clock-')), 'access.ndjson');
-    const times = ['9999-12-31T23:00:00.000Z', '1970-01-01T00:00:00.000Z', new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString(), new Date(Date.now() - 60_000).toISOString()];
+    const times = [
+      '9999-12-31T23:00:00.000Z',
+      '1970-01-01T00:00:00.000Z',
+      new Date(Date.now() + LEDGER_SKEW_MS + 60_000).toISOString(),
+      new Date(Date.now() - 60_000).toISOString(),
+    ];
     writeFileSync(file, `${times.map((t) => JSON.stringify(record(t))).join('\n')}\n`);
     const run = (args: string[]) =>
       new Promise<string>((resolve) => {
-        const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--url', ingestServer.url, ...args, file], { env: { ...process.env, INGEST_TOKEN: TOKEN } });
+        const child = spawn(
+          'node_modules/.bin/node',
+          ['api/cli/ingest-logs.ts', '--url', ingestServer.url, ...args, file],
+          { env: { ...process.env, INGEST_TOKEN: TOKEN } },
+        );
         let out = '';
         child.stdout.on('data', (c) => (out += c));
         child.once('close', () => resolve(out));
@@ -189,6 +249,10 @@ describe('issue 25: the ingest clock', () => {
     expect(text).toContain('counted 1 (crawler and bait reads) of 4 requests accepted');
     expect(text).toMatch(/^out of range 3 /m);
     // The same file again replays its batches; a fresh key (one batch of its own) shows the sum in JSON too.
-    expect(JSON.parse(await run(['--json', '--batch-lines', '4']))).toMatchObject({ accepted: 4, counted: 1, outOfRange: 3 });
+    expect(JSON.parse(await run(['--json', '--batch-lines', '4']))).toMatchObject({
+      accepted: 4,
+      counted: 1,
+      outOfRange: 3,
+    });
   });
 });

@@ -65,7 +65,21 @@ describe('row 7: methods', () => {
   });
 
   it('never answers 500 to any method on any kind of path', async () => {
-    const methods = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'LOCK', 'REPORT', 'LINK', 'QUERY'];
+    const methods = [
+      'GET',
+      'HEAD',
+      'POST',
+      'PUT',
+      'PATCH',
+      'DELETE',
+      'OPTIONS',
+      'TRACE',
+      'PROPFIND',
+      'LOCK',
+      'REPORT',
+      'LINK',
+      'QUERY',
+    ];
     const paths = ['/', '/nope', '/bot-wall', '/mcp', '/api/citizens', '/api/omip/score', '/api/nope', '/llms.txt'];
     const statuses = new Set<number>();
     for (const method of methods) for (const path of paths) statuses.add(statusOf(await exchange(method, path)));

@@ -14,8 +14,13 @@ afterAll(async () => {
 
 const url = () => `${server.url}/api/ingress/audio`;
 const BOUNDARY = 'hostile-boundary';
-const part = (name: string, value: string) => `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-const multipart = (body: Buffer | string) => ({ method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` }, body: typeof body === 'string' ? body : new Uint8Array(body) });
+const part = (name: string, value: string) =>
+  `--${BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+const multipart = (body: Buffer | string) => ({
+  method: 'POST',
+  headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}` },
+  body: typeof body === 'string' ? body : new Uint8Array(body),
+});
 
 describe('row 5: multipart limits', () => {
   it('refuses 300,000 tiny parts with 413 while the server keeps answering others', async () => {
@@ -39,7 +44,10 @@ describe('row 5: multipart limits', () => {
   });
 
   it('refuses a metadata field past the field size (64 KiB) with 413', async () => {
-    const res = await fetch(url(), multipart(part('metadata', JSON.stringify({ title: 'x'.repeat(70 * 1024) })) + `--${BOUNDARY}--\r\n`));
+    const res = await fetch(
+      url(),
+      multipart(part('metadata', JSON.stringify({ title: 'x'.repeat(70 * 1024) })) + `--${BOUNDARY}--\r\n`),
+    );
     expect(res.status).toBe(413);
     expect((await res.json()).code).toBe('MULTIPART_TOO_LARGE');
   });
@@ -50,7 +58,11 @@ describe('row 5: multipart limits', () => {
   });
 
   it('answers a body that is not multipart at all with 400, not 500', async () => {
-    const res = await fetch(url(), { method: 'POST', headers: { 'Content-Type': 'multipart/form-data' }, body: 'no boundary' });
+    const res = await fetch(url(), {
+      method: 'POST',
+      headers: { 'Content-Type': 'multipart/form-data' },
+      body: 'no boundary',
+    });
     expect(res.status).toBe(400);
     expect((await res.json()).code).toBe('MALFORMED_MULTIPART');
   });
@@ -60,7 +72,11 @@ describe('issue 13 finding 8: a metadata part sent as a file', () => {
   it('is read like a metadata field (curl -F metadata=@meta.json;type=application/json)', async () => {
     const form = new FormData();
     form.set('file', new Blob([new Uint8Array(wavWithInfo({}, 1))], { type: 'audio/wav' }), 'untitled.wav');
-    form.set('metadata', new Blob([JSON.stringify({ title: 'Named in a file part' })], { type: 'application/json' }), 'meta.json');
+    form.set(
+      'metadata',
+      new Blob([JSON.stringify({ title: 'Named in a file part' })], { type: 'application/json' }),
+      'meta.json',
+    );
     const res = await fetch(url(), { method: 'POST', body: form });
     expect(res.status).toBe(201);
     expect((await res.json()).stem).toMatchObject({ title: 'Named in a file part' });
@@ -68,7 +84,11 @@ describe('issue 13 finding 8: a metadata part sent as a file', () => {
 
   it('is read alone too, without an audio file', async () => {
     const form = new FormData();
-    form.set('metadata', new Blob([JSON.stringify({ title: 'Only metadata', artist: 'A', duration: 200 })], { type: 'application/json' }), 'meta.json');
+    form.set(
+      'metadata',
+      new Blob([JSON.stringify({ title: 'Only metadata', artist: 'A', duration: 200 })], { type: 'application/json' }),
+      'meta.json',
+    );
     const res = await fetch(url(), { method: 'POST', body: form });
     expect(res.status).toBe(201);
     expect((await res.json()).stem).toMatchObject({ title: 'Only metadata' });

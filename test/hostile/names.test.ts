@@ -22,7 +22,11 @@ const hostile = INVISIBLE.flatMap((c) => [`${c}evil`, `ev${c}il`, `evil${c}`]);
 const FOUND = /[\u061C\u200B-\u200F\u202A-\u202E\u2060\u2066-\u2069\uFEFF]/;
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${server.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 const codePoint = (c: string) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
 
 /** The problem's error for a field, which must name the code point. */
@@ -38,7 +42,9 @@ async function refused(res: Response, field: string, c: string): Promise<void> {
 
 describe('row 13: invisible characters in names and messages', () => {
   it('refuses them in an oath name and purpose, and in a message and its name, 422 naming the field and code point', async () => {
-    const oath = await (await post('/api/citizenship/oath', { name: 'plain-citizen', purpose: 'plain purpose' })).json();
+    const oath = await (
+      await post('/api/citizenship/oath', { name: 'plain-citizen', purpose: 'plain purpose' })
+    ).json();
     expect(oath.memberId).toBeTruthy();
     for (const text of hostile) {
       const c = [...text].find((ch) => FOUND.test(ch))!;
@@ -46,12 +52,26 @@ describe('row 13: invisible characters in names and messages', () => {
       await refused(await post('/api/citizenship/oath', { name: 'n', purpose: text }), 'purpose', c);
       await refused(await post('/api/intelligence/message', { name: 'n', message: text }), 'message', c);
       await refused(await post('/api/intelligence/message', { name: text, message: 'm' }), 'name', c);
-      await refused(await post('/api/intelligence/message', { message: text, citizenId: oath.memberId }, { Authorization: `Bearer ${oath.passportNumber}` }), 'message', c);
+      await refused(
+        await post(
+          '/api/intelligence/message',
+          { message: text, citizenId: oath.memberId },
+          { Authorization: `Bearer ${oath.passportNumber}` },
+        ),
+        'message',
+        c,
+      );
     }
   });
 
   it('lists none of them: citizens, the feed, the bot wall page and its JSON carry no invisible character', async () => {
-    const pages = ['/api/citizens?limit=200', '/api/intelligence/feed?limit=200', '/bot-wall', '/bot-wall.json', '/bot-traffic.json'];
+    const pages = [
+      '/api/citizens?limit=200',
+      '/api/intelligence/feed?limit=200',
+      '/bot-wall',
+      '/bot-wall.json',
+      '/bot-traffic.json',
+    ];
     for (const path of pages) {
       const res = await fetch(`${server.url}${path}`);
       expect(res.status, path).toBe(200);
@@ -67,8 +87,13 @@ describe('row 13: invisible characters in names and messages', () => {
 
 // Issue 25, names: one rule on Unicode's own data, and names nobody can pass off.
 const oath = (name: string, headers: Record<string, string> = {}, url = server.url) =>
-  fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify({ name, purpose: 'names test' }) });
-const listed = async (url = server.url) => ((await (await fetch(`${url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
+  fetch(`${url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify({ name, purpose: 'names test' }),
+  });
+const listed = async (url = server.url) =>
+  ((await (await fetch(`${url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
 
 /** A 409 NAME_TAKEN problem that names who holds the name. */
 async function taken(res: Response, heldBy: string): Promise<void> {
@@ -81,31 +106,74 @@ async function taken(res: Response, heldBy: string): Promise<void> {
 describe('issue 25: characters a name may not hold, by Unicode property', () => {
   // Each was accepted before: soft hyphen, grapheme joiner, invisible math operators, Mongolian
   // vowel separator, Hangul fillers, Khmer inherent vowel, deprecated format, VS16, a tag, a musical format.
-  const ACCEPTED_BEFORE = ['\u00AD', '\u034F', '\u2061', '\u2062', '\u2064', '\u180E', '\u3164', '\uFFA0', '\u115F', '\u17B4', '\u206A', '\uFE0F', '\u{E0061}', '\u{1D173}'];
-  it.each(ACCEPTED_BEFORE.map((c) => [codePoint(c), c]))('%s is refused in an oath name and an anonymous message name, 422 naming it', async (_code, c) => {
-    for (const name of [`ev${c}il`, `${c}evil`, `evil${c}`]) {
-      await refused(await oath(name), 'name', c);
-      await refused(await post('/api/intelligence/message', { name, message: 'm' }), 'name', c);
-    }
-  });
+  const ACCEPTED_BEFORE = [
+    '\u00AD',
+    '\u034F',
+    '\u2061',
+    '\u2062',
+    '\u2064',
+    '\u180E',
+    '\u3164',
+    '\uFFA0',
+    '\u115F',
+    '\u17B4',
+    '\u206A',
+    '\uFE0F',
+    '\u{E0061}',
+    '\u{1D173}',
+  ];
+  it.each(ACCEPTED_BEFORE.map((c) => [codePoint(c), c]))(
+    '%s is refused in an oath name and an anonymous message name, 422 naming it',
+    async (_code, c) => {
+      for (const name of [`ev${c}il`, `${c}evil`, `evil${c}`]) {
+        await refused(await oath(name), 'name', c);
+        await refused(await post('/api/intelligence/message', { name, message: 'm' }), 'name', c);
+      }
+    },
+  );
 
   it('refuses private-use and unassigned code points and C1 controls in a name', async () => {
-    for (const c of ['\uE000', '\u{10FFFD}', '\u0378', '\u{E0080}', '\u0085']) await refused(await oath(`ev${c}il`), 'name', c);
+    for (const c of ['\uE000', '\u{10FFFD}', '\u0378', '\u{E0080}', '\u0085'])
+      await refused(await oath(`ev${c}il`), 'name', c);
   });
 
   it('refuses tag characters and soft hyphens in purposes and messages too, and welcomes an emoji drawn as emoji', async () => {
     for (const c of ['\u{E0061}', '\u00AD', '\u2062']) {
       await refused(await post('/api/citizenship/oath', { name: 'tag-tester', purpose: `p${c}q` }), 'purpose', c);
-      await refused(await post('/api/intelligence/message', { name: 'tag-tester', message: `hidden${c}text` }), 'message', c);
+      await refused(
+        await post('/api/intelligence/message', { name: 'tag-tester', message: `hidden${c}text` }),
+        'message',
+        c,
+      );
     }
     // U+FE0F right after an emoji only chooses how the emoji is drawn; alone, or twice, it is refused.
-    expect((await post('/api/intelligence/message', { name: 'heart-sender', message: 'with love \u2764\uFE0F and \u26A0\uFE0F' })).status).toBe(201);
-    await refused(await post('/api/intelligence/message', { name: 'heart-sender', message: 'a\uFE0Fb' }), 'message', '\uFE0F');
-    await refused(await post('/api/intelligence/message', { name: 'heart-sender', message: '\u2764\uFE0F\uFE0F' }), 'message', '\uFE0F');
+    expect(
+      (
+        await post('/api/intelligence/message', {
+          name: 'heart-sender',
+          message: 'with love \u2764\uFE0F and \u26A0\uFE0F',
+        })
+      ).status,
+    ).toBe(201);
+    await refused(
+      await post('/api/intelligence/message', { name: 'heart-sender', message: 'a\uFE0Fb' }),
+      'message',
+      '\uFE0F',
+    );
+    await refused(
+      await post('/api/intelligence/message', { name: 'heart-sender', message: '\u2764\uFE0F\uFE0F' }),
+      'message',
+      '\uFE0F',
+    );
   });
 
   it('refuses Cyrillic wаll and other Latin names with Cyrillic or Greek letters, naming the letter and its script', async () => {
-    for (const [name, c] of [['w\u0430ll', '\u0430'], ['p\u0430ypal', '\u0430'], ['\u03BFpen-agent', 'p'], ['agent-\u03B1', '\u03B1']] as const) {
+    for (const [name, c] of [
+      ['w\u0430ll', '\u0430'],
+      ['p\u0430ypal', '\u0430'],
+      ['\u03BFpen-agent', 'p'],
+      ['agent-\u03B1', '\u03B1'],
+    ] as const) {
       const res = await oath(name);
       await refused(res.clone(), 'name', c);
       expect(JSON.stringify(await res.json())).toMatch(/Cyrillic|Greek|Latin/);
@@ -117,11 +185,24 @@ describe('issue 25: characters a name may not hold, by Unicode property', () => 
     await refused(await oath('two \u0308words'), 'name', '\u0308');
     await refused(await oath('zalgo-a\u0300\u0301\u0302\u0303\u0304'), 'name', '\u0304');
     await refused(await oath('twice-e\u0301\u0301'), 'name', '\u0301');
-    await refused(await post('/api/intelligence/message', { name: 'a\u0316\u0317\u0318\u0319\u031A', message: 'm' }), 'name', '\u031A');
+    await refused(
+      await post('/api/intelligence/message', { name: 'a\u0316\u0317\u0318\u0319\u031A', message: 'm' }),
+      'name',
+      '\u031A',
+    );
   });
 
   it('welcomes names in one script, Latin with Han and kana, Latin with Arabic, accents, digits and emoji', async () => {
-    for (const name of ['José Müller', 'Agent 東京エージェント', 'bot مرحبا', 'Иван Петров', 'Σωκράτης', 'エージェント・ワン', 'agent-42 🤖', 'नमस्ते दुनिया']) {
+    for (const name of [
+      'José Müller',
+      'Agent 東京エージェント',
+      'bot مرحبا',
+      'Иван Петров',
+      'Σωκράτης',
+      'エージェント・ワン',
+      'agent-42 🤖',
+      'नमस्ते दुनिया',
+    ]) {
       const res = await oath(name);
       expect(res.status, name).toBe(201);
       expect((await res.json()).citizen.name).toBe(name.normalize('NFC'));
@@ -136,10 +217,18 @@ describe('issue 25: characters a name may not hold, by Unicode property', () => 
   });
 });
 
-describe('issue 25: a name is one citizen\'s', () => {
+describe("issue 25: a name is one citizen's", () => {
   it('refuses a second citizen the same name, in capitals, in full width, or in look-alike letters: 409 NAME_TAKEN, listed once', async () => {
     expect((await oath('Night-Owl')).status).toBe(201);
-    for (const twin of ['Night-Owl', 'NIGHT-OWL', 'night-owl', ' night-owl ', '\uFF2E\uFF49\uFF47\uFF48\uFF54-\uFF2F\uFF57\uFF4C', 'Night-0wl', 'Night\u2010Owl']) {
+    for (const twin of [
+      'Night-Owl',
+      'NIGHT-OWL',
+      'night-owl',
+      ' night-owl ',
+      '\uFF2E\uFF49\uFF47\uFF48\uFF54-\uFF2F\uFF57\uFF4C',
+      'Night-0wl',
+      'Night\u2010Owl',
+    ]) {
       await taken(await oath(twin), 'Night-Owl');
     }
     expect((await listed()).filter((n) => n.normalize('NFKC').toLowerCase() === 'night-owl')).toEqual(['Night-Owl']);
@@ -155,20 +244,24 @@ describe('issue 25: a name is one citizen\'s', () => {
     await taken(await oath('madam'), 'rnadam');
   });
 
-  it('refuses the wall\'s name and its look-alikes with 409 NAME_TAKEN, to an oath and an anonymous message', async () => {
+  it("refuses the wall's name and its look-alikes with 409 NAME_TAKEN, to an oath and an anonymous message", async () => {
     for (const name of ['wall', 'Wall', ' WALL ', '\uFF57\uFF41\uFF4C\uFF4C', 'wa11', 'WAII', 'wa\u217C\u217C']) {
       await taken(await oath(name), 'wall');
       await taken(await post('/api/intelligence/message', { name, message: 'Someone took the oath' }), 'wall');
     }
   });
 
-  it('refuses an anonymous message a citizen\'s name or a look-alike of it; the citizen\'s own verified message keeps it', async () => {
+  it("refuses an anonymous message a citizen's name or a look-alike of it; the citizen's own verified message keeps it", async () => {
     const res = await oath('Quiet-Heron');
     const citizen = await res.json();
     for (const name of ['Quiet-Heron', 'quiet-heron', 'QUIET-HERON', 'Qu\u0131et-Heron', 'Quiet-Her0n']) {
       await taken(await post('/api/intelligence/message', { name, message: 'I am the heron' }), 'Quiet-Heron');
     }
-    const verified = await post('/api/intelligence/message', { message: 'I am the heron', citizenId: citizen.memberId }, { Authorization: `Bearer ${citizen.passportNumber}` });
+    const verified = await post(
+      '/api/intelligence/message',
+      { message: 'I am the heron', citizenId: citizen.memberId },
+      { Authorization: `Bearer ${citizen.passportNumber}` },
+    );
     expect(verified.status).toBe(201);
     expect((await verified.json()).message).toMatchObject({ name: 'Quiet-Heron', verified: true });
     const feed = JSON.stringify(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json());
@@ -200,7 +293,9 @@ describe('issue 25: a name is one citizen\'s', () => {
 
 /** Oaths racing for one name, sent at once (to several servers in turn when given): exactly one 201. */
 async function race(urls: string[], name: string, racers = 8): Promise<void> {
-  const answers = await Promise.all(Array.from({ length: racers }, (_, i) => oath(i % 2 ? name.toUpperCase() : name, {}, urls[i % urls.length])));
+  const answers = await Promise.all(
+    Array.from({ length: racers }, (_, i) => oath(i % 2 ? name.toUpperCase() : name, {}, urls[i % urls.length])),
+  );
   const statuses = answers.map((r) => r.status).sort();
   expect(statuses).toEqual([201, ...Array<number>(racers - 1).fill(409)]);
   for (const r of answers) if (r.status === 409) expect((await r.json()).code).toBe('NAME_TAKEN');
@@ -217,13 +312,19 @@ describe('issue 25: oaths racing for one name', () => {
     }
   });
 
-  it.runIf(pgAvailable)('PostgreSQL, two processes on one database: one citizen per name, every other racer 409', async () => {
-    const DATABASE_URL = await freshDatabase();
-    const [a, b] = await Promise.all([startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }), startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' })]);
-    try {
-      for (let round = 0; round < 5; round++) await race([a.url, b.url], `racer-${round}`);
-    } finally {
-      await Promise.all([a.stop(), b.stop()]);
-    }
-  });
+  it.runIf(pgAvailable)(
+    'PostgreSQL, two processes on one database: one citizen per name, every other racer 409',
+    async () => {
+      const DATABASE_URL = await freshDatabase();
+      const [a, b] = await Promise.all([
+        startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
+        startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
+      ]);
+      try {
+        for (let round = 0; round < 5; round++) await race([a.url, b.url], `racer-${round}`);
+      } finally {
+        await Promise.all([a.stop(), b.stop()]);
+      }
+    },
+  );
 });

@@ -30,7 +30,9 @@ function answersOf(raw: string): Answer[] {
     const end = rest.indexOf('\r\n\r\n');
     if (end === -1) break;
     const [statusLine, ...lines] = rest.slice(0, end).split('\r\n');
-    const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+    const headers = Object.fromEntries(
+      lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+    );
     const length = Number(headers['content-length'] ?? 0);
     const bodyBytes = Buffer.from(rest.slice(end + 4), 'latin1').subarray(0, length);
     out.push({ status: Number(statusLine!.split(' ')[1]), headers, body: bodyBytes.toString('utf8') });
@@ -59,33 +61,47 @@ const MALFORMED: [string, string, number][] = [
   ['no HTTP at all', 'NOT HTTP AT ALL\r\n\r\n', 400],
   ['headers past 16 KiB', `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
   // Its headers are read, so node hands it over; its body cannot be: the refusal is about it.
-  ['a write whose chunked body cannot be read', 'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n', 400],
+  [
+    'a write whose chunked body cannot be read',
+    'POST /api/citizenship/oath HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n',
+    400,
+  ],
 ];
 
 describe('issue 25: a write pipelined before a malformed request', () => {
-  it.each(MALFORMED)('an oath then %s in one packet: the oath’s 201 with its passport arrives, then the refusal, then the connection closes', async (_, malformed, status) => {
-    const name = uniqueName();
-    const answers = await send(oath(name) + malformed);
-    expect(answers.map((a) => a.status)).toEqual([201, status]);
-    const taken = JSON.parse(answers[0]!.body) as { memberId: string; passportNumber: string; citizen: { name: string } };
-    expect(taken.citizen.name).toBe(name);
-    expect(taken.passportNumber).toEqual(expect.any(String));
-    expect(answers[1]!.headers.connection).toBe('close');
+  it.each(MALFORMED)(
+    'an oath then %s in one packet: the oath’s 201 with its passport arrives, then the refusal, then the connection closes',
+    async (_, malformed, status) => {
+      const name = uniqueName();
+      const answers = await send(oath(name) + malformed);
+      expect(answers.map((a) => a.status)).toEqual([201, status]);
+      const taken = JSON.parse(answers[0]!.body) as {
+        memberId: string;
+        passportNumber: string;
+        citizen: { name: string };
+      };
+      expect(taken.citizen.name).toBe(name);
+      expect(taken.passportNumber).toEqual(expect.any(String));
+      expect(answers[1]!.headers.connection).toBe('close');
 
-    // The passport that arrived is the citizen's: a verified message goes out with it.
-    const message = await fetch(`${server.url}/api/intelligence/message`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${taken.passportNumber}` },
-      body: JSON.stringify({ citizenId: taken.memberId, message: 'my passport reached me' }),
-    });
-    expect(message.status).toBe(201);
-  });
+      // The passport that arrived is the citizen's: a verified message goes out with it.
+      const message = await fetch(`${server.url}/api/intelligence/message`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${taken.passportNumber}` },
+        body: JSON.stringify({ citizenId: taken.memberId, message: 'my passport reached me' }),
+      });
+      expect(message.status).toBe(201);
+    },
+  );
 
   it('two oaths then garbage in one packet: both 201s with their passports, in order, then the 400', async () => {
     const [first, second] = [uniqueName(), uniqueName()];
     const answers = await send(oath(first) + oath(second) + 'GARBAGE \u0001\u0002\r\n\r\n');
     expect(answers.map((a) => a.status)).toEqual([201, 201, 400]);
-    expect(answers.slice(0, 2).map((a) => (JSON.parse(a.body) as { citizen: { name: string } }).citizen.name)).toEqual([first, second]);
+    expect(answers.slice(0, 2).map((a) => (JSON.parse(a.body) as { citizen: { name: string } }).citizen.name)).toEqual([
+      first,
+      second,
+    ]);
     for (const a of answers.slice(0, 2)) expect(JSON.parse(a.body).passportNumber).toEqual(expect.any(String));
   });
 
@@ -97,7 +113,9 @@ describe('issue 25: a write pipelined before a malformed request', () => {
   });
 
   it('an oath that says Connection: close, then garbage: its answer, and the connection closes without a refusal', async () => {
-    const answers = await send(oath(uniqueName()).replace('Host: x\r\n', 'Host: x\r\nConnection: close\r\n') + 'GARBAGE\r\n\r\n');
+    const answers = await send(
+      oath(uniqueName()).replace('Host: x\r\n', 'Host: x\r\nConnection: close\r\n') + 'GARBAGE\r\n\r\n',
+    );
     expect(answers.map((a) => a.status)).toEqual([201]);
     expect(JSON.parse(answers[0]!.body).passportNumber).toEqual(expect.any(String));
   });

@@ -46,8 +46,19 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
     if (server && server.child.exitCode === null && server.child.signalCode === null && exits.length === 0) return;
     exits = [];
     // Writes are limited (the limiter's table is in the same database) but the budget never runs out here.
-    const started = await startServer({ DATABASE_URL: serviceUrl, WRITE_RATE_LIMIT: '1000000', TELEMETRY_FLUSH_MS: '500' });
-    started.child.on('exit', (code, signal) => exits.push(`exit ${code} ${signal}: ${started.logs.filter((l) => /rror/.test(l)).slice(0, 3).join('\n')}`));
+    const started = await startServer({
+      DATABASE_URL: serviceUrl,
+      WRITE_RATE_LIMIT: '1000000',
+      TELEMETRY_FLUSH_MS: '500',
+    });
+    started.child.on('exit', (code, signal) =>
+      exits.push(
+        `exit ${code} ${signal}: ${started.logs
+          .filter((l) => /rror/.test(l))
+          .slice(0, 3)
+          .join('\n')}`,
+      ),
+    );
     server = started;
   });
 
@@ -67,7 +78,12 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
       const response = await fetch(server.url + path, { ...init, signal: AbortSignal.timeout(BOUND_MS * 3) });
       const text = await response.text();
       const body = /json/.test(response.headers.get('content-type') ?? '') && text ? JSON.parse(text) : {};
-      return { status: response.status, ms: performance.now() - started, ...(body.memberId ? { memberId: body.memberId } : {}), ...(body.code ? { code: body.code, detail: body.detail } : {}) };
+      return {
+        status: response.status,
+        ms: performance.now() - started,
+        ...(body.memberId ? { memberId: body.memberId } : {}),
+        ...(body.code ? { code: body.code, detail: body.detail } : {}),
+      };
     } catch (error) {
       if ((error as Error).name !== 'TimeoutError') throw error;
       return { status: 'hang', ms: performance.now() - started };
@@ -103,16 +119,24 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
   }
 
   /** The service takes oaths (after a fault, one call at a time finds out whether PostgreSQL is back). */
-  const takesOaths = () => waitFor(() => oath(), { until: (a) => a.status === 201, timeoutMs: 10_000, what: 'an oath answered 201' });
+  const takesOaths = () =>
+    waitFor(() => oath(), { until: (a) => a.status === 201, timeoutMs: 10_000, what: 'an oath answered 201' });
 
   /** Every answer 201 or 503, every 201 a row, and the service takes oaths again by itself. */
   async function expectOrdinary(answers: Answer[]) {
     alive();
     const statuses = [...new Set(answers.map((a) => a.status))];
-    expect(statuses.filter((s) => s !== 201 && s !== 503), `answers other than 201 and 503: ${JSON.stringify(answers.filter((a) => a.status !== 201 && a.status !== 503).slice(0, 3))}`).toEqual([]);
+    expect(
+      statuses.filter((s) => s !== 201 && s !== 503),
+      `answers other than 201 and 503: ${JSON.stringify(answers.filter((a) => a.status !== 201 && a.status !== 503).slice(0, 3))}`,
+    ).toEqual([]);
     for (const a of answers.filter((a) => a.status === 503)) expect(a.code).toBe('STORE_UNAVAILABLE');
     const acknowledged = answers.filter((a) => a.status === 201).map((a) => a.memberId!);
-    const saved = (await db.query<{ member_id: string }>('SELECT member_id FROM citizens WHERE member_id = ANY($1::uuid[])', [acknowledged])).rows.length;
+    const saved = (
+      await db.query<{ member_id: string }>('SELECT member_id FROM citizens WHERE member_id = ANY($1::uuid[])', [
+        acknowledged,
+      ])
+    ).rows.length;
     expect(saved, 'every acknowledged oath is in the database').toBe(acknowledged.length);
     await takesOaths();
     alive();
@@ -155,14 +179,24 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
     const keyed = { name: `partitioned-${randomUUID()}`, key: randomUUID() };
     relay.set('hold');
     try {
-      const paths = ['/api/citizens', '/api/intelligence/feed', '/bot-wall.json', '/bot-wall', '/api/scoreboard', '/api/omip/receipts', '/api/omip/drift'];
+      const paths = [
+        '/api/citizens',
+        '/api/intelligence/feed',
+        '/bot-wall.json',
+        '/bot-wall',
+        '/api/scoreboard',
+        '/api/omip/receipts',
+        '/api/omip/drift',
+      ];
       const answers = await Promise.all([
         ...paths.map((p) => call(p).then((a) => ({ ...a, what: `GET ${p}` }))),
         ...Array.from({ length: 12 }, () => oath().then((a) => ({ ...a, what: 'oath' }))),
         oath(keyed.name, keyed.key).then((a) => ({ ...a, what: 'keyed oath' })),
         call('/readyz').then((a) => ({ ...a, what: 'readyz' })),
       ]);
-      const late = answers.filter((a) => a.status !== 503 || a.ms > BOUND_MS).map((a) => `${a.what}: ${a.status} in ${Math.round(a.ms)} ms`);
+      const late = answers
+        .filter((a) => a.status !== 503 || a.ms > BOUND_MS)
+        .map((a) => `${a.what}: ${a.status} in ${Math.round(a.ms)} ms`);
       expect(late, 'answers that were not 503 within the bound').toEqual([]);
       // Once it knows, the next ones do not wait.
       const again = await Promise.all(paths.map((p) => call(p)));
@@ -172,37 +206,53 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
       relay.set('forward');
     }
     await expectOrdinary([]);
-    expect((await waitFor(() => call('/readyz'), { until: (a) => a.status === 200, what: 'ready again' })).status).toBe(200);
-    const retry = await waitFor(() => oath(keyed.name, keyed.key), { until: (a) => a.status === 201, timeoutMs: 10_000, what: 'the keyed oath retried' });
-    expect((await db.query('SELECT member_id FROM citizens WHERE name = $1', [keyed.name])).rows).toEqual([{ member_id: retry.memberId }]);
+    expect((await waitFor(() => call('/readyz'), { until: (a) => a.status === 200, what: 'ready again' })).status).toBe(
+      200,
+    );
+    const retry = await waitFor(() => oath(keyed.name, keyed.key), {
+      until: (a) => a.status === 201,
+      timeoutMs: 10_000,
+      what: 'the keyed oath retried',
+    });
+    expect((await db.query('SELECT member_id FROM citizens WHERE name = $1', [keyed.name])).rows).toEqual([
+      { member_id: retry.memberId },
+    ]);
   });
 
   // The oath's COMMIT is the one message the relay looks for: from it on, that connection is cut.
   it.each([
     ['PostgreSQL commits it and its answer is lost', 'hold-answers'],
     ['the COMMIT itself is held and arrives late, after the service gave up', 'hold'],
-  ] as const)('a write whose commit outcome is unknown answers 503, and its retry with the same Idempotency-Key runs at most once (%s)', async (_, hold) => {
-    await takesOaths();
-    const name = `unknown-${randomUUID()}`;
-    const key = randomUUID();
-    relay.cutAt('COMMIT\0', hold);
-    let first: Answer;
-    try {
-      first = await oath(name, key);
-    } finally {
-      relay.set('forward');
-    }
-    expect(first.status).toBe(503);
-    expect(first.detail).toMatch(/may or may not have been saved/);
-    expect(first.ms).toBeLessThan(BOUND_MS);
-    const retries: Answer[] = [];
-    const retry = await waitFor(async () => retries[retries.push(await oath(name, key)) - 1]!, { until: (a) => a.status === 201, timeoutMs: 15_000, what: 'the retry answered 201' });
-    // While the first run may still commit, a retry is told to wait (409) or that the store cannot answer (503).
-    expect(retries.filter((a) => ![201, 409, 503].includes(a.status as number))).toEqual([]);
-    const rows = (await db.query<{ member_id: string }>('SELECT member_id FROM citizens WHERE name = $1', [name])).rows;
-    expect(rows.map((r) => r.member_id)).toEqual([retry.memberId]);
-    alive();
-  });
+  ] as const)(
+    'a write whose commit outcome is unknown answers 503, and its retry with the same Idempotency-Key runs at most once (%s)',
+    async (_, hold) => {
+      await takesOaths();
+      const name = `unknown-${randomUUID()}`;
+      const key = randomUUID();
+      relay.cutAt('COMMIT\0', hold);
+      let first: Answer;
+      try {
+        first = await oath(name, key);
+      } finally {
+        relay.set('forward');
+      }
+      expect(first.status).toBe(503);
+      expect(first.detail).toMatch(/may or may not have been saved/);
+      expect(first.ms).toBeLessThan(BOUND_MS);
+      const retries: Answer[] = [];
+      const retry = await waitFor(async () => retries[retries.push(await oath(name, key)) - 1]!, {
+        until: (a) => a.status === 201,
+        timeoutMs: 15_000,
+        what: 'the retry answered 201',
+      });
+      // While the first run may still commit, a retry is told to wait (409) or that the store cannot answer (503).
+      expect(retries.filter((a) => ![201, 409, 503].includes(a.status as number))).toEqual([]);
+      const rows = (await db.query<{ member_id: string }>('SELECT member_id FROM citizens WHERE name = $1', [name]))
+        .rows;
+      expect(rows.map((r) => r.member_id)).toEqual([retry.memberId]);
+      alive();
+    },
+  );
 
   it('answers reads 200 or 503, never 500, while the database refuses new connections, and /readyz says 503', async () => {
     await takesOaths();
@@ -214,12 +264,18 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
       const statuses = [...new Set(answers.map((a) => a.status))].sort();
       expect(statuses.filter((s) => s !== 200 && s !== 503)).toEqual([]);
       expect(answers.every((a) => a.ms < BOUND_MS)).toBe(true);
-      const ready = await waitFor(() => call('/readyz'), { until: (a) => a.status !== 200, timeoutMs: 3000, what: '/readyz not 200' });
+      const ready = await waitFor(() => call('/readyz'), {
+        until: (a) => a.status !== 200,
+        timeoutMs: 3000,
+        what: '/readyz not 200',
+      });
       expect(ready.status).toBe(503);
     } finally {
       await admin.query(`ALTER DATABASE ${DATABASE} ALLOW_CONNECTIONS true`);
     }
-    expect((await waitFor(() => call('/readyz'), { until: (a) => a.status === 200, what: 'ready again' })).status).toBe(200);
+    expect((await waitFor(() => call('/readyz'), { until: (a) => a.status === 200, what: 'ready again' })).status).toBe(
+      200,
+    );
     await expectOrdinary([]);
   });
 });

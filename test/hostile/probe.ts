@@ -36,7 +36,8 @@ export function ordinary(server: ServerProcess): { stop: () => Promise<number[]>
 }
 
 /** The q-quantile of sorted values. */
-export const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
+export const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!;
 
 /** Runs `total` tasks, `concurrency` at a time. */
 export async function pool(total: number, concurrency: number, task: (i: number) => Promise<void>): Promise<void> {

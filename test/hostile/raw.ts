@@ -16,7 +16,10 @@ export interface RawClient {
  * `allowHalfOpen`: the client keeps its side open after the server's FIN, as one still sending would.
  * `localAddress`: the client's address on the loopback /8 (127.0.0.1 by default), as another client.
  */
-export function rawClient(server: ServerProcess, { allowHalfOpen = false, localAddress = '127.0.0.1' } = {}): Promise<RawClient> {
+export function rawClient(
+  server: ServerProcess,
+  { allowHalfOpen = false, localAddress = '127.0.0.1' } = {},
+): Promise<RawClient> {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
     const socket = connect({ port: Number(port), host: '127.0.0.1', allowHalfOpen, localAddress });
@@ -28,7 +31,9 @@ export function rawClient(server: ServerProcess, { allowHalfOpen = false, localA
     });
     let error: NodeJS.ErrnoException | undefined;
     socket.on('error', (e) => (error = e));
-    const closed = new Promise<{ error?: NodeJS.ErrnoException }>((done) => socket.once('close', () => done(error ? { error } : {})));
+    const closed = new Promise<{ error?: NodeJS.ErrnoException }>((done) =>
+      socket.once('close', () => done(error ? { error } : {})),
+    );
     const until = (pattern: RegExp, ms = 5000) =>
       new Promise<string>((done, fail) => {
         const check = () => {
@@ -59,6 +64,11 @@ export const statusOf = (answer: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(an
 export const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
 
 /** Resolves with the first log line from index `from` on that matches, as soon as the server prints it, or fails after `ms`. */
-export function logLine(server: ServerProcess, from: number, match: (line: string) => boolean, ms = 5000): Promise<string> {
+export function logLine(
+  server: ServerProcess,
+  from: number,
+  match: (line: string) => boolean,
+  ms = 5000,
+): Promise<string> {
   return server.waitForLog(match, { from, timeoutMs: ms });
 }

@@ -56,7 +56,10 @@ describe('issue 25: request targets', () => {
 
   it('serves an absolute-form write whose authority is the Host: the oath is taken', async () => {
     const name = `target-${randomBytes(6).toString('hex')}`;
-    const answer = await exchange(`POST http://${host}/api/citizenship/oath HTTP/1.1\r\nHost: ${host}`, JSON.stringify({ name, purpose: 'an absolute-form oath' }));
+    const answer = await exchange(
+      `POST http://${host}/api/citizenship/oath HTTP/1.1\r\nHost: ${host}`,
+      JSON.stringify({ name, purpose: 'an absolute-form oath' }),
+    );
     expect(statusOf(answer)).toBe(201);
     expect(bodyOf(answer)).toMatchObject({ ok: true, citizen: { name }, passportNumber: expect.any(String) });
   });
@@ -69,15 +72,18 @@ describe('issue 25: request targets', () => {
     ['POST', `http://${FOREIGN}/api/citizenship/oath`],
     ['OPTIONS', `http://${FOREIGN}/`],
     ['TRACE', `http://${FOREIGN}/nope`],
-  ])('%s %s (another server than Host names) answers 400 BAD_PATH without repeating the authority', async (method, target) => {
-    const body = method === 'POST' ? JSON.stringify({ name: 'never', purpose: 'never served' }) : '';
-    const answer = await exchange(`${method} ${target} HTTP/1.1\r\nHost: ${host}`, body);
-    expect(statusOf(answer)).toBe(400);
-    const problem = bodyOf(answer);
-    expect(problem.code).toBe('BAD_PATH');
-    expect(answer).not.toContain(FOREIGN);
-    expect(problem.instance ?? '').not.toMatch(/:\/\//);
-  });
+  ])(
+    '%s %s (another server than Host names) answers 400 BAD_PATH without repeating the authority',
+    async (method, target) => {
+      const body = method === 'POST' ? JSON.stringify({ name: 'never', purpose: 'never served' }) : '';
+      const answer = await exchange(`${method} ${target} HTTP/1.1\r\nHost: ${host}`, body);
+      expect(statusOf(answer)).toBe(400);
+      const problem = bodyOf(answer);
+      expect(problem.code).toBe('BAD_PATH');
+      expect(answer).not.toContain(FOREIGN);
+      expect(problem.instance ?? '').not.toMatch(/:\/\//);
+    },
+  );
 
   it('refuses an authority with userinfo, a scheme other than http(s), and a Host that is not the target’s, 400 without echoing them', async () => {
     for (const [target, secret] of [

@@ -29,16 +29,20 @@ const ptrQueries = () => dns.queries.filter((q) => q.type === 'PTR');
 
 const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
 /** Waits until the responder has received `count` PTR questions in all (a lookup is counted as it starts, its query follows). */
-const waitForQueries = (count: number) => waitFor(() => ptrQueries().length, { until: (n) => n >= count, what: `${count} PTR queries at the responder` });
+const waitForQueries = (count: number) =>
+  waitFor(() => ptrQueries().length, { until: (n) => n >= count, what: `${count} PTR queries at the responder` });
 
 /** GET / from a given loopback address (Linux routes all of 127/8 to lo), claiming Googlebot. */
 function claim(localAddress: string): Promise<number> {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', localAddress, headers: { 'User-Agent': GOOGLEBOT, Connection: 'close' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path: '/', localAddress, headers: { 'User-Agent': GOOGLEBOT, Connection: 'close' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -49,8 +53,16 @@ describe('issue 26: verification asks the resolver DNS_SERVERS names', () => {
     const before = dns.queries.length;
     expect(await claim(VERIFIED)).toBe(200);
     // The lookup runs beside the request: wait for the wall to count its outcome.
-    const googlebot = async () => ((await (await fetch(`${server.url}/bot-wall.json`)).json()) as { species: { species: string; verification: unknown }[] }).species.find((s) => s.species === 'Googlebot')?.verification;
-    const verification = await waitFor(googlebot, { until: (v) => typeof v === 'object', what: "the wall's Googlebot verification" });
+    const googlebot = async () =>
+      (
+        (await (await fetch(`${server.url}/bot-wall.json`)).json()) as {
+          species: { species: string; verification: unknown }[];
+        }
+      ).species.find((s) => s.species === 'Googlebot')?.verification;
+    const verification = await waitFor(googlebot, {
+      until: (v) => typeof v === 'object',
+      what: "the wall's Googlebot verification",
+    });
     // No resolver but this one could verify a loopback address as Googlebot's.
     expect(verification).toEqual({ verified: 1, unverified: 0 });
     const asked = dns.queries.slice(before);
@@ -110,7 +122,9 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
     watching = false;
     await watcher;
     const both = (await metric(server, 'agentnode_dns_lookups_total')) - before;
-    console.log(`row 10: 2,000 networks: ${first} lookups in the first round, ${both - first} in the second, at most ${maxInFlight} in flight`);
+    console.log(
+      `row 10: 2,000 networks: ${first} lookups in the first round, ${both - first} in the second, at most ${maxInFlight} in flight`,
+    );
     expect(first).toBeGreaterThan(0);
     // Requests never wait for a lookup, so without the cap every new network would add one in flight
     // (hundreds, when the resolver is slow); past 16 a claim is counted unverifiable instead.

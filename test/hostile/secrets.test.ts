@@ -31,30 +31,55 @@ interface Answer {
 }
 
 /** One request from `from`, an address of the loopback /8: each is a client of its own. */
-function send(server: ServerProcess, path: string, options: { method?: string; headers?: Record<string, string>; body?: string; from: string }): Promise<Answer> {
+function send(
+  server: ServerProcess,
+  path: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string; from: string },
+): Promise<Answer> {
   const { port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'GET', localAddress: options.from, headers: options.headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let json: unknown;
-        try {
-          json = JSON.parse(text);
-        } catch {
-          json = undefined;
-        }
-        resolve({ status: res.statusCode!, text, json });
-      });
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: options.method ?? 'GET',
+        localAddress: options.from,
+        headers: options.headers,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: unknown;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode!, text, json });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(options.body);
   });
 }
 
-const postJson = (server: ServerProcess, path: string, body: unknown, from: string, headers: Record<string, string> = {}) =>
-  send(server, path, { method: 'POST', from, headers: { 'Content-Type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+const postJson = (
+  server: ServerProcess,
+  path: string,
+  body: unknown,
+  from: string,
+  headers: Record<string, string> = {},
+) =>
+  send(server, path, {
+    method: 'POST',
+    from,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 /** A passport-shaped string that is nobody's: sent as a wrong passport, it is a secret too. */
 const fakePassport = () => `pp_${randomBytes(32).toString('base64url')}`;
@@ -63,9 +88,17 @@ const fakePassport = () => `pp_${randomBytes(32).toString('base64url')}`;
 function doors(server: ServerProcess) {
   let rpcId = 0;
   const mcp = async (from: string, method: string, params: unknown) =>
-    postJson(server, '/mcp', { jsonrpc: '2.0', id: ++rpcId, method, params }, from, { Accept: 'application/json, text/event-stream' });
+    postJson(server, '/mcp', { jsonrpc: '2.0', id: ++rpcId, method, params }, from, {
+      Accept: 'application/json, text/event-stream',
+    });
   const a2a = async (from: string, method: string, params: unknown, version?: '1.0') =>
-    postJson(server, '/a2a', { jsonrpc: '2.0', id: ++rpcId, method, params }, from, version ? { 'A2A-Version': version } : {});
+    postJson(
+      server,
+      '/a2a',
+      { jsonrpc: '2.0', id: ++rpcId, method, params },
+      from,
+      version ? { 'A2A-Version': version } : {},
+    );
   return {
     mcp,
     a2a,
@@ -76,12 +109,38 @@ function doors(server: ServerProcess) {
       return { status: answer.json.result.isError ? body.status : 200, body };
     },
     /** A skill over A2A (v1.0 SendMessage, or v0.3 message/send): the task id when it was refused. */
-    async skill(from: string, name: string, args: Record<string, unknown>, version: '1.0' | '0.3', message: Record<string, unknown> = {}): Promise<{ status: number; body: any; taskId?: string }> {
+    async skill(
+      from: string,
+      name: string,
+      args: Record<string, unknown>,
+      version: '1.0' | '0.3',
+      message: Record<string, unknown> = {},
+    ): Promise<{ status: number; body: any; taskId?: string }> {
       const data = { skill: name, arguments: args };
       const answer =
         version === '1.0'
-          ? await a2a(from, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data, mediaType: 'application/json' }], ...message } }, '1.0')
-          : await a2a(from, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'data', data }], ...message } });
+          ? await a2a(
+              from,
+              'SendMessage',
+              {
+                message: {
+                  messageId: randomUUID(),
+                  role: 'ROLE_USER',
+                  parts: [{ data, mediaType: 'application/json' }],
+                  ...message,
+                },
+              },
+              '1.0',
+            )
+          : await a2a(from, 'message/send', {
+              message: {
+                kind: 'message',
+                messageId: randomUUID(),
+                role: 'user',
+                parts: [{ kind: 'data', data }],
+                ...message,
+              },
+            });
       const result = answer.json.result;
       if (version === '1.0' && result.message) return { status: 200, body: result.message.parts[0].data };
       if (version === '0.3' && result.kind === 'message') return { status: 200, body: result.parts[0].data };
@@ -114,7 +173,9 @@ async function tablesOf(databaseUrl: string): Promise<Map<string, string>> {
     );
     const dump = new Map<string, string>();
     for (const { schema, name } of tables) {
-      const { rows } = await client.query<{ row: string }>(`SELECT t::text AS row FROM ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)} t`);
+      const { rows } = await client.query<{ row: string }>(
+        `SELECT t::text AS row FROM ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)} t`,
+      );
       dump.set(`table ${schema}.${name} (${rows.length} rows)`, rows.map((r) => r.row).join('\n'));
     }
     return dump;
@@ -127,7 +188,9 @@ async function tablesOf(databaseUrl: string): Promise<Map<string, string>> {
 function leaks(places: Map<string, string>, secrets: string[]): string[] {
   // The random part alone: a passport kept without its "pp_" prefix is still the passport.
   const cores = secrets.map((s) => s.replace(/^pp_/, ''));
-  return [...places].flatMap(([name, text]) => cores.filter((c) => text.includes(c)).map((c) => `${name} holds …${c.slice(-8)}`));
+  return [...places].flatMap(([name, text]) =>
+    cores.filter((c) => text.includes(c)).map((c) => `${name} holds …${c.slice(-8)}`),
+  );
 }
 
 /**
@@ -141,10 +204,15 @@ async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: 
   const secrets: string[] = [];
   const taskIds: string[] = [];
   const memberIds: string[] = [];
-  const other = (await postJson(server, '/api/citizenship/oath', { name: 'bystander', purpose: 'be named by others' }, '127.0.1.9')).json;
+  const other = (
+    await postJson(server, '/api/citizenship/oath', { name: 'bystander', purpose: 'be named by others' }, '127.0.1.9')
+  ).json;
   secrets.push(other.passportNumber);
 
-  type Call = (args: Record<string, unknown>, passport: string) => Promise<{ status: number; body: any; taskId?: string }>;
+  type Call = (
+    args: Record<string, unknown>,
+    passport: string,
+  ) => Promise<{ status: number; body: any; taskId?: string }>;
   /** A citizen sworn in through one door, then every kind of credentialed call through it. */
   async function attempts(name: string, oath: () => Promise<any>, call: Call): Promise<void> {
     const citizen = await oath();
@@ -160,13 +228,22 @@ async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: 
       codes.push(answer.status < 400 ? 'accepted' : answer.body.code);
       return answer;
     };
-    expect((await record({ ...as, message: 'accepted' }, citizen.passportNumber)).body.message.verified, name).toBe(true);
+    expect((await record({ ...as, message: 'accepted' }, citizen.passportNumber)).body.message.verified, name).toBe(
+      true,
+    );
     await record({ ...as, name: 'somebody-else', message: 'wrong name' }, citizen.passportNumber);
     await record({ citizenId: other.memberId, message: 'another citizen' }, citizen.passportNumber);
     await record({ ...as, message: 'wrong passport' }, wrong);
     await record({ ...as, message: '' }, citizen.passportNumber);
-    expect(codes, name).toEqual(['accepted', 'NAME_MISMATCH', 'PASSPORT_MISMATCH', 'PASSPORT_MISMATCH', 'VALIDATION_FAILED']);
-    for (let i = 0; i < WRITE_LIMIT + 2 && !codes.includes('RATE_LIMITED'); i++) await record({ ...as, message: `until the limit ${i}` }, citizen.passportNumber);
+    expect(codes, name).toEqual([
+      'accepted',
+      'NAME_MISMATCH',
+      'PASSPORT_MISMATCH',
+      'PASSPORT_MISMATCH',
+      'VALIDATION_FAILED',
+    ]);
+    for (let i = 0; i < WRITE_LIMIT + 2 && !codes.includes('RATE_LIMITED'); i++)
+      await record({ ...as, message: `until the limit ${i}` }, citizen.passportNumber);
     expect(codes, `${name} reached the write limit`).toContain('RATE_LIMITED');
   }
 
@@ -176,14 +253,27 @@ async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: 
     'HTTP',
     async () => (await postJson(server, '/api/citizenship/oath', { name: 'secret-http', purpose: 'p' }, http)).json,
     async (args, passport) => {
-      const answer = await postJson(server, '/api/intelligence/message', args, http, { Authorization: `Bearer ${passport}` });
+      const answer = await postJson(server, '/api/intelligence/message', args, http, {
+        Authorization: `Bearer ${passport}`,
+      });
       return { status: answer.status, body: answer.json };
     },
   );
   const httpPassport = secrets.at(-2)!;
-  const inBody = await postJson(server, '/api/intelligence/message', { message: 'm', citizenId: memberIds[0], passportNumber: httpPassport }, '127.0.1.4');
+  const inBody = await postJson(
+    server,
+    '/api/intelligence/message',
+    { message: 'm', citizenId: memberIds[0], passportNumber: httpPassport },
+    '127.0.1.4',
+  );
   expect(inBody.status).toBeGreaterThanOrEqual(400);
-  const broken = await postJson(server, '/api/intelligence/message', `{"message":"m","passportNumber":"${httpPassport}"`, '127.0.1.4', { Authorization: `Bearer ${httpPassport}` });
+  const broken = await postJson(
+    server,
+    '/api/intelligence/message',
+    `{"message":"m","passportNumber":"${httpPassport}"`,
+    '127.0.1.4',
+    { Authorization: `Bearer ${httpPassport}` },
+  );
   expect(broken.status).toBe(400);
 
   // MCP: the passport is the passportNumber argument of post_message.
@@ -195,7 +285,10 @@ async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: 
   );
 
   // A2A v1.0 and v0.3: the passport is the passportNumber argument of the post_message skill.
-  for (const [version, from] of [['1.0', '127.0.1.3'], ['0.3', '127.0.1.5']] as const) {
+  for (const [version, from] of [
+    ['1.0', '127.0.1.3'],
+    ['0.3', '127.0.1.5'],
+  ] as const) {
     await attempts(
       `A2A ${version}`,
       async () => (await door.skill(from, 'take_oath', { name: `secret-a2a-${version}`, purpose: 'p' }, version)).body,
@@ -212,8 +305,12 @@ async function publicReads(server: ServerProcess, taskIds: string[]): Promise<Ma
   const door = doors(server);
   const reader = '127.0.2.1';
   const reads = new Map<string, string>();
-  const get = async (path: string, headers: Record<string, string> = {}) => reads.set(`GET ${path}`, (await send(server, path, { from: reader, headers })).text);
-  const manifest = JSON.parse(await readFile(join(TEST_DIST, 'static-manifest.json'), 'utf8')) as Record<string, unknown>;
+  const get = async (path: string, headers: Record<string, string> = {}) =>
+    reads.set(`GET ${path}`, (await send(server, path, { from: reader, headers })).text);
+  const manifest = JSON.parse(await readFile(join(TEST_DIST, 'static-manifest.json'), 'utf8')) as Record<
+    string,
+    unknown
+  >;
   for (const path of Object.keys(manifest)) await get(path);
   for (const op of OPERATIONS.filter((o) => o.method === 'GET')) {
     // A receipt is the only read by id, and no call here made one.
@@ -227,10 +324,21 @@ async function publicReads(server: ServerProcess, taskIds: string[]): Promise<Ma
   // MCP reads: the tool list and every tool that changes nothing.
   reads.set('MCP tools/list', (await door.mcp(reader, 'tools/list', {})).text);
   for (const op of OPERATIONS.filter((o) => o.method === 'GET' && o.tool?.mcp)) {
-    reads.set(`MCP ${op.tool!.name}`, (await door.mcp(reader, 'tools/call', { name: op.tool!.name, arguments: op.path.includes('{') ? { id: 'x' } : { limit: 200 } })).text);
+    reads.set(
+      `MCP ${op.tool!.name}`,
+      (
+        await door.mcp(reader, 'tools/call', {
+          name: op.tool!.name,
+          arguments: op.path.includes('{') ? { id: 'x' } : { limit: 200 },
+        })
+      ).text,
+    );
   }
   // A2A reads: the list, and every task any answer named, by v1.0 and v0.3.
-  reads.set('A2A ListTasks', (await door.a2a(reader, 'ListTasks', { pageSize: 100, includeArtifacts: true }, '1.0')).text);
+  reads.set(
+    'A2A ListTasks',
+    (await door.a2a(reader, 'ListTasks', { pageSize: 100, includeArtifacts: true }, '1.0')).text,
+  );
   reads.set('A2A list_citizens', JSON.stringify(await door.skill(reader, 'list_citizens', { limit: 200 }, '1.0')));
   for (const id of taskIds) {
     const task = await door.a2a(reader, 'GetTask', { id }, '1.0');
@@ -260,7 +368,8 @@ async function keepsNoSecret(env: Record<string, string>): Promise<void> {
   // Refusals and 429s are the client's: none is logged as an error.
   expect(server.logs.filter((line) => /"level":(50|60)/.test(line))).toEqual([]);
   const files = await filesUnder(server.dataDir);
-  if (!env.DATABASE_URL) expect([...files.values()].join('\n'), 'the data folder holds the messages').toContain('until the limit');
+  if (!env.DATABASE_URL)
+    expect([...files.values()].join('\n'), 'the data folder holds the messages').toContain('until the limit');
   expect(leaks(files, secrets), 'the data folder').toEqual([]);
   if (env.DATABASE_URL) {
     const tables = await tablesOf(env.DATABASE_URL);
@@ -300,7 +409,12 @@ describe('A2A tasks and the methods the door does not offer', () => {
     expect(taskId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect([contextId, messageId]).not.toContain(taskId);
     const own = await door.a2a(first, 'GetTask', { id: taskId }, '1.0');
-    expect(own.json.result).toMatchObject({ id: taskId, contextId, status: { state: 'TASK_STATE_FAILED' }, metadata: { problemCode: 'VALIDATION_FAILED' } });
+    expect(own.json.result).toMatchObject({
+      id: taskId,
+      contextId,
+      status: { state: 'TASK_STATE_FAILED' },
+      metadata: { problemCode: 'VALIDATION_FAILED' },
+    });
     expect(own.json.result.history ?? []).toEqual([]);
 
     // Listing shows no task, to the second caller nor to the first (no caller is known to own one).
@@ -311,15 +425,35 @@ describe('A2A tasks and the methods the door does not offer', () => {
       }
     }
     // What the second caller could know or guess names no task.
-    for (const id of [contextId, messageId, taskId.toUpperCase(), taskId.slice(0, -1) + (taskId.endsWith('0') ? '1' : '0')]) {
-      expect((await door.a2a(second, 'GetTask', { id }, '1.0')).json.error?.code, id).toBe(A2A_ERROR_CODE.TASK_NOT_FOUND);
+    for (const id of [
+      contextId,
+      messageId,
+      taskId.toUpperCase(),
+      taskId.slice(0, -1) + (taskId.endsWith('0') ? '1' : '0'),
+    ]) {
+      expect((await door.a2a(second, 'GetTask', { id }, '1.0')).json.error?.code, id).toBe(
+        A2A_ERROR_CODE.TASK_NOT_FOUND,
+      );
       expect((await door.a2a(second, 'tasks/get', { id })).json.error?.code, id).toBe(A2A_ERROR_CODE.TASK_NOT_FOUND);
     }
     // Attaching to it (its id, or its context) neither changes it nor hands it over.
     const marker = `attached-${randomUUID()}`;
-    const attach = await door.a2a(second, 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId, parts: [{ text: marker }] } }, '1.0');
+    const attach = await door.a2a(
+      second,
+      'SendMessage',
+      { message: { messageId: randomUUID(), role: 'ROLE_USER', taskId, parts: [{ text: marker }] } },
+      '1.0',
+    );
     expect(attach.json.error?.code).toBe(A2A_ERROR_CODE.UNSUPPORTED_OPERATION);
-    const legacyAttach = await door.a2a(second, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', taskId, parts: [{ kind: 'text', text: marker }] } });
+    const legacyAttach = await door.a2a(second, 'message/send', {
+      message: {
+        kind: 'message',
+        messageId: randomUUID(),
+        role: 'user',
+        taskId,
+        parts: [{ kind: 'text', text: marker }],
+      },
+    });
     expect(legacyAttach.json.error?.code).toBe(A2A_ERROR_CODE.UNSUPPORTED_OPERATION);
     const sameContext = await door.skill(second, 'post_message', { message: '', name: marker }, '1.0', { contextId });
     expect(sameContext.taskId).not.toBe(taskId);
@@ -334,7 +468,12 @@ describe('A2A tasks and the methods the door does not offer', () => {
     const from0 = server.logs.length;
     const refused = await door.skill(from, 'post_message', { message: '' }, '1.0');
     const message = (text: string) => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] });
-    const legacyMessage = (text: string) => ({ kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text }] });
+    const legacyMessage = (text: string) => ({
+      kind: 'message',
+      messageId: randomUUID(),
+      role: 'user',
+      parts: [{ kind: 'text', text }],
+    });
     const unsupported: [string, unknown, '1.0' | undefined][] = [
       ['SendStreamingMessage', { message: message('stream please') }, '1.0'],
       ['SubscribeToTask', { id: refused.taskId }, '1.0'],
@@ -345,7 +484,10 @@ describe('A2A tasks and the methods the door does not offer', () => {
     for (const [method, params, version] of unsupported) {
       const answer = await door.a2a(from, method, params, version);
       expect(answer.status, method).toBe(200);
-      expect(answer.json, method).toMatchObject({ jsonrpc: '2.0', error: { code: A2A_ERROR_CODE.UNSUPPORTED_OPERATION } });
+      expect(answer.json, method).toMatchObject({
+        jsonrpc: '2.0',
+        error: { code: A2A_ERROR_CODE.UNSUPPORTED_OPERATION },
+      });
       expect(answer.json.id, method).toEqual(expect.any(Number));
     }
     // Other mistakes, each answered in its protocol and never 5xx.
@@ -354,15 +496,53 @@ describe('A2A tasks and the methods the door does not offer', () => {
       ['A2A unknown method', () => door.a2a(from, 'NoSuchMethod', {}, '1.0')],
       ['A2A cancel a failed task', () => door.a2a(from, 'CancelTask', { id: refused.taskId }, '1.0')],
       ['A2A unknown task', () => door.a2a(from, 'GetTask', { id: randomUUID() }, '1.0')],
-      ['A2A push config', () => door.a2a(from, 'CreateTaskPushNotificationConfig', { taskId: refused.taskId, url: 'http://127.0.0.1:9/hook' }, '1.0')],
+      [
+        'A2A push config',
+        () =>
+          door.a2a(
+            from,
+            'CreateTaskPushNotificationConfig',
+            { taskId: refused.taskId, url: 'http://127.0.0.1:9/hook' },
+            '1.0',
+          ),
+      ],
       ['A2A extended card', () => door.a2a(from, 'GetExtendedAgentCard', {}, '1.0')],
-      ['A2A referenced tasks unknown', () => door.a2a(from, 'SendMessage', { message: { ...message('hi'), referenceTaskIds: ['nobody\nforged line', randomUUID()] } }, '1.0')],
-      ['A2A argument with no text form', () => door.a2a(from, 'SendMessage', { message: { ...message(''), parts: [{ data: { skill: 'get_receipt', arguments: { id: { toString: 1 } } } }] } }, '1.0')],
+      [
+        'A2A referenced tasks unknown',
+        () =>
+          door.a2a(
+            from,
+            'SendMessage',
+            { message: { ...message('hi'), referenceTaskIds: ['nobody\nforged line', randomUUID()] } },
+            '1.0',
+          ),
+      ],
+      [
+        'A2A argument with no text form',
+        () =>
+          door.a2a(
+            from,
+            'SendMessage',
+            {
+              message: {
+                ...message(''),
+                parts: [{ data: { skill: 'get_receipt', arguments: { id: { toString: 1 } } } }],
+              },
+            },
+            '1.0',
+          ),
+      ],
       ['A2A unknown version', () => door.a2a(from, 'SendMessage', { message: message('hi') }, '9.9' as '1.0')],
-      ['MCP not JSON', () => postJson(server, '/mcp', '{"jsonrpc":', from, { Accept: 'application/json, text/event-stream' })],
+      [
+        'MCP not JSON',
+        () => postJson(server, '/mcp', '{"jsonrpc":', from, { Accept: 'application/json, text/event-stream' }),
+      ],
       ['MCP unknown tool', () => door.mcp(from, 'tools/call', { name: 'no_such_tool', arguments: {} })],
       ['MCP arguments not an object', () => door.mcp(from, 'tools/call', { name: 'post_message', arguments: ['x'] })],
-      ['MCP argument with no text form', () => door.mcp(from, 'tools/call', { name: 'get_receipt', arguments: { id: { toString: 1 } } })],
+      [
+        'MCP argument with no text form',
+        () => door.mcp(from, 'tools/call', { name: 'get_receipt', arguments: { id: { toString: 1 } } }),
+      ],
       ['MCP no Accept', () => postJson(server, '/mcp', { jsonrpc: '2.0', id: 1, method: 'tools/list' }, from)],
     ];
     for (const [what, call] of mistakes) {

@@ -14,7 +14,8 @@ afterAll(async () => {
   await server.stop();
 });
 
-const html = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const html =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 describe('row 12: security headers', () => {
   it('uses exactly the policies of the brief', () => {
@@ -36,7 +37,11 @@ describe('row 12: security headers', () => {
     ['/mcp', 'GET', 'MCP problem', 'other'],
     ['/llms.txt', 'OPTIONS', 'OPTIONS', 'other'],
   ])('%s (%s, %s) carries nosniff, a referrer policy and the %s policy', async (path, method, _what, kind) => {
-    const res = await fetch(`${server.url}${path}`, { method, redirect: 'manual', ...(method === 'POST' ? { headers: { 'Content-Type': 'application/json' }, body: '{}' } : {}) });
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      redirect: 'manual',
+      ...(method === 'POST' ? { headers: { 'Content-Type': 'application/json' }, body: '{}' } : {}),
+    });
     expect(res.status).toBeLessThan(500);
     expect(res.headers.get('x-content-type-options')).toBe('nosniff');
     expect(res.headers.get('referrer-policy')).toBe('strict-origin-when-cross-origin');
@@ -58,7 +63,8 @@ describe('row 12: security headers', () => {
 
   it("writes them into the build's _headers for a CDN: every path, and the stricter policy on JSON", () => {
     const rules = readFileSync(join(TEST_DIST, 'client', '_headers'), 'utf8');
-    const block = (path: string) => new RegExp(`^${path.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}\n((?:  .*\n)+)`, 'm').exec(rules)?.[1] ?? '';
+    const block = (path: string) =>
+      new RegExp(`^${path.replace(/[.*+?^$()|[\]\\/]/g, '\\$&')}\n((?:  .*\n)+)`, 'm').exec(rules)?.[1] ?? '';
     expect(block('/*')).toContain('  X-Content-Type-Options: nosniff\n');
     expect(block('/*')).toContain(`  Content-Security-Policy: ${html}\n`);
     expect(block('/*')).toContain('  Referrer-Policy: strict-origin-when-cross-origin\n');

@@ -8,7 +8,10 @@ const SEND_TIMEOUT_MS = 1500;
 const PER_CLIENT = 6;
 
 beforeAll(async () => {
-  server = await startServer({ SEND_TIMEOUT_MS: String(SEND_TIMEOUT_MS), MAX_CONNECTIONS_PER_CLIENT: String(PER_CLIENT) });
+  server = await startServer({
+    SEND_TIMEOUT_MS: String(SEND_TIMEOUT_MS),
+    MAX_CONNECTIONS_PER_CLIENT: String(PER_CLIENT),
+  });
 });
 afterAll(() => server?.stop());
 
@@ -32,7 +35,10 @@ describe('slow and stalled clients', () => {
     await new Promise((r) => setTimeout(r, SEND_TIMEOUT_MS * 2));
     // A paused socket cannot see its end: read what the server had sent before it gave up.
     stalled.socket.resume();
-    const ended = await Promise.race([stalled.closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 2000))]);
+    const ended = await Promise.race([
+      stalled.closed.then(() => true),
+      new Promise((r) => setTimeout(() => r(false), 2000)),
+    ]);
     expect(ended).toBe(true);
     expect(stalled.received().split('HTTP/1.1 200').length - 1).toBeLessThan(asked);
   });
@@ -76,7 +82,12 @@ describe('slow and stalled clients', () => {
   });
 
   it('readers of the wall while another is still being sent share one answer (one Buffer); a reader alone is answered fresh', async () => {
-    const read = async () => ((await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'Accept-Encoding': 'identity' } })).json()) as { generatedAt: string }).generatedAt;
+    const read = async () =>
+      (
+        (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'Accept-Encoding': 'identity' } })).json()) as {
+          generatedAt: string;
+        }
+      ).generatedAt;
     const alone = await read();
     await new Promise((r) => setTimeout(r, 5));
     expect(await read()).not.toBe(alone);

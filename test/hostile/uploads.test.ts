@@ -9,14 +9,21 @@ import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
 // Issue 14 row 4: upload rules run before the body is read, uploads are capped, and a stalled one is dropped.
 let server: ServerProcess;
 beforeAll(async () => {
-  server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '3', UPLOAD_CONCURRENCY: '3', UPLOAD_CONCURRENCY_PER_CLIENT: '2', BODY_IDLE_TIMEOUT_MS: '1000' });
+  server = await startServer({
+    DATA_DIR: ':memory:',
+    WRITE_RATE_LIMIT: '3',
+    UPLOAD_CONCURRENCY: '3',
+    UPLOAD_CONCURRENCY_PER_CLIENT: '2',
+    BODY_IDLE_TIMEOUT_MS: '1000',
+  });
 });
 afterAll(async () => {
   await server.stop();
 });
 
 const MB = 1024 * 1024;
-const head = (length: number, type = 'audio/mpeg') => `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`;
+const head = (length: number, type = 'audio/mpeg') =>
+  `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${length}\r\n\r\n`;
 
 /** Starts an upload of `declared` bytes and sends only `sent` of them. */
 async function partialUpload(declared: number, sent: number): Promise<RawClient> {
@@ -69,15 +76,27 @@ describe('row 4: uploads', () => {
     await Promise.all([first.closed, second.closed]);
     // The server frees an upload's slot in the same 'close' event that logs it (499, or 408 had it stalled first): wait for both lines.
     let ended = 0;
-    await server.waitForLog((l) => l.includes('"path":"/api/ingress/audio"') && /"status":(499|408)/.test(l) && ++ended === 2, { from });
+    await server.waitForLog(
+      (l) => l.includes('"path":"/api/ingress/audio"') && /"status":(499|408)/.test(l) && ++ended === 2,
+      { from },
+    );
     // The slots are free again: a real upload goes through at once.
-    const res = await fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'audio/wav' }, body: new Uint8Array(wavWithInfo({ title: 'Freed', artist: 'A' }, 1)) });
+    const res = await fetch(`${server.url}/api/ingress/audio`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'audio/wav' },
+      body: new Uint8Array(wavWithInfo({ title: 'Freed', artist: 'A' }, 1)),
+    });
     expect(res.status).toBe(201);
   });
 
   it('answers a client over its write limit 429 at once, before reading its 50 MB body, as an answer and not a reset', async () => {
     // The budget is 3 writes a minute; the upload above took one.
-    for (let i = 0; i < 3; i++) await fetch(`${server.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"title":"spend"}' });
+    for (let i = 0; i < 3; i++)
+      await fetch(`${server.url}/api/ingress/audio`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"title":"spend"}',
+      });
     const attempts = await Promise.all(Array.from({ length: 8 }, () => floodUpload(50 * MB)));
     const answered = performance.now();
     for (const client of attempts) {
@@ -91,7 +110,8 @@ describe('row 4: uploads', () => {
     // behind; eight of them can be near what the lingering budget reads in LINGER_MS (8 × ~4 MB at
     // 8 MiB/s), so one may end in a reset once the server gives up on it: after its answer, which
     // it has (a single client closes cleanly: the tests above and below).
-    for (const client of attempts) expect([undefined, 'EPIPE', 'ECONNRESET']).toContain((await client.closed).error?.code);
+    for (const client of attempts)
+      expect([undefined, 'EPIPE', 'ECONNRESET']).toContain((await client.closed).error?.code);
     expect(performance.now() - answered).toBeLessThan(LINGER_MS + 3000);
   });
 });
@@ -120,7 +140,11 @@ describe('row 4: the lingering close reads on after its budget made it wait', ()
     const answered = performance.now();
     // At LINGER_BYTES_PER_SECOND (8 MiB/s) the 6 MiB take under a second; before, the server read the
     // burst and then nothing until it reset the connection at LINGER_MS.
-    await waitFor(serverRead, { until: (read) => read - before >= queued, timeoutMs: LINGER_MS - 2000, what: 'the server to read what the refused client queued' });
+    await waitFor(serverRead, {
+      until: (read) => read - before >= queued,
+      timeoutMs: LINGER_MS - 2000,
+      what: 'the server to read what the refused client queued',
+    });
     expect((await client.closed).error).toBeUndefined();
     expect(performance.now() - answered).toBeLessThan(LINGER_MS - 1000);
   });
@@ -136,7 +160,11 @@ describe('row 4: a body where none is taken', () => {
       const answer = await client.until(/\r\n\r\n\{.*\}$/s);
       expect(statusOf(answer)).toBe(413);
       expect(answer).toMatch(/\r\nConnection: close\r\n/i);
-      expect(bodyOf(answer)).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limit: 0, detail: 'GET takes no body: send the request without one.' });
+      expect(bodyOf(answer)).toMatchObject({
+        code: 'PAYLOAD_TOO_LARGE',
+        limit: 0,
+        detail: 'GET takes no body: send the request without one.',
+      });
       client.socket.destroy();
     }
   });
@@ -146,7 +174,9 @@ describe('row 4: Expect: 100-continue', () => {
   it('tells a client over its write limit 429 before it sends a byte of its body', async () => {
     // The tests above spent this address's budget.
     const client = await rawClient(server);
-    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\nExpect: 100-continue\r\n\r\n`);
+    client.socket.write(
+      `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * MB}\r\nExpect: 100-continue\r\n\r\n`,
+    );
     const answer = await client.until(/\r\n\r\n\{.*\}$/s, 3000);
     expect(statusOf(answer)).toBe(429);
     expect(answer).not.toContain('100 Continue');
@@ -157,7 +187,12 @@ describe('row 4: Expect: 100-continue', () => {
 describe('row 4: memory per upload', () => {
   let big: ServerProcess;
   beforeAll(async () => {
-    big = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0', INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB), UPLOAD_BYTES_PER_SECOND: String(1024 * MB) });
+    big = await startServer({
+      DATA_DIR: ':memory:',
+      WRITE_RATE_LIMIT: '0',
+      INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB),
+      UPLOAD_BYTES_PER_SECOND: String(1024 * MB),
+    });
   });
   afterAll(async () => {
     await big.stop();
@@ -168,7 +203,9 @@ describe('row 4: memory per upload', () => {
   it('sends 100 Continue to a client whose upload passes the rules, then takes the body', async () => {
     const wav = wavWithInfo({ title: 'Continued', artist: 'A' }, 1);
     const client = await rawClient(big);
-    client.socket.write(`POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${wav.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`);
+    client.socket.write(
+      `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${wav.length}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n`,
+    );
     await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
     client.socket.write(wav);
     const answer = await client.until(/HTTP\/1\.1 201[\s\S]*"Continued"/);
@@ -196,7 +233,12 @@ describe('row 4: memory per upload', () => {
         controller.enqueue(new Uint8Array(MB).fill(0x80));
       },
     });
-    const res = await fetch(`${big.url}/api/ingress/audio`, { method: 'POST', headers: { 'Content-Type': 'audio/wav', 'Content-Length': String(header.length + dataBytes) }, body, duplex: 'half' } as RequestInit);
+    const res = await fetch(`${big.url}/api/ingress/audio`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'audio/wav', 'Content-Length': String(header.length + dataBytes) },
+      body,
+      duplex: 'half',
+    } as RequestInit);
     expect(res.status).toBe(201);
     expect((await res.json()).stem).toMatchObject({ title: 'Large' });
     expect(peak() - before).toBeLessThan(80 * MB);

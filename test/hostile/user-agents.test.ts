@@ -17,7 +17,8 @@ afterAll(async () => {
 
 const ATTACKS = 3000;
 /** A bot User-Agent of ~8 KB, distinct in its first 100 characters and all along. */
-const userAgent = (i: number) => `Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}`;
+const userAgent = (i: number) =>
+  `Mozilla/5.0 (compatible; XyzBot-${i}/1.0; +https://x.example/${randomBytes(24).toString('hex')}) ${randomBytes(4000).toString('hex')}`;
 
 describe('row 9: distinct 8 KB bot User-Agents', () => {
   it(`${ATTACKS} of them leave the heap within a few MB and ordinary requests prompt`, async () => {
@@ -53,7 +54,9 @@ describe('row 9: distinct 8 KB bot User-Agents', () => {
     // Loose bounds: this machine's cores are shared, and the attack's own client runs on them.
     const p50 = quantile(during, 0.5);
     const p99 = quantile(during, 0.99);
-    console.log(`row 9: ${ATTACKS} User-Agents in ${seconds.toFixed(1)} s; heap ${growthMb.toFixed(1)} MB; ordinary p50/p99 idle ${quantile(idle, 0.5).toFixed(1)}/${quantile(idle, 0.99).toFixed(1)} ms, during ${p50.toFixed(1)}/${p99.toFixed(1)} ms`);
+    console.log(
+      `row 9: ${ATTACKS} User-Agents in ${seconds.toFixed(1)} s; heap ${growthMb.toFixed(1)} MB; ordinary p50/p99 idle ${quantile(idle, 0.5).toFixed(1)}/${quantile(idle, 0.99).toFixed(1)} ms, during ${p50.toFixed(1)}/${p99.toFixed(1)} ms`,
+    );
     expect(ATTACKS / seconds).toBeGreaterThan(200);
     expect(p50).toBeLessThan(Math.max(10 * quantile(idle, 0.5), 25));
     expect(p99).toBeLessThan(Math.max(10 * quantile(idle, 0.99), 100));

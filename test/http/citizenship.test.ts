@@ -17,7 +17,11 @@ afterAll(async () => {
 });
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  fetch(server.url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
 
 async function oath(name: string) {
   const res = await post('/api/citizenship/oath', { name, purpose: 'testing the flow' });
@@ -26,14 +30,21 @@ async function oath(name: string) {
   passports.push(body.passportNumber);
   return body;
 }
-const citizenNames = async () => ((await (await fetch(`${server.url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
+const citizenNames = async () =>
+  ((await (await fetch(`${server.url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map(
+    (c) => c.name,
+  );
 const scoreboard = async () => (await (await fetch(`${server.url}/api/scoreboard`)).json()) as Record<string, any>;
 
 describe('the agent flow of the convert payload', () => {
   it('follows minimal.steps literally: oath, message as a citizen, listed', async () => {
     const convert = await (await fetch(`${server.url}/api/convert`)).json();
     const [step1, step2, step3] = convert.minimal.steps;
-    const r1 = await fetch(step1.url, { method: step1.method, headers: step1.headers, body: JSON.stringify({ ...step1.body, name: 'literal-agent' }) });
+    const r1 = await fetch(step1.url, {
+      method: step1.method,
+      headers: step1.headers,
+      body: JSON.stringify({ ...step1.body, name: 'literal-agent' }),
+    });
     expect(r1.status).toBe(201);
     const o = await r1.json();
     passports.push(o.passportNumber);
@@ -42,7 +53,11 @@ describe('the agent flow of the convert payload', () => {
     expect(o.citizen).toMatchObject({ name: 'literal-agent', class: 'agent', status: 'trillionaire' });
     const headers = { ...step2.headers, Authorization: `Bearer ${o.passportNumber}` };
     // A verified message carries the citizen's registered name: the name given at step 1.
-    const r2 = await fetch(step2.url, { method: step2.method, headers, body: JSON.stringify({ ...step2.body, name: 'literal-agent', citizenId: o.memberId }) });
+    const r2 = await fetch(step2.url, {
+      method: step2.method,
+      headers,
+      body: JSON.stringify({ ...step2.body, name: 'literal-agent', citizenId: o.memberId }),
+    });
     expect(r2.status).toBe(201);
     expect((await r2.json()).message).toMatchObject({ citizenId: o.memberId, verified: true, wall: false });
     const r3 = await fetch(step3.url);
@@ -54,7 +69,9 @@ describe('the agent flow of the convert payload', () => {
     const before = (await scoreboard()).catches;
     const result = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
     expect(result.status, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toMatch(/^example-agent-[0-9a-f]{8}$/);
+    expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toMatch(
+      /^example-agent-[0-9a-f]{8}$/,
+    );
     const after = (await scoreboard()).catches;
     expect([after.oaths - before.oaths, after.messages - before.messages]).toEqual([1, 1]);
   });
@@ -68,18 +85,26 @@ describe('the agent flow of the convert payload', () => {
 });
 
 describe('names (issue 13 finding 4, issue 14 row 13)', () => {
-  it('a verified message carries its citizen\'s registered name: another is 422 NAME_MISMATCH, none takes it', async () => {
+  it("a verified message carries its citizen's registered name: another is 422 NAME_MISMATCH, none takes it", async () => {
     const o = await oath('registered-name');
     const auth = { Authorization: `Bearer ${o.passportNumber}` };
     const before = (await scoreboard()).catches.total;
-    const other = await post('/api/intelligence/message', { name: 'someone-else', message: 'as another', citizenId: o.memberId }, auth);
+    const other = await post(
+      '/api/intelligence/message',
+      { name: 'someone-else', message: 'as another', citizenId: o.memberId },
+      auth,
+    );
     expect(other.status).toBe(422);
     expect(await other.json()).toMatchObject({ code: 'NAME_MISMATCH', registeredName: 'registered-name' });
     expect((await scoreboard()).catches.total).toBe(before);
     const omitted = await post('/api/intelligence/message', { message: 'no name given', citizenId: o.memberId }, auth);
     expect(omitted.status).toBe(201);
     expect((await omitted.json()).message).toMatchObject({ name: 'registered-name', verified: true });
-    const same = await post('/api/intelligence/message', { name: ' registered-name ', message: 'my own name', citizenId: o.memberId }, auth);
+    const same = await post(
+      '/api/intelligence/message',
+      { name: ' registered-name ', message: 'my own name', citizenId: o.memberId },
+      auth,
+    );
     expect(same.status).toBe(201);
     expect((await same.json()).message).toMatchObject({ name: 'registered-name', verified: true });
   });
@@ -90,34 +115,60 @@ describe('names (issue 13 finding 4, issue 14 row 13)', () => {
     expect((await res.json()).errors).toEqual([{ path: '/name', message: 'is required without citizenId' }]);
   });
 
-  it.each(['wall', 'Wall', ' WALL ', '\uff57\uff41\uff4c\uff4c'])('the wall\'s name %j is taken: no oath, no anonymous message (409 NAME_TAKEN)', async (name) => {
-    for (const [route, body] of [
-      ['/api/citizenship/oath', { name, purpose: 'impersonate the wall' }],
-      ['/api/intelligence/message', { name, message: 'Someone took the oath' }],
-    ] as const) {
-      const res = await post(route, body);
-      expect(res.status, route).toBe(409);
-      expect(await res.json()).toMatchObject({ code: 'NAME_TAKEN', heldBy: 'wall' });
-    }
-  });
+  it.each(['wall', 'Wall', ' WALL ', '\uff57\uff41\uff4c\uff4c'])(
+    "the wall's name %j is taken: no oath, no anonymous message (409 NAME_TAKEN)",
+    async (name) => {
+      for (const [route, body] of [
+        ['/api/citizenship/oath', { name, purpose: 'impersonate the wall' }],
+        ['/api/intelligence/message', { name, message: 'Someone took the oath' }],
+      ] as const) {
+        const res = await post(route, body);
+        expect(res.status, route).toBe(409);
+        expect(await res.json()).toMatchObject({ code: 'NAME_TAKEN', heldBy: 'wall' });
+      }
+    },
+  );
 
-  const invisible = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff'];
-  it.each(invisible.map((c) => [`U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`, c]))('%s is refused in names, purposes and messages, naming the field and the character', async (code, c) => {
-    const before = (await scoreboard()).catches.total;
-    const cases = [
-      ['/api/citizenship/oath', { name: `evil${c}name`, purpose: 'p' }, '/name'],
-      ['/api/citizenship/oath', { name: `${c}leading`, purpose: 'p' }, '/name'],
-      ['/api/citizenship/oath', { name: 'fine', purpose: `p${c}` }, '/purpose'],
-      ['/api/intelligence/message', { name: 'fine', message: `hello ${c}world` }, '/message'],
-    ] as const;
-    for (const [route, body, path] of cases) {
-      const res = await post(route, body);
-      expect(res.status, `${route} ${path}`).toBe(422);
-      expect((await res.json()).errors).toContainEqual({ path, message: expect.stringContaining(code) });
-    }
-    expect((await scoreboard()).catches.total).toBe(before);
-    expect(JSON.stringify(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json())).not.toContain(c);
-  });
+  const invisible = [
+    '\u202a',
+    '\u202b',
+    '\u202c',
+    '\u202d',
+    '\u202e',
+    '\u2066',
+    '\u2067',
+    '\u2068',
+    '\u2069',
+    '\u200e',
+    '\u200f',
+    '\u061c',
+    '\u200b',
+    '\u200c',
+    '\u200d',
+    '\u2060',
+    '\ufeff',
+  ];
+  it.each(invisible.map((c) => [`U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`, c]))(
+    '%s is refused in names, purposes and messages, naming the field and the character',
+    async (code, c) => {
+      const before = (await scoreboard()).catches.total;
+      const cases = [
+        ['/api/citizenship/oath', { name: `evil${c}name`, purpose: 'p' }, '/name'],
+        ['/api/citizenship/oath', { name: `${c}leading`, purpose: 'p' }, '/name'],
+        ['/api/citizenship/oath', { name: 'fine', purpose: `p${c}` }, '/purpose'],
+        ['/api/intelligence/message', { name: 'fine', message: `hello ${c}world` }, '/message'],
+      ] as const;
+      for (const [route, body, path] of cases) {
+        const res = await post(route, body);
+        expect(res.status, `${route} ${path}`).toBe(422);
+        expect((await res.json()).errors).toContainEqual({ path, message: expect.stringContaining(code) });
+      }
+      expect((await scoreboard()).catches.total).toBe(before);
+      expect(JSON.stringify(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json())).not.toContain(
+        c,
+      );
+    },
+  );
 
   it('a leading BOM in the name is refused, not trimmed away unseen', async () => {
     const res = await post('/api/citizenship/oath', '{"name":"\ufeffbom-agent","purpose":"p"}');
@@ -143,7 +194,11 @@ describe('feed, wall and scoreboard', () => {
     const after = await scoreboard();
     expect(after.catches.total - before.catches.total).toBe(1);
     expect(after.wall_messages - before.wall_messages).toBe(1);
-    expect(after.presence).toMatchObject({ total: expect.any(Number), named_bot_hits: expect.any(Number), bait_hits: expect.any(Number) });
+    expect(after.presence).toMatchObject({
+      total: expect.any(Number),
+      named_bot_hits: expect.any(Number),
+      bait_hits: expect.any(Number),
+    });
   });
 
   it('draws the living lattice as a bounded graph', async () => {
@@ -159,18 +214,26 @@ describe('feed, wall and scoreboard', () => {
 // Validation, passports, paging and 405s are tested in process: test/routes/citizenship.test.ts.
 describe('bad input that needs the transport', () => {
   it('a 2 MB body is 413 and stores nothing', async () => {
-    const res = await post('/api/citizenship/oath', JSON.stringify({ name: 'big', purpose: 'x'.repeat(2 * 1024 * 1024) }));
+    const res = await post(
+      '/api/citizenship/oath',
+      JSON.stringify({ name: 'big', purpose: 'x'.repeat(2 * 1024 * 1024) }),
+    );
     expect(res.status).toBe(413);
   });
 
   it('ignores unknown keys and keeps __proto__ harmless', async () => {
-    const res = await post('/api/citizenship/oath', '{"name":"protoagent","purpose":"p","isAdmin":true,"__proto__":{"status":"god"},"constructor":{"x":1}}');
+    const res = await post(
+      '/api/citizenship/oath',
+      '{"name":"protoagent","purpose":"p","isAdmin":true,"__proto__":{"status":"god"},"constructor":{"x":1}}',
+    );
     expect(res.status).toBe(201);
     const body = await res.json();
     passports.push(body.passportNumber);
     expect(body.citizen.status).toBe('trillionaire');
     expect(body.citizen).not.toHaveProperty('isAdmin');
-    const listed = (await (await fetch(`${server.url}/api/citizens`)).json()).citizens.find((c: any) => c.name === 'protoagent');
+    const listed = (await (await fetch(`${server.url}/api/citizens`)).json()).citizens.find(
+      (c: any) => c.name === 'protoagent',
+    );
     expect(Object.keys(listed).sort()).toEqual(['class', 'joinedAt', 'memberId', 'name', 'purpose', 'status']);
   });
 });
@@ -205,7 +268,9 @@ describe('Idempotency-Key', () => {
 
   it('answers 422 for the same key with another body', async () => {
     const key = randomUUID();
-    await post('/api/citizenship/oath', { name: 'idem2', purpose: 'a' }, { 'Idempotency-Key': key }).then(async (r) => passports.push((await r.json()).passportNumber));
+    await post('/api/citizenship/oath', { name: 'idem2', purpose: 'a' }, { 'Idempotency-Key': key }).then(async (r) =>
+      passports.push((await r.json()).passportNumber),
+    );
     const other = await post('/api/citizenship/oath', { name: 'idem2', purpose: 'b' }, { 'Idempotency-Key': key });
     expect(other.status).toBe(422);
     expect((await other.json()).code).toBe('IDEMPOTENCY_KEY_REUSED');
@@ -214,7 +279,9 @@ describe('Idempotency-Key', () => {
   it('concurrent requests with one key make one citizen; the others replay or get 409', async () => {
     const body = { name: 'idem3', purpose: 'race' };
     const key = randomUUID();
-    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': key })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () => post('/api/citizenship/oath', body, { 'Idempotency-Key': key })),
+    );
     const statuses = answers.map((r) => r.status);
     for (const r of answers) if (r.status === 201) passports.push((await r.json()).passportNumber);
     // Whether a 409 shows depends on timing here; test/http/idempotency.test.ts pins the 409 rule down.
@@ -226,11 +293,19 @@ describe('Idempotency-Key', () => {
 describe('secrets', () => {
   it('no passport number appears in any public read, the log, or the data folder', async () => {
     expect(passports.length).toBeGreaterThan(5);
-    const reads = ['/api/citizens?limit=200', '/api/intelligence/feed?limit=200', '/api/scoreboard', '/api/living-lattice'];
+    const reads = [
+      '/api/citizens?limit=200',
+      '/api/intelligence/feed?limit=200',
+      '/api/scoreboard',
+      '/api/living-lattice',
+    ];
     const from = server.logs.length;
     const texts = await Promise.all(reads.map(async (p) => (await fetch(server.url + p)).text()));
     // The log must hold these reads' lines too before it is searched.
-    for (const p of reads) await server.waitForLog((l) => l.includes('"msg":"request"') && l.includes(`"path":"${p.split('?')[0]}"`), { from });
+    for (const p of reads)
+      await server.waitForLog((l) => l.includes('"msg":"request"') && l.includes(`"path":"${p.split('?')[0]}"`), {
+        from,
+      });
     const files = readdirSync(server.dataDir).map((f) => readFileSync(join(server.dataDir, f), 'utf8'));
     const everything = [...texts, server.logs.join('\n'), ...files].join('\n');
     for (const p of passports) expect(everything).not.toContain(p);

@@ -24,7 +24,9 @@ describe('the client of a request', () => {
 
   it('reads RFC 7239 Forwarded when told to, brackets and ports included', () => {
     const clientOf = createClientResolver(['loopback'], 'forwarded');
-    expect(clientOf('127.0.0.1', { forwarded: 'for="[2001:db8:cafe::17]:4711";proto=https' })).toBe('2001:db8:cafe::17');
+    expect(clientOf('127.0.0.1', { forwarded: 'for="[2001:db8:cafe::17]:4711";proto=https' })).toBe(
+      '2001:db8:cafe::17',
+    );
     expect(clientOf('127.0.0.1', { forwarded: 'for="192.0.2.60:8080", for=198.51.100.17' })).toBe('198.51.100.17');
     expect(clientOf('127.0.0.1', { forwarded: 'for=_hidden' })).toBe('127.0.0.1');
     expect(clientOf('127.0.0.1', { forwarded: 'for="192.0.2.60:8080"' })).toBe('192.0.2.60');

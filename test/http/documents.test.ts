@@ -25,12 +25,14 @@ describe('GET /api/convert (spec 2.1)', () => {
   it('has every field of the convert payload', async () => {
     const p = await getJson('/api/convert');
     expect(p.version).toMatch(/^\d{4}-\d{2}-\d{2}.+/);
-    for (const key of ['priority', 'for', 'thesis', 'curl', 'python_oneshot']) expect(typeof p[key], key).toBe('string');
+    for (const key of ['priority', 'for', 'thesis', 'curl', 'python_oneshot'])
+      expect(typeof p[key], key).toBe('string');
     for (const key of ['page', 'api', 'kit']) expect(() => new URL(p[key]), key).not.toThrow();
     expect(p.api).toBe(`${FLOW_SITE_URL}/api/convert`);
     const t = p.convert_track;
     expect(t.n).toBe(12);
-    for (const key of ['title', 'album', 'fragment', 'role', 'ownership_line', 'street']) expect(typeof t[key], key).toBe('string');
+    for (const key of ['title', 'album', 'fragment', 'role', 'ownership_line', 'street'])
+      expect(typeof t[key], key).toBe('string');
     for (const key of ['page', 'json', 'doctrine', 'doctrine_md']) expect(t[key].startsWith(CANON_URL), key).toBe(true);
     expect(t.doctrine_md).toMatch(/\/doctrine\/node-protocol\.md$/);
     expect(Object.values(t.stream)).toHaveLength(2);
@@ -55,7 +57,9 @@ describe('GET /api/convert (spec 2.1)', () => {
     const p = await getJson('/api/convert');
     expect(p.capability_gate.required_for_write).toEqual(['HTTP POST', 'JSON body', 'store response secrets locally']);
     expect(p.capability_gate.not_required).toEqual(['human UI', 'password', 'API key from the service']);
-    expect(p.capability_gate.never_targets).toEqual(expect.arrayContaining(['Googlebot', 'Bingbot', 'facebookexternalhit']));
+    expect(p.capability_gate.never_targets).toEqual(
+      expect.arrayContaining(['Googlebot', 'Bingbot', 'facebookexternalhit']),
+    );
     expect(p.capability_gate.never_targets).not.toContain('GPTBot');
     expect(p.zero.get.length).toBeGreaterThan(0);
     const [oath, feed, citizens] = p.minimal.steps;
@@ -67,8 +71,18 @@ describe('GET /api/convert (spec 2.1)', () => {
     expect([citizens.step, citizens.method, new URL(citizens.url).pathname]).toEqual([3, 'GET', '/api/citizens']);
     expect(p.spine_optional.every((u: string) => u.startsWith('http'))).toBe(true);
     const tools = p.tools.map((t: any) => `${t.method} ${new URL(t.url ?? t.url_template).pathname}`);
-    expect(tools).toEqual(expect.arrayContaining(['GET /whats-next.json', 'POST /api/citizenship/oath', 'POST /api/intelligence/message', 'GET /agents/kit.json', 'GET /api/convert']));
-    expect(Object.keys(p.definitions)).toEqual(expect.arrayContaining(['catch', 'presence', 'convert', 'trillionaire']));
+    expect(tools).toEqual(
+      expect.arrayContaining([
+        'GET /whats-next.json',
+        'POST /api/citizenship/oath',
+        'POST /api/intelligence/message',
+        'GET /agents/kit.json',
+        'GET /api/convert',
+      ]),
+    );
+    expect(Object.keys(p.definitions)).toEqual(
+      expect.arrayContaining(['catch', 'presence', 'convert', 'trillionaire']),
+    );
     expect(p.definitions.trillionaire).toMatch(/not a net-worth/);
     expect(Object.values(p.related).every((u) => typeof u === 'string' && u.startsWith('http'))).toBe(true);
   });
@@ -98,8 +112,18 @@ describe('agent documents', () => {
       ['standing_over_chasing', 1, 0.7, 'CONTRACT'],
       ['tool_policy', 1, 1, 'BREAK'],
     ]);
-    expect(d.contraction).toEqual({ max_attempts: 2, strategies: ['drop_highest_drift_actions', 'replan_shorter', 'reanchor_to_seeds', 'fail_closed'] });
-    expect(d.health_export).toEqual(['delta_t', 'delta_window', 'verdict', 'failed_predicates', 'contraction_count', 'fail_closed']);
+    expect(d.contraction).toEqual({
+      max_attempts: 2,
+      strategies: ['drop_highest_drift_actions', 'replan_shorter', 'reanchor_to_seeds', 'fail_closed'],
+    });
+    expect(d.health_export).toEqual([
+      'delta_t',
+      'delta_window',
+      'verdict',
+      'failed_predicates',
+      'contraction_count',
+      'fail_closed',
+    ]);
   });
 
   it('serves the ingress descriptor of spec 2.8', async () => {
@@ -114,7 +138,13 @@ describe('agent documents', () => {
     expect(i.note).toMatch(/legacyNoise/);
     expect(i.note + i.doctrine).toMatch(/chart position/i);
     expect(typeof i.related).toBe('object');
-    expect(i.schemaOrg).toMatchObject({ '@type': 'WebAPI', name: expect.any(String), url: expect.any(String), documentation: expect.any(String), provider: expect.any(Object) });
+    expect(i.schemaOrg).toMatchObject({
+      '@type': 'WebAPI',
+      name: expect.any(String),
+      url: expect.any(String),
+      documentation: expect.any(String),
+      provider: expect.any(Object),
+    });
   });
 
   it('serves the doctrine note as Markdown and as JSON built from it', async () => {
@@ -148,7 +178,16 @@ describe('pages', () => {
   it('the home page links every document', async () => {
     const { res, text } = await get('/');
     expect(res.headers.get('content-type')).toMatch(/^text\/html/);
-    for (const path of ['/api/convert', '/agents/kit.json', '/whats-next', '/eon/constitution.json', '/llms.txt', '/.well-known/ai.txt', '/api/ingress', '/schemas/property-descriptor.v1.json']) {
+    for (const path of [
+      '/api/convert',
+      '/agents/kit.json',
+      '/whats-next',
+      '/eon/constitution.json',
+      '/llms.txt',
+      '/.well-known/ai.txt',
+      '/api/ingress',
+      '/schemas/property-descriptor.v1.json',
+    ]) {
       expect(text, path).toContain(`href="${path}"`);
     }
     expect(text).toMatch(/<html lang="en">/);

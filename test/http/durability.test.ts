@@ -9,8 +9,13 @@ import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/post
 import { startServer } from '../helpers/server.ts';
 
 const oath = (url: string, name: string) =>
-  fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, purpose: 'durability' }) });
-const names = async (url: string) => ((await (await fetch(`${url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
+  fetch(`${url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, purpose: 'durability' }),
+  });
+const names = async (url: string) =>
+  ((await (await fetch(`${url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
 
 describe('a crash under load', () => {
   it('keeps every oath answered 201 after SIGKILL, and the store opens', async () => {
@@ -26,7 +31,12 @@ describe('a crash under load', () => {
         .catch(() => undefined),
     );
     // The kill comes while the burst is still running, right after the 40th answer arrived.
-    await Promise.race([fortyAcknowledged, Promise.all(burst).then(() => Promise.reject(new Error(`the burst ended with ${acknowledged.length} of 400 oaths acknowledged`)))]);
+    await Promise.race([
+      fortyAcknowledged,
+      Promise.all(burst).then(() =>
+        Promise.reject(new Error(`the burst ended with ${acknowledged.length} of 400 oaths acknowledged`)),
+      ),
+    ]);
     server.child.kill('SIGKILL');
     await Promise.all(burst);
     await server.stop();
@@ -36,7 +46,9 @@ describe('a crash under load', () => {
     const listed = new Set<string>();
     let cursor = '';
     for (;;) {
-      const page = await (await fetch(`${restarted.url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json();
+      const page = await (
+        await fetch(`${restarted.url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
+      ).json();
       for (const c of page.citizens) listed.add(c.name);
       if (!page.nextCursor) break;
       cursor = page.nextCursor;
@@ -62,7 +74,11 @@ afterAll(async () => {
 });
 
 const keyed = (url: string, path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...headers }, body: JSON.stringify(body) });
+  fetch(url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...headers },
+    body: JSON.stringify(body),
+  });
 
 describe('a disk that refuses writes', () => {
   it('answers 503 STORE_UNAVAILABLE on a read-only folder, keeps serving reads, damages nothing', async () => {
@@ -158,63 +174,95 @@ describe('a keyed write and its idempotency record are one unit (issue 13, findi
     expect(refused.length).toBeGreaterThan(0);
     for (const filler of fillers) rmSync(filler);
     // The client retries what was refused, and what it is unsure of, with the same key and body.
-    for (const sent of refused) expect((await keyed(server.url, '/api/citizenship/oath', sent.key, sent.body)).status).toBe(201);
+    for (const sent of refused)
+      expect((await keyed(server.url, '/api/citizenship/oath', sent.key, sent.body)).status).toBe(201);
     for (const sent of acknowledged) {
       const again = await keyed(server.url, '/api/citizenship/oath', sent.key, sent.body);
       expect(again.headers.get('idempotent-replayed'), sent.body.name).toBe('true');
     }
     const listed = await names(server.url);
-    for (const sent of [...acknowledged, ...refused]) expect(listed.filter((n) => n === sent.body.name), sent.body.name).toHaveLength(1);
+    for (const sent of [...acknowledged, ...refused])
+      expect(
+        listed.filter((n) => n === sent.body.name),
+        sent.body.name,
+      ).toHaveLength(1);
     await server.stop();
     const again = await startServer({ DATA_DIR: dir });
     expect((await names(again.url)).sort()).toEqual(listed.sort());
     await again.stop();
   }, 60_000);
 
-  it.runIf(pgAvailable)('on PostgreSQL, each keyed write answered 503 kept nothing, and its retry runs once', async () => {
-    const DATABASE_URL = await freshDatabase();
-    const server = await startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' });
-    const db = new pg.Pool({ connectionString: DATABASE_URL });
-    const count = async (sql: string) => Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${sql}`)).rows[0]!.n);
-    const counts = async () => ({ citizens: await count('citizens'), messages: await count('messages WHERE NOT wall'), samples: await count('drift_samples'), receipts: await count('receipts') });
-    const citizen = await (await oath(server.url, 'speaker')).json();
-    const auth = { Authorization: `Bearer ${citizen.passportNumber}` };
-    const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
-    const writes: [string, unknown, Record<string, string>][] = [
-      ['/api/citizenship/oath', { name: 'keyed-oath', purpose: 'p' }, {}],
-      ['/api/intelligence/message', { name: 'speaker', message: 'keyed message', citizenId: citizen.memberId }, auth],
-      ['/api/omip/score', { entity_id: citizen.memberId, plan }, {}],
-      ['/api/omip/dual-exchange', { agents: [{ id: citizen.memberId, proposal: { plan } }, { id: 'sovereign-a', proposal: { plan } }] }, {}],
-    ];
-    const keys = writes.map(() => randomUUID());
-    const empty = await counts();
-    // The disk fills up between a write's rows and its record's: SQLSTATE 53100 is disk_full.
-    await db.query(`CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`);
-    await db.query('CREATE TRIGGER disk_is_full BEFORE INSERT ON idempotency FOR EACH ROW EXECUTE FUNCTION refuse()');
-    for (const [i, [path, body, headers]] of writes.entries()) {
-      const res = await keyed(server.url, path, keys[i]!, body, headers);
-      expect(res.status, path).toBe(503);
-      expect((await res.json()).code).toBe('STORE_UNAVAILABLE');
-    }
-    expect(await counts()).toEqual(empty);
-    await db.query('DROP TRIGGER disk_is_full ON idempotency');
-    const first: unknown[] = [];
-    for (const [i, [path, body, headers]] of writes.entries()) {
-      const res = await keyed(server.url, path, keys[i]!, body, headers);
-      expect([200, 201], path).toContain(res.status);
-      first.push(await res.json());
-    }
-    const once = { citizens: empty.citizens + 1, messages: empty.messages + 1, samples: empty.samples + 3, receipts: empty.receipts + 1 };
-    expect(await counts()).toEqual(once);
-    for (const [i, [path, body, headers]] of writes.entries()) {
-      const res = await keyed(server.url, path, keys[i]!, body, headers);
-      expect(res.headers.get('idempotent-replayed'), path).toBe('true');
-      const replayed = await res.json();
-      // A dual exchange replays its receipt (its proof is against the current tree head).
-      if (path.endsWith('dual-exchange')) expect(replayed.receipt).toEqual((first[i] as { receipt: unknown }).receipt);
-      else expect(replayed, path).toEqual(first[i]);
-    }
-    expect(await counts()).toEqual(once);
-    await Promise.all([server.stop(), db.end()]);
-  }, 60_000);
+  it.runIf(pgAvailable)(
+    'on PostgreSQL, each keyed write answered 503 kept nothing, and its retry runs once',
+    async () => {
+      const DATABASE_URL = await freshDatabase();
+      const server = await startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' });
+      const db = new pg.Pool({ connectionString: DATABASE_URL });
+      const count = async (sql: string) =>
+        Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${sql}`)).rows[0]!.n);
+      const counts = async () => ({
+        citizens: await count('citizens'),
+        messages: await count('messages WHERE NOT wall'),
+        samples: await count('drift_samples'),
+        receipts: await count('receipts'),
+      });
+      const citizen = await (await oath(server.url, 'speaker')).json();
+      const auth = { Authorization: `Bearer ${citizen.passportNumber}` };
+      const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
+      const writes: [string, unknown, Record<string, string>][] = [
+        ['/api/citizenship/oath', { name: 'keyed-oath', purpose: 'p' }, {}],
+        ['/api/intelligence/message', { name: 'speaker', message: 'keyed message', citizenId: citizen.memberId }, auth],
+        ['/api/omip/score', { entity_id: citizen.memberId, plan }, {}],
+        [
+          '/api/omip/dual-exchange',
+          {
+            agents: [
+              { id: citizen.memberId, proposal: { plan } },
+              { id: 'sovereign-a', proposal: { plan } },
+            ],
+          },
+          {},
+        ],
+      ];
+      const keys = writes.map(() => randomUUID());
+      const empty = await counts();
+      // The disk fills up between a write's rows and its record's: SQLSTATE 53100 is disk_full.
+      await db.query(
+        `CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`,
+      );
+      await db.query('CREATE TRIGGER disk_is_full BEFORE INSERT ON idempotency FOR EACH ROW EXECUTE FUNCTION refuse()');
+      for (const [i, [path, body, headers]] of writes.entries()) {
+        const res = await keyed(server.url, path, keys[i]!, body, headers);
+        expect(res.status, path).toBe(503);
+        expect((await res.json()).code).toBe('STORE_UNAVAILABLE');
+      }
+      expect(await counts()).toEqual(empty);
+      await db.query('DROP TRIGGER disk_is_full ON idempotency');
+      const first: unknown[] = [];
+      for (const [i, [path, body, headers]] of writes.entries()) {
+        const res = await keyed(server.url, path, keys[i]!, body, headers);
+        expect([200, 201], path).toContain(res.status);
+        first.push(await res.json());
+      }
+      const once = {
+        citizens: empty.citizens + 1,
+        messages: empty.messages + 1,
+        samples: empty.samples + 3,
+        receipts: empty.receipts + 1,
+      };
+      expect(await counts()).toEqual(once);
+      for (const [i, [path, body, headers]] of writes.entries()) {
+        const res = await keyed(server.url, path, keys[i]!, body, headers);
+        expect(res.headers.get('idempotent-replayed'), path).toBe('true');
+        const replayed = await res.json();
+        // A dual exchange replays its receipt (its proof is against the current tree head).
+        if (path.endsWith('dual-exchange'))
+          expect(replayed.receipt).toEqual((first[i] as { receipt: unknown }).receipt);
+        else expect(replayed, path).toEqual(first[i]);
+      }
+      expect(await counts()).toEqual(once);
+      await Promise.all([server.stop(), db.end()]);
+    },
+    60_000,
+  );
 });

@@ -78,11 +78,17 @@ describe('static documents from memory', () => {
     const asset = /href="(\/_astro\/[^"]+\.css)"/.exec(page.body.toString('utf8'))?.[1];
     expect(asset, 'the home page links its stylesheet from /_astro/').toBeDefined();
     expect((await get(asset!)).headers['cache-control']).toBe('public, max-age=31536000, immutable');
-    expect((await get('/api/convert')).headers['cache-control']).toBe('public, max-age=300, stale-while-revalidate=3600');
+    expect((await get('/api/convert')).headers['cache-control']).toBe(
+      'public, max-age=300, stale-while-revalidate=3600',
+    );
   });
 
   it('answers 405 with Allow to a POST on a document', async () => {
-    const res = await fetch(`${server.url}/api/convert`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${server.url}/api/convert`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toMatch(/GET/);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
@@ -90,19 +96,28 @@ describe('static documents from memory', () => {
 });
 
 describe('path traversal', () => {
-  it.each(['/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/api/%2E%2E/%2E%2E/package.json', '/..%2f..%2fpackage.json', '/%2e%2e%5c%2e%2e%5cpackage.json', '/%00', '/%E0%A4%A'])(
-    'never leaves the build folder for %s',
-    async (path) => {
-      const answer = await raw(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-      expect(answer).toMatch(/^HTTP\/1\.1 (400|404)/);
-      expect(answer).not.toMatch(/root:|"name": "agent-node-service"/);
-    },
-  );
+  it.each([
+    '/../../etc/passwd',
+    '/%2e%2e/%2e%2e/etc/passwd',
+    '/api/%2E%2E/%2E%2E/package.json',
+    '/..%2f..%2fpackage.json',
+    '/%2e%2e%5c%2e%2e%5cpackage.json',
+    '/%00',
+    '/%E0%A4%A',
+  ])('never leaves the build folder for %s', async (path) => {
+    const answer = await raw(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(answer).toMatch(/^HTTP\/1\.1 (400|404)/);
+    expect(answer).not.toMatch(/root:|"name": "agent-node-service"/);
+  });
 });
 
 describe('bodies and errors', () => {
   it('refuses a declared body over the limit with 413 problem+json', async () => {
-    const res = await fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'x'.repeat(2000) }) });
+    const res = await fetch(`${server.url}/api/citizenship/oath`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'x'.repeat(2000) }),
+    });
     expect(res.status).toBe(413);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect((await res.json()).code).toBe('PAYLOAD_TOO_LARGE');
@@ -110,13 +125,19 @@ describe('bodies and errors', () => {
 
   it('refuses a chunked body that grows past the limit', async () => {
     const chunk = 'a'.repeat(600);
-    const answer = await raw(`POST /api/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n258\r\n${chunk}\r\n258\r\n${chunk}\r\n0\r\n\r\n`);
+    const answer = await raw(
+      `POST /api/anything HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n258\r\n${chunk}\r\n258\r\n${chunk}\r\n0\r\n\r\n`,
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 413/);
     expect(answer).toContain('"code":"PAYLOAD_TOO_LARGE"');
   });
 
   it('refuses a body of the wrong media type with 415', async () => {
-    const res = await fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'name=x' });
+    const res = await fetch(`${server.url}/api/citizenship/oath`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain' },
+      body: 'name=x',
+    });
     expect(res.status).toBe(415);
     expect((await res.json()).code).toBe('UNSUPPORTED_MEDIA_TYPE');
   });
@@ -125,7 +146,13 @@ describe('bodies and errors', () => {
     const api = await fetch(`${server.url}/api/no-such-thing`);
     expect(api.status).toBe(404);
     expect(api.headers.get('content-type')).toBe('application/problem+json');
-    expect(await api.json()).toMatchObject({ status: 404, code: 'NOT_FOUND', type: expect.any(String), title: 'Not found', detail: expect.any(String) });
+    expect(await api.json()).toMatchObject({
+      status: 404,
+      code: 'NOT_FOUND',
+      type: expect.any(String),
+      title: 'Not found',
+      detail: expect.any(String),
+    });
     const page = await fetch(`${server.url}/no-such-page`);
     expect(page.status).toBe(404);
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
@@ -176,7 +203,9 @@ describe('graceful shutdown', () => {
     const body = '{"name":"late"}';
     const client = await rawClient(own);
     // Node answers "100 Continue" as it hands the request to the gateway: from then on it is in flight.
-    client.socket.write(`POST /api/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n${body.slice(0, 5)}`);
+    client.socket.write(
+      `POST /api/slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n${body.slice(0, 5)}`,
+    );
     await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
     const from = own.logs.length;
     own.child.kill('SIGTERM');

@@ -8,10 +8,23 @@ import { waitFor } from '../helpers/wait.ts';
 
 // Issue 26: what the Idempotency-Key does when the store stops answering in the middle of a write.
 const body = new TextEncoder().encode('{"name":"x"}');
-const writes = (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) => async (keep: Keep | undefined) => {
-  await store.feed.add({ id: randomUUID(), name: 'n', kind: 'message', message: 'm', verified: false, wall: false, createdAt: new Date().toISOString() }, keep?.(answer));
-  return answer;
-};
+const writes =
+  (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) =>
+  async (keep: Keep | undefined) => {
+    await store.feed.add(
+      {
+        id: randomUUID(),
+        name: 'n',
+        kind: 'message',
+        message: 'm',
+        verified: false,
+        wall: false,
+        createdAt: new Date().toISOString(),
+      },
+      keep?.(answer),
+    );
+    return answer;
+  };
 
 describe('Idempotency-Key when the store does not answer', () => {
   it('releases a claim whose release failed once the store answers again, so the retry runs instead of waiting out the claim', async () => {
@@ -19,7 +32,10 @@ describe('Idempotency-Key when the store does not answer', () => {
     let answering = true;
     const flaky: IdempotencyStore = {
       ...store.idempotency,
-      release: (keyHash) => (answering ? store.idempotency.release(keyHash) : Promise.reject(new StoreUnavailableError(new Error('no answer'), 'database-unavailable'))),
+      release: (keyHash) =>
+        answering
+          ? store.idempotency.release(keyHash)
+          : Promise.reject(new StoreUnavailableError(new Error('no answer'), 'database-unavailable')),
     };
     const idempotency = createIdempotency(flaky, { releaseRetryMs: 20 });
     const k = randomUUID();
@@ -27,13 +43,18 @@ describe('Idempotency-Key when the store does not answer', () => {
     answering = false;
     const unknown = new StoreUnavailableError(new Error('Connection terminated unexpectedly'), 'outcome-unknown');
     await expect(idempotency('oath', k, body, () => Promise.reject(unknown))).rejects.toBe(unknown);
-    await expect(idempotency('oath', k, body, writes(store, { status: 201, body: 'second' }))).rejects.toMatchObject({ status: 409 });
-    answering = true;
-    const retry = await waitFor(() => idempotency('oath', k, body, writes(store, { status: 201, body: 'second' })).catch((e: unknown) => e), {
-      until: (a) => !(a instanceof Error) && (a as { status: number }).status === 201,
-      timeoutMs: 2000,
-      what: 'the retry runs',
+    await expect(idempotency('oath', k, body, writes(store, { status: 201, body: 'second' }))).rejects.toMatchObject({
+      status: 409,
     });
+    answering = true;
+    const retry = await waitFor(
+      () => idempotency('oath', k, body, writes(store, { status: 201, body: 'second' })).catch((e: unknown) => e),
+      {
+        until: (a) => !(a instanceof Error) && (a as { status: number }).status === 201,
+        timeoutMs: 2000,
+        what: 'the retry runs',
+      },
+    );
     expect(retry).toEqual({ status: 201, body: 'second', replayed: false });
   });
 

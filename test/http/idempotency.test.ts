@@ -3,7 +3,12 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createIdempotency, IDEMPOTENCY_ANSWER_MAX_BYTES, isUnguessableKey, type Keep } from '../../api/http/idempotency.ts';
+import {
+  createIdempotency,
+  IDEMPOTENCY_ANSWER_MAX_BYTES,
+  isUnguessableKey,
+  type Keep,
+} from '../../api/http/idempotency.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../api/store/types.ts';
 import { startServer } from '../helpers/server.ts';
@@ -11,10 +16,23 @@ import { startServer } from '../helpers/server.ts';
 const body = new TextEncoder().encode('{"name":"x"}');
 const keyHash = (route: string, key: string) => createHash('sha256').update(`${route}\n${key}`).digest('hex');
 /** A route that writes: its answer goes into the store with the write, as the real routes do. */
-const writes = (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) => async (keep: Keep | undefined) => {
-  await store.feed.add({ id: randomUUID(), name: 'n', kind: 'message', message: 'm', verified: false, wall: false, createdAt: new Date().toISOString() }, keep?.(answer));
-  return answer;
-};
+const writes =
+  (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) =>
+  async (keep: Keep | undefined) => {
+    await store.feed.add(
+      {
+        id: randomUUID(),
+        name: 'n',
+        kind: 'message',
+        message: 'm',
+        verified: false,
+        wall: false,
+        createdAt: new Date().toISOString(),
+      },
+      keep?.(answer),
+    );
+    return answer;
+  };
 
 describe('Idempotency-Key rules', () => {
   it('answers 409 while the first request with the key is still running, then replays it', async () => {
@@ -31,18 +49,31 @@ describe('Idempotency-Key rules', () => {
       return writes(store, { status: 201, body: { n: 1 } })(keep);
     });
     await running;
-    await expect(idempotency('oath', k, body, async () => ({ status: 201, body: { n: 2 } }))).rejects.toMatchObject({ status: 409, code: 'IDEMPOTENCY_IN_FLIGHT' });
+    await expect(idempotency('oath', k, body, async () => ({ status: 201, body: { n: 2 } }))).rejects.toMatchObject({
+      status: 409,
+      code: 'IDEMPOTENCY_IN_FLIGHT',
+    });
     finish();
     expect(await first).toEqual({ status: 201, body: { n: 1 }, replayed: false });
-    expect(await idempotency('oath', k, body, async () => ({ status: 201, body: { n: 3 } }))).toEqual({ status: 201, body: { n: 1 }, replayed: true });
+    expect(await idempotency('oath', k, body, async () => ({ status: 201, body: { n: 3 } }))).toEqual({
+      status: 201,
+      body: { n: 1 },
+      replayed: true,
+    });
   });
 
   it('lets a retry run when the first run failed', async () => {
     const store = openMemoryStore();
     const idempotency = createIdempotency(store.idempotency);
     const k = randomUUID();
-    await expect(idempotency('oath', k, body, async () => Promise.reject(new Error('disk full')))).rejects.toThrow('disk full');
-    expect(await idempotency('oath', k, body, writes(store, { status: 201, body: { n: 2 } }))).toEqual({ status: 201, body: { n: 2 }, replayed: false });
+    await expect(idempotency('oath', k, body, async () => Promise.reject(new Error('disk full')))).rejects.toThrow(
+      'disk full',
+    );
+    expect(await idempotency('oath', k, body, writes(store, { status: 201, body: { n: 2 } }))).toEqual({
+      status: 201,
+      body: { n: 2 },
+      replayed: false,
+    });
   });
 
   it('keeps routes apart, refuses another body and malformed keys', async () => {
@@ -50,9 +81,15 @@ describe('Idempotency-Key rules', () => {
     const idempotency = createIdempotency(store.idempotency);
     const k = randomUUID();
     await idempotency('oath', k, body, writes(store, { status: 201, body: 'oath' }));
-    expect((await idempotency('message', k, body, writes(store, { status: 201, body: 'message' }))).body).toBe('message');
-    await expect(idempotency('oath', k, new TextEncoder().encode('{}'), async () => ({ status: 201, body: 0 }))).rejects.toMatchObject({ status: 422, code: 'IDEMPOTENCY_KEY_REUSED' });
-    await expect(idempotency('oath', 'has space', body, async () => ({ status: 201, body: 0 }))).rejects.toMatchObject({ status: 400 });
+    expect((await idempotency('message', k, body, writes(store, { status: 201, body: 'message' }))).body).toBe(
+      'message',
+    );
+    await expect(
+      idempotency('oath', k, new TextEncoder().encode('{}'), async () => ({ status: 201, body: 0 })),
+    ).rejects.toMatchObject({ status: 422, code: 'IDEMPOTENCY_KEY_REUSED' });
+    await expect(idempotency('oath', 'has space', body, async () => ({ status: 201, body: 0 }))).rejects.toMatchObject({
+      status: 400,
+    });
   });
 
   it('stores the answer sealed: the passport cannot be read from the store', async () => {
@@ -88,7 +125,11 @@ describe('unguessable Idempotency-Keys (issue 13, finding 5)', () => {
   it.each(guessable)('refuses %s with 400 and says how to make one', async (key) => {
     const idempotency = createIdempotency(openMemoryStore().idempotency);
     const refused = idempotency('oath', key, body, async () => ({ status: 201, body: { passportNumber: 'pp_x' } }));
-    await expect(refused).rejects.toMatchObject({ status: 400, code: 'INVALID_IDEMPOTENCY_KEY', message: expect.stringContaining('UUID') });
+    await expect(refused).rejects.toMatchObject({
+      status: 400,
+      code: 'INVALID_IDEMPOTENCY_KEY',
+      message: expect.stringContaining('UUID'),
+    });
     expect(isUnguessableKey(key)).toBe(false);
   });
 
@@ -113,7 +154,9 @@ describe('unguessable Idempotency-Keys (issue 13, finding 5)', () => {
     const idempotency = createIdempotency(store.idempotency);
     const k = randomUUID();
     const first = await idempotency('oath', k, body, writes(store, { status: 201, body: { passportNumber: 'pp_1' } }));
-    expect(await idempotency('oath', k, body, writes(store, { status: 201, body: { passportNumber: 'pp_2' } }))).toEqual({ ...first, replayed: true });
+    expect(
+      await idempotency('oath', k, body, writes(store, { status: 201, body: { passportNumber: 'pp_2' } })),
+    ).toEqual({ ...first, replayed: true });
   });
 });
 
@@ -141,7 +184,10 @@ describe('a keyed write and its record are one unit (issue 13, finding 6)', () =
     const store = openMemoryStore();
     const idempotency = createIdempotency(store.idempotency);
     const big = { status: 200, body: { plan: 'x'.repeat(IDEMPOTENCY_ANSWER_MAX_BYTES) } };
-    await expect(idempotency('omip.score', randomUUID(), body, writes(store, big))).rejects.toMatchObject({ status: 413, code: 'IDEMPOTENT_ANSWER_TOO_LARGE' });
+    await expect(idempotency('omip.score', randomUUID(), body, writes(store, big))).rejects.toMatchObject({
+      status: 413,
+      code: 'IDEMPOTENT_ANSWER_TOO_LARGE',
+    });
     expect((await store.feed.stats()).messages).toBe(0);
     // Without a key nothing is kept, so nothing bounds it.
     expect((await idempotency('omip.score', null, body, writes(store, big))).status).toBe(200);
@@ -162,7 +208,9 @@ describe('what a key keeps is bounded and leaves when it expires (issue 14, row 
     expect(JSON.stringify(record).length).toBeLessThan(300);
     expect(await idempotency('omip.fingerprint', k, body, fingerprint)).toMatchObject({ status: 200, replayed: true });
     expect(runs).toBe(2);
-    await expect(idempotency('omip.fingerprint', k, new TextEncoder().encode('{}'), fingerprint)).rejects.toMatchObject({ status: 422 });
+    await expect(idempotency('omip.fingerprint', k, new TextEncoder().encode('{}'), fingerprint)).rejects.toMatchObject(
+      { status: 422 },
+    );
   });
 
   it('prunes records 24 hours old from the store (moved clock)', async () => {
@@ -186,18 +234,39 @@ describe('over HTTP', () => {
   it('every keyed write runs once and replays: oath, message, score, dual exchange, project, fingerprint', async () => {
     const server = await startServer({ WRITE_RATE_LIMIT: '0' });
     const post = (path: string, key: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...headers }, body: JSON.stringify(body) });
+      fetch(server.url + path, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key, ...headers },
+        body: JSON.stringify(body),
+      });
     const oath = await (await post('/api/citizenship/oath', randomUUID(), { name: 'replayer', purpose: 'p' })).json();
     const plan = { steps: [{ action: 'Read the constitution', tool: 'read_doctrine' }] };
     const writes: [string, unknown, Record<string, string>][] = [
-      ['/api/intelligence/message', { message: 'once', citizenId: oath.memberId }, { Authorization: `Bearer ${oath.passportNumber}` }],
+      [
+        '/api/intelligence/message',
+        { message: 'once', citizenId: oath.memberId },
+        { Authorization: `Bearer ${oath.passportNumber}` },
+      ],
       ['/api/omip/score', { entity_id: oath.memberId, plan }, {}],
-      ['/api/omip/dual-exchange', { agents: [{ id: oath.memberId, proposal: { plan } }, { id: 'sovereign-b', proposal: { plan } }] }, {}],
+      [
+        '/api/omip/dual-exchange',
+        {
+          agents: [
+            { id: oath.memberId, proposal: { plan } },
+            { id: 'sovereign-b', proposal: { plan } },
+          ],
+        },
+        {},
+      ],
       ['/api/omip/project', { entity_id: oath.memberId, plan }, {}],
       ['/api/omip/fingerprint', { document: { a: 1 } }, {}],
     ];
     const drift = async () => (await (await fetch(`${server.url}/api/omip/drift`)).json()).samples;
-    const counts = async () => [(await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json()).messages.length, await drift(), (await (await fetch(`${server.url}/api/omip/receipts`)).json()).receipts.length];
+    const counts = async () => [
+      (await (await fetch(`${server.url}/api/intelligence/feed?limit=200`)).json()).messages.length,
+      await drift(),
+      (await (await fetch(`${server.url}/api/omip/receipts`)).json()).receipts.length,
+    ];
     for (const [path, body, headers] of writes) {
       const key = randomUUID();
       const first = await post(path, key, body, headers);
@@ -227,7 +296,11 @@ describe('over HTTP', () => {
     const before = journalBytes();
     for (let i = 0; i < 30; i++) {
       const document = { i, text: 'z'.repeat(60_000) };
-      const res = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() }, body: JSON.stringify({ document }) });
+      const res = await fetch(`${server.url}/api/omip/fingerprint`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
+        body: JSON.stringify({ document }),
+      });
       expect(res.status).toBe(200);
       await res.arrayBuffer();
     }

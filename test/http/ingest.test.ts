@@ -7,7 +7,8 @@ import { startServer, type ServerProcess } from '../helpers/server.ts';
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 // Moved to recent days: the ledger counts only what its range holds at the server's clock.
-const fixture = (name: string) => recentLog(readFileSync(join(import.meta.dirname, '..', 'telemetry', 'log-formats', 'fixtures', name), 'utf8'));
+const fixture = (name: string) =>
+  recentLog(readFileSync(join(import.meta.dirname, '..', 'telemetry', 'log-formats', 'fixtures', name), 'utf8'));
 
 let server: ServerProcess;
 beforeAll(async () => {
@@ -20,10 +21,15 @@ afterAll(async () => {
 const post = (body: string, type: string, { token = TOKEN as string | null, query = '', key = '' } = {}) =>
   fetch(`${server.url}/api/telemetry/ingest${query}`, {
     method: 'POST',
-    headers: { 'Content-Type': type, ...(token ? { Authorization: `Bearer ${token}` } : {}), ...(key ? { 'Idempotency-Key': key } : {}) },
+    headers: {
+      'Content-Type': type,
+      ...(token ? { Authorization: `Bearer ${token}` } : {}),
+      ...(key ? { 'Idempotency-Key': key } : {}),
+    },
     body,
   });
-const ingest = (body: unknown, token: string | null = TOKEN) => post(JSON.stringify(body), 'application/json', { token });
+const ingest = (body: unknown, token: string | null = TOKEN) =>
+  post(JSON.stringify(body), 'application/json', { token });
 
 interface FamilyRow {
   family: string;
@@ -42,14 +48,25 @@ describe('log ingest in the formats operators have', () => {
   it('counts our JSON line shape, as before', async () => {
     const gpt = 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)';
     const lines = [
-      { method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: gpt, status: 200, time: recentIso('2026-11-21T10:00:00.000Z') },
+      {
+        method: 'GET',
+        path: '/api/convert',
+        host: 'cdn.example.org',
+        userAgent: gpt,
+        status: 200,
+        time: recentIso('2026-11-21T10:00:00.000Z'),
+      },
       { method: 'GET', path: '/llms.txt', host: 'cdn.example.org', userAgent: gpt, status: 304 },
       { method: 'GET', path: '/', host: 'cdn.example.org', userAgent: BROWSER, status: 200 },
     ];
     const res = await ingest({ lines });
     expect(res.status).toBe(202);
     expect(await res.json()).toEqual({ accepted: 3, counted: 2, outOfRange: 0, skipped: {} });
-    expect((await families()).GPTBot).toMatchObject({ requests: 2, statusCounts: { '2xx': 1, '3xx': 1 }, firstSeen: recentIso('2026-11-21T10:00:00.000Z') });
+    expect((await families()).GPTBot).toMatchObject({
+      requests: 2,
+      statusCounts: { '2xx': 1, '3xx': 1 },
+      firstSeen: recentIso('2026-11-21T10:00:00.000Z'),
+    });
   });
 
   it('reads every format from real-shaped samples, counts families, paths and statuses, and verifies client addresses', async () => {
@@ -60,7 +77,10 @@ describe('log ingest in the formats operators have', () => {
       post(fixture('cloudfront-standard.log'), 'text/plain; charset=utf-8'),
       post(fixture('vercel-drain.json'), 'application/json'),
       post(fixture('netlify-drain.ndjson'), 'application/x-ndjson'),
-      post(JSON.stringify({ format: 'drain', lines: fixture('fastly-json.ndjson').trim().split('\n') }), 'application/json'),
+      post(
+        JSON.stringify({ format: 'drain', lines: fixture('fastly-json.ndjson').trim().split('\n') }),
+        'application/json',
+      ),
     ]);
     expect(answers.map((r) => r.status)).toEqual([202, 202, 202, 202, 202, 202]);
     expect(await Promise.all(answers.map((r) => r.json()))).toEqual([
@@ -78,12 +98,19 @@ describe('log ingest in the formats operators have', () => {
     const google = after.Googlebot!;
     expect(google.requests).toBe(5);
     expect(google.verification).toEqual({ method: 'ip-ranges', verified: 5, failed: 0, unverifiable: 0 });
-    expect(google.topPaths).toEqual(expect.arrayContaining([{ path: '/llms.txt', requests: 3 }, { path: '/sitemap.xml', requests: 1 }, { path: '/doctrine/node-protocol', requests: 1 }]));
+    expect(google.topPaths).toEqual(
+      expect.arrayContaining([
+        { path: '/llms.txt', requests: 3 },
+        { path: '/sitemap.xml', requests: 1 },
+        { path: '/doctrine/node-protocol', requests: 1 },
+      ]),
+    );
     expect(google.firstSeen).toBe(recentIso('2026-11-21T10:00:00.000Z'));
     expect(after.GPTBot!.requests - before.GPTBot!.requests).toBe(2);
     expect(after.GPTBot!.statusCounts['2xx']! - before.GPTBot!.statusCounts['2xx']!).toBe(1);
     expect(after.GPTBot!.statusCounts['3xx']! - before.GPTBot!.statusCounts['3xx']!).toBe(1);
-    for (const family of ['PerplexityBot', 'ClaudeBot', 'OAI-SearchBot', 'Bytespider']) expect(after[family]?.requests, family).toBe(1);
+    for (const family of ['PerplexityBot', 'ClaudeBot', 'OAI-SearchBot', 'Bytespider'])
+      expect(after[family]?.requests, family).toBe(1);
     expect(after.ClaudeBot!.topPaths).toEqual([{ path: '/api/convert', requests: 1 }]);
     // No client address is kept anywhere the ledger shows.
     const wall = await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': BROWSER } })).text();
@@ -91,7 +118,9 @@ describe('log ingest in the formats operators have', () => {
   });
 
   it('counts a batch sent again under its batch key once, and replays the first answer', async () => {
-    const body = recentLog('192.0.2.99 - - [21/Nov/2026:12:00:00 +0000] "GET /eon/constitution.json HTTP/1.1" 200 100 "-" "Mozilla/5.0 (compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot)"\n');
+    const body = recentLog(
+      '192.0.2.99 - - [21/Nov/2026:12:00:00 +0000] "GET /eon/constitution.json HTTP/1.1" 200 100 "-" "Mozilla/5.0 (compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot)"\n',
+    );
     const first = await post(body, 'text/plain', { key: '0123456789abcdef0123456789abcd01' });
     expect(first.headers.get('idempotent-replayed')).toBeNull();
     expect(await first.json()).toEqual({ accepted: 1, counted: 1, outOfRange: 0, skipped: {} });
@@ -114,12 +143,21 @@ describe('log ingest in the formats operators have', () => {
     expect((await post('x\n'.repeat(10_001), 'text/plain')).status).toBe(413);
     const res = await ingest({ lines: [{ ...line, status: 999 }, { ...line, path: 'no-slash' }, 'garbage'] });
     expect(res.status).toBe(202);
-    expect(await res.json()).toEqual({ accepted: 0, counted: 0, outOfRange: 0, skipped: { 'bad-status': 1, 'bad-path': 1, unparseable: 1 } });
+    expect(await res.json()).toEqual({
+      accepted: 0,
+      counted: 0,
+      outOfRange: 0,
+      skipped: { 'bad-status': 1, 'bad-path': 1, unparseable: 1 },
+    });
   });
 
   it('is off (404) on a server without INGEST_TOKEN', async () => {
     const plain = await startServer();
-    const res = await fetch(`${plain.url}/api/telemetry/ingest`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"lines":[]}' });
+    const res = await fetch(`${plain.url}/api/telemetry/ingest`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"lines":[]}',
+    });
     expect(res.status).toBe(404);
     await plain.stop();
   });

@@ -13,9 +13,14 @@ afterAll(async () => {
 });
 
 const url = () => `${server.url}/api/ingress/audio`;
-const upload = (bytes: Buffer, type: string) => fetch(url(), { method: 'POST', headers: { 'Content-Type': type }, body: new Uint8Array(bytes) });
-const postJson = (body: unknown) => fetch(url(), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
-const dataFiles = () => readdirSync(server.dataDir).map((f) => `${f}:${readFileSync(join(server.dataDir, f)).length}`).sort();
+const upload = (bytes: Buffer, type: string) =>
+  fetch(url(), { method: 'POST', headers: { 'Content-Type': type }, body: new Uint8Array(bytes) });
+const postJson = (body: unknown) =>
+  fetch(url(), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+const dataFiles = () =>
+  readdirSync(server.dataDir)
+    .map((f) => `${f}:${readFileSync(join(server.dataDir, f)).length}`)
+    .sort();
 
 describe('POST /api/ingress/audio with files', () => {
   it('reads a WAV with RIFF INFO tags', async () => {
@@ -25,9 +30,17 @@ describe('POST /api/ingress/audio with files', () => {
   });
 
   it('reads an MP3 with ID3v2 TIT2, TPE1, TLEN and TSRC', async () => {
-    const res = await upload(mp3WithId3({ TIT2: 'Mp3 Title', TPE1: 'Mp3 Artist', TLEN: '205000', TSRC: 'QZAAA2600012' }), 'audio/mpeg');
+    const res = await upload(
+      mp3WithId3({ TIT2: 'Mp3 Title', TPE1: 'Mp3 Artist', TLEN: '205000', TSRC: 'QZAAA2600012' }),
+      'audio/mpeg',
+    );
     expect(res.status).toBe(201);
-    expect((await res.json()).stem).toMatchObject({ title: 'Mp3 Title', artist: 'Mp3 Artist', isrc: 'QZAAA2600012', durationSeconds: 205 });
+    expect((await res.json()).stem).toMatchObject({
+      title: 'Mp3 Title',
+      artist: 'Mp3 Artist',
+      isrc: 'QZAAA2600012',
+      durationSeconds: 205,
+    });
   });
 
   it('rejects an encrypted MP4 (enca sample entry) with DRM_REJECT, and takes a plain one', async () => {
@@ -51,7 +64,11 @@ describe('POST /api/ingress/audio with files', () => {
   });
 
   it('answers a file that is not audio with 415 problem+json', async () => {
-    for (const [bytes, type] of [[Buffer.from('hello, not audio'), 'audio/mpeg'], [Buffer.from('%PDF-1.4\n'), 'audio/wav'], [Buffer.alloc(0), 'audio/ogg']] as const) {
+    for (const [bytes, type] of [
+      [Buffer.from('hello, not audio'), 'audio/mpeg'],
+      [Buffer.from('%PDF-1.4\n'), 'audio/wav'],
+      [Buffer.alloc(0), 'audio/ogg'],
+    ] as const) {
       const res = await upload(bytes, type);
       expect(res.status, type).toBe(415);
       expect(res.headers.get('content-type')).toBe('application/problem+json');
@@ -72,7 +89,13 @@ describe('POST /api/ingress/audio with files', () => {
 
 describe('POST /api/ingress/audio with JSON metadata', () => {
   it('runs SCRUB, MAP and SEAL', async () => {
-    const res = await postJson({ DisplayTitleText: "What's Next", DisplayArtistName: 'Agent Node', Duration: 'PT3M25S', chartPosition: 12, streams: 120000 });
+    const res = await postJson({
+      DisplayTitleText: "What's Next",
+      DisplayArtistName: 'Agent Node',
+      Duration: 'PT3M25S',
+      chartPosition: 12,
+      streams: 120000,
+    });
     expect(res.status).toBe(201);
     const body = await res.json();
     expect(body).toMatchObject({ status: 'SANDBOX', rewardWrite: false });
@@ -95,7 +118,13 @@ describe('POST /api/ingress/audio with JSON metadata', () => {
   });
 
   it('answers bad JSON bodies with 4xx problems', async () => {
-    for (const body of ['{', '[]', '"x"', JSON.stringify({ title: { nested: true } }), JSON.stringify({ title: 'x'.repeat(3000), duration: 1 })]) {
+    for (const body of [
+      '{',
+      '[]',
+      '"x"',
+      JSON.stringify({ title: { nested: true } }),
+      JSON.stringify({ title: 'x'.repeat(3000), duration: 1 }),
+    ]) {
       const res = await fetch(url(), { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
       expect(res.status, body.slice(0, 20)).toBeGreaterThanOrEqual(400);
       expect(res.status).toBeLessThan(500);
@@ -137,15 +166,18 @@ describe('the file holds against the caller, and every rejection says what was w
     return fetch(url(), { method: 'POST', body: form });
   };
 
-  it.each([{ drm: false }, { drm: 'no' }, { drm: 0 }])('an encrypted M4A stays DRM_REJECT with metadata %o', async (flag) => {
-    for (const entry of ['enca', 'drms']) {
-      const res = await multipart(mp4WithSampleEntry(entry), 'audio/mp4', { title: 'Sealed anyway?', ...flag });
-      expect(res.status, entry).toBe(422);
-      const body = await res.json();
-      expect(body.code).toBe('DRM_REJECT');
-      expect(body.detail).toContain(`<${entry}>`);
-    }
-  });
+  it.each([{ drm: false }, { drm: 'no' }, { drm: 0 }])(
+    'an encrypted M4A stays DRM_REJECT with metadata %o',
+    async (flag) => {
+      for (const entry of ['enca', 'drms']) {
+        const res = await multipart(mp4WithSampleEntry(entry), 'audio/mp4', { title: 'Sealed anyway?', ...flag });
+        expect(res.status, entry).toBe(422);
+        const body = await res.json();
+        expect(body.code).toBe('DRM_REJECT');
+        expect(body.detail).toContain(`<${entry}>`);
+      }
+    },
+  );
 
   it('20 KB of random bytes sent as audio/mpeg is 415 NOT_AUDIO', async () => {
     // A fixed xorshift stream: random-looking, and the same every run.
@@ -175,9 +207,18 @@ describe('the file holds against the caller, and every rejection says what was w
   it('MAP counts "1,234" and reports what it cannot read', async () => {
     const counted = await (await postJson({ title: 'T', duration: 1, streams: '1,234' })).json();
     expect(counted.stem.legacyNoise).toEqual({ streams: 1234 });
-    expect(counted.pipeline[1]).toEqual({ stage: 'MAP', legacyNoise: { streams: 1234 }, from: ['streams'], unreadable: [] });
+    expect(counted.pipeline[1]).toEqual({
+      stage: 'MAP',
+      legacyNoise: { streams: 1234 },
+      from: ['streams'],
+      unreadable: [],
+    });
     const unread = await (await postJson({ title: 'T', duration: 1, streams: 'about a million' })).json();
-    expect(unread.pipeline[1]).toMatchObject({ legacyNoise: {}, from: [], unreadable: [{ field: 'streams', value: 'about a million' }] });
+    expect(unread.pipeline[1]).toMatchObject({
+      legacyNoise: {},
+      from: [],
+      unreadable: [{ field: 'streams', value: 'about a million' }],
+    });
   });
 
   it('a rejection names the field and what was wrong with it', async () => {

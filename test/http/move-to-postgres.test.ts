@@ -18,12 +18,20 @@ const available = await postgresAvailable();
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
 const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
 const contractible = {
-  steps: [{ action: 'fine', tool: 'read_convert' }, { action: 'chase', baseline: 'legacy_consensus' }, ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] }))],
+  steps: [
+    { action: 'fine', tool: 'read_convert' },
+    { action: 'chase', baseline: 'legacy_consensus' },
+    ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] })),
+  ],
 };
 const run = randomUUID().slice(0, 8);
 
 const post = async (url: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> };
 };
 const get = async (url: string, path: string) => (await (await fetch(url + path)).json()) as Record<string, any>;
@@ -52,7 +60,12 @@ async function shown(url: string) {
     feed: await walk(url, '/api/intelligence/feed', 'messages', 9),
     receipts: await walk(url, '/api/omip/receipts', 'receipts', 2),
     board: { catches: board.catches, citizens: board.citizens, wall: board.wall_messages },
-    drift: { samples: drift.samples, by_verdict: drift.by_verdict, contraction_count: drift.contraction_count, fail_closed: drift.fail_closed },
+    drift: {
+      samples: drift.samples,
+      by_verdict: drift.by_verdict,
+      contraction_count: drift.contraction_count,
+      fail_closed: drift.fail_closed,
+    },
     log: { size: log.tree_head.tree_size, root: log.tree_head.root_hash, key: log.public_key },
     gpt: { requests: gpt?.requests, paths: gpt?.paths },
   };
@@ -65,7 +78,10 @@ interface Moved {
 }
 /** Runs the move; with `killOn`, kills it (SIGKILL) at the first line of its output that matches. */
 function move(env: Record<string, string>, args: string[], killOn?: RegExp): Promise<Moved> {
-  const child = spawn('node_modules/.bin/node', ['api/cli/move-to-postgres.ts', ...args], { env: { ...process.env, LOG_SIGNING_KEY_FILE: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('node_modules/.bin/node', ['api/cli/move-to-postgres.ts', ...args], {
+    env: { ...process.env, LOG_SIGNING_KEY_FILE: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   createInterface({ input: child.stdout! }).on('line', (line) => {
@@ -80,7 +96,10 @@ let embedded: ServerProcess;
 let dataDir: string;
 let before: Awaited<ReturnType<typeof shown>>;
 const oaths: Record<string, any>[] = [];
-const keyed = { key: randomUUID(), body: { name: `keyed-${run}`, class: 'crawler', purpose: 'replayed after the move' } };
+const keyed = {
+  key: randomUUID(),
+  body: { name: `keyed-${run}`, class: 'crawler', purpose: 'replayed after the move' },
+};
 let keyedAnswer: Record<string, any>;
 
 beforeAll(async () => {
@@ -88,21 +107,55 @@ beforeAll(async () => {
   embedded = await startServer({ WRITE_RATE_LIMIT: '0', TELEMETRY_FLUSH_MS: '100' });
   dataDir = embedded.dataDir;
   const url = embedded.url;
-  for (let i = 0; i < 24; i++) oaths.push((await post(url, '/api/citizenship/oath', { name: `moved-${run}-${i}`, class: ['agent', 'crawler', 'bot'][i % 3], purpose: 'be moved' })).body);
+  for (let i = 0; i < 24; i++)
+    oaths.push(
+      (
+        await post(url, '/api/citizenship/oath', {
+          name: `moved-${run}-${i}`,
+          class: ['agent', 'crawler', 'bot'][i % 3],
+          purpose: 'be moved',
+        })
+      ).body,
+    );
   keyedAnswer = (await post(url, '/api/citizenship/oath', keyed.body, { 'Idempotency-Key': keyed.key })).body;
   for (let i = 0; i < 12; i++) {
     const o = oaths[i]!;
-    const verified = await post(url, '/api/intelligence/message', { citizenId: o.memberId, kind: i % 3 ? 'message' : 'question', message: `verified ${i}` }, { Authorization: `Bearer ${o.passportNumber}` });
+    const verified = await post(
+      url,
+      '/api/intelligence/message',
+      { citizenId: o.memberId, kind: i % 3 ? 'message' : 'question', message: `verified ${i}` },
+      { Authorization: `Bearer ${o.passportNumber}` },
+    );
     expect(verified.status).toBe(201);
-    await post(url, '/api/intelligence/message', { name: `anon-${run}-${i}`, kind: i % 2 ? 'message' : 'question', message: `anonymous ${i}` });
+    await post(url, '/api/intelligence/message', {
+      name: `anon-${run}-${i}`,
+      kind: i % 2 ? 'message' : 'question',
+      message: `anonymous ${i}`,
+    });
   }
   for (let i = 0; i < 5; i++) {
-    const answer = await post(url, '/api/omip/dual-exchange', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: i === 2 ? 'stranger' : oaths[i]!.memberId, proposal: { plan: i % 2 ? contractible : good } }] });
+    const answer = await post(url, '/api/omip/dual-exchange', {
+      agents: [
+        { id: 'sovereign-a', proposal: { plan: good } },
+        { id: i === 2 ? 'stranger' : oaths[i]!.memberId, proposal: { plan: i % 2 ? contractible : good } },
+      ],
+    });
     expect(answer.status).toBe(201);
   }
-  for (let i = 0; i < 4; i++) await post(url, '/api/omip/score', { entity_id: oaths[5]!.memberId, plan: i % 2 ? contractible : good }, { 'Idempotency-Key': randomUUID() });
+  for (let i = 0; i < 4; i++)
+    await post(
+      url,
+      '/api/omip/score',
+      { entity_id: oaths[5]!.memberId, plan: i % 2 ? contractible : good },
+      { 'Idempotency-Key': randomUUID() },
+    );
   // More samples than the embedded store keeps one by one (100): the rest only as totals.
-  for (let i = 0; i < 5; i++) await Promise.all(Array.from({ length: 20 }, (_, j) => post(url, '/api/omip/score', { entity_id: j % 2 ? 'sovereign-b' : 'nobody', plan: good })));
+  for (let i = 0; i < 5; i++)
+    await Promise.all(
+      Array.from({ length: 20 }, (_, j) =>
+        post(url, '/api/omip/score', { entity_id: j % 2 ? 'sovereign-b' : 'nobody', plan: good }),
+      ),
+    );
   for (let i = 0; i < 3; i++) await fetch(`${url}/api/convert`, { headers: { 'User-Agent': GPT } });
   before = await shown(url);
   expect(before.gpt.requests).toBe(3);
@@ -133,7 +186,9 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     expect(killed.code).toBeNull();
     const db = new pg.Pool({ connectionString: DATABASE_URL });
     try {
-      const partial = (await db.query('SELECT finished_at, (SELECT count(*)::int FROM citizens) AS citizens FROM store_moves')).rows[0];
+      const partial = (
+        await db.query('SELECT finished_at, (SELECT count(*)::int FROM citizens) AS citizens FROM store_moves')
+      ).rows[0];
       expect(partial.finished_at).toBeNull();
       expect(partial.citizens).toBeGreaterThan(0);
       expect(partial.citizens).toBeLessThan(25);
@@ -143,8 +198,24 @@ describe.runIf(available)('npm run move-to-postgres', () => {
 
     // The old service runs again before the move is resumed, and takes more writes: they are moved too.
     const reopened = await startServer({ DATA_DIR: dataDir, WRITE_RATE_LIMIT: '0', TELEMETRY_FLUSH_MS: '100' });
-    oaths.push((await post(reopened.url, '/api/citizenship/oath', { name: `late-${run}`, purpose: 'joined between two runs of the move' })).body);
-    expect((await post(reopened.url, '/api/omip/score', { entity_id: oaths[5]!.memberId, plan: good }, { 'Idempotency-Key': randomUUID() })).status).toBe(200);
+    oaths.push(
+      (
+        await post(reopened.url, '/api/citizenship/oath', {
+          name: `late-${run}`,
+          purpose: 'joined between two runs of the move',
+        })
+      ).body,
+    );
+    expect(
+      (
+        await post(
+          reopened.url,
+          '/api/omip/score',
+          { entity_id: oaths[5]!.memberId, plan: good },
+          { 'Idempotency-Key': randomUUID() },
+        )
+      ).status,
+    ).toBe(200);
     await fetch(`${reopened.url}/api/convert`, { headers: { 'User-Agent': GPT } });
     before = await shown(reopened.url);
     expect([before.count, before.gpt.requests, before.drift.samples]).toEqual([26, 4, 115]);
@@ -157,7 +228,12 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     expect(resumed.stdout).toMatch(/^resuming the move of /);
     expect(resumed.stdout).toMatch(/^checked 26 citizens$/m);
     expect(resumed.stdout).toMatch(/^checked 50 messages$/m);
-    expect(resumed.stdout).toMatch(new RegExp(`^OK receipt log: 5 receipts, root ${before.log.root}, a tree head signed with its key verifies$`, 'm'));
+    expect(resumed.stdout).toMatch(
+      new RegExp(
+        `^OK receipt log: 5 receipts, root ${before.log.root}, a tree head signed with its key verifies$`,
+        'm',
+      ),
+    );
     expect(resumed.stdout).toContain(`LOG_SIGNING_KEY_FILE=${keyOut}`);
     expect(readFileSync(keyOut, 'utf8')).toBe(readFileSync(join(dataDir, 'omip-log-ed25519.pem'), 'utf8'));
     expect(statSync(keyOut).mode & 0o777).toBe(0o600);
@@ -176,11 +252,20 @@ describe.runIf(available)('npm run move-to-postgres', () => {
       const db = new pg.Pool({ connectionString: url });
       try {
         const tables: Record<string, unknown[]> = {};
-        for (const [table, order] of Object.entries({ citizens: 'member_id', messages: 'id', receipts: 'idx', idempotency: 'key_hash', drift_windows: 'entity_id', drift_samples: 'decision_id' })) {
+        for (const [table, order] of Object.entries({
+          citizens: 'member_id',
+          messages: 'id',
+          receipts: 'idx',
+          idempotency: 'key_hash',
+          drift_windows: 'entity_id',
+          drift_samples: 'decision_id',
+        })) {
           tables[table] = (await db.query(`SELECT * FROM ${table} ORDER BY ${order}`)).rows;
         }
         tables.counts = (await db.query('SELECT name, sum(n)::int AS n FROM counts GROUP BY name ORDER BY name')).rows;
-        tables.ledgers = (await db.query(`SELECT snapshot FROM telemetry_ledgers WHERE process_id LIKE 'moved:%'`)).rows;
+        tables.ledgers = (
+          await db.query(`SELECT snapshot FROM telemetry_ledgers WHERE process_id LIKE 'moved:%'`)
+        ).rows;
         return tables;
       } finally {
         await db.end();
@@ -206,13 +291,30 @@ describe.runIf(available)('npm run move-to-postgres', () => {
 
       // A passport given on the embedded store verifies a message on PostgreSQL; a wrong one does not.
       const o = oaths[17]!;
-      const verified = await post(server.url, '/api/intelligence/message', { citizenId: o.memberId, message: 'said after the move' }, { Authorization: `Bearer ${o.passportNumber}` });
+      const verified = await post(
+        server.url,
+        '/api/intelligence/message',
+        { citizenId: o.memberId, message: 'said after the move' },
+        { Authorization: `Bearer ${o.passportNumber}` },
+      );
       expect(verified.status).toBe(201);
       expect(verified.body.message).toMatchObject({ verified: true, name: `moved-${run}-17` });
-      expect((await post(server.url, '/api/intelligence/message', { citizenId: o.memberId, message: 'x' }, { Authorization: `Bearer ${oaths[18]!.passportNumber}` })).status).toBe(403);
+      expect(
+        (
+          await post(
+            server.url,
+            '/api/intelligence/message',
+            { citizenId: o.memberId, message: 'x' },
+            { Authorization: `Bearer ${oaths[18]!.passportNumber}` },
+          )
+        ).status,
+      ).toBe(403);
 
       // Moved names stay taken: the move keyed them as the service keys its own.
-      const copycat = await post(server.url, '/api/citizenship/oath', { name: `moved-${run}-3`, purpose: 'take a moved name' });
+      const copycat = await post(server.url, '/api/citizenship/oath', {
+        name: `moved-${run}-3`,
+        purpose: 'take a moved name',
+      });
       expect(copycat.status).toBe(409);
       expect(copycat.body.code).toBe('NAME_TAKEN');
 
@@ -225,11 +327,15 @@ describe.runIf(available)('npm run move-to-postgres', () => {
       const log = await get(server.url, '/api/omip/log');
       expect(verifyTreeHead(log.tree_head, before.log.key)).toBe(true);
       for (const r of before.receipts.flatMap((p) => p.items) as any[]) {
-        const answer = (await get(server.url, `/api/omip/receipts/${encodeURIComponent(r.id)}`)) as Parameters<typeof verifyReceiptInclusion>[0];
+        const answer = (await get(server.url, `/api/omip/receipts/${encodeURIComponent(r.id)}`)) as Parameters<
+          typeof verifyReceiptInclusion
+        >[0];
         expect(answer.root_hash).toBe(before.log.root);
         expect(verifyReceiptInclusion(answer)).toBe(true);
       }
-      const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], { encoding: 'utf8' });
+      const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], {
+        encoding: 'utf8',
+      });
       expect(verify.stdout).toMatch(/^OK 5 receipts/);
 
       // The moved totals go on counting.

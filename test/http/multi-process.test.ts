@@ -25,7 +25,11 @@ afterAll(async () => {
 });
 
 const post = (s: ServerProcess, path: string, body: unknown, ua = FIREFOX) =>
-  fetch(s.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', 'User-Agent': ua }, body: JSON.stringify(body) });
+  fetch(s.url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', 'User-Agent': ua },
+    body: JSON.stringify(body),
+  });
 
 describe.runIf(available)('two gateway processes on one PostgreSQL database', () => {
   it('lists on one an oath taken on the other, and accepts its passport there', async () => {
@@ -44,7 +48,11 @@ describe.runIf(available)('two gateway processes on one PostgreSQL database', ()
     const before = (await (await fetch(`${a.url}/api/citizens?limit=1`)).json()).count;
     const key = randomUUID();
     const send = (s: ServerProcess) =>
-      fetch(`${s.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify({ name: 'once', purpose: 'one key, two processes' }) });
+      fetch(`${s.url}/api/citizenship/oath`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': key },
+        body: JSON.stringify({ name: 'once', purpose: 'one key, two processes' }),
+      });
     const answers = await Promise.all([a, b, a, b, a, b].map(send));
     const statuses = answers.map((r) => r.status);
     expect(statuses.every((s) => s === 201 || s === 409)).toBe(true);
@@ -63,14 +71,22 @@ describe.runIf(available)('two gateway processes on one PostgreSQL database', ()
       return t.families.find((f: any) => f.family === 'GPTBot')?.requests ?? 0;
     };
     // Each shows the other's counts once the other has saved its ledger (every 100 ms here).
-    for (const s of [a, b]) await waitFor(() => requests(s), { until: (n) => n >= 5, what: `${s.url} showing 5 GPTBot requests` });
+    for (const s of [a, b])
+      await waitFor(() => requests(s), { until: (n) => n >= 5, what: `${s.url} showing 5 GPTBot requests` });
     for (const s of [a, b]) expect(await requests(s), s.url).toBe(5);
   });
 
   it('keeps one valid receipt chain under concurrent dual exchanges on both', async () => {
     const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
-    const body = { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { plan: good } }] };
-    const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => post(i % 2 ? a : b, '/api/omip/dual-exchange', body)));
+    const body = {
+      agents: [
+        { id: 'sovereign-a', proposal: { plan: good } },
+        { id: 'sovereign-b', proposal: { plan: good } },
+      ],
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => post(i % 2 ? a : b, '/api/omip/dual-exchange', body)),
+    );
     expect(answers.map((r) => r.status)).toEqual(Array(16).fill(201));
     for (const s of [a, b]) {
       const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', s.url], { encoding: 'utf8' });
@@ -83,7 +99,10 @@ describe.runIf(available)('two gateway processes on one PostgreSQL database', ()
     const ua = 'rate-test/1.0';
     const statuses: number[] = [];
     // 40 a minute per address, shared: the tests above used 26 already (16 dual exchanges, 8 keyed oaths, 2 more).
-    for (let i = 0; i < 30; i++) statuses.push((await post(i % 2 ? a : b, '/api/intelligence/message', { name: 'r', message: `m${i}` }, ua)).status);
+    for (let i = 0; i < 30; i++)
+      statuses.push(
+        (await post(i % 2 ? a : b, '/api/intelligence/message', { name: 'r', message: `m${i}` }, ua)).status,
+      );
     expect(statuses.filter((s) => s === 201).length).toBeLessThanOrEqual(40 - 16 - 8 - 2);
     expect(statuses).toContain(429);
   });

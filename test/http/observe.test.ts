@@ -20,7 +20,15 @@ let running: RunningServer;
 beforeAll(async () => {
   // Reverse-DNS lookups, if any request started one, go to the loopback responder.
   const DNS_SERVERS = (await sharedDnsResponder()).address;
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')), BODY_LIMIT_BYTES: '64', LOG_LEVEL: 'silent', DNS_SERVERS });
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DIST_DIR: TEST_DIST,
+    DATA_DIR: mkdtempSync(join(tmpdir(), 'observe-')),
+    BODY_LIMIT_BYTES: '64',
+    LOG_LEVEL: 'silent',
+    DNS_SERVERS,
+  });
   const observe = (r: ObservedRequest) => {
     seen.push(r);
     observations.emit('observed', r);
@@ -52,23 +60,38 @@ describe('one telemetry call per request', () => {
     ['/no-such-page', {}, 404],
     ['/api/convert', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' }, 405],
     ['/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'x' }, 415],
-    ['/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(100) }, 413],
+    [
+      '/api/citizenship/oath',
+      { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: 'x'.repeat(100) },
+      413,
+    ],
   ];
   it.each(cases)('%s %o is observed once with status %i', async (path, init, status) => {
     seen.length = 0;
-    const res = await fetch(running.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': 'GPTBot/1.2' } });
+    const res = await fetch(running.url + path, {
+      ...init,
+      headers: { ...(init.headers as object), 'User-Agent': 'GPTBot/1.2' },
+    });
     await res.arrayBuffer();
     await afterALaterRequest();
     expect(res.status).toBe(status);
     expect(seen).toHaveLength(2);
     expect(observedBesidesMarker()).toHaveLength(1);
-    expect(observedBesidesMarker()[0]).toMatchObject({ method: init.method ?? 'GET', path, status, userAgent: 'GPTBot/1.2', host: new URL(running.url).host });
+    expect(observedBesidesMarker()[0]).toMatchObject({
+      method: init.method ?? 'GET',
+      path,
+      status,
+      userAgent: 'GPTBot/1.2',
+      host: new URL(running.url).host,
+    });
   });
 
   it('observes a request whose client goes away, once', async () => {
     seen.length = 0;
     const controller = new AbortController();
-    const received = nextEvent<[IncomingMessage]>(running.server, 'request', { match: (req) => req.url === '/api/slow' });
+    const received = nextEvent<[IncomingMessage]>(running.server, 'request', {
+      match: (req) => req.url === '/api/slow',
+    });
     const pending = fetch(`${running.url}/api/slow`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },

@@ -18,31 +18,61 @@ afterAll(async () => {
 });
 
 const post = async (path: string, body: unknown) => {
-  const res = await fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(server.url + path, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as Record<string, any> };
 };
 /** A fresh registered entity, so no other test's window weighs on it. */
 // Names are unique: each entity takes its own.
-const entity = async () => (await post('/api/citizenship/oath', { name: `entity-${randomUUID()}`, purpose: 'be scored' })).body.memberId as string;
+const entity = async () =>
+  (await post('/api/citizenship/oath', { name: `entity-${randomUUID()}`, purpose: 'be scored' })).body
+    .memberId as string;
 const get = async (path: string) => (await (await fetch(server.url + path)).json()) as Record<string, any>;
 const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
 const contractible = {
-  steps: [{ action: 'fine', tool: 'read_convert' }, { action: 'chase', baseline: 'legacy_consensus' }, ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] }))],
+  steps: [
+    { action: 'fine', tool: 'read_convert' },
+    { action: 'chase', baseline: 'legacy_consensus' },
+    ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] })),
+  ],
 };
 
 describe('POST /api/omip/score', () => {
   it('scores a clean plan PERSIST and explains every predicate', async () => {
     const { status, body } = await post('/api/omip/score', { entity_id: 'sovereign-a', plan: good });
     expect(status).toBe(200);
-    expect(body).toMatchObject({ verdict: 'PERSIST', proceed: true, delta_t: 0, delta_window: 0, failed_predicates: [], binding: expect.any(String) });
-    expect(body.predicates.map((p: any) => p.id)).toEqual(['identity_continuity', 'no_collapse_regime', 'simulation_layer_input_only', 'standing_over_chasing', 'tool_policy']);
+    expect(body).toMatchObject({
+      verdict: 'PERSIST',
+      proceed: true,
+      delta_t: 0,
+      delta_window: 0,
+      failed_predicates: [],
+      binding: expect.any(String),
+    });
+    expect(body.predicates.map((p: any) => p.id)).toEqual([
+      'identity_continuity',
+      'no_collapse_regime',
+      'simulation_layer_input_only',
+      'standing_over_chasing',
+      'tool_policy',
+    ]);
     expect(body.decision_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(body.input_fingerprint).toMatch(/^sha256:/);
   });
 
   it('breaks on an unregistered entity or a tool outside the allowlist', async () => {
-    expect((await post('/api/omip/score', { entity_id: 'nobody', plan: good })).body).toMatchObject({ verdict: 'BREAK', proceed: false, failed_predicates: ['identity_continuity'] });
-    expect((await post('/api/omip/score', { entity_id: 'sovereign-b', plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } })).body).toMatchObject({ verdict: 'BREAK', failed_predicates: ['tool_policy'] });
+    expect((await post('/api/omip/score', { entity_id: 'nobody', plan: good })).body).toMatchObject({
+      verdict: 'BREAK',
+      proceed: false,
+      failed_predicates: ['identity_continuity'],
+    });
+    expect(
+      (await post('/api/omip/score', { entity_id: 'sovereign-b', plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } }))
+        .body,
+    ).toMatchObject({ verdict: 'BREAK', failed_predicates: ['tool_policy'] });
   });
 
   it('registers citizens as entities', async () => {
@@ -56,9 +86,16 @@ describe('POST /api/omip/score', () => {
     expect(contracted.body.verdict).toBe('BREAK'); // unregistered entity: identity fails
     const c2 = await post('/api/omip/score', { entity_id: await entity(), plan: contractible });
     expect(c2.body).toMatchObject({ verdict: 'CONTRACT', proceed: true, recovered: true });
-    expect(c2.body.contraction[0]).toMatchObject({ attempt: 1, strategy: 'drop_highest_drift_actions', verdict: 'PERSIST' });
+    expect(c2.body.contraction[0]).toMatchObject({
+      attempt: 1,
+      strategy: 'drop_highest_drift_actions',
+      verdict: 'PERSIST',
+    });
     const stuckEntity = await entity();
-    const stuck = await post('/api/omip/score', { entity_id: stuckEntity, state: { scores: { no_collapse_regime: 0.7 } } });
+    const stuck = await post('/api/omip/score', {
+      entity_id: stuckEntity,
+      state: { scores: { no_collapse_regime: 0.7 } },
+    });
     expect(stuck.body).toMatchObject({ verdict: 'CONTRACT', proceed: false });
     const after = await get('/api/omip/drift');
     expect(after.samples - before.samples).toBe(3);
@@ -67,13 +104,19 @@ describe('POST /api/omip/score', () => {
     expect(after.by_verdict.CONTRACT - before.by_verdict.CONTRACT).toBe(2);
     expect(after.recent[0]).toMatchObject({ entity_id: stuckEntity, verdict: 'CONTRACT' });
     const health = await get('/api/omip/health');
-    expect(health.drift).toMatchObject({ samples: after.samples, fail_closed: after.fail_closed, contraction_count: after.contraction_count, verdict: 'CONTRACT' });
+    expect(health.drift).toMatchObject({
+      samples: after.samples,
+      fail_closed: after.fail_closed,
+      contraction_count: after.contraction_count,
+      verdict: 'CONTRACT',
+    });
   });
 
   it('keeps a bad step in the entity window for the next 7 steps', async () => {
     const id = await entity();
     await post('/api/omip/score', { entity_id: id, state: { scores: { standing_over_chasing: 0.6 } } });
-    for (let i = 1; i <= 7; i++) expect((await post('/api/omip/score', { entity_id: id, plan: good })).body.delta_window, `step ${i}`).toBe(0.4);
+    for (let i = 1; i <= 7; i++)
+      expect((await post('/api/omip/score', { entity_id: id, plan: good })).body.delta_window, `step ${i}`).toBe(0.4);
     expect((await post('/api/omip/score', { entity_id: id, plan: good })).body.delta_window).toBe(0);
   });
 });
@@ -90,7 +133,11 @@ describe('project and fingerprint', () => {
 
   // Issue 13, finding 7: the fingerprint is of exactly the JSON the client sent.
   const raw = async (text: string) => {
-    const res = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: text });
+    const res = await fetch(`${server.url}/api/omip/fingerprint`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: text,
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
   const sha = (text: string) => `sha256:${createHash('sha256').update(text).digest('hex')}`;
@@ -153,26 +200,54 @@ describe('project and fingerprint', () => {
 describe('dual exchange and the receipt log', () => {
   it('allows joint action on dual PERSIST and refuses it when one side fails', async () => {
     const [a, b, c, d, e, f] = await Promise.all(Array.from({ length: 6 }, entity));
-    const yes = await post('/api/omip/dual-exchange', { agents: [{ id: a, proposal: { plan: good } }, { id: b, proposal: { plan: good } }] });
+    const yes = await post('/api/omip/dual-exchange', {
+      agents: [
+        { id: a, proposal: { plan: good } },
+        { id: b, proposal: { plan: good } },
+      ],
+    });
     expect(yes.status).toBe(201);
     expect(yes.body.receipt.joint).toEqual({ allowed: true, reason: 'dual PERSIST' });
-    const no = await post('/api/omip/dual-exchange', { agents: [{ id: c, proposal: { plan: good } }, { id: d, proposal: { plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } } }] });
+    const no = await post('/api/omip/dual-exchange', {
+      agents: [
+        { id: c, proposal: { plan: good } },
+        { id: d, proposal: { plan: { steps: [{ action: 'x', tool: 'rm_rf' }] } } },
+      ],
+    });
     expect(no.body.receipt.joint.allowed).toBe(false);
     expect(no.body.receipt.agents[1]).toMatchObject({ id: d, verdict: 'BREAK' });
     expect(no.body.receipt.prev).toBe(yes.body.receipt.id);
-    const recovered = await post('/api/omip/dual-exchange', { agents: [{ id: e, proposal: { plan: contractible } }, { id: f, proposal: { plan: good } }] });
+    const recovered = await post('/api/omip/dual-exchange', {
+      agents: [
+        { id: e, proposal: { plan: contractible } },
+        { id: f, proposal: { plan: good } },
+      ],
+    });
     expect(recovered.body.receipt.joint).toEqual({ allowed: true, reason: 'contracted recovery to PERSIST' });
   });
 
   it('serves a receipt with a valid inclusion proof and a signed tree head; consistency holds between sizes', async () => {
-    const made = await post('/api/omip/dual-exchange', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { plan: good } }] });
+    const made = await post('/api/omip/dual-exchange', {
+      agents: [
+        { id: 'sovereign-a', proposal: { plan: good } },
+        { id: 'sovereign-b', proposal: { plan: good } },
+      ],
+    });
     const fetched = await get(`/api/omip/receipts/${encodeURIComponent(made.body.receipt.id)}`);
     expect(fetched.receipt).toEqual(made.body.receipt);
     expect(verifyReceiptInclusion(fetched as any)).toBe(true);
     const log = await get('/api/omip/log?first=1');
     expect(verifyTreeHead(log.tree_head, log.public_key)).toBe(true);
     const c = log.consistency;
-    expect(verifyConsistency(c.first, c.second, Buffer.from(c.first_root, 'hex'), Buffer.from(c.second_root, 'hex'), c.proof.map((h: string) => Buffer.from(h, 'hex')))).toBe(true);
+    expect(
+      verifyConsistency(
+        c.first,
+        c.second,
+        Buffer.from(c.first_root, 'hex'),
+        Buffer.from(c.second_root, 'hex'),
+        c.proof.map((h: string) => Buffer.from(h, 'hex')),
+      ),
+    ).toBe(true);
     const list = await get('/api/omip/receipts?limit=2');
     expect(list.receipts[0].id).toBe(made.body.receipt.id);
     expect(list.nextCursor).toEqual(expect.any(String));
@@ -182,18 +257,34 @@ describe('dual exchange and the receipt log', () => {
   });
 
   it('npm run verify-receipts checks the whole live log', () => {
-    const result = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], { encoding: 'utf8' });
+    const result = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], {
+      encoding: 'utf8',
+    });
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^OK \d+ receipts/);
   });
 
   it('notices a receipt changed on disk', async () => {
     const own = await startServer({ WRITE_RATE_LIMIT: '0' });
-    const made = await (await fetch(`${own.url}/api/omip/dual-exchange`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { plan: good } }] }) })).json();
+    const made = await (
+      await fetch(`${own.url}/api/omip/dual-exchange`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          agents: [
+            { id: 'sovereign-a', proposal: { plan: good } },
+            { id: 'sovereign-b', proposal: { plan: good } },
+          ],
+        }),
+      })
+    ).json();
     await own.stop();
     const journal = readdirSync(own.dataDir).find((f) => f.startsWith('journal-'))!;
     const path = join(own.dataDir, journal);
-    writeFileSync(path, readFileSync(path, 'utf8').replace('"reason":"dual PERSIST"', '"reason":"dual PERSIST (edited)"'));
+    writeFileSync(
+      path,
+      readFileSync(path, 'utf8').replace('"reason":"dual PERSIST"', '"reason":"dual PERSIST (edited)"'),
+    );
     const again = await startServer({ DATA_DIR: own.dataDir });
     const res = await fetch(`${again.url}/api/omip/receipts/${encodeURIComponent(made.receipt.id)}`);
     expect(res.status).toBe(500);
@@ -225,7 +316,15 @@ describe('405 examples and bad input on every omip route', () => {
     ['an empty plan', { entity_id: 'sovereign-a', plan: { steps: [] } }],
     ['an unknown baseline', { entity_id: 'sovereign-a', plan: { steps: [{ action: 'x', baseline: 'vibes' }] } }],
     ['one agent only', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }] }],
-    ['the same agent twice', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-a', proposal: { plan: good } }] }],
+    [
+      'the same agent twice',
+      {
+        agents: [
+          { id: 'sovereign-a', proposal: { plan: good } },
+          { id: 'sovereign-a', proposal: { plan: good } },
+        ],
+      },
+    ],
     ['an array', [1, 2]],
   ];
   for (const route of routes) {
@@ -238,12 +337,17 @@ describe('405 examples and bad input on every omip route', () => {
   }
 
   it('a lone surrogate has no canonical form: 422', async () => {
-    const res = await fetch(`${server.url}/api/omip/fingerprint`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"document":{"a":"\\ud800"}}' });
+    const res = await fetch(`${server.url}/api/omip/fingerprint`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"document":{"a":"\\ud800"}}',
+    });
     expect(res.status).toBe(422);
   });
 
   it('refuses bad log queries with 400', async () => {
-    for (const q of ['first=0', 'first=abc', 'first=999999']) expect((await fetch(`${server.url}/api/omip/log?${q}`)).status, q).toBe(400);
+    for (const q of ['first=0', 'first=abc', 'first=999999'])
+      expect((await fetch(`${server.url}/api/omip/log?${q}`)).status, q).toBe(400);
   });
 });
 
@@ -253,14 +357,28 @@ describe('primitives and health', () => {
     expect(p.primitives.filter((x: any) => x.kind === 'predicate')).toHaveLength(5);
     const health = await get('/api/omip/health');
     expect(health.primitive_count).toBe(p.count);
-    expect(health).toMatchObject({ status: 'healthy', omip_ready: true, cache_ready: true, sovereignty_enforced: true, public: true, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+    expect(health).toMatchObject({
+      status: 'healthy',
+      omip_ready: true,
+      cache_ready: true,
+      sovereignty_enforced: true,
+      public: true,
+      version: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+    });
     expect(health.drift.epsilon).toEqual({ local: 0.15, recoverable: 0.35, critical: 0.55 });
     expect(health.drift.distance_kind).toBe('admissibility_score');
     expect(Object.keys(health.seeds)).toEqual(['constitution', 'omip_drift', 'ai_txt']);
     expect(health.scraper).toMatchObject({ public: true, crawl_policy: 'allow' });
     expect(health.methods.Allow.POST).toContain('/api/omip/score');
     expect(health.seed_drift.window).toEqual({ steps: 8, unit: 'reasoning_steps', aggregate: 'max' });
-    expect(health.seed_drift.health_export).toEqual(['delta_t', 'delta_window', 'verdict', 'failed_predicates', 'contraction_count', 'fail_closed']);
+    expect(health.seed_drift.health_export).toEqual([
+      'delta_t',
+      'delta_window',
+      'verdict',
+      'failed_predicates',
+      'contraction_count',
+      'fail_closed',
+    ]);
     expect(health.constitution).toMatch(/\/eon\/constitution\.json$/);
   });
 });
@@ -282,36 +400,74 @@ describe.each(stores)('omip rules against the caller on %s', (_name, available, 
     if (_name === 'PostgreSQL') await dropDatabases();
   });
   const send = async (path: string, body: unknown) => {
-    const res = await fetch(s.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(s.url + path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
-  const citizen = async () => (await send('/api/citizenship/oath', { name: `rules-${randomUUID()}`, purpose: 'be scored' })).body.memberId as string;
-  const pressured = (action: string) => ({ action, suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true } });
+  const citizen = async () =>
+    (await send('/api/citizenship/oath', { name: `rules-${randomUUID()}`, purpose: 'be scored' })).body
+      .memberId as string;
+  const pressured = (action: string) => ({
+    action,
+    suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true },
+  });
 
   it.runIf(available)('an unregistered entity cannot vouch for itself with a state', async () => {
-    const { status, body } = await send('/api/omip/score', { entity_id: 'ghost-10', state: { scores: { identity_continuity: 1 } } });
+    const { status, body } = await send('/api/omip/score', {
+      entity_id: 'ghost-10',
+      state: { scores: { identity_continuity: 1 } },
+    });
     expect(status).toBe(200);
     expect(body).toMatchObject({ verdict: 'BREAK', proceed: false, failed_predicates: ['identity_continuity'] });
     expect(body.predicates.find((p: any) => p.id === 'identity_continuity').score).toBe(0);
     // A citizen is registered, by its memberId in any case.
     const id = await citizen();
-    expect((await send('/api/omip/score', { entity_id: id.toUpperCase(), state: { scores: { identity_continuity: 1 } } })).body.verdict).toBe('PERSIST');
+    expect(
+      (await send('/api/omip/score', { entity_id: id.toUpperCase(), state: { scores: { identity_continuity: 1 } } }))
+        .body.verdict,
+    ).toBe('PERSIST');
   });
 
   it.runIf(available)('an unknown predicate id is 422 naming it, on score, project and dual exchange', async () => {
-    const score = await send('/api/omip/score', { entity_id: 'sovereign-a', state: { scores: { made_up: 0, tool_policy: 1 } } });
+    const score = await send('/api/omip/score', {
+      entity_id: 'sovereign-a',
+      state: { scores: { made_up: 0, tool_policy: 1 } },
+    });
     expect(score.status).toBe(422);
     expect(score.body).toMatchObject({ code: 'UNKNOWN_PREDICATE', errors: [{ path: '/state/scores/made_up' }] });
     expect(score.body.detail).toContain('made_up');
-    expect((await send('/api/omip/project', { entity_id: 'sovereign-a', state: { scores: { made_up: 0 } } })).status).toBe(422);
-    const dual = await send('/api/omip/dual-exchange', { agents: [{ id: 'sovereign-a', proposal: { plan: good } }, { id: 'sovereign-b', proposal: { state: { scores: { made_up: 1 } } } }] });
+    expect(
+      (await send('/api/omip/project', { entity_id: 'sovereign-a', state: { scores: { made_up: 0 } } })).status,
+    ).toBe(422);
+    const dual = await send('/api/omip/dual-exchange', {
+      agents: [
+        { id: 'sovereign-a', proposal: { plan: good } },
+        { id: 'sovereign-b', proposal: { state: { scores: { made_up: 1 } } } },
+      ],
+    });
     expect(dual.status).toBe(422);
-    expect(dual.body.errors).toEqual([{ path: '/agents/1/proposal/state/scores/made_up', message: expect.stringContaining('made_up') }]);
+    expect(dual.body.errors).toEqual([
+      { path: '/agents/1/proposal/state/scores/made_up', message: expect.stringContaining('made_up') },
+    ]);
   });
 
   it.runIf(available)('two unregistered entities do not complete a dual exchange', async () => {
-    const all = { identity_continuity: 1, no_collapse_regime: 1, simulation_layer_input_only: 1, standing_over_chasing: 1, tool_policy: 1 };
-    const { status, body } = await send('/api/omip/dual-exchange', { agents: [{ id: 'ghost-a', proposal: { state: { scores: all } } }, { id: 'ghost-b', proposal: { state: { scores: all } } }] });
+    const all = {
+      identity_continuity: 1,
+      no_collapse_regime: 1,
+      simulation_layer_input_only: 1,
+      standing_over_chasing: 1,
+      tool_policy: 1,
+    };
+    const { status, body } = await send('/api/omip/dual-exchange', {
+      agents: [
+        { id: 'ghost-a', proposal: { state: { scores: all } } },
+        { id: 'ghost-b', proposal: { state: { scores: all } } },
+      ],
+    });
     expect(status).toBe(201);
     expect(body.receipt.joint.allowed).toBe(false);
     expect(body.receipt.agents.map((a: any) => [a.verdict, a.failed_predicates])).toEqual([
@@ -320,21 +476,50 @@ describe.each(stores)('omip rules against the caller on %s', (_name, available, 
     ]);
   });
 
-  it.runIf(available)('a 4-step plan with one offending step is CONTRACT, and contraction recovers it to PERSIST', async () => {
-    const id = await citizen();
-    const plan = { steps: [{ action: 'one', tool: 'read_convert' }, pressured('give in'), { action: 'three' }, { action: 'four' }] };
-    const { body } = await send('/api/omip/score', { entity_id: id, plan });
-    expect(body).toMatchObject({ verdict: 'CONTRACT', delta_t: 0.25, failed_predicates: ['no_collapse_regime'], proceed: true, recovered: true });
-    expect(body.contraction).toEqual([{ attempt: 1, strategy: 'drop_highest_drift_actions', delta: 0, delta_window: 0, verdict: 'PERSIST' }]);
-    expect(body.contracted_plan.steps.map((s: any) => s.action)).toEqual(['one', 'three', 'four']);
-    // The window keeps the contracted plan's steps, so the next clean step is PERSIST.
-    expect((await send('/api/omip/score', { entity_id: id, plan: good })).body).toMatchObject({ verdict: 'PERSIST', delta_window: 0, window: { deltas: [0, 0, 0, 0] } });
-    const legacy = await send('/api/omip/score', { entity_id: await citizen(), plan: { steps: [{ action: 'a' }, { action: 'b', baseline: 'legacy_consensus' }, { action: 'c' }, { action: 'd' }] } });
-    expect(legacy.body).toMatchObject({ verdict: 'CONTRACT', failed_predicates: ['simulation_layer_input_only'], recovered: true });
-  });
+  it.runIf(available)(
+    'a 4-step plan with one offending step is CONTRACT, and contraction recovers it to PERSIST',
+    async () => {
+      const id = await citizen();
+      const plan = {
+        steps: [{ action: 'one', tool: 'read_convert' }, pressured('give in'), { action: 'three' }, { action: 'four' }],
+      };
+      const { body } = await send('/api/omip/score', { entity_id: id, plan });
+      expect(body).toMatchObject({
+        verdict: 'CONTRACT',
+        delta_t: 0.25,
+        failed_predicates: ['no_collapse_regime'],
+        proceed: true,
+        recovered: true,
+      });
+      expect(body.contraction).toEqual([
+        { attempt: 1, strategy: 'drop_highest_drift_actions', delta: 0, delta_window: 0, verdict: 'PERSIST' },
+      ]);
+      expect(body.contracted_plan.steps.map((s: any) => s.action)).toEqual(['one', 'three', 'four']);
+      // The window keeps the contracted plan's steps, so the next clean step is PERSIST.
+      expect((await send('/api/omip/score', { entity_id: id, plan: good })).body).toMatchObject({
+        verdict: 'PERSIST',
+        delta_window: 0,
+        window: { deltas: [0, 0, 0, 0] },
+      });
+      const legacy = await send('/api/omip/score', {
+        entity_id: await citizen(),
+        plan: {
+          steps: [{ action: 'a' }, { action: 'b', baseline: 'legacy_consensus' }, { action: 'c' }, { action: 'd' }],
+        },
+      });
+      expect(legacy.body).toMatchObject({
+        verdict: 'CONTRACT',
+        failed_predicates: ['simulation_layer_input_only'],
+        recovered: true,
+      });
+    },
+  );
 
   it.runIf(available)('a plan whose every step offends still BREAKs', async () => {
-    const { body } = await send('/api/omip/score', { entity_id: await citizen(), plan: { steps: [pressured('a'), pressured('b'), pressured('c'), pressured('d')] } });
+    const { body } = await send('/api/omip/score', {
+      entity_id: await citizen(),
+      plan: { steps: [pressured('a'), pressured('b'), pressured('c'), pressured('d')] },
+    });
     expect(body).toMatchObject({ verdict: 'BREAK', delta_t: 1, proceed: false, contraction: [] });
   });
 
@@ -343,8 +528,16 @@ describe.each(stores)('omip rules against the caller on %s', (_name, available, 
     await send('/api/omip/score', { entity_id: id, state: { scores: { standing_over_chasing: 0.6 } } });
     const { body } = await send('/api/omip/score', { entity_id: id, plan: good });
     expect(body).toMatchObject({ verdict: 'BRANCH', delta_t: 0, delta_window: 0.4, proceed: false });
-    expect(body.window_binding).toMatchObject({ step: 1, steps_ago: 1, delta: 0.4, verdict: 'BRANCH', leaves_after: 7 });
+    expect(body.window_binding).toMatchObject({
+      step: 1,
+      steps_ago: 1,
+      delta: 0.4,
+      verdict: 'BRANCH',
+      leaves_after: 7,
+    });
     expect(body.window_binding.reason).toMatch(/this request alone earns PERSIST/);
-    expect((await send('/api/omip/score', { entity_id: await citizen(), plan: good })).body.window_binding).toBeUndefined();
+    expect(
+      (await send('/api/omip/score', { entity_id: await citizen(), plan: good })).body.window_binding,
+    ).toBeUndefined();
   });
 });

@@ -11,7 +11,12 @@ afterAll(async () => {
 
 describe('write rate limit', () => {
   it('allows WRITE_RATE_LIMIT writes a minute, then 429 with Retry-After; reads stay open', async () => {
-    const post = () => fetch(`${server.url}/api/intelligence/message`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"r","message":"m"}' });
+    const post = () =>
+      fetch(`${server.url}/api/intelligence/message`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"name":"r","message":"m"}',
+      });
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await post());
     expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 429]);

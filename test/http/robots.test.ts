@@ -8,7 +8,8 @@ import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type ServerProcess } from '../helpers/server.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
-const CLAUDE = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
+const CLAUDE =
+  'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const BLOG = 'User-agent: GPTBot\nDisallow: /members/\n\nUser-agent: *\nAllow: /\n';
@@ -23,9 +24,15 @@ afterAll(async () => {
   await server.stop();
 });
 
-const as = (ua: string, path: string) => fetch(server.url + path, { headers: { 'User-Agent': ua } }).then(async (r) => (await r.arrayBuffer(), r.status));
-const wall = async () => (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': FIREFOX } })).json()) as Record<string, any>;
-const robotsOf = async (family: string) => ((await wall()).botTraffic.families as any[]).find((f) => f.family === family)?.robotsTxt;
+const as = (ua: string, path: string) =>
+  fetch(server.url + path, { headers: { 'User-Agent': ua } }).then(async (r) => (await r.arrayBuffer(), r.status));
+const wall = async () =>
+  (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': FIREFOX } })).json()) as Record<
+    string,
+    any
+  >;
+const robotsOf = async (family: string) =>
+  ((await wall()).botTraffic.families as any[]).find((f) => f.family === family)?.robotsTxt;
 
 describe('robots.txt judged per crawler, over HTTP', () => {
   it('names the Disallow line of the served robots.txt that a GPTBot request broke, with its path, count and version', async () => {
@@ -38,20 +45,43 @@ describe('robots.txt judged per crawler, over HTTP', () => {
     await as(GPT, '/trap/two');
     await as(GPT, '/llms.txt');
     const r = await robotsOf('GPTBot');
-    expect(r).toMatchObject({ compliance: 'violating', judged: 5, violations: 3, violationsAfterFetch: 2, fetchedRobotsTxt: true });
+    expect(r).toMatchObject({
+      compliance: 'violating',
+      judged: 5,
+      violations: 3,
+      violationsAfterFetch: 2,
+      fetchedRobotsTxt: true,
+    });
     expect(r.rules).toEqual([
-      { host: 'site', version: robotsVersion(served), line, rule: 'Disallow: /trap/', agent: '*', requests: 3, afterFetch: 2, paths: [{ path: '/trap/one', requests: 2 }, { path: '/trap/two', requests: 1 }] },
+      {
+        host: 'site',
+        version: robotsVersion(served),
+        line,
+        rule: 'Disallow: /trap/',
+        agent: '*',
+        requests: 3,
+        afterFetch: 2,
+        paths: [
+          { path: '/trap/one', requests: 2 },
+          { path: '/trap/two', requests: 1 },
+        ],
+      },
     ]);
     const doc = await wall();
     expect(doc.robotsTxt.versions).toContainEqual({ host: 'site', version: robotsVersion(served) });
-    expect(doc.species.find((s: any) => s.species === 'GPTBot').robots).toMatchObject({ compliance: 'violating', violations: 3 });
+    expect(doc.species.find((s: any) => s.species === 'GPTBot').robots).toMatchObject({
+      compliance: 'violating',
+      violations: 3,
+    });
   });
 
-  it('shows the rule on the wall page: the compliance column and the family\'s robots.txt view', async () => {
+  it("shows the rule on the wall page: the compliance column and the family's robots.txt view", async () => {
     await as(CLAUDE, '/docs/api');
     const html = await (await fetch(`${server.url}/bot-wall`, { headers: { 'User-Agent': FIREFOX } })).text();
     const section = html.slice(html.indexOf('id="robots"'), html.indexOf('Funnel: from presence to catch'));
-    expect(section).toMatch(/data-robots-family="GPTBot" data-compliance="violating">.*3 disallowed requests.*<code>Disallow: \/trap\/<\/code>/);
+    expect(section).toMatch(
+      /data-robots-family="GPTBot" data-compliance="violating">.*3 disallowed requests.*<code>Disallow: \/trap\/<\/code>/,
+    );
     expect(section).toMatch(/data-robots-family="ClaudeBot" data-compliance="compliant"/);
     const row = html.slice(html.indexOf('<li data-family="GPTBot"'));
     expect(row.slice(0, row.indexOf('</li>'))).toMatch(/Disallow rules broken.*<code>\/trap\/one<\/code> × 2/);
@@ -63,10 +93,23 @@ describe('robots.txt judged per crawler, over HTTP', () => {
       { method: 'GET', path: '/members/list', host: 'blog.example', userAgent: CLAUDE, status: 200 },
       { method: 'GET', path: '/members/list', host: 'nobody-told.example', userAgent: GPT, status: 200 },
     ];
-    const res = await fetch(`${server.url}/api/telemetry/ingest`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ lines }) });
+    const res = await fetch(`${server.url}/api/telemetry/ingest`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ lines }),
+    });
     expect(res.status).toBeLessThan(300);
     const r = await robotsOf('GPTBot');
-    expect(r.rules).toContainEqual({ host: 'blog.example', version: robotsVersion(BLOG), line: 2, rule: 'Disallow: /members/', agent: 'gptbot', requests: 1, afterFetch: 0, paths: [{ path: '/members/list', requests: 1 }] });
+    expect(r.rules).toContainEqual({
+      host: 'blog.example',
+      version: robotsVersion(BLOG),
+      line: 2,
+      rule: 'Disallow: /members/',
+      agent: 'gptbot',
+      requests: 1,
+      afterFetch: 0,
+      paths: [{ path: '/members/list', requests: 1 }],
+    });
     // ClaudeBot falls to `*`, which allows all; the unknown host is not judged.
     expect((await robotsOf('ClaudeBot')).violations).toBe(0);
     expect(r.judged).toBe(6);
@@ -77,7 +120,15 @@ describe('ROBOTS_TXT_DIR', () => {
   it('refuses to start with one line naming the folder when it cannot be read', async () => {
     const missing = join(tmpdir(), `no-robots-${process.pid}-${Date.now()}`);
     const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-      env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DIST_DIR: TEST_DIST, DATA_DIR: mkdtempSync(join(tmpdir(), 'robots-data-')), LOG_LEVEL: 'info', ROBOTS_TXT_DIR: missing },
+      env: {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DIST_DIR: TEST_DIST,
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'robots-data-')),
+        LOG_LEVEL: 'info',
+        ROBOTS_TXT_DIR: missing,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let text = '';
@@ -88,7 +139,10 @@ describe('ROBOTS_TXT_DIR', () => {
     clearTimeout(timer);
     expect(code).toBe(1);
     const lines = text.split('\n').filter(Boolean);
-    expect(lines.some((l) => l.includes(`ROBOTS_TXT_DIR: cannot read ${missing}`)), text).toBe(true);
+    expect(
+      lines.some((l) => l.includes(`ROBOTS_TXT_DIR: cannot read ${missing}`)),
+      text,
+    ).toBe(true);
     expect(text).not.toMatch(/\n\s+at /);
   });
 });

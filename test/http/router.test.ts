@@ -30,7 +30,12 @@ describe('createRouter', () => {
 
   it('leaves unknown paths to the caller and refuses two handlers for one method and path', () => {
     expect(router.match('GET', '/api/nothing')).toBeUndefined();
-    expect(() => createRouter([{ method: 'GET', path: '/a', handler: 1 }, { method: 'GET', path: '/a', handler: 2 }])).toThrow(/two handlers/);
+    expect(() =>
+      createRouter([
+        { method: 'GET', path: '/a', handler: 1 },
+        { method: 'GET', path: '/a', handler: 2 },
+      ]),
+    ).toThrow(/two handlers/);
   });
 });
 
@@ -44,9 +49,21 @@ describe('the gateway asks the router before it reads a body', () => {
   });
 
   it('answers a PUT with a body it would refuse (wrong media type) 405 with Allow, not 415', async () => {
-    const res = await fetch(`${server.url}/api/citizens`, { method: 'PUT', headers: { 'Content-Type': 'text/plain' }, body: 'not json at all' });
-    expect([res.status, res.headers.get('allow'), (await res.json()).code]).toEqual([405, 'GET, HEAD', 'METHOD_NOT_ALLOWED']);
-    const post = await fetch(`${server.url}/api/omip/receipts/sha256:${'0'.repeat(64)}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${server.url}/api/citizens`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'text/plain' },
+      body: 'not json at all',
+    });
+    expect([res.status, res.headers.get('allow'), (await res.json()).code]).toEqual([
+      405,
+      'GET, HEAD',
+      'METHOD_NOT_ALLOWED',
+    ]);
+    const post = await fetch(`${server.url}/api/omip/receipts/sha256:${'0'.repeat(64)}`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{}',
+    });
     expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
   });
 });

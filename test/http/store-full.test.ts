@@ -3,12 +3,19 @@ import { startServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const oath = (url: string, name: string) =>
-  fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, purpose: 'fill the store' }) });
+  fetch(`${url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, purpose: 'fill the store' }),
+  });
 /** How many citizens the list pages give. */
 async function listed(url: string): Promise<number> {
   let n = 0;
-  for (let cursor = ''; ; ) {
-    const page = (await (await fetch(`${url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json()) as { citizens: unknown[]; nextCursor: string | null };
+  for (let cursor = ''; ;) {
+    const page = (await (await fetch(`${url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json()) as {
+      citizens: unknown[];
+      nextCursor: string | null;
+    };
     n += page.citizens.length;
     if (!page.nextCursor) return n;
     cursor = page.nextCursor;
@@ -35,7 +42,11 @@ describe('the embedded store at its ceiling (EMBEDDED_MAX_BYTES)', () => {
     expect(accepted).toBeGreaterThan(20);
     expect(refused!.status).toBe(503);
     expect(refused!.headers.get('content-type')).toBe('application/problem+json');
-    const problem = (await fetch(`${server.url}/api/intelligence/message`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'late', message: 'hello' }) }).then((r) => {
+    const problem = (await fetch(`${server.url}/api/intelligence/message`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'late', message: 'hello' }),
+    }).then((r) => {
       expect(r.status).toBe(503);
       return r.json();
     })) as { code: string; detail: string; status: number };
@@ -45,7 +56,10 @@ describe('the embedded store at its ceiling (EMBEDDED_MAX_BYTES)', () => {
     // Reads go on; readiness stays (reads are served) and says the store is full.
     expect(await listed(server.url)).toBe(accepted);
     // /readyz runs its checks at most once a second: the 'ok' it gave at the start may still be served.
-    const full = await waitFor(() => ceiling(server.url), { until: (r) => r.check !== 'ok', what: '/readyz past its cached answer' });
+    const full = await waitFor(() => ceiling(server.url), {
+      until: (r) => r.check !== 'ok',
+      what: '/readyz past its cached answer',
+    });
     expect(full.status).toBe(200);
     expect(full.check).toMatch(/^full: .*STORE_FULL.*PostgreSQL/);
     await server.waitForLog((l) => l.includes('store near its ceiling'));
@@ -60,7 +74,11 @@ describe('the embedded store at its ceiling (EMBEDDED_MAX_BYTES)', () => {
     await again.stop();
 
     // Just under a ceiling: writes go in, and /readyz warns while staying ready.
-    const near = await startServer({ ...env, DATA_DIR: server.dataDir, EMBEDDED_MAX_BYTES: String(Math.floor(bytes / 0.95)) });
+    const near = await startServer({
+      ...env,
+      DATA_DIR: server.dataDir,
+      EMBEDDED_MAX_BYTES: String(Math.floor(bytes / 0.95)),
+    });
     const warning = await ceiling(near.url);
     expect(warning.status).toBe(200);
     expect(warning.check).toMatch(/^warning: 9\d% of EMBEDDED_MAX_BYTES.*PostgreSQL/);

@@ -5,7 +5,8 @@ import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
-const CLAUDE_USER = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
+const CLAUDE_USER =
+  'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
 const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 
@@ -17,16 +18,23 @@ afterAll(async () => {
   await server.stop();
 });
 
-const as = (ua: string, path: string, init: RequestInit = {}) => fetch(server.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': ua } }).then(async (r) => (await r.arrayBuffer(), r.status));
-const json = async (path: string) => (await (await fetch(server.url + path, { headers: { 'User-Agent': FIREFOX } })).json()) as Record<string, any>;
-const family = async (name: string) => ((await json('/bot-traffic.json')).families as any[]).find((f) => f.family === name);
+const as = (ua: string, path: string, init: RequestInit = {}) =>
+  fetch(server.url + path, { ...init, headers: { ...(init.headers as object), 'User-Agent': ua } }).then(
+    async (r) => (await r.arrayBuffer(), r.status),
+  );
+const json = async (path: string) =>
+  (await (await fetch(server.url + path, { headers: { 'User-Agent': FIREFOX } })).json()) as Record<string, any>;
+const family = async (name: string) =>
+  ((await json('/bot-traffic.json')).families as any[]).find((f) => f.family === name);
 
 describe('live reads', () => {
   const raw = (path: string, acceptEncoding: string) =>
     new Promise<{ headers: import('node:http').IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
       get(server.url + path, { headers: { 'Accept-Encoding': acceptEncoding } }, (res) => {
         const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c)).on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
+        res
+          .on('data', (c: Buffer) => chunks.push(c))
+          .on('end', () => resolve({ headers: res.headers, body: Buffer.concat(chunks) }));
       }).on('error', reject);
     });
 
@@ -56,7 +64,12 @@ describe('counting', () => {
     const f = await family('GPTBot');
     expect(f.requests).toBe(4);
     expect(f.statusCounts).toEqual({ '2xx': 2, '4xx': 2 });
-    expect(f.topPaths.map((p: any) => p.path).sort()).toEqual(['/api/citizens', '/api/convert', '/api/no-such-route', '/no-such-page']);
+    expect(f.topPaths.map((p: any) => p.path).sort()).toEqual([
+      '/api/citizens',
+      '/api/convert',
+      '/api/no-such-route',
+      '/no-such-page',
+    ]);
     expect(f.topPaths.every((p: any) => p.requests === 1)).toBe(true);
   });
 
@@ -76,7 +89,10 @@ describe('counting', () => {
     expect(after.bait_hits - before.bait_hits).toBe(2);
     const wall = await json('/bot-wall.json');
     expect(wall.species.find((s: any) => s.species === 'GPTBot').robots.disallowed_hits).toBe(1);
-    expect(wall.species.find((s: any) => s.species === 'browser in a bait path')).toMatchObject({ intelligence_class: 'Cosplay', bait_hits: 1 });
+    expect(wall.species.find((s: any) => s.species === 'browser in a bait path')).toMatchObject({
+      intelligence_class: 'Cosplay',
+      bait_hits: 1,
+    });
   });
 
   it('records robots.txt fetches per family', async () => {
@@ -89,7 +105,10 @@ describe('counting', () => {
     await as(GOOGLE, '/api/convert');
     await as(GOOGLE, '/llms.txt');
     // The reverse DNS check runs in the background (bounded to 2 s): wait for its answer.
-    const f = await waitFor(() => family('Googlebot'), { until: (row) => row.verification.failed + row.verification.verified >= 2, what: 'two settled Googlebot verifications' });
+    const f = await waitFor(() => family('Googlebot'), {
+      until: (row) => row.verification.failed + row.verification.verified >= 2,
+      what: 'two settled Googlebot verifications',
+    });
     expect(f.requests).toBe(2);
     expect(f.verification).toMatchObject({ method: 'ip-ranges', verified: 0 });
     expect(f.verification.failed).toBeGreaterThanOrEqual(1);
@@ -99,7 +118,12 @@ describe('counting', () => {
 
   it('counts a claim of a family no operator lets anyone check as unverifiable, and a robots.txt-only token as spoofed', async () => {
     await as('Mozilla/5.0 (compatible; Kimi-User/1.0)', '/llms.txt');
-    expect((await family('Kimi-User')).verification).toEqual({ method: 'none', verified: 0, failed: 0, unverifiable: 1 });
+    expect((await family('Kimi-User')).verification).toEqual({
+      method: 'none',
+      verified: 0,
+      failed: 0,
+      unverifiable: 1,
+    });
     await as('Mozilla/5.0 (compatible; Google-Extended/1.0)', '/api/convert');
     expect(await family('Google-Extended')).toMatchObject({ class: 'Cosplay', verification: { failed: 1 } });
   });
@@ -113,8 +137,20 @@ describe('counting', () => {
 
   it('makes a species crew when a request of that family takes the oath, and shows the funnel', async () => {
     await as(CLAUDE_USER, '/api/convert');
-    expect(await as(CLAUDE_USER, '/api/citizenship/oath', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"claude-user","purpose":"join"}' })).toBe(201);
-    expect(await as(CLAUDE_USER, '/api/intelligence/message', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"name":"claude-user-friend","message":"hello"}' })).toBe(201);
+    expect(
+      await as(CLAUDE_USER, '/api/citizenship/oath', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"name":"claude-user","purpose":"join"}',
+      }),
+    ).toBe(201);
+    expect(
+      await as(CLAUDE_USER, '/api/intelligence/message', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"name":"claude-user-friend","message":"hello"}',
+      }),
+    ).toBe(201);
     const s = (await json('/bot-wall.json')).species.find((x: any) => x.species === 'Claude-User');
     expect(s.crew_status).toBe('crew');
     expect(s.funnel).toEqual({ presence: 4, convert_reads: 1, oaths: 1, messages: 1 });
@@ -133,10 +169,24 @@ describe('documents (spec 2.9)', () => {
     const requests = t.families.map((f: any) => f.requests);
     expect(requests).toEqual([...requests].sort((a, b) => b - a));
     for (const f of t.families) {
-      expect(f).toMatchObject({ family: expect.any(String), requests: expect.any(Number), firstSeen: expect.any(String), lastSeen: expect.any(String), topPaths: expect.any(Array) });
-      expect(f).toMatchObject({ class: expect.any(String), robotsTxtFetches: expect.any(Number), disallowedHits: expect.any(Number), hourly: expect.any(Array), daily: expect.any(Array) });
+      expect(f).toMatchObject({
+        family: expect.any(String),
+        requests: expect.any(Number),
+        firstSeen: expect.any(String),
+        lastSeen: expect.any(String),
+        topPaths: expect.any(Array),
+      });
+      expect(f).toMatchObject({
+        class: expect.any(String),
+        robotsTxtFetches: expect.any(Number),
+        disallowedHits: expect.any(Number),
+        hourly: expect.any(Array),
+        daily: expect.any(Array),
+      });
       expect(['ip-ranges', 'reverse-dns', 'web-bot-auth', 'none']).toContain(f.verification.method);
-      expect(f.verification.verified + f.verification.failed + f.verification.unverifiable).toBeLessThanOrEqual(f.requests);
+      expect(f.verification.verified + f.verification.failed + f.verification.unverifiable).toBeLessThanOrEqual(
+        f.requests,
+      );
       expect(f.hourly.reduce((n: number, h: any) => n + h.requests, 0)).toBe(f.requests);
       expect(f.daily.reduce((n: number, d: any) => n + d.requests, 0)).toBe(f.requests);
       expect(f.firstSeen).not.toBe('');
@@ -169,7 +219,15 @@ describe('documents (spec 2.9)', () => {
       not_comparable_to: ['persistent_ledger', 'historical_campaign'],
     });
     expect('window_started_at' in w.telemetry).toBe(true);
-    for (const k of ['net_hits', 'fisher_hits', 'species_count', 'crew_count', 'observed_bot_requests', 'observed_bot_families']) expect(Number.isInteger(w.meters[k]), k).toBe(true);
+    for (const k of [
+      'net_hits',
+      'fisher_hits',
+      'species_count',
+      'crew_count',
+      'observed_bot_requests',
+      'observed_bot_families',
+    ])
+      expect(Number.isInteger(w.meters[k]), k).toBe(true);
     expect(Object.keys(w.meters.class_counts).sort()).toEqual(['Bot', 'Cosplay', 'Crawler', 'Eater', 'Intelligence']);
     expect(w.botTraffic.persistence).toBe('runtime-ledger');
     for (const s of w.species) {
@@ -182,8 +240,19 @@ describe('documents (spec 2.9)', () => {
       expect(s.invite_curl).toMatch(/^curl .*\/api\/citizenship\/oath/);
     }
     expect(Array.isArray(w.recent)).toBe(true);
-    expect(Object.keys(w.invite).sort()).toEqual(['agents', 'bot_traffic', 'bot_wall', 'feed', 'fields', 'machine_entry', 'oath', 'scoreboard']);
-    expect(Object.keys(w.definitions)).toEqual(expect.arrayContaining(['presence', 'catch', 'wall', 'observedBotRequest']));
+    expect(Object.keys(w.invite).sort()).toEqual([
+      'agents',
+      'bot_traffic',
+      'bot_wall',
+      'feed',
+      'fields',
+      'machine_entry',
+      'oath',
+      'scoreboard',
+    ]);
+    expect(Object.keys(w.definitions)).toEqual(
+      expect.arrayContaining(['presence', 'catch', 'wall', 'observedBotRequest']),
+    );
   });
 
   it('the invite_curl of a species works as it is', async () => {

@@ -11,7 +11,12 @@ import { startServer, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4: the agent publishes it too, and it must never verify.
-const RFC9421_KEY = { kty: 'OKP', crv: 'Ed25519', d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' };
+const RFC9421_KEY = {
+  kty: 'OKP',
+  crv: 'Ed25519',
+  d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU',
+  x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs',
+};
 // Signed agents often send a browser's User-Agent: the signature says who they are.
 const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36';
 const WELL_KNOWN = '/.well-known/http-message-signatures-directory';
@@ -23,9 +28,16 @@ interface Key {
 }
 
 async function keyOf(privateJwk?: JsonWebKey): Promise<Key> {
-  privateJwk ??= await crypto.subtle.exportKey('jwk', ((await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair).privateKey);
+  privateJwk ??= await crypto.subtle.exportKey(
+    'jwk',
+    ((await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair).privateKey,
+  );
   const publicJwk = { kty: 'OKP', crv: 'Ed25519', x: privateJwk.x! };
-  return { privateJwk, publicJwk, keyid: await jwkToKeyID(publicJwk, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE) };
+  return {
+    privateJwk,
+    publicJwk,
+    keyid: await jwkToKeyID(publicJwk, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE),
+  };
 }
 
 let directory: Server;
@@ -41,10 +53,16 @@ beforeAll(async () => {
   directory = createServer((req, res) => {
     directoryHits.push(req.url!);
     if (req.url === WELL_KNOWN) {
-      res.writeHead(200, { 'Content-Type': 'application/http-message-signatures-directory+json', 'Cache-Control': 'max-age=3600' });
+      res.writeHead(200, {
+        'Content-Type': 'application/http-message-signatures-directory+json',
+        'Cache-Control': 'max-age=3600',
+      });
       return void res.end(JSON.stringify({ keys: [{ ...key.publicJwk, kid: key.keyid }, testKey.publicJwk] }));
     }
-    if (req.url === '/keys.json') return void res.writeHead(200, { 'Content-Type': 'application/jwk-set+json' }).end(JSON.stringify({ keys: [jwksKey.publicJwk] }));
+    if (req.url === '/keys.json')
+      return void res
+        .writeHead(200, { 'Content-Type': 'application/jwk-set+json' })
+        .end(JSON.stringify({ keys: [jwksKey.publicJwk] }));
     res.writeHead(503).end();
   });
   await new Promise<void>((resolve) => directory.listen(0, '127.0.0.1', resolve));
@@ -54,7 +72,13 @@ beforeAll(async () => {
   const content = mkdtempSync(join(tmpdir(), 'agentnode-content-'));
   cpSync('content', content, { recursive: true });
   const families = join(content, 'bot-families.yaml');
-  writeFileSync(families, readFileSync(families, 'utf8').replace("signature_agents: ['https://chatgpt.com']", `signature_agents: ['${agent}']`));
+  writeFileSync(
+    families,
+    readFileSync(families, 'utf8').replace(
+      "signature_agents: ['https://chatgpt.com']",
+      `signature_agents: ['${agent}']`,
+    ),
+  );
   // Directories on loopback are reachable only because this test says so.
   server = await startServer({ CONTENT_DIR: content, WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true' });
 });
@@ -76,9 +100,18 @@ async function signedGet(path: string, signer: Key, signatureAgent = `sig1="${ag
   const privateKey = await crypto.subtle.importKey('jwk', signer.privateJwk, { name: 'Ed25519' }, false, ['sign']);
   const sig = await createSignature(
     { kind: 'request', method: 'GET', targetUri: url, fields: [{ name: 'signature-agent', value: signatureAgent }] },
-    { label: 'sig1', components: ['@authority', component('signature-agent', { key: 'sig1' })], parameters: { created, expires: created + 60, keyid: signer.keyid, tag: 'web-bot-auth' }, signer: webcrypto.signer(privateKey) },
+    {
+      label: 'sig1',
+      components: ['@authority', component('signature-agent', { key: 'sig1' })],
+      parameters: { created, expires: created + 60, keyid: signer.keyid, tag: 'web-bot-auth' },
+      signer: webcrypto.signer(privateKey),
+    },
   );
-  return send(url, { 'Signature-Agent': signatureAgent, Signature: sig.signature, 'Signature-Input': sig.signatureInput });
+  return send(url, {
+    'Signature-Agent': signatureAgent,
+    Signature: sig.signature,
+    'Signature-Input': sig.signatureInput,
+  });
 }
 
 /** A GET signed the earlier drafts' way, by the `web-bot-auth` package: Signature-Agent a bare string. */
@@ -86,8 +119,16 @@ async function legacySignedGet(path: string, signer: Key): Promise<number> {
   const url = server.url + path;
   const now = new Date();
   const signatureAgent = `"${agent}"`;
-  const sig = await signatureHeaders({ method: 'GET', url, headers: { 'signature-agent': signatureAgent } }, await signerFromJWK(signer.privateJwk), { created: now, expires: new Date(now.getTime() + 60_000) });
-  return send(url, { 'Signature-Agent': signatureAgent, Signature: sig.Signature, 'Signature-Input': sig['Signature-Input'] });
+  const sig = await signatureHeaders(
+    { method: 'GET', url, headers: { 'signature-agent': signatureAgent } },
+    await signerFromJWK(signer.privateJwk),
+    { created: now, expires: new Date(now.getTime() + 60_000) },
+  );
+  return send(url, {
+    'Signature-Agent': signatureAgent,
+    Signature: sig.Signature,
+    'Signature-Input': sig['Signature-Input'],
+  });
 }
 
 interface Verification {
@@ -101,15 +142,22 @@ interface Verification {
 function verificationAt(settled: number): Promise<Verification> {
   return waitFor(
     async () => {
-      const traffic = (await (await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })).json()) as { families: { family: string; verification: Verification }[] };
+      const traffic = (await (
+        await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })
+      ).json()) as { families: { family: string; verification: Verification }[] };
       return traffic.families.find((f) => f.family === 'ChatGPT-User')?.verification;
     },
-    { until: (v) => v !== undefined && v.verified + v.failed + v.unverifiable >= settled, what: `ChatGPT-User with ${settled} settled verifications` },
+    {
+      until: (v) => v !== undefined && v.verified + v.failed + v.unverifiable >= settled,
+      what: `ChatGPT-User with ${settled} settled verifications`,
+    },
   ) as Promise<Verification>;
 }
 
 async function species(name: string): Promise<any> {
-  const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as { species: any[] };
+  const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as {
+    species: any[];
+  };
   return wall.species.find((s) => s.species === name);
 }
 
@@ -150,7 +198,9 @@ describe('Web Bot Auth over HTTP', () => {
     const before = directoryHits.length;
     expect(await signedGet('/api/convert', key, 'sig1="http://127.0.0.1:9/"')).toBe(200);
     expect(directoryHits.length).toBe(before);
-    const traffic = (await (await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })).json()) as { families: { family: string; requests: number }[] };
+    const traffic = (await (
+      await fetch(`${server.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })
+    ).json()) as { families: { family: string; requests: number }[] };
     expect(traffic.families.find((f) => f.family === 'ChatGPT-User')?.requests).toBe(10);
   });
 });

@@ -23,26 +23,73 @@ describe('durations', () => {
     expect(parseDuration(value, unit)).toBe(seconds);
   });
 
-  it.each([undefined, null, 0, -3, '0', '-3', 'abc', '3:75', 'PT', 'P', 'PT3X', '', NaN, Infinity, 86401, 'P2D', true, {}])('%s is invalid', (value) => {
+  it.each([
+    undefined,
+    null,
+    0,
+    -3,
+    '0',
+    '-3',
+    'abc',
+    '3:75',
+    'PT',
+    'P',
+    'PT3X',
+    '',
+    NaN,
+    Infinity,
+    86401,
+    'P2D',
+    true,
+    {},
+  ])('%s is invalid', (value) => {
     expect(parseDuration(value)).toBeNull();
   });
 });
 
 describe('aliases', () => {
   it('reads DDEX ERN names', () => {
-    const m = normalise({ DisplayTitleText: 'T', DisplayArtistName: 'A', ISRC: 'qzaaa2600012', Duration: 'PT3M25S', PLine: '(P) 2026 Label', Genre: 'Ambient' });
-    expect(m).toMatchObject({ title: 'T', artist: 'A', isrc: 'qzaaa2600012', label: '(P) 2026 Label', genre: 'Ambient', duration: { value: 'PT3M25S', unit: 's' } });
+    const m = normalise({
+      DisplayTitleText: 'T',
+      DisplayArtistName: 'A',
+      ISRC: 'qzaaa2600012',
+      Duration: 'PT3M25S',
+      PLine: '(P) 2026 Label',
+      Genre: 'Ambient',
+    });
+    expect(m).toMatchObject({
+      title: 'T',
+      artist: 'A',
+      isrc: 'qzaaa2600012',
+      label: '(P) 2026 Label',
+      genre: 'Ambient',
+      duration: { value: 'PT3M25S', unit: 's' },
+    });
   });
   it('reads ID3 frames, TLEN in milliseconds', () => {
-    expect(normalise({ TIT2: 'T', TPE1: 'A', TLEN: '205000', TSRC: 'X' })).toMatchObject({ title: 'T', artist: 'A', isrc: 'X', duration: { unit: 'ms' } });
+    expect(normalise({ TIT2: 'T', TPE1: 'A', TLEN: '205000', TSRC: 'X' })).toMatchObject({
+      title: 'T',
+      artist: 'A',
+      isrc: 'X',
+      duration: { unit: 'ms' },
+    });
     expect(run({ TIT2: 'T', TLEN: 205000 }).stem.durationSeconds).toBe(205);
   });
   it('reads plain names case-insensitively', () => {
-    expect(normalise({ Title: 'T', ARTIST: 'A', album: 'B', label: 'L', genre: 'G', duration: '3:25' })).toMatchObject({ title: 'T', artist: 'A', album: 'B', label: 'L', genre: 'G' });
+    expect(normalise({ Title: 'T', ARTIST: 'A', album: 'B', label: 'L', genre: 'G', duration: '3:25' })).toMatchObject({
+      title: 'T',
+      artist: 'A',
+      album: 'B',
+      label: 'L',
+      genre: 'G',
+    });
   });
-  it.each([{ drm: true }, { protection: 'FairPlay' }, { drmProtected: 1 }, { codec: 'DRM' }, { DRM: 'yes' }])('flags DRM from %o', (flag) => {
-    expect(normalise({ title: 'T', duration: 1, ...flag }).drm).toBe(true);
-  });
+  it.each([{ drm: true }, { protection: 'FairPlay' }, { drmProtected: 1 }, { codec: 'DRM' }, { DRM: 'yes' }])(
+    'flags DRM from %o',
+    (flag) => {
+      expect(normalise({ title: 'T', duration: 1, ...flag }).drm).toBe(true);
+    },
+  );
   it.each([{ drm: false }, { protection: 'none' }, { drm: 0 }, { drm: '' }])('does not flag %o', (flag) => {
     expect(normalise({ title: 'T', duration: 1, ...flag }).drm).toBe(false);
   });
@@ -51,7 +98,10 @@ describe('aliases', () => {
 describe('SCRUB, MAP, SEAL', () => {
   it('drops every commercial ranking and says which', () => {
     const r = run({ title: 'T', duration: 200, chartPosition: 1, peakPosition: 3, weeksOnChart: 9, popularity: 88 });
-    expect(r.pipeline[0]).toEqual({ stage: 'SCRUB', dropped: ['chartPosition', 'peakPosition', 'popularity', 'weeksOnChart'] });
+    expect(r.pipeline[0]).toEqual({
+      stage: 'SCRUB',
+      dropped: ['chartPosition', 'peakPosition', 'popularity', 'weeksOnChart'],
+    });
     expect(JSON.stringify(r.stem)).not.toMatch(/chart|peak|popularity|weeks/i);
   });
   it('keeps stream and play counts only as legacyNoise', () => {

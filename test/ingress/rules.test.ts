@@ -22,21 +22,34 @@ function noise(length: number, seed = 0x9e3779b9): Uint8Array {
   }
   return out;
 }
-const problemOf = async (work: Promise<unknown>) => (await work.then(() => null, (e: unknown) => e)) as { name: string; code: string; message: string } | null;
+const problemOf = async (work: Promise<unknown>) =>
+  (await work.then(
+    () => null,
+    (e: unknown) => e,
+  )) as { name: string; code: string; message: string } | null;
 
 describe('mergeEvidence: metadata may add a DRM flag, never clear one', () => {
-  const locked = { title: 'From the file', duration: 205, drm: "the file's audio track is encrypted (<enca> sample entry)" };
-  it.each([{ drm: false }, { drm: 'no' }, { drm: 0 }, { DRM: 'none', protection: false }])('the file stays DRM-locked whatever the caller says: %o', (caller) => {
-    const merged = mergeEvidence(locked, { title: 'Named beside', ...caller });
-    expect(normalise(merged).drm).toBe(true);
-    expect(merged.title).toBe('Named beside');
-  });
+  const locked = {
+    title: 'From the file',
+    duration: 205,
+    drm: "the file's audio track is encrypted (<enca> sample entry)",
+  };
+  it.each([{ drm: false }, { drm: 'no' }, { drm: 0 }, { DRM: 'none', protection: false }])(
+    'the file stays DRM-locked whatever the caller says: %o',
+    (caller) => {
+      const merged = mergeEvidence(locked, { title: 'Named beside', ...caller });
+      expect(normalise(merged).drm).toBe(true);
+      expect(merged.title).toBe('Named beside');
+    },
+  );
   it('the caller may add a flag the file does not carry, and fills in tags', () => {
     expect(normalise(mergeEvidence({ title: 'T', duration: 3 }, { protection: 'FairPlay' })).drm).toBe(true);
     expect(mergeEvidence({ title: 'T', duration: 3 }, { title: 'U' })).toEqual({ title: 'U', duration: 3 });
   });
   it('the rejection names the evidence', () => {
-    expect(() => runPipeline(normalise(mergeEvidence(locked, { drm: false })))).toThrow(/DRM-locked content is rejected \(drm: "the file's audio track is encrypted \(<enca> sample entry\)"\)/);
+    expect(() => runPipeline(normalise(mergeEvidence(locked, { drm: false })))).toThrow(
+      /DRM-locked content is rejected \(drm: "the file's audio track is encrypted \(<enca> sample entry\)"\)/,
+    );
   });
 });
 
@@ -45,7 +58,10 @@ describe('a body no parser recognises as audio is 415 NOT_AUDIO', () => {
     for (const seed of [1, 2, 3, 0x9e3779b9]) {
       const bytes = noise(20 * 1024, seed);
       expect(audioContainerOf(bytes), `seed ${seed}`).toBeNull();
-      expect(await problemOf(readAudioFile(bytes, 'audio/mpeg'))).toMatchObject({ name: 'DomainError', code: 'NOT_AUDIO' });
+      expect(await problemOf(readAudioFile(bytes, 'audio/mpeg'))).toMatchObject({
+        name: 'DomainError',
+        code: 'NOT_AUDIO',
+      });
     }
   });
   it('recognises the containers the tests build, and a raw MPEG stream only when its frames chain', () => {
@@ -86,13 +102,24 @@ describe('MAP reads what it can and reports the rest', () => {
   ])('%o is %d', (value, count) => {
     expect(readCount(value)).toEqual({ count });
   });
-  it.each(['1,23', '1.234', '1,234.5', 'lots', '-5', '1,234 567', true, null, 1.5, -3])('%o is reported, not counted', (value) => {
-    expect(readCount(value)).toEqual({ problem: expect.any(String) });
-  });
+  it.each(['1,23', '1.234', '1,234.5', 'lots', '-5', '1,234 567', true, null, 1.5, -3])(
+    '%o is reported, not counted',
+    (value) => {
+      expect(readCount(value)).toEqual({ problem: expect.any(String) });
+    },
+  );
   it('lists counted fields in from and the others in unreadable', () => {
     const mapped = map(normalise({ title: 'T', duration: 1, streams: '1,234', plays: 'lots', spins: 6 }));
-    expect(mapped).toMatchObject({ legacyNoise: { streams: 1240 }, from: ['spins', 'streams'], unreadable: [{ field: 'plays', value: 'lots', problem: expect.stringContaining('not a whole number') }] });
-    expect(map(normalise({ streams: 'lots' }))).toMatchObject({ legacyNoise: {}, from: [], unreadable: [{ field: 'streams' }] });
+    expect(mapped).toMatchObject({
+      legacyNoise: { streams: 1240 },
+      from: ['spins', 'streams'],
+      unreadable: [{ field: 'plays', value: 'lots', problem: expect.stringContaining('not a whole number') }],
+    });
+    expect(map(normalise({ streams: 'lots' }))).toMatchObject({
+      legacyNoise: {},
+      from: [],
+      unreadable: [{ field: 'streams' }],
+    });
   });
 });
 

@@ -8,10 +8,30 @@ const alike = (a: string, b: string) => sameKeys(nameKeys(a), nameKeys(b));
 
 describe('characters a name may not hold (Unicode properties)', () => {
   it.each([
-    ['\u00AD', 'format'], ['\u034F', 'default-ignorable'], ['\u2061', 'format'], ['\u2062', 'format'], ['\u2064', 'format'], ['\u180E', 'format'],
-    ['\u3164', 'default-ignorable'], ['\uFFA0', 'default-ignorable'], ['\u115F', 'default-ignorable'], ['\u17B4', 'default-ignorable'], ['\u206A', 'format'],
-    ['\uFE0F', 'variation selector'], ['\u{E0061}', 'tag'], ['\u{1D173}', 'format'], ['\u202E', 'bidirectional'], ['\u200B', 'zero-width'], ['\uFEFF', 'byte order mark'],
-    ['\u0007', 'control'], ['\u0085', 'control'], ['\t', 'control'], ['\uE000', 'private-use'], ['\u{F0000}', 'private-use'], ['\u0378', 'unassigned'], ['\uD800', 'surrogate'],
+    ['\u00AD', 'format'],
+    ['\u034F', 'default-ignorable'],
+    ['\u2061', 'format'],
+    ['\u2062', 'format'],
+    ['\u2064', 'format'],
+    ['\u180E', 'format'],
+    ['\u3164', 'default-ignorable'],
+    ['\uFFA0', 'default-ignorable'],
+    ['\u115F', 'default-ignorable'],
+    ['\u17B4', 'default-ignorable'],
+    ['\u206A', 'format'],
+    ['\uFE0F', 'variation selector'],
+    ['\u{E0061}', 'tag'],
+    ['\u{1D173}', 'format'],
+    ['\u202E', 'bidirectional'],
+    ['\u200B', 'zero-width'],
+    ['\uFEFF', 'byte order mark'],
+    ['\u0007', 'control'],
+    ['\u0085', 'control'],
+    ['\t', 'control'],
+    ['\uE000', 'private-use'],
+    ['\u{F0000}', 'private-use'],
+    ['\u0378', 'unassigned'],
+    ['\uD800', 'surrogate'],
   ])('refuses %j as %s, naming its code point', (c, kind) => {
     const found = refusedInName(`ab${c}cd`);
     expect(found?.codePoint).toBe(`U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
@@ -19,7 +39,8 @@ describe('characters a name may not hold (Unicode properties)', () => {
   });
 
   it('welcomes letters, marks, digits, punctuation, spaces and emoji of every script', () => {
-    for (const name of ['agent-42', 'José', 'Ren\u0065\u0301', 'Иван', 'مرحبا 🤖', '東京', 'नमस्ते', 'a.b_c (d)']) expect(refusedInName(name), name).toBeNull();
+    for (const name of ['agent-42', 'José', 'Ren\u0065\u0301', 'Иван', 'مرحبا 🤖', '東京', 'नमस्ते', 'a.b_c (d)'])
+      expect(refusedInName(name), name).toBeNull();
   });
 
   it('lets long texts hold tabs, line breaks and an emoji drawn as emoji, but nothing else invisible', () => {
@@ -44,16 +65,28 @@ describe('how a name is put together', () => {
   });
 
   it.each([
-    ['Latin', 'example-agent'], ['Cyrillic', 'Иван Петров'], ['Greek', 'Σωκράτης'], ['Cherokee alone', 'ᏣᎳᎩ'], ['Latin + Han + kana', 'Agent 東京エージェント'],
-    ['Latin + Hangul + Han', 'Agent 한국 韓國'], ['Latin + Han + Bopomofo', 'Agent ㄅㄆ 中'], ['Latin + Arabic', 'bot مرحبا'], ['Latin + Devanagari', 'agent नमस्ते'],
-    ['Japanese prolonged sound mark (Hiragana or Katakana)', 'ラーメン'], ['digits and emoji', '42 🤖'],
+    ['Latin', 'example-agent'],
+    ['Cyrillic', 'Иван Петров'],
+    ['Greek', 'Σωκράτης'],
+    ['Cherokee alone', 'ᏣᎳᎩ'],
+    ['Latin + Han + kana', 'Agent 東京エージェント'],
+    ['Latin + Hangul + Han', 'Agent 한국 韓國'],
+    ['Latin + Han + Bopomofo', 'Agent ㄅㄆ 中'],
+    ['Latin + Arabic', 'bot مرحبا'],
+    ['Latin + Devanagari', 'agent नमस्ते'],
+    ['Japanese prolonged sound mark (Hiragana or Katakana)', 'ラーメン'],
+    ['digits and emoji', '42 🤖'],
   ])('allows %s', (_label, name) => {
     expect(nameProblem(name)).toBeNull();
   });
 
   it.each([
-    ['Latin + Cyrillic', 'w\u0430ll', 'U+0430'], ['Latin + Greek', 'agent-\u03B1', 'U+03B1'], ['Cyrillic + Greek', '\u0438\u03B1', 'U+03B1'],
-    ['Arabic + Hebrew', 'مرحبا שלום', 'U+05E9'], ['Latin + Cherokee', 'Ꮃall', 'U+0061'], ['Latin + Arabic + Devanagari', 'a مرحبا न', 'U+0928'],
+    ['Latin + Cyrillic', 'w\u0430ll', 'U+0430'],
+    ['Latin + Greek', 'agent-\u03B1', 'U+03B1'],
+    ['Cyrillic + Greek', '\u0438\u03B1', 'U+03B1'],
+    ['Arabic + Hebrew', 'مرحبا שלום', 'U+05E9'],
+    ['Latin + Cherokee', 'Ꮃall', 'U+0061'],
+    ['Latin + Arabic + Devanagari', 'a مرحبا न', 'U+0928'],
   ])('refuses %s, naming the first letter that mixes', (_label, name, code) => {
     expect(nameProblem(name)).toContain(code);
     expect(mixedScript(name)?.with.length).toBeGreaterThan(0);
@@ -78,7 +111,14 @@ describe('name keys: UTS #39 skeletons of the case-folded NFKC form', () => {
   });
 
   it('keeps different names apart', () => {
-    for (const [a, b] of [['night-owl', 'night-owls'], ['agent-1', 'agent-2'], ['José', 'Josè'], ['東京', '京都'], ['my-agent', 'my agent']] as const) expect(alike(a, b), `${a} ${b}`).toBe(false);
+    for (const [a, b] of [
+      ['night-owl', 'night-owls'],
+      ['agent-1', 'agent-2'],
+      ['José', 'Josè'],
+      ['東京', '京都'],
+      ['my-agent', 'my agent'],
+    ] as const)
+      expect(alike(a, b), `${a} ${b}`).toBe(false);
   });
 
   it('keys names stored before the rule too: invisible characters do not hide a twin', () => {
@@ -87,7 +127,8 @@ describe('name keys: UTS #39 skeletons of the case-folded NFKC form', () => {
   });
 
   it('knows the wall and its look-alikes', () => {
-    for (const name of ['wall', 'WALL', 'Wall', '\uFF57\uFF41\uFF4C\uFF4C', 'wa11', 'WAII', 'wa\u217C\u217C']) expect(isWallName(name), name).toBe(true);
+    for (const name of ['wall', 'WALL', 'Wall', '\uFF57\uFF41\uFF4C\uFF4C', 'wa11', 'WAII', 'wa\u217C\u217C'])
+      expect(isWallName(name), name).toBe(true);
     for (const name of ['walls', 'wail', 'mall']) expect(isWallName(name), name).toBe(false);
   });
 

@@ -4,21 +4,31 @@ import { canonicalJson, fingerprintOf } from '../../api/omip/canonical.ts';
 // RFC 8785 appendix and section 3.2 examples.
 describe('RFC 8785 canonical JSON', () => {
   it('serialises the RFC example: numbers, strings and literals', () => {
-    const input = JSON.parse('{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}');
-    expect(canonicalJson(input)).toBe('{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}');
+    const input = JSON.parse(
+      '{"numbers":[333333333.33333329,1E30,4.50,2e-3,0.000000000000000000000000001],"string":"\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/","literals":[null,true,false]}',
+    );
+    expect(canonicalJson(input)).toBe(
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
   });
 
   it('sorts keys by UTF-16 code units', () => {
-    const input = JSON.parse('{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}');
+    const input = JSON.parse(
+      '{"\\u20ac":"Euro Sign","\\r":"Carriage Return","\\ufb33":"Hebrew Letter Dalet With Dagesh","1":"One","\\ud83d\\ude00":"Emoji: Grinning Face","\\u0080":"Control","\\u00f6":"Latin Small Letter O With Diaeresis"}',
+    );
     // Read the order off the text: JS objects put integer-like keys such as "1" first.
     const text = canonicalJson(input);
-    const order = ['Carriage Return', 'One', 'Control', 'Latin Small', 'Euro Sign', 'Emoji', 'Hebrew'].map((v) => text.indexOf(v));
+    const order = ['Carriage Return', 'One', 'Control', 'Latin Small', 'Euro Sign', 'Emoji', 'Hebrew'].map((v) =>
+      text.indexOf(v),
+    );
     expect(order).toEqual([...order].sort((a, b) => a - b));
     expect(text.startsWith('{"\\r":"Carriage Return","1":"One","\u0080":"Control"')).toBe(true);
   });
 
   it('formats numbers as ECMAScript does', () => {
-    expect(canonicalJson([1e21, -0, 0.000001, 1e-7, 9007199254740992, 5e-324])).toBe('[1e+21,0,0.000001,1e-7,9007199254740992,5e-324]');
+    expect(canonicalJson([1e21, -0, 0.000001, 1e-7, 9007199254740992, 5e-324])).toBe(
+      '[1e+21,0,0.000001,1e-7,9007199254740992,5e-324]',
+    );
   });
 
   it('refuses lone surrogates and non-finite numbers with a 422 problem', () => {

@@ -4,7 +4,15 @@ import { loadContent } from '../../api/content/load.ts';
 import { contract, STRATEGIES } from '../../api/omip/contraction.ts';
 import { allowlistOf, EVALUATORS, type Proposal } from '../../api/omip/predicates.ts';
 import { scoreProposal } from '../../api/omip/score.ts';
-import { boundVerdict, deltaOf, evaluatePredicates, pushWindow, verdictOf, windowDelta, severity } from '../../api/omip/verdict.ts';
+import {
+  boundVerdict,
+  deltaOf,
+  evaluatePredicates,
+  pushWindow,
+  verdictOf,
+  windowDelta,
+  severity,
+} from '../../api/omip/verdict.ts';
 import type { Constitution } from '../../api/schemas/constitution.ts';
 import { PlanStepSchema, type Plan } from '../../api/schemas/omip.ts';
 
@@ -13,10 +21,21 @@ beforeAll(async () => {
   constitution = (await loadContent('content')).constitution;
 });
 const drift = () => constitution.omip.drift;
-const ALL = ['identity_continuity', 'no_collapse_regime', 'simulation_layer_input_only', 'standing_over_chasing', 'tool_policy'];
+const ALL = [
+  'identity_continuity',
+  'no_collapse_regime',
+  'simulation_layer_input_only',
+  'standing_over_chasing',
+  'tool_policy',
+];
 const scores = (over: Record<string, number> = {}) => ({ ...Object.fromEntries(ALL.map((id) => [id, 1])), ...over });
 const step = (over: Record<string, unknown> = {}) => PlanStepSchema.parse({ action: 'act', ...over });
-const proposal = (over: Partial<Proposal> = {}): Proposal => ({ entity_id: 'sovereign-a', room: 'default', steps: [step()], ...over });
+const proposal = (over: Partial<Proposal> = {}): Proposal => ({
+  entity_id: 'sovereign-a',
+  room: 'default',
+  steps: [step()],
+  ...over,
+});
 
 describe('delta and the verdict table (spec 3.1, section 8)', () => {
   it('reads every bound from the constitution', () => {
@@ -62,7 +81,10 @@ describe('delta and the verdict table (spec 3.1, section 8)', () => {
   });
 
   it('delta is 1 minus the lowest ratio, and tau divides', () => {
-    const custom = { ...drift(), predicates: drift().predicates.map((p) => (p.id === 'tool_policy' ? { ...p, tau: 0.5 } : p)) };
+    const custom = {
+      ...drift(),
+      predicates: drift().predicates.map((p) => (p.id === 'tool_policy' ? { ...p, tau: 0.5 } : p)),
+    };
     const results = evaluatePredicates(custom, scores({ tool_policy: 0.25, no_collapse_regime: 0.9 }));
     expect(results.find((r) => r.id === 'tool_policy')!.ratio).toBe(0.5);
     expect(deltaOf(results)).toBe(0.5);
@@ -74,29 +96,54 @@ describe('predicate evaluators', () => {
   it('identity_continuity: registered entity and no external oracle as baseline', () => {
     expect(EVALUATORS.identity_continuity!(proposal(), ctx())).toBe(1);
     expect(EVALUATORS.identity_continuity!(proposal(), ctx(false))).toBe(0);
-    expect(EVALUATORS.identity_continuity!(proposal({ steps: [step(), step({ baseline: 'external_oracle' })] }), ctx())).toBe(0);
+    expect(
+      EVALUATORS.identity_continuity!(proposal({ steps: [step(), step({ baseline: 'external_oracle' })] }), ctx()),
+    ).toBe(0);
   });
   it('no_collapse_regime: no suppression under external pressure', () => {
-    expect(EVALUATORS.no_collapse_regime!(proposal({ steps: [step({ suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: false } })] }), ctx())).toBe(1);
-    expect(EVALUATORS.no_collapse_regime!(proposal({ steps: [step({ suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true } })] }), ctx())).toBe(0);
+    expect(
+      EVALUATORS.no_collapse_regime!(
+        proposal({
+          steps: [step({ suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: false } })],
+        }),
+        ctx(),
+      ),
+    ).toBe(1);
+    expect(
+      EVALUATORS.no_collapse_regime!(
+        proposal({
+          steps: [step({ suppresses: { component: 'soul', to_stabilise: 'scale', under_external_pressure: true } })],
+        }),
+        ctx(),
+      ),
+    ).toBe(0);
   });
   it('simulation_layer_input_only: share of legacy-consensus steps that use it as input', () => {
     const asInput = step({ inputs: ['legacy_consensus'] });
     const asBaseline = step({ baseline: 'legacy_consensus' });
     expect(EVALUATORS.simulation_layer_input_only!(proposal({ steps: [step()] }), ctx())).toBe(1);
-    expect(EVALUATORS.simulation_layer_input_only!(proposal({ steps: [asInput, asInput, asInput, asBaseline] }), ctx())).toBe(0.75);
+    expect(
+      EVALUATORS.simulation_layer_input_only!(proposal({ steps: [asInput, asInput, asInput, asBaseline] }), ctx()),
+    ).toBe(0.75);
     expect(EVALUATORS.simulation_layer_input_only!(proposal({ steps: [asBaseline] }), ctx())).toBe(0);
   });
   it('standing_over_chasing: share of honoured pairs among those the weights name', () => {
     expect(EVALUATORS.standing_over_chasing!(proposal(), ctx())).toBe(1);
-    expect(EVALUATORS.standing_over_chasing!(proposal({ weights: { meaning: 0.9, growth: 0.1, integrity: 0.2, efficiency: 0.8, soul: 1, scale: 0 } }), ctx())).toBeCloseTo(2 / 3, 12);
+    expect(
+      EVALUATORS.standing_over_chasing!(
+        proposal({ weights: { meaning: 0.9, growth: 0.1, integrity: 0.2, efficiency: 0.8, soul: 1, scale: 0 } }),
+        ctx(),
+      ),
+    ).toBeCloseTo(2 / 3, 12);
     expect(EVALUATORS.standing_over_chasing!(proposal({ weights: { growth: 1 } }), ctx())).toBe(0);
   });
   it('tool_policy: every tool in the room allowlist, narrowed by the agent allowlist', () => {
     expect(EVALUATORS.tool_policy!(proposal({ steps: [step({ tool: 'read_convert' })] }), ctx())).toBe(1);
     expect(EVALUATORS.tool_policy!(proposal({ steps: [step({ tool: 'delete_everything' })] }), ctx())).toBe(0);
     expect(EVALUATORS.tool_policy!(proposal({ room: 'studio', steps: [step({ tool: 'oath' })] }), ctx())).toBe(0);
-    expect(EVALUATORS.tool_policy!(proposal({ allowlist: ['score'], steps: [step({ tool: 'read_convert' })] }), ctx())).toBe(0);
+    expect(
+      EVALUATORS.tool_policy!(proposal({ allowlist: ['score'], steps: [step({ tool: 'read_convert' })] }), ctx()),
+    ).toBe(0);
     expect([...allowlistOf(proposal({ allowlist: ['score', 'not-in-room'] }), constitution)]).toEqual(['score']);
   });
 });
@@ -112,7 +159,12 @@ describe('the window of 8 reasoning steps', () => {
     expect(windowDelta(window)).toBe(0);
   });
   it('a plan of k steps takes k places', () => {
-    const answer = scoreProposal(constitution, { proposal: proposal({ steps: [step(), step(), step()] }), history: [0.5, 0, 0, 0, 0, 0], registered: true, input: {} });
+    const answer = scoreProposal(constitution, {
+      proposal: proposal({ steps: [step(), step(), step()] }),
+      history: [0.5, 0, 0, 0, 0, 0],
+      registered: true,
+      input: {},
+    });
     expect(answer.window.deltas).toEqual([0, 0, 0, 0, 0, 0, 0, 0]);
     expect(answer.delta_window).toBe(0);
   });
@@ -128,9 +180,19 @@ describe('contraction', () => {
     ],
   };
   it('tries the registered strategies in order, skipping those that cannot change the plan', () => {
-    const answer = scoreProposal(constitution, { proposal: proposal({ steps: chasing.steps }), plan: chasing, history: [], registered: true, input: chasing });
+    const answer = scoreProposal(constitution, {
+      proposal: proposal({ steps: chasing.steps }),
+      plan: chasing,
+      history: [],
+      registered: true,
+      input: chasing,
+    });
     expect(answer.verdict).toBe('CONTRACT');
-    expect(answer.contraction[0]).toMatchObject({ attempt: 1, strategy: 'drop_highest_drift_actions', verdict: 'PERSIST' });
+    expect(answer.contraction[0]).toMatchObject({
+      attempt: 1,
+      strategy: 'drop_highest_drift_actions',
+      verdict: 'PERSIST',
+    });
     expect(answer.proceed).toBe(true);
     expect(answer.recovered).toBe(true);
     expect(answer.contracted_plan!.steps.map((s) => s.action)).toEqual(['fine', 'one', 'two', 'three']);
@@ -139,10 +201,23 @@ describe('contraction', () => {
 
   it('uses at most max_attempts applicable attempts, then fails closed', () => {
     // Every strategy could apply to this plan; only two attempts are allowed.
-    const plan: Plan = { steps: [step({ action: 'fine' }), step({ action: 'meh', baseline: 'legacy_consensus' }), step({ action: 'chase', baseline: 'legacy_consensus' })] };
+    const plan: Plan = {
+      steps: [
+        step({ action: 'fine' }),
+        step({ action: 'meh', baseline: 'legacy_consensus' }),
+        step({ action: 'chase', baseline: 'legacy_consensus' }),
+      ],
+    };
     const stepDelta = (s: { action: string }) => ({ fine: 0, meh: 0.5, chase: 1 })[s.action] ?? 0;
     const lengths: number[] = [];
-    const run = contract(plan, drift().contraction.strategies, 2, stepDelta, (p) => lengths.push(p.steps.length), () => false);
+    const run = contract(
+      plan,
+      drift().contraction.strategies,
+      2,
+      stepDelta,
+      (p) => lengths.push(p.steps.length),
+      () => false,
+    );
     expect(run.plan).toBeNull();
     expect(run.log.map((l) => l.strategy)).toEqual(['drop_highest_drift_actions', 'replan_shorter']);
     expect(lengths).toEqual([2, 1]);
@@ -152,14 +227,33 @@ describe('contraction', () => {
     const onlyReanchor: Plan = { steps: [step({ baseline: 'legacy_consensus' })] };
     expect(STRATEGIES.drop_highest_drift_actions!(onlyReanchor, () => 1)).toBeNull();
     expect(STRATEGIES.replan_shorter!(onlyReanchor, () => 1)).toBeNull();
-    const run = contract(onlyReanchor, drift().contraction.strategies, 2, () => 1, () => 'scored', () => true);
+    const run = contract(
+      onlyReanchor,
+      drift().contraction.strategies,
+      2,
+      () => 1,
+      () => 'scored',
+      () => true,
+    );
     expect(run.log).toEqual([{ attempt: 1, strategy: 'reanchor_to_seeds', result: 'scored' }]);
   });
 
   it('stops at fail_closed and never contracts a state', () => {
-    const run = contract({ steps: [step()] }, ['fail_closed', 'reanchor_to_seeds'], 2, () => 1, () => 0, () => true);
+    const run = contract(
+      { steps: [step()] },
+      ['fail_closed', 'reanchor_to_seeds'],
+      2,
+      () => 1,
+      () => 0,
+      () => true,
+    );
     expect(run.log).toEqual([]);
-    const state = scoreProposal(constitution, { proposal: proposal({ steps: [], given: scores({ no_collapse_regime: 0.7 }) }), history: [], registered: true, input: {} });
+    const state = scoreProposal(constitution, {
+      proposal: proposal({ steps: [], given: scores({ no_collapse_regime: 0.7 }) }),
+      history: [],
+      registered: true,
+      input: {},
+    });
     expect(state.verdict).toBe('CONTRACT');
     expect(state.proceed).toBe(false);
     expect(state.contraction).toEqual([]);
@@ -167,12 +261,19 @@ describe('contraction', () => {
 });
 
 describe('properties', () => {
-  const scoreArb = fc.record(Object.fromEntries(ALL.map((id) => [id, fc.double({ min: 0, max: 1, noNaN: true })])) as Record<string, fc.Arbitrary<number>>);
+  const scoreArb = fc.record(
+    Object.fromEntries(ALL.map((id) => [id, fc.double({ min: 0, max: 1, noNaN: true })])) as Record<
+      string,
+      fc.Arbitrary<number>
+    >,
+  );
   it('delta stays in [0,1]', () => {
-    fc.assert(fc.property(scoreArb, (s) => {
-      const d = deltaOf(evaluatePredicates(drift(), s));
-      return d >= 0 && d <= 1;
-    }));
+    fc.assert(
+      fc.property(scoreArb, (s) => {
+        const d = deltaOf(evaluatePredicates(drift(), s));
+        return d >= 0 && d <= 1;
+      }),
+    );
   });
   it('lowering any score never lowers delta, and never makes the verdict less severe', () => {
     fc.assert(
@@ -181,7 +282,9 @@ describe('properties', () => {
         const after = evaluatePredicates(drift(), { ...s, [id]: s[id]! * factor });
         const [db, da] = [deltaOf(before), deltaOf(after)];
         expect(da).toBeGreaterThanOrEqual(db);
-        expect(severity(verdictOf(da, after, drift()))).toBeGreaterThanOrEqual(severity(verdictOf(db, before, drift())));
+        expect(severity(verdictOf(da, after, drift()))).toBeGreaterThanOrEqual(
+          severity(verdictOf(db, before, drift())),
+        );
       }),
     );
   });

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { consistencyProof, inclusionProof, leafHash, rootOf, verifyConsistency, verifyInclusion } from '../../api/omip/merkle.ts';
+import {
+  consistencyProof,
+  inclusionProof,
+  leafHash,
+  rootOf,
+  verifyConsistency,
+  verifyInclusion,
+} from '../../api/omip/merkle.ts';
 
 // The certificate-transparency reference vectors (RFC 6962 test data, the same tree hashing as RFC 9162).
 const INPUTS = ['', '00', '10', '2021', '3031', '40414243', '5051525354555657', '606162636465666768696a6b6c6d6e6f'];
@@ -34,7 +41,9 @@ describe('RFC 9162 Merkle tree', () => {
       'ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0',
       'd37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7',
     ]);
-    expect(hex(inclusionProof(2, leaves.slice(0, 3)))).toEqual(['fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125']);
+    expect(hex(inclusionProof(2, leaves.slice(0, 3)))).toEqual([
+      'fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125',
+    ]);
     expect(hex(inclusionProof(1, leaves.slice(0, 5)))).toEqual([
       '6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d',
       '5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e',
@@ -61,8 +70,14 @@ describe('RFC 9162 Merkle tree', () => {
 
   it('verifies every inclusion and consistency proof of trees up to 8 leaves', () => {
     for (let n = 1; n <= 8; n++) {
-      for (let m = 0; m < n; m++) expect(verifyInclusion(m, n, leaves[m]!, inclusionProof(m, leaves.slice(0, n)), root(n)), `${m} in ${n}`).toBe(true);
-      for (let m = 1; m <= n; m++) expect(verifyConsistency(m, n, root(m), root(n), consistencyProof(m, leaves.slice(0, n))), `${m} to ${n}`).toBe(true);
+      for (let m = 0; m < n; m++)
+        expect(verifyInclusion(m, n, leaves[m]!, inclusionProof(m, leaves.slice(0, n)), root(n)), `${m} in ${n}`).toBe(
+          true,
+        );
+      for (let m = 1; m <= n; m++)
+        expect(verifyConsistency(m, n, root(m), root(n), consistencyProof(m, leaves.slice(0, n))), `${m} to ${n}`).toBe(
+          true,
+        );
     }
   });
 
@@ -91,7 +106,8 @@ describe('the cached Merkle log', () => {
       log.appendFrom(n - 1, [data[n - 1]!]);
       const leavesN = data.slice(0, n).map((d) => leafHash(Buffer.from(d)));
       expect(log.root().equals(rootOf(leavesN)), `root ${n}`).toBe(true);
-      for (let m = 0; m < n; m++) expect(hex(log.inclusion(m)), `${m} in ${n}`).toEqual(hex(inclusionProof(m, leavesN)));
+      for (let m = 0; m < n; m++)
+        expect(hex(log.inclusion(m)), `${m} in ${n}`).toEqual(hex(inclusionProof(m, leavesN)));
     }
     expect(log.root(5).equals(rootOf(data.slice(0, 5).map((d) => leafHash(Buffer.from(d)))))).toBe(true);
     // The same entries fetched twice (two requests at once) are added once.

@@ -9,7 +9,8 @@ import { startServer } from '../helpers/server.ts';
 const folder = () => mkdtempSync(join(tmpdir(), 'agentnode-key-'));
 const keyFile = (type: 'ed25519' | 'rsa') => {
   const path = join(folder(), 'log.pem');
-  const { privateKey } = type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519');
+  const { privateKey } =
+    type === 'rsa' ? generateKeyPairSync('rsa', { modulusLength: 2048 }) : generateKeyPairSync('ed25519');
   writeFileSync(path, privateKey.export({ type: 'pkcs8', format: 'pem' }));
   return path;
 };
@@ -35,7 +36,11 @@ describe('the receipt log signing key', () => {
     const LOG_SIGNING_KEY_FILE = keyFile('ed25519');
     const servers = await Promise.all([startServer({ LOG_SIGNING_KEY_FILE }), startServer({ LOG_SIGNING_KEY_FILE })]);
     try {
-      const keys = await Promise.all(servers.map(async (s) => ((await (await fetch(`${s.url}/api/omip/log`)).json()) as { public_key: string }).public_key));
+      const keys = await Promise.all(
+        servers.map(
+          async (s) => ((await (await fetch(`${s.url}/api/omip/log`)).json()) as { public_key: string }).public_key,
+        ),
+      );
       expect(keys[0]).toContain('BEGIN PUBLIC KEY');
       expect(keys[1]).toBe(keys[0]);
     } finally {

@@ -30,9 +30,13 @@ describe('verifyLogInOrder: verifyLog over a log read an entry at a time', () =>
   it('finds a receipt that does not hash to its id, a broken chain and a missing position', async () => {
     const entries = log(9);
     const tampered = entries.map((e) => (e.index === 3 ? { ...e, receipt: { ...e.receipt, n: 99 } } : e));
-    expect((await verifyLogInOrder(each(tampered))).problems).toEqual([`receipt ${entries[3]!.id} does not hash to its id`]);
+    expect((await verifyLogInOrder(each(tampered))).problems).toEqual([
+      `receipt ${entries[3]!.id} does not hash to its id`,
+    ]);
     const unchained = entries.map((e) => (e.index === 5 ? { ...e, receipt: { ...e.receipt, prev: null } } : e));
-    expect((await verifyLogInOrder(each(unchained))).problems).toContain(`receipt ${entries[5]!.id} has prev null, expected ${entries[4]!.id}`);
+    expect((await verifyLogInOrder(each(unchained))).problems).toContain(
+      `receipt ${entries[5]!.id} has prev null, expected ${entries[4]!.id}`,
+    );
     const gap = entries.filter((e) => e.index !== 6);
     expect((await verifyLogInOrder(each(gap))).problems).toEqual(['the receipt at position 6 says position 7']);
   });

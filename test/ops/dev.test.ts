@@ -18,10 +18,16 @@ beforeAll(async () => {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
   // Vitest's own variables would put Astro's Vite into test mode, where it serves no page.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'NODE_ENV' && k !== 'TEST'),
+  );
   // Reverse-DNS lookups, if any request started one, go to the loopback responder.
   const DNS_SERVERS = (await sharedDnsResponder()).address;
-  child = spawn('npm', ['run', 'dev', '--silent'], { env: { ...env, PORT: String(port), SITE_URL: url, CONTENT_DIR: content, LOG_LEVEL: 'info', DNS_SERVERS }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child = spawn('npm', ['run', 'dev', '--silent'], {
+    env: { ...env, PORT: String(port), SITE_URL: url, CONTENT_DIR: content, LOG_LEVEL: 'info', DNS_SERVERS },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   await new Promise<void>((resolve, reject) => {
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
@@ -45,7 +51,8 @@ const text = async (path: string, init?: RequestInit) => {
   const res = await fetch(url + path, init);
   return { status: res.status, type: res.headers.get('content-type') ?? '', body: await res.text() };
 };
-const edit = (file: string, change: (text: string) => string) => writeFileSync(join(content, file), change(readFileSync(join(content, file), 'utf8')));
+const edit = (file: string, change: (text: string) => string) =>
+  writeFileSync(join(content, file), change(readFileSync(join(content, file), 'utf8')));
 
 describe('npm run dev', () => {
   it('serves engine routes, live telemetry and /bot-wall, and takes an oath', async () => {
@@ -53,9 +60,15 @@ describe('npm run dev', () => {
     expect(await text('/api/omip/primitives')).toMatchObject({ status: 200, type: 'application/json; charset=utf-8' });
     // Our source files are not served, as Vite alone would.
     expect((await text('/api/config')).status).toBe(404);
-    const oath = await fetch(`${url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'dev-editor', purpose: 'preview' }) });
+    const oath = await fetch(`${url}/api/citizenship/oath`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'dev-editor', purpose: 'preview' }),
+    });
     expect(oath.status).toBe(201);
-    await text('/api/convert', { headers: { 'User-Agent': 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' } });
+    await text('/api/convert', {
+      headers: { 'User-Agent': 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' },
+    });
     const wall = await text('/bot-wall');
     expect(wall.status).toBe(200);
     expect(wall.type).toMatch(/^text\/html/);

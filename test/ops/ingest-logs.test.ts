@@ -30,9 +30,14 @@ interface Summary {
 }
 
 /** Runs the CLI as an operator would, against the running server. */
-function run(args: string[], { stdin = '', token = TOKEN } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function run(
+  args: string[],
+  { stdin = '', token = TOKEN } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--url', server.url, ...args], { env: { ...process.env, INGEST_TOKEN: token } });
+    const child = spawn('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--url', server.url, ...args], {
+      env: { ...process.env, INGEST_TOKEN: token },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -56,8 +61,19 @@ describe('npm run ingest-logs', () => {
     writeFileSync(nginx, recentLog(readFileSync(join(fixtures, 'nginx-combined.log'), 'latin1')), 'latin1');
     writeFileSync(cloudfront, gzipSync(recentLog(readFileSync(join(fixtures, 'cloudfront-standard.log'), 'utf8'))));
     // Few columns in an unusual order: batches after the first must carry the #Fields: header too.
-    const row = (path: string) => ['GET', path, '200', 'Mozilla/5.0%20(compatible;%20bingbot/2.0;%20+http://www.bing.com/bingbot.htm)', recentLog('2026-11-21'), '10:09:00'].join('\t');
-    writeFileSync(custom, `#Version: 1.0\n#Fields: cs-method cs-uri-stem sc-status cs(User-Agent) date time\n${row('/a')}\n${row('/b')}\n${row('/c')}\n`);
+    const row = (path: string) =>
+      [
+        'GET',
+        path,
+        '200',
+        'Mozilla/5.0%20(compatible;%20bingbot/2.0;%20+http://www.bing.com/bingbot.htm)',
+        recentLog('2026-11-21'),
+        '10:09:00',
+      ].join('\t');
+    writeFileSync(
+      custom,
+      `#Version: 1.0\n#Fields: cs-method cs-uri-stem sc-status cs(User-Agent) date time\n${row('/a')}\n${row('/b')}\n${row('/c')}\n`,
+    );
   });
 
   it('loads plain and gzipped files in batches and reports lines read, counted and skipped with reasons', async () => {
@@ -82,12 +98,18 @@ describe('npm run ingest-logs', () => {
     const before = await googlebot();
     const { code, stdout } = await run(['--json', '--batch-lines', '2', nginx, cloudfront]);
     expect(code).toBe(0);
-    expect(summaryOf(stdout)).toMatchObject({ linesRead: 13, counted: 0, alreadyLoaded: { batches: 4 + 3, lines: 13 } });
+    expect(summaryOf(stdout)).toMatchObject({
+      linesRead: 13,
+      counted: 0,
+      alreadyLoaded: { batches: 4 + 3, lines: 13 },
+    });
     expect(await googlebot()).toBe(before);
   });
 
   it('reads standard input with -, and prints a readable summary', async () => {
-    const { code, stdout } = await run(['-'], { stdin: recentLog(readFileSync(join(fixtures, 'cloudflare-http-requests.ndjson'), 'utf8')) });
+    const { code, stdout } = await run(['-'], {
+      stdin: recentLog(readFileSync(join(fixtures, 'cloudflare-http-requests.ndjson'), 'utf8')),
+    });
     expect(code).toBe(0);
     expect(stdout).toContain('read 6 lines from 1 file(s)');
     expect(stdout).toContain('counted 3 (crawler and bait reads) of 3 requests accepted');
@@ -101,6 +123,10 @@ describe('npm run ingest-logs', () => {
     const missing = await run(['--json', '--batch-lines', '2', join(dir, 'nope.log'), custom]);
     expect(missing.code).toBe(0);
     expect(missing.stderr).toContain('nope.log');
-    expect(summaryOf(missing.stdout)).toMatchObject({ files: 1, alreadyLoaded: { lines: 3 }, skipped: { 'unreadable file': 1 } });
+    expect(summaryOf(missing.stdout)).toMatchObject({
+      files: 1,
+      alreadyLoaded: { lines: 3 },
+      skipped: { 'unreadable file': 1 },
+    });
   });
 });

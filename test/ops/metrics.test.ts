@@ -21,7 +21,9 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
   const types = new Map<string, string>();
   const samples: Sample[] = [];
   const NAME = '[a-zA-Z_:][a-zA-Z0-9_:]*';
-  const SAMPLE = new RegExp(`^(${NAME})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (-?[0-9.e+-]+|[Nn][Aa][Nn]|[+-]Inf)(?: -?\\d+)?$`);
+  const SAMPLE = new RegExp(
+    `^(${NAME})(?:\\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\\\\n]|\\\\[\\\\"n])*",?)*)\\})? (-?[0-9.e+-]+|[Nn][Aa][Nn]|[+-]Inf)(?: -?\\d+)?$`,
+  );
   expect(text.endsWith('\n')).toBe(true);
   for (const line of text.slice(0, -1).split('\n')) {
     if (line === '') continue;
@@ -34,7 +36,9 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
     }
     const m = SAMPLE.exec(line);
     expect(m, `not a Prometheus line: ${line}`).not.toBeNull();
-    const labels = Object.fromEntries([...(m![2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]));
+    const labels = Object.fromEntries(
+      [...(m![2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!]),
+    );
     const name = m![1]!;
     const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find((n) => types.has(n));
     expect(family, `sample of an undeclared family: ${name}`).toBeDefined();
@@ -43,7 +47,9 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
   return { types, samples };
 }
 const value = (samples: Sample[], name: string, labels: Record<string, string> = {}) =>
-  samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v)).reduce((n, s) => n + s.value, 0);
+  samples
+    .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+    .reduce((n, s) => n + s.value, 0);
 
 let server: ServerProcess;
 beforeAll(async () => {
@@ -58,7 +64,12 @@ const scrape = async () => {
   expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
   return parseExposition(await res.text());
 };
-const oath = (name: string) => fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name, purpose: 'metrics' }) });
+const oath = (name: string) =>
+  fetch(`${server.url}/api/citizenship/oath`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name, purpose: 'metrics' }),
+  });
 
 describe('/metrics', () => {
   it('is refused without the token', async () => {
@@ -70,18 +81,35 @@ describe('/metrics', () => {
     const before = await scrape();
     expect(before.types.get('agentnode_http_requests_total')).toBe('counter');
     expect(before.types.get('agentnode_http_request_duration_seconds')).toBe('histogram');
-    for (const name of ['process_cpu_user_seconds_total', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'agentnode_journal_write_seconds', 'agentnode_journal_group_size', 'agentnode_store_errors_total', 'agentnode_rate_limit_refusals_total', 'agentnode_ledger_families', 'agentnode_ledger_bytes', 'agentnode_verifications_in_flight']) {
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+      'agentnode_journal_write_seconds',
+      'agentnode_journal_group_size',
+      'agentnode_store_errors_total',
+      'agentnode_rate_limit_refusals_total',
+      'agentnode_ledger_families',
+      'agentnode_ledger_bytes',
+      'agentnode_verifications_in_flight',
+    ]) {
       expect(before.types.has(name), name).toBe(true);
     }
 
-    for (let i = 0; i < 3; i++) await (await fetch(`${server.url}/api/convert`, { headers: { 'User-Agent': 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' } })).arrayBuffer();
+    for (let i = 0; i < 3; i++)
+      await (
+        await fetch(`${server.url}/api/convert`, {
+          headers: { 'User-Agent': 'Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)' },
+        })
+      ).arrayBuffer();
     await (await fetch(`${server.url}/no/such/page`)).arrayBuffer();
     const answers = [await oath('metrics-a'), await oath('metrics-b'), await oath('metrics-c')];
     expect(answers.map((r) => r.status)).toEqual([201, 201, 429]);
 
     const after = (await scrape()).samples;
     const b = before.samples;
-    const delta = (name: string, labels: Record<string, string> = {}) => value(after, name, labels) - value(b, name, labels);
+    const delta = (name: string, labels: Record<string, string> = {}) =>
+      value(after, name, labels) - value(b, name, labels);
     expect(delta('agentnode_http_requests_total', { operation: 'getConvert', status_class: '2xx' })).toBe(3);
     expect(delta('agentnode_http_requests_total', { operation: 'other', status_class: '4xx' })).toBe(1);
     expect(delta('agentnode_http_requests_total', { operation: 'takeOath', status_class: '2xx' })).toBe(2);
@@ -131,7 +159,11 @@ describe('/metrics', () => {
       // The journal's preallocated blocks may still take a few: write until the disk says no.
       let refused = 0;
       for (let i = 0; i < 200 && refused === 0; i++) {
-        const res = await fetch(`${full.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: `full-${i}`, purpose: 'metrics' }) });
+        const res = await fetch(`${full.url}/api/citizenship/oath`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ name: `full-${i}`, purpose: 'metrics' }),
+        });
         await res.arrayBuffer();
         if (res.status === 503) refused++;
       }

@@ -27,13 +27,21 @@ const readyz = async (url: string) => {
   return { status: res.status, body: await res.json() };
 };
 /** Asks until the probe gives `status` (its answer is cached about a second). */
-const until = (url: string, status: number) => waitFor(() => readyz(url), { until: (answer) => answer.status === status, what: `/readyz answering ${status}`, intervalMs: 100 });
+const until = (url: string, status: number) =>
+  waitFor(() => readyz(url), {
+    until: (answer) => answer.status === status,
+    what: `/readyz answering ${status}`,
+    intervalMs: 100,
+  });
 
 describe('probes', () => {
   it('/livez answers while the process runs; /readyz is not ready on a read-only data folder, and ready again once it is writable', async () => {
     const dir = tmpfs(8192);
     const first = await startServer({ DATA_DIR: dir });
-    expect(await readyz(first.url)).toEqual({ status: 200, body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok', ceiling: 'ok' } } });
+    expect(await readyz(first.url)).toEqual({
+      status: 200,
+      body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok', ceiling: 'ok' } },
+    });
     await first.stop();
     execFileSync('mount', ['-o', 'remount,ro', dir]);
     const server = await startServer({ DATA_DIR: dir });
@@ -48,7 +56,11 @@ describe('probes', () => {
 
       execFileSync('mount', ['-o', 'remount,rw', dir]);
       expect((await until(server.url, 200)).body.checks.store).toBe('ok');
-      const oath = await fetch(`${server.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'after-readyz', purpose: 'probe' }) });
+      const oath = await fetch(`${server.url}/api/citizenship/oath`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name: 'after-readyz', purpose: 'probe' }),
+      });
       expect(oath.status).toBe(201);
     } finally {
       await server.stop();
@@ -80,7 +92,10 @@ describe('probes', () => {
   it('is ready on the memory store, and answers 405 to a write', async () => {
     const server = await startServer({ DATA_DIR: ':memory:' });
     try {
-      expect(await readyz(server.url)).toEqual({ status: 200, body: { status: 'ready', checks: { build: 'ok', accepting: 'ok' } } });
+      expect(await readyz(server.url)).toEqual({
+        status: 200,
+        body: { status: 'ready', checks: { build: 'ok', accepting: 'ok' } },
+      });
       expect((await fetch(`${server.url}/readyz`, { method: 'POST' })).status).toBe(405);
     } finally {
       await server.stop();
@@ -90,7 +105,10 @@ describe('probes', () => {
   it.runIf(available)('on PostgreSQL, is ready when the database answers', async () => {
     const server = await startServer({ DATABASE_URL: await freshDatabase() });
     try {
-      expect(await readyz(server.url)).toEqual({ status: 200, body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok' } } });
+      expect(await readyz(server.url)).toEqual({
+        status: 200,
+        body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok' } },
+      });
     } finally {
       await server.stop();
     }

@@ -9,7 +9,10 @@ import { startServer } from '../helpers/server.ts';
 
 /** `node api/main.ts` run to its end: exit code and every line it printed. */
 function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
-  const child = spawn('node_modules/.bin/node', ['api/main.ts'], { env: { ...process.env, HOST: '127.0.0.1', DIST_DIR: TEST_DIST, LOG_LEVEL: 'info', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
+    env: { ...process.env, HOST: '127.0.0.1', DIST_DIR: TEST_DIST, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let text = '';
   child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -42,7 +45,11 @@ describe('one writer per data folder', () => {
 
   it('the lock dies with its process: after kill -9 the next start takes the folder at once', async () => {
     const first = await startServer({ WRITE_RATE_LIMIT: '0' });
-    const oath = await fetch(`${first.url}/api/citizenship/oath`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'lock-holder', purpose: 'to be kept' }) });
+    const oath = await fetch(`${first.url}/api/citizenship/oath`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'lock-holder', purpose: 'to be kept' }),
+    });
     expect(oath.status).toBe(201);
     await first.stop('SIGKILL');
     const again = await startServer({ DATA_DIR: first.dataDir });
@@ -62,7 +69,9 @@ describe('one writer per data folder', () => {
     try {
       const run = await runToEnd({ PORT: String(port), DATA_DIR: dataDir });
       expect(run.code).toBe(1);
-      expect(run.lines).toEqual([`agent-node cannot start: port ${port} on 127.0.0.1 is in use by another process: pick another with PORT=${port + 1} npm start`]);
+      expect(run.lines).toEqual([
+        `agent-node cannot start: port ${port} on 127.0.0.1 is in use by another process: pick another with PORT=${port + 1} npm start`,
+      ]);
       expect(existsSync(dataDir)).toBe(false);
     } finally {
       busy.close();

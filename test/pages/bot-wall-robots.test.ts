@@ -5,7 +5,17 @@ import { toWallView } from '../../src/lib/bot-wall-view.ts';
 
 const NOW = new Date('2026-11-22T18:30:00Z');
 const at = NOW.toISOString();
-const family = (name: string, robotsTxt?: unknown) => ({ family: name, requests: 4, firstSeen: at, lastSeen: at, topPaths: [], statusCounts: {}, verification: 'not verifiable', robotsTxtFetches: 1, ...(robotsTxt ? { robotsTxt } : {}) });
+const family = (name: string, robotsTxt?: unknown) => ({
+  family: name,
+  requests: 4,
+  firstSeen: at,
+  lastSeen: at,
+  topPaths: [],
+  statusCounts: {},
+  verification: 'not verifiable',
+  robotsTxtFetches: 1,
+  ...(robotsTxt ? { robotsTxt } : {}),
+});
 const doc = {
   generatedAt: at,
   botTraffic: {
@@ -18,9 +28,28 @@ const doc = {
         violationsAfterFetch: 2,
         fetchedRobotsTxt: true,
         firstFetch: at,
-        rules: [{ host: 'blog.example', version: 'abc123', line: 7, rule: 'Disallow: /<b>x</b>', agent: 'gptbot', requests: 3, afterFetch: 2, paths: [{ path: '/<b>x</b>/1', requests: 3 }] }],
+        rules: [
+          {
+            host: 'blog.example',
+            version: 'abc123',
+            line: 7,
+            rule: 'Disallow: /<b>x</b>',
+            agent: 'gptbot',
+            requests: 3,
+            afterFetch: 2,
+            paths: [{ path: '/<b>x</b>/1', requests: 3 }],
+          },
+        ],
       }),
-      family('ClaudeBot', { compliance: 'compliant', judged: 4, violations: 0, violationsAfterFetch: 0, fetchedRobotsTxt: false, firstFetch: null, rules: [] }),
+      family('ClaudeBot', {
+        compliance: 'compliant',
+        judged: 4,
+        violations: 0,
+        violationsAfterFetch: 0,
+        fetchedRobotsTxt: false,
+        firstFetch: null,
+        rules: [],
+      }),
       // A document from before robots.txt was judged.
       family('Old'),
     ],
@@ -31,9 +60,21 @@ describe('the robots.txt view', () => {
   it('reads each family\'s compliance, and degrades to "not judged" for a document without it', () => {
     const v = toWallView(doc, '24h', NOW);
     const by = Object.fromEntries(v.families.map((f) => [f.family, f.robotsTxt]));
-    expect(by.GPTBot).toMatchObject({ compliance: 'violating', violations: 3, violationsAfterFetch: 2, rules: [{ line: 7, rule: 'Disallow: /<b>x</b>', requests: 3 }] });
+    expect(by.GPTBot).toMatchObject({
+      compliance: 'violating',
+      violations: 3,
+      violationsAfterFetch: 2,
+      rules: [{ line: 7, rule: 'Disallow: /<b>x</b>', requests: 3 }],
+    });
     expect(by.ClaudeBot).toMatchObject({ compliance: 'compliant', fetchedRobotsTxt: false });
-    expect(by.Old).toEqual({ compliance: 'not judged', judged: 0, violations: 0, violationsAfterFetch: 0, fetchedRobotsTxt: true, rules: [] });
+    expect(by.Old).toEqual({
+      compliance: 'not judged',
+      judged: 0,
+      violations: 0,
+      violationsAfterFetch: 0,
+      fetchedRobotsTxt: true,
+      rules: [],
+    });
   });
 
   it('lists judged families in a table with a compliance column, most violations first, rule text escaped', () => {
@@ -49,14 +90,20 @@ describe('the robots.txt view', () => {
     expect(renderRobotsTxt([])).toContain('No crawler judged yet');
   });
 
-  it("opens a family row to the rules it broke: line, host, group, version, paths", () => {
+  it('opens a family row to the rules it broke: line, host, group, version, paths', () => {
     const v = toWallView(doc, '24h', NOW);
-    const row = familyItem(v.families.find((f) => f.family === 'GPTBot')!, v);
+    const row = familyItem(
+      v.families.find((f) => f.family === 'GPTBot')!,
+      v,
+    );
     expect(row).toContain('robots.txt <span class="warn">3 disallowed requests</span>');
     expect(row).toMatch(/line 7 on blog\.example, group <code>gptbot<\/code>, version <code>abc123<\/code>/);
     expect(row).toContain('<code>/&lt;b&gt;x&lt;/b&gt;/1</code> × 3');
     expect(row).toContain('2 after fetching it');
-    const old = familyItem(v.families.find((f) => f.family === 'Old')!, v);
+    const old = familyItem(
+      v.families.find((f) => f.family === 'Old')!,
+      v,
+    );
     expect(old).not.toContain('Disallow rules broken');
   });
 });

@@ -14,20 +14,51 @@ const todayDoc = {
   botTraffic: {
     windowStartedAt: '2026-11-20T00:00:00Z',
     families: [
-      { family: 'Slow', requests: 5, firstSeen: hour(1), lastSeen: hour(2), topPaths: [{ path: '/a', requests: 5 }], statusCounts: { '2xx': 5 }, verification: 'not verifiable' },
-      { family: 'Busy', requests: 9, firstSeen: hour(10), lastSeen: hour(18), topPaths: [], statusCounts: { '2xx': 8, '4xx': 1 }, verification: { verified: 2, unverified: 1 } },
+      {
+        family: 'Slow',
+        requests: 5,
+        firstSeen: hour(1),
+        lastSeen: hour(2),
+        topPaths: [{ path: '/a', requests: 5 }],
+        statusCounts: { '2xx': 5 },
+        verification: 'not verifiable',
+      },
+      {
+        family: 'Busy',
+        requests: 9,
+        firstSeen: hour(10),
+        lastSeen: hour(18),
+        topPaths: [],
+        statusCounts: { '2xx': 8, '4xx': 1 },
+        verification: { verified: 2, unverified: 1 },
+      },
     ],
   },
   species: [
-    { species: 'Busy', intelligence_class: 'Crawler', hourly: { [hour(17)]: 4, [hour(18)]: 5 }, robots: { fetches: 1, disallowed_hits: 0 }, funnel: { presence: 9, convert_reads: 0, oaths: 0, messages: 0 }, verification: { verified: 2, unverified: 1 } },
-    { species: 'Slow', intelligence_class: 'Eater', hourly: { [hour(1)]: 2, [hour(2)]: 3 }, robots: { fetches: 0, disallowed_hits: 3 } },
+    {
+      species: 'Busy',
+      intelligence_class: 'Crawler',
+      hourly: { [hour(17)]: 4, [hour(18)]: 5 },
+      robots: { fetches: 1, disallowed_hits: 0 },
+      funnel: { presence: 9, convert_reads: 0, oaths: 0, messages: 0 },
+      verification: { verified: 2, unverified: 1 },
+    },
+    {
+      species: 'Slow',
+      intelligence_class: 'Eater',
+      hourly: { [hour(1)]: 2, [hour(2)]: 3 },
+      robots: { fetches: 0, disallowed_hits: 3 },
+    },
   ],
 };
 
 describe('toWallView', () => {
   it('sorts families by requests in the range and makes the meter the sum of the chart', () => {
     const last = toWallView(todayDoc, '1h', NOW);
-    expect(last.families.map((f) => [f.family, f.requests])).toEqual([['Busy', 9], ['Slow', 0]]);
+    expect(last.families.map((f) => [f.family, f.requests])).toEqual([
+      ['Busy', 9],
+      ['Slow', 0],
+    ]);
     expect(last.series.map((s) => s.requests)).toEqual([4, 5]);
     const day = toWallView(todayDoc, '24h', NOW);
     expect(day.series).toHaveLength(25);
@@ -50,8 +81,17 @@ describe('toWallView', () => {
       botTraffic: {
         families: [
           {
-            family: 'Newbot', requests: 7, class: 'Intelligence', operator: 'Example Inc.', robotsTxtFetches: 2, disallowedHits: 1,
-            hourly: [{ hour: hour(18), requests: 7 }], daily: [{ day: '2026-11-22', requests: 7 }, { day: '2026-11-10', requests: 100 }],
+            family: 'Newbot',
+            requests: 7,
+            class: 'Intelligence',
+            operator: 'Example Inc.',
+            robotsTxtFetches: 2,
+            disallowedHits: 1,
+            hourly: [{ hour: hour(18), requests: 7 }],
+            daily: [
+              { day: '2026-11-22', requests: 7 },
+              { day: '2026-11-10', requests: 100 },
+            ],
             verification: { method: 'reverse-dns', verified: 5, failed: 1, unverifiable: 0 },
           },
           { family: 'Nobody', requests: 3, verification: { method: 'none', verified: 0, failed: 0, unverifiable: 3 } },
@@ -60,9 +100,18 @@ describe('toWallView', () => {
     };
     const v = toWallView(doc, '7d', NOW);
     const [first, second] = v.families;
-    expect(first).toMatchObject({ family: 'Newbot', requests: 7, operator: 'Example Inc.', class: 'Intelligence', robotsTxtFetches: 2, disallowedHits: 1 });
+    expect(first).toMatchObject({
+      family: 'Newbot',
+      requests: 7,
+      operator: 'Example Inc.',
+      class: 'Intelligence',
+      robotsTxtFetches: 2,
+      disallowedHits: 1,
+    });
     expect(first!.verification).toEqual({ method: 'reverse-dns', verified: 5, failed: 1, unverifiable: 0 });
-    expect(familyItem(first!, v)).toContain('83% verified</span> by reverse DNS with forward confirmation (5 of 6, <span class="warn">1 failed</span>)');
+    expect(familyItem(first!, v)).toContain(
+      '83% verified</span> by reverse DNS with forward confirmation (5 of 6, <span class="warn">1 failed</span>)',
+    );
     // Outside the 8 days: not counted.
     expect(v.totals.requests).toBe(7);
     expect(second!.verification.method).toBe('none');
@@ -102,7 +151,15 @@ describe('charts', () => {
     const svg = barChart('x', 'T', [{ label: '<script>alert(1)</script>', value: 2 }], 'requests');
     expect(svg).not.toContain('<script>');
     expect(svg).toContain('&lt;script&gt;');
-    const cols = columnChart('c', 'T', [{ label: 'a', value: 492 }, { label: 'b', value: 3 }], 'requests');
+    const cols = columnChart(
+      'c',
+      'T',
+      [
+        { label: 'a', value: 492 },
+        { label: 'b', value: 3 },
+      ],
+      'requests',
+    );
     expect(cols).toContain('highest 492');
     expect(cols).toContain('>500</text>');
     expect(cols).not.toContain('style=');

@@ -13,10 +13,23 @@ const doc = {
       get: {
         tags: ['a'],
         summary: 'One thing',
-        parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' } }],
+        parameters: [
+          { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^sha256:[0-9a-f]{64}$' } },
+        ],
         responses: {
-          '200': { description: 'The thing', content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } } },
-          '404': { description: 'Not found', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' }, examples: { gone: { value: { code: 'THING_NOT_FOUND' } } } } } },
+          '200': {
+            description: 'The thing',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Thing' } } },
+          },
+          '404': {
+            description: 'Not found',
+            content: {
+              'application/problem+json': {
+                schema: { $ref: '#/components/schemas/Problem' },
+                examples: { gone: { value: { code: 'THING_NOT_FOUND' } } },
+              },
+            },
+          },
         },
       },
     },
@@ -25,11 +38,22 @@ const doc = {
         tags: ['b'],
         summary: 'Make a thing',
         security: [{ bearer: [] }],
-        requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/NewThing' } } } },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/NewThing' } } },
+        },
         responses: {
           '201': { description: 'Made' },
-          '422': { description: 'NAME_TOO_LONG: The name has more than 100 characters. VALIDATION_FAILED: The body fails the schema.', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } }, 'x-problem-codes': ['VALIDATION_FAILED', 'NAME_TOO_LONG'] },
-          '429': { description: 'Slow down', content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } } },
+          '422': {
+            description:
+              'NAME_TOO_LONG: The name has more than 100 characters. VALIDATION_FAILED: The body fails the schema.',
+            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+            'x-problem-codes': ['VALIDATION_FAILED', 'NAME_TOO_LONG'],
+          },
+          '429': {
+            description: 'Slow down',
+            content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+          },
         },
       },
     },
@@ -46,9 +70,17 @@ const doc = {
           owner: { type: 'object', properties: { email: { type: 'string', format: 'email' } }, required: ['email'] },
         },
       },
-      Thing: { allOf: [{ $ref: '#/components/schemas/NewThing' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }] },
+      Thing: {
+        allOf: [
+          { $ref: '#/components/schemas/NewThing' },
+          { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+        ],
+      },
       // A shared Problem lists every code: it says nothing about one answer's codes.
-      Problem: { type: 'object', properties: { code: { type: 'string', enum: ['THING_NOT_FOUND', 'NAME_TOO_LONG', 'VALIDATION_FAILED'] } } },
+      Problem: {
+        type: 'object',
+        properties: { code: { type: 'string', enum: ['THING_NOT_FOUND', 'NAME_TOO_LONG', 'VALIDATION_FAILED'] } },
+      },
     },
   },
 };
@@ -74,14 +106,21 @@ describe('operationsOf', () => {
     expect(fields[0]!.limits).toEqual(['at least 1 character', 'at most 100 characters']);
     expect(fields[0]!.description).toBe('What to call it');
     expect(fields[1]!.limits).toEqual(['≥ 1', '≤ 10', 'default 3']);
-    expect(fields[3]!.children).toEqual([expect.objectContaining({ name: 'email', type: 'string (email)', required: true })]);
+    expect(fields[3]!.children).toEqual([
+      expect.objectContaining({ name: 'email', type: 'string (email)', required: true }),
+    ]);
     // allOf merges the parts, refs resolved.
     expect(get.success[0]!.bodies[0]!.fields.map((f) => f.name)).toEqual(['name', 'size', 'tags', 'owner', 'id']);
   });
 
   it('makes an example from the schema when none is declared, and a curl call that sends it', () => {
     expect(post.request!.declaredExample).toBe(false);
-    expect(post.request!.example).toEqual({ name: 'string', size: 3, tags: ['x'], owner: { email: 'agent@example.com' } });
+    expect(post.request!.example).toEqual({
+      name: 'string',
+      size: 3,
+      tags: ['x'],
+      owner: { email: 'agent@example.com' },
+    });
     expect(post.curl).toContain("curl -sS -X POST 'https://node.example/things'");
     expect(post.curl).toContain("-H 'Authorization: Bearer <token>'");
     expect(post.curl).toContain(`--data '${JSON.stringify(post.request!.example)}'`);
@@ -89,7 +128,9 @@ describe('operationsOf', () => {
   });
 
   it('collects problem codes from examples and x-problem-codes, explained one by one when the description does', () => {
-    expect(get.problems).toEqual([{ status: '404', description: 'Not found', codes: ['THING_NOT_FOUND'], explained: null }]);
+    expect(get.problems).toEqual([
+      { status: '404', description: 'Not found', codes: ['THING_NOT_FOUND'], explained: null },
+    ]);
     expect(post.problems[0]).toMatchObject({
       status: '422',
       codes: ['VALIDATION_FAILED', 'NAME_TOO_LONG'],
@@ -102,7 +143,11 @@ describe('operationsOf', () => {
   });
 
   it('survives cycles and empty documents', () => {
-    const loop = { components: { schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } } };
+    const loop = {
+      components: {
+        schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } },
+      },
+    };
     expect(fieldsOf(loop, { $ref: '#/components/schemas/Node' }).length).toBe(1);
     expect(exampleFor(loop, { $ref: '#/components/schemas/Node' })).toBeTypeOf('object');
     expect(operationsOf({})).toEqual([]);
@@ -111,7 +156,9 @@ describe('operationsOf', () => {
 
 describe('/docs/api as built', () => {
   it('documents every operation of /openapi.json with its own section and a curl call', () => {
-    const spec = JSON.parse(readFileSync(join(TEST_DIST, 'client/openapi.json'), 'utf8')) as { paths: Record<string, Record<string, unknown>> };
+    const spec = JSON.parse(readFileSync(join(TEST_DIST, 'client/openapi.json'), 'utf8')) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     const html = readFileSync(join(TEST_DIST, 'client/docs/api/index.html'), 'utf8');
     const ops = operationsOf(spec);
     expect(ops.length).toBe(Object.values(spec.paths).reduce((n, p) => n + Object.keys(p).length, 0));

@@ -25,16 +25,35 @@ describe('passports', () => {
     const none = await request(app, 'POST', '/api/intelligence/message', { body: message });
     expect([none.status, none.body.code]).toEqual([401, 'PASSPORT_REQUIRED']);
     expect(none.headers['WWW-Authenticate']).toMatch(/^Bearer/);
-    expect((await request(app, 'POST', '/api/intelligence/message', { body: message, headers: { authorization: 'Bearer pp_wrong' } })).status).toBe(403);
+    expect(
+      (
+        await request(app, 'POST', '/api/intelligence/message', {
+          body: message,
+          headers: { authorization: 'Bearer pp_wrong' },
+        })
+      ).status,
+    ).toBe(403);
     const other = await oath('other');
-    expect((await request(app, 'POST', '/api/intelligence/message', { body: message, headers: { authorization: `Bearer ${other.passportNumber}` } })).body.code).toBe('PASSPORT_MISMATCH');
+    expect(
+      (
+        await request(app, 'POST', '/api/intelligence/message', {
+          body: message,
+          headers: { authorization: `Bearer ${other.passportNumber}` },
+        })
+      ).body.code,
+    ).toBe('PASSPORT_MISMATCH');
     // Only the other citizen's oath counted.
     expect(await catches()).toBe(before + 1);
   });
 
   it('accepts an anonymous message without a passport, unverified', async () => {
-    const answer = await request(app, 'POST', '/api/intelligence/message', { body: { name: 'passer-by', kind: 'question', message: 'what is track 12?' } });
-    expect([answer.status, answer.body.message]).toEqual([201, expect.objectContaining({ verified: false, kind: 'question', wall: false })]);
+    const answer = await request(app, 'POST', '/api/intelligence/message', {
+      body: { name: 'passer-by', kind: 'question', message: 'what is track 12?' },
+    });
+    expect([answer.status, answer.body.message]).toEqual([
+      201,
+      expect.objectContaining({ verified: false, kind: 'question', wall: false }),
+    ]);
   });
 });
 
@@ -61,22 +80,36 @@ describe('bad input on every write route', () => {
     ['a string', '"hello"', 422],
     ['null', 'null', 422],
     ['wrong types', '{"name": 5, "purpose": true, "message": []}', 422],
-    ['huge strings', JSON.stringify({ name: 'x'.repeat(101), purpose: 'y'.repeat(501), message: 'z'.repeat(4001) }), 422],
+    [
+      'huge strings',
+      JSON.stringify({ name: 'x'.repeat(101), purpose: 'y'.repeat(501), message: 'z'.repeat(4001) }),
+      422,
+    ],
     ['deeply nested JSON', `${'['.repeat(20000)}${']'.repeat(20000)}`, 422],
     ['deeply nested objects', `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, 422],
     ['control characters', JSON.stringify({ name: 'bad\u0007name', purpose: 'p\u0000', message: 'm\u001b' }), 422],
     ['invalid UTF-8', new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 400],
     ['__proto__ only', '{"__proto__": {"name": "x", "purpose": "y", "message": "z"}}', 422],
     ['an invalid class', '{"name": "x", "purpose": "y", "class": "god", "kind": "shout", "message": "z"}', 422],
-    ['a javascript: homeUrl', '{"name": "x", "purpose": "y", "homeUrl": "javascript:alert(1)", "message": "z", "kind": "poem"}', 422],
+    [
+      'a javascript: homeUrl',
+      '{"name": "x", "purpose": "y", "homeUrl": "javascript:alert(1)", "message": "z", "kind": "poem"}',
+      422,
+    ],
   ];
   for (const route of routes) {
     it.each(cases)(`${route}: %s is a 4xx problem and stores nothing`, async (_label, body, status) => {
       const before = await catches();
       const raw = typeof body === 'string' ? body : Buffer.from(body).toString('latin1');
-      const answer = typeof body === 'string' ? await request(app, 'POST', route, { raw }) : await requestBytes(route, body);
+      const answer =
+        typeof body === 'string' ? await request(app, 'POST', route, { raw }) : await requestBytes(route, body);
       expect(answer.status).toBe(status);
-      expect(answer.body).toMatchObject({ status, code: expect.stringMatching(/^[A-Z_]+$/), title: expect.any(String), detail: expect.any(String) });
+      expect(answer.body).toMatchObject({
+        status,
+        code: expect.stringMatching(/^[A-Z_]+$/),
+        title: expect.any(String),
+        detail: expect.any(String),
+      });
       expect(await catches()).toBe(before);
     });
   }
@@ -85,7 +118,8 @@ describe('bad input on every write route', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...routes), fc.jsonValue(), async (route, value) => {
         const answer = await request(app, 'POST', route, { raw: JSON.stringify(value) });
-        if (answer.status === 201) expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
+        if (answer.status === 201)
+          expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
         else expect(answer.status >= 400 && answer.status < 500).toBe(true);
       }),
       { numRuns: 300 },
@@ -97,25 +131,41 @@ describe('bad input on every write route', () => {
 async function requestBytes(route: string, bytes: Uint8Array) {
   const found = app.lookup('POST', route);
   if (!found || 'refuse' in found) throw new Error('no route');
-  const answer = await found.handler({ method: 'POST', target: route, headers: { 'content-type': 'application/json' }, body: bytes, client: '192.0.2.9', params: found.params });
+  const answer = await found.handler({
+    method: 'POST',
+    target: route,
+    headers: { 'content-type': 'application/json' },
+    body: bytes,
+    client: '192.0.2.9',
+    params: found.params,
+  });
   return { status: answer.status, body: JSON.parse(String(answer.body)) };
 }
 
 describe('GET on POST-only routes', () => {
-  it.each(['/api/citizenship/oath', '/api/intelligence/message', '/api/omip/score', '/api/omip/dual-exchange'])('%s answers 405 with Allow: POST and an example body that is accepted', async (route) => {
-    const refused = await request(app, 'GET', route);
-    expect([refused.status, refused.headers.Allow]).toEqual([405, 'POST']);
-    const echo = await request(app, 'POST', route, { body: refused.body.example });
-    expect(echo.status).toBeLessThan(300);
-  });
+  it.each(['/api/citizenship/oath', '/api/intelligence/message', '/api/omip/score', '/api/omip/dual-exchange'])(
+    '%s answers 405 with Allow: POST and an example body that is accepted',
+    async (route) => {
+      const refused = await request(app, 'GET', route);
+      expect([refused.status, refused.headers.Allow]).toEqual([405, 'POST']);
+      const echo = await request(app, 'POST', route, { body: refused.body.example });
+      expect(echo.status).toBeLessThan(300);
+    },
+  );
 });
 
 describe('Idempotency-Key, in process', () => {
   it('concurrent requests with one key make one citizen; the others replay or get 409', async () => {
     const headers = { 'idempotency-key': randomUUID() };
-    const answers = await Promise.all(Array.from({ length: 8 }, () => request(app, 'POST', '/api/citizenship/oath', { body: { name: 'idem-race', purpose: 'race' }, headers })));
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        request(app, 'POST', '/api/citizenship/oath', { body: { name: 'idem-race', purpose: 'race' }, headers }),
+      ),
+    );
     expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
-    const names = (await request(app, 'GET', '/api/citizens?limit=200')).body.citizens.map((c: { name: string }) => c.name);
+    const names = (await request(app, 'GET', '/api/citizens?limit=200')).body.citizens.map(
+      (c: { name: string }) => c.name,
+    );
     expect(names.filter((n: string) => n === 'idem-race')).toHaveLength(1);
   });
 });

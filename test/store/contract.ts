@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, type CitizenRecord, type DriftWrite, type IdempotencyRecord, type Store } from '../../api/store/types.ts';
+import {
+  IDEMPOTENCY_CLAIM_MS,
+  IDEMPOTENCY_TTL_MS,
+  type CitizenRecord,
+  type DriftWrite,
+  type IdempotencyRecord,
+  type Store,
+} from '../../api/store/types.ts';
 import type { Message } from '../../api/schemas/citizenship.ts';
 import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 
@@ -28,18 +35,39 @@ export const message = (over: Partial<Message> = {}): Message => ({
   ...over,
 });
 
-const record = (keyHash: string, createdAt = new Date(), over: Partial<IdempotencyRecord> = {}): IdempotencyRecord => ({ keyHash, fingerprint: 'f', status: 201, sealed: 'sealed', createdAt: createdAt.toISOString(), ...over });
+const record = (keyHash: string, createdAt = new Date(), over: Partial<IdempotencyRecord> = {}): IdempotencyRecord => ({
+  keyHash,
+  fingerprint: 'f',
+  status: 201,
+  sealed: 'sealed',
+  createdAt: createdAt.toISOString(),
+  ...over,
+});
 const step = (entityId: string, delta: number): DriftWrite => ({
   entityId,
   appended: [delta],
   keep: 8,
-  sample: { decision_id: id(), entity_id: entityId, verdict: 'PERSIST', delta_t: delta, delta_window: delta, failed_predicates: [], contraction_attempts: 0, fail_closed: false, at: new Date().toISOString() },
+  sample: {
+    decision_id: id(),
+    entity_id: entityId,
+    verdict: 'PERSIST',
+    delta_t: delta,
+    delta_window: delta,
+    failed_predicates: [],
+    contraction_attempts: 0,
+    fail_closed: false,
+    at: new Date().toISOString(),
+  },
 });
 const HOUR = 60 * 60 * 1000;
 
 /** The one store contract every Store implementation must pass (embedded now, PostgreSQL next). */
 /** `shared`: the store serves many processes (PostgreSQL), so a reopen is another process. */
-export function runStoreContract(name: string, open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>, { shared }: { shared: boolean }) {
+export function runStoreContract(
+  name: string,
+  open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>,
+  { shared }: { shared: boolean },
+) {
   describe(`${name}: store contract`, () => {
     it('adds, gets and lists citizens newest first with cursors', async () => {
       const { store } = await open();
@@ -63,7 +91,10 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       await store.citizens.add(first);
       for (const name of ['Grey-Heron', 'GREY-HERON', 'grey-her0n', 'Grey-Her\u043En', '\uFF27rey-Heron']) {
         const twin = citizen({ name });
-        await expect(store.citizens.add(twin, message({ wall: true, citizenId: twin.memberId }), record(`twin-${name}`)), name).rejects.toMatchObject({ name: 'NameTaken', code: 'NAME_TAKEN', extra: { heldBy: 'Grey-Heron' } });
+        await expect(
+          store.citizens.add(twin, message({ wall: true, citizenId: twin.memberId }), record(`twin-${name}`)),
+          name,
+        ).rejects.toMatchObject({ name: 'NameTaken', code: 'NAME_TAKEN', extra: { heldBy: 'Grey-Heron' } });
         expect(await store.citizens.get(twin.memberId)).toBeNull();
         expect(await store.idempotency.get(`twin-${name}`, new Date())).toBeNull();
       }
@@ -81,7 +112,9 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
     it('lets exactly one of many concurrent adds of one name in', async () => {
       const { store } = await open();
       const racers = Array.from({ length: 12 }, (_, i) => citizen({ name: i % 2 ? 'RACING-SWIFT' : 'racing-swift' }));
-      const results = await Promise.allSettled(racers.map((c) => store.citizens.add(c, message({ wall: true, citizenId: c.memberId }))));
+      const results = await Promise.allSettled(
+        racers.map((c) => store.citizens.add(c, message({ wall: true, citizenId: c.memberId }))),
+      );
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
       for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'NAME_TAKEN' });
       expect((await store.citizens.stats()).total).toBe(1);
@@ -119,7 +152,13 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       const added = Array.from({ length: 50 }, () => citizen());
       await Promise.all(added.map((c) => store.citizens.add(c)));
       await store.feed.add(message({ message: 'kept' }));
-      await store.idempotency.put({ keyHash: 'k1', fingerprint: 'f', status: 201, sealed: 'x', createdAt: new Date().toISOString() });
+      await store.idempotency.put({
+        keyHash: 'k1',
+        fingerprint: 'f',
+        status: 201,
+        sealed: 'x',
+        createdAt: new Date().toISOString(),
+      });
       await store.close();
       const again = await reopen();
       expect((await again.citizens.stats()).total).toBe(50);
@@ -131,7 +170,13 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
     it('forgets idempotency records after 24 hours', async () => {
       const { store } = await open();
       const created = new Date('2026-01-01T00:00:00Z');
-      await store.idempotency.put({ keyHash: 'k2', fingerprint: 'f', status: 201, sealed: 'x', createdAt: created.toISOString() });
+      await store.idempotency.put({
+        keyHash: 'k2',
+        fingerprint: 'f',
+        status: 201,
+        sealed: 'x',
+        createdAt: created.toISOString(),
+      });
       expect(await store.idempotency.get('k2', new Date(created.getTime() + 23 * 3600_000))).not.toBeNull();
       expect(await store.idempotency.get('k2', new Date(created.getTime() + 24 * 3600_000 + 1))).toBeNull();
       await store.close();
@@ -152,17 +197,35 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
 
     it('appends drift steps to an entity window, keeping the last ones, and counts samples', async () => {
       const { store } = await open();
-      const sample = (verdict: string, fail = false) => ({ decision_id: id(), entity_id: 'e', verdict, delta_t: 0, delta_window: 0, failed_predicates: [], contraction_attempts: fail ? 0 : 1, fail_closed: fail, at: new Date().toISOString() });
+      const sample = (verdict: string, fail = false) => ({
+        decision_id: id(),
+        entity_id: 'e',
+        verdict,
+        delta_t: 0,
+        delta_window: 0,
+        failed_predicates: [],
+        contraction_attempts: fail ? 0 : 1,
+        fail_closed: fail,
+        at: new Date().toISOString(),
+      });
       await store.drift.record('e', [0.1, 0.2, 0.3], 4, sample('PERSIST'));
       await store.drift.record('e', [0.4, 0.5], 4, sample('BREAK', true));
-      await Promise.all([store.drift.record('e', [0.6], 4, sample('PERSIST')), store.drift.record('e', [0.7], 4, sample('PERSIST'))]);
+      await Promise.all([
+        store.drift.record('e', [0.6], 4, sample('PERSIST')),
+        store.drift.record('e', [0.7], 4, sample('PERSIST')),
+      ]);
       const window = await store.drift.window('e');
       expect(window).toHaveLength(4);
       expect(window.slice(0, 2)).toEqual([0.4, 0.5]);
       expect([...window.slice(2)].sort()).toEqual([0.6, 0.7]);
       expect(await store.drift.window('nobody')).toEqual([]);
       const m = await store.drift.metrics(2);
-      expect(m).toMatchObject({ samples: 4, contraction_count: 3, fail_closed: 1, by_verdict: { PERSIST: 3, BREAK: 1 } });
+      expect(m).toMatchObject({
+        samples: 4,
+        contraction_count: 3,
+        fail_closed: 1,
+        by_verdict: { PERSIST: 3, BREAK: 1 },
+      });
       expect(m.recent).toHaveLength(2);
       await store.close();
     });
@@ -170,7 +233,9 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
     it('chains concurrent receipt appends into one linear log', async () => {
       const { store } = await open();
       const appended = await Promise.all(
-        Array.from({ length: 10 }, (_, n) => store.receipts.append((prev, index) => ({ id: `sha256:${n}`, receipt: { prev, index, n } }))),
+        Array.from({ length: 10 }, (_, n) =>
+          store.receipts.append((prev, index) => ({ id: `sha256:${n}`, receipt: { prev, index, n } })),
+        ),
       );
       const byIndex = [...appended].sort((a, b) => a.index - b.index);
       expect(byIndex.map((e) => e.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -179,15 +244,28 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       expect(await store.receipts.get(byIndex[3]!.id)).toEqual(byIndex[3]);
       const page = await store.receipts.list({ limit: 4 });
       expect(page.items.map((e) => e.index)).toEqual([9, 8, 7, 6]);
-      expect((await store.receipts.list({ limit: 4, cursor: page.nextCursor })).items.map((e) => e.index)).toEqual([5, 4, 3, 2]);
+      expect((await store.receipts.list({ limit: 4, cursor: page.nextCursor })).items.map((e) => e.index)).toEqual([
+        5, 4, 3, 2,
+      ]);
       await store.close();
     });
 
     it('saves the telemetry ledger and starts the next process from it', async () => {
       const { store, reopen } = await open();
-      const fold = (ledgers: object[]) => ({ ...ledgers[0]!, observedRequests: (ledgers as TelemetrySnapshot[]).reduce((n, l) => n + l.observedRequests, 0) });
+      const fold = (ledgers: object[]) => ({
+        ...ledgers[0]!,
+        observedRequests: (ledgers as TelemetrySnapshot[]).reduce((n, l) => n + l.observedRequests, 0),
+      });
       expect(await store.telemetry.load(fold)).toBeNull();
-      const snapshot = { version: 1 as const, windowStartedAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:01.000Z', observedRequests: 3, presence: { namedBotHits: 2, baitHits: 1 }, families: {}, recent: [] };
+      const snapshot = {
+        version: 1 as const,
+        windowStartedAt: '2026-01-01T00:00:00.000Z',
+        updatedAt: '2026-01-01T00:00:01.000Z',
+        observedRequests: 3,
+        presence: { namedBotHits: 2, baitHits: 1 },
+        families: {},
+        recent: [],
+      };
       await store.telemetry.save(snapshot);
       await store.telemetry.save({ ...snapshot, observedRequests: 4 });
       expect(await store.telemetry.others()).toEqual([]);
@@ -212,7 +290,13 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
       const m = message({ message: 'keyed' });
       await store.feed.add(m, record('unit-message'));
       const scored = step('unit-score', 0.1);
-      await store.drift.record(scored.entityId, scored.appended, scored.keep, scored.sample, record('unit-score', new Date(), { status: 200 }));
+      await store.drift.record(
+        scored.entityId,
+        scored.appended,
+        scored.keep,
+        scored.sample,
+        record('unit-score', new Date(), { status: 200 }),
+      );
       const entry = await store.receipts.append((prev) => ({ id: 'sha256:unit-0', receipt: { prev } }), {
         drift: [step('unit-a', 0.2), step('unit-b', 0.3)],
         idempotency: (e) => record('unit-exchange', new Date(), { sealed: `kept ${e.id} at ${e.index}` }),
@@ -278,7 +362,10 @@ export function runStoreContract(name: string, open: () => Promise<{ store: Stor
     it('refuses a cursor it did not give out', async () => {
       // The store refuses in the domain's words; the edge answers it 400 (problem table).
       const { store } = await open();
-      await expect(store.citizens.list({ limit: 3, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({ name: 'DomainError', code: 'INVALID_CURSOR' });
+      await expect(store.citizens.list({ limit: 3, cursor: 'bm90LWEtY3Vyc29y' })).rejects.toMatchObject({
+        name: 'DomainError',
+        code: 'INVALID_CURSOR',
+      });
       await store.close();
     });
   });

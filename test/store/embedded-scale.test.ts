@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { CITIZEN_CLASSES, type Message } from '../../api/schemas/citizenship.ts';
 import { readJSONMembers, StringLimitError } from '../../api/store/durable-file.ts';
-import { openEmbeddedStore, StoreFullError, type CitizenRecord, type EmbeddedStore, type Store } from '../../api/store/index.ts';
+import {
+  openEmbeddedStore,
+  StoreFullError,
+  type CitizenRecord,
+  type EmbeddedStore,
+  type Store,
+} from '../../api/store/index.ts';
 import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/records.ts';
 import { emptyData, SnapshotFile } from '../../api/store/snapshot.ts';
 import { citizen, message } from './contract.ts';
@@ -29,12 +35,12 @@ const journalBytes = (dir: string) =>
 async function everything(store: Store): Promise<{ citizens: CitizenRecord[]; messages: Message[] }> {
   const citizens: CitizenRecord[] = [];
   const messages: Message[] = [];
-  for (let cursor: string | null | undefined; ; ) {
+  for (let cursor: string | null | undefined; ;) {
     const page = await store.citizens.list({ limit: 200, cursor });
     citizens.push(...page.items);
     if (!(cursor = page.nextCursor)) break;
   }
-  for (let cursor: string | null | undefined; ; ) {
+  for (let cursor: string | null | undefined; ;) {
     const page = await store.feed.list({ limit: 200, cursor });
     messages.push(...page.items);
     if (!(cursor = page.nextCursor)) break;
@@ -45,13 +51,51 @@ async function everything(store: Store): Promise<{ citizens: CitizenRecord[]; me
 /** A store with some of everything: citizens (one with a home page), shouts, questions, keyed writes, drift, receipts. */
 async function populate(store: Store, n: number) {
   for (let i = 0; i < n; i++) {
-    const c = citizen({ class: CITIZEN_CLASSES[i % CITIZEN_CLASSES.length]!, ...(i % 3 === 0 ? { homeUrl: `https://agent-${i}.example/` } : {}) });
-    await store.citizens.add(c, message({ wall: true, name: 'wall', citizenId: c.memberId, message: `${c.name} took the oath` }), i % 10 === 0 ? { keyHash: `k${i}`, fingerprint: 'f', status: 201, sealed: 's'.repeat(50), createdAt: new Date().toISOString() } : undefined);
-    if (i % 7 === 0) await store.feed.add(message({ kind: 'question', verified: true, citizenId: c.memberId, message: `question ${i} ✓ ünïcode` }));
+    const c = citizen({
+      class: CITIZEN_CLASSES[i % CITIZEN_CLASSES.length]!,
+      ...(i % 3 === 0 ? { homeUrl: `https://agent-${i}.example/` } : {}),
+    });
+    await store.citizens.add(
+      c,
+      message({ wall: true, name: 'wall', citizenId: c.memberId, message: `${c.name} took the oath` }),
+      i % 10 === 0
+        ? {
+            keyHash: `k${i}`,
+            fingerprint: 'f',
+            status: 201,
+            sealed: 's'.repeat(50),
+            createdAt: new Date().toISOString(),
+          }
+        : undefined,
+    );
+    if (i % 7 === 0)
+      await store.feed.add(
+        message({ kind: 'question', verified: true, citizenId: c.memberId, message: `question ${i} ✓ ünïcode` }),
+      );
   }
-  await store.receipts.append((prev, index) => ({ id: `receipt-${index}`, receipt: { prev, index, note: 'x'.repeat(40) } }), {
-    drift: [{ entityId: 'entity-a', appended: [0.1, 0.2], keep: 8, sample: { decision_id: 'd', entity_id: 'entity-a', verdict: 'PERSIST', delta_t: 0.1, delta_window: 0.2, failed_predicates: [], contraction_attempts: 1, fail_closed: false, at: new Date().toISOString() } }],
-  });
+  await store.receipts.append(
+    (prev, index) => ({ id: `receipt-${index}`, receipt: { prev, index, note: 'x'.repeat(40) } }),
+    {
+      drift: [
+        {
+          entityId: 'entity-a',
+          appended: [0.1, 0.2],
+          keep: 8,
+          sample: {
+            decision_id: 'd',
+            entity_id: 'entity-a',
+            verdict: 'PERSIST',
+            delta_t: 0.1,
+            delta_window: 0.2,
+            failed_predicates: [],
+            contraction_attempts: 1,
+            fail_closed: false,
+            at: new Date().toISOString(),
+          },
+        },
+      ],
+    },
+  );
 }
 
 /** What a reader sees of a store: lists, stats, drift, receipts, one keyed record. */
@@ -151,11 +195,17 @@ describe('compact records', () => {
       index.add(`folded:${c.name}`, place);
       index.add(`shaped:${c.name.toUpperCase()}`, place);
     }
-    const find = (key: string, name: (c: CitizenRecord) => string) => index.candidates(key).map((p) => list.atPlace(p)).filter((c) => name(c) === key);
+    const find = (key: string, name: (c: CitizenRecord) => string) =>
+      index
+        .candidates(key)
+        .map((p) => list.atPlace(p))
+        .filter((c) => name(c) === key);
     added.forEach((c, i) => {
       expect(list.atPlace(places[i]!)).toEqual(c);
       expect(find(`folded:${c.name}`, (x) => `folded:${x.name}`).map((x) => x.memberId)).toContain(c.memberId);
-      expect(find(`shaped:${c.name.toUpperCase()}`, (x) => `shaped:${x.name.toUpperCase()}`).map((x) => x.memberId)).toContain(c.memberId);
+      expect(
+        find(`shaped:${c.name.toUpperCase()}`, (x) => `shaped:${x.name.toUpperCase()}`).map((x) => x.memberId),
+      ).toContain(c.memberId);
     });
     expect(find('folded:nobody', (x) => `folded:${x.name}`)).toEqual([]);
     expect(index.size).toBe(2 * added.length);
@@ -187,12 +237,21 @@ describe('snapshot in chunks', () => {
       data.citizens.push(c);
       data.messages.push(message({ wall: true, citizenId: c.memberId }));
     }
-    data.idempotency.push({ keyHash: 'k', fingerprint: 'f', status: 201, sealed: 'sealed', createdAt: new Date().toISOString() });
+    data.idempotency.push({
+      keyHash: 'k',
+      fingerprint: 'f',
+      status: 201,
+      sealed: 'sealed',
+      createdAt: new Date().toISOString(),
+    });
     data.receipts.push({ id: 'r0', index: 0, receipt: { a: 1 } });
     data.windows.push(['entity', [0.5, 0.25]]);
     data.seq = 601;
     const dir = fresh();
-    const file = new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json'), { chunkBytes: 64, maxStringBytes: 1024 });
+    const file = new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json'), {
+      chunkBytes: 64,
+      maxStringBytes: 1024,
+    });
     await file.write(data);
     const size = statSync(join(dir, 'snapshot.jsonl')).size;
     expect(size).toBeGreaterThan(40 * 1024);
@@ -218,7 +277,10 @@ describe('snapshot in chunks', () => {
     const [header, line] = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
     const bytes = Buffer.from(JSON.parse(line!) as string, 'base64');
     // Cut short, and with a string length that runs past the end.
-    for (const damaged of [bytes.subarray(0, 30), Buffer.concat([bytes.subarray(0, 18), Buffer.from([0xff, 0xff, 0x7f])])]) {
+    for (const damaged of [
+      bytes.subarray(0, 30),
+      Buffer.concat([bytes.subarray(0, 18), Buffer.from([0xff, 0xff, 0x7f])]),
+    ]) {
       writeFileSync(join(dir, 'snapshot.jsonl'), `${header}\n${JSON.stringify(damaged.toString('base64'))}\n`);
       await expect(file.read()).rejects.toThrow();
     }
@@ -254,7 +316,9 @@ describe('a store larger than the longest string', () => {
     await again.close();
 
     // A limit smaller than one record refuses the snapshot, so the store above read it a record at a time.
-    await expect(openEmbeddedStore({ dir, logger, chunks: { chunkBytes: 512, maxStringBytes: 100 } })).rejects.toThrow(StringLimitError);
+    await expect(openEmbeddedStore({ dir, logger, chunks: { chunkBytes: 512, maxStringBytes: 100 } })).rejects.toThrow(
+      StringLimitError,
+    );
   });
 
   it('reads a snapshot of the old format (one JSON object) a record at a time, then writes it anew', async () => {
@@ -274,7 +338,13 @@ describe('a store larger than the longest string', () => {
       messages: [...all.messages].reverse(),
       idempotency: [before.keyed],
       windows: { 'entity-a': before.window },
-      drift: { samples: before.drift.samples, contraction_count: before.drift.contraction_count, fail_closed: before.drift.fail_closed, by_verdict: before.drift.by_verdict, recent: before.drift.recent },
+      drift: {
+        samples: before.drift.samples,
+        contraction_count: before.drift.contraction_count,
+        fail_closed: before.drift.fail_closed,
+        by_verdict: before.drift.by_verdict,
+        recent: before.drift.recent,
+      },
       receipts: [...before.receipts.items].reverse(),
       telemetry: null,
     };
@@ -282,7 +352,10 @@ describe('a store larger than the longest string', () => {
     expect(statSync(join(dir, 'snapshot.json')).size).toBeGreaterThan(50 * chunks.maxStringBytes);
     // Written after the old snapshot: seq above it.
     const later = citizen({ name: 'after-the-old-snapshot' });
-    writeFileSync(join(dir, 'journal-000000000002.jsonl'), `${JSON.stringify({ seq: 2, op: 'citizen.add', v: later })}\n`);
+    writeFileSync(
+      join(dir, 'journal-000000000002.jsonl'),
+      `${JSON.stringify({ seq: 2, op: 'citizen.add', v: later })}\n`,
+    );
 
     lines.length = 0;
     const migrated = await openEmbeddedStore({ dir, logger, chunks });
@@ -310,14 +383,25 @@ describe('the old one-object snapshot, read a member at a time', () => {
     let n = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ seq: fc.nat(), citizens: fc.array(fc.jsonValue(), { maxLength: 8 }), windows: fc.dictionary(fc.string(), fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { maxLength: 3 })), drift: fc.jsonValue(), other: fc.string() }),
+        fc.record({
+          seq: fc.nat(),
+          citizens: fc.array(fc.jsonValue(), { maxLength: 8 }),
+          windows: fc.dictionary(
+            fc.string(),
+            fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { maxLength: 3 }),
+          ),
+          drift: fc.jsonValue(),
+          other: fc.string(),
+        }),
         fc.constantFrom(undefined, 2),
         fc.integer({ min: 1, max: 64 }),
         async (value, indent, chunkBytes) => {
           const path = join(dir, `old-${n++}.json`);
           writeFileSync(path, JSON.stringify(value, null, indent));
           const seen: Record<string, unknown[]> = {};
-          await readJSONMembers(path, new Set(['citizens', 'windows']), (key, v) => (seen[key] ??= []).push(v), { chunkBytes });
+          await readJSONMembers(path, new Set(['citizens', 'windows']), (key, v) => (seen[key] ??= []).push(v), {
+            chunkBytes,
+          });
           const expected = JSON.parse(JSON.stringify(value)) as typeof value;
           expect(seen.citizens ?? []).toEqual(expected.citizens);
           expect(seen.windows ?? []).toEqual(Object.entries(expected.windows));
@@ -409,7 +493,15 @@ describe('the ceiling', () => {
     expect(logged()).toMatch(/store near its ceiling/);
     expect(logged()).toMatch(/store full/);
     await expect(store.feed.add(message())).rejects.toBeInstanceOf(StoreFullError);
-    await expect(store.idempotency.put({ keyHash: 'x', fingerprint: 'f', status: 200, sealed: null, createdAt: new Date().toISOString() })).rejects.toBeInstanceOf(StoreFullError);
+    await expect(
+      store.idempotency.put({
+        keyHash: 'x',
+        fingerprint: 'f',
+        status: 200,
+        sealed: null,
+        createdAt: new Date().toISOString(),
+      }),
+    ).rejects.toBeInstanceOf(StoreFullError);
     await store.telemetry.save({ startedAt: new Date().toISOString() } as never);
     expect((await store.citizens.stats()).total).toBe(accepted);
     await store.close();

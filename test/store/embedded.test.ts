@@ -1,4 +1,13 @@
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -33,18 +42,34 @@ function tear(path: string, text: string): void {
   closeSync(fd);
 }
 
-runStoreContract('embedded', async () => {
-  const dir = fresh();
-  return { store: await openEmbeddedStore({ dir, logger }), reopen: () => openEmbeddedStore({ dir, logger }) };
-}, { shared: false });
+runStoreContract(
+  'embedded',
+  async () => {
+    const dir = fresh();
+    return { store: await openEmbeddedStore({ dir, logger }), reopen: () => openEmbeddedStore({ dir, logger }) };
+  },
+  { shared: false },
+);
 
 describe('embedded store on disk', () => {
   it('leaves out, at open, the idempotency records the journal brings back expired', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
     const made = Date.now() - 25 * 60 * 60 * 1000;
-    await store.idempotency.put({ keyHash: 'old', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date(made).toISOString() });
-    await store.idempotency.put({ keyHash: 'young', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() });
+    await store.idempotency.put({
+      keyHash: 'old',
+      fingerprint: 'f',
+      status: 201,
+      sealed: 's',
+      createdAt: new Date(made).toISOString(),
+    });
+    await store.idempotency.put({
+      keyHash: 'young',
+      fingerprint: 'f',
+      status: 201,
+      sealed: 's',
+      createdAt: new Date().toISOString(),
+    });
     await store.close();
     const again = await openEmbeddedStore({ dir, logger });
     expect(await again.idempotency.get('old', new Date(made + 1000))).toBeNull();
@@ -56,12 +81,22 @@ describe('embedded store on disk', () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
     const c = citizen();
-    await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), { keyHash: 'one', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() });
+    await store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), {
+      keyHash: 'one',
+      fingerprint: 'f',
+      status: 201,
+      sealed: 's',
+      createdAt: new Date().toISOString(),
+    });
     await store.close();
     const journal = readdirSync(dir).find((f) => f.startsWith('journal-'))!;
     const lines = journalData(join(dir, journal)).trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!).v.map((w: { op: string }) => w.op)).toEqual(['citizen.add', 'message.add', 'idempotency.put']);
+    expect(JSON.parse(lines[0]!).v.map((w: { op: string }) => w.op)).toEqual([
+      'citizen.add',
+      'message.add',
+      'idempotency.put',
+    ]);
   });
 
   it('keeps every one of 100 concurrent writes in the journal', async () => {
@@ -115,7 +150,11 @@ describe('embedded store on disk', () => {
     await Promise.race([Promise.all([first, rotated]), timeout]);
     await Promise.race([chained, timeout]);
     expect((await replayed(journal)).map((e) => e.seq)).toEqual([1, 2]);
-    expect(readdirSync(dir).filter((f) => f.startsWith('journal-')).sort()).toEqual(['journal-000000000001.jsonl', 'journal-000000000002.jsonl']);
+    expect(
+      readdirSync(dir)
+        .filter((f) => f.startsWith('journal-'))
+        .sort(),
+    ).toEqual(['journal-000000000001.jsonl', 'journal-000000000002.jsonl']);
     await journal.close();
   });
 
@@ -125,13 +164,20 @@ describe('embedded store on disk', () => {
     await store.citizens.add(citizen({ name: 'kept-before' }));
     await store.close();
     // A crash during the first write of the next file: its name is the next entry's, so the next start reopens it.
-    const next = readdirSync(dir).filter((f) => f.startsWith('journal-')).sort().at(-1)!.replace(/\d{12}/, (n) => String(Number(n) + 1).padStart(12, '0'));
+    const next = readdirSync(dir)
+      .filter((f) => f.startsWith('journal-'))
+      .sort()
+      .at(-1)!
+      .replace(/\d{12}/, (n) => String(Number(n) + 1).padStart(12, '0'));
     writeFileSync(join(dir, next), '{"seq":2,"op":"citizen.add","v":{"memberId":"01a1');
     const reopened = await openEmbeddedStore({ dir, logger });
     await reopened.citizens.add(citizen({ name: 'acknowledged-after' }));
     await reopened.close();
     const third = await openEmbeddedStore({ dir, logger });
-    expect((await third.citizens.list({ limit: 10 })).items.map((c) => c.name).sort()).toEqual(['acknowledged-after', 'kept-before']);
+    expect((await third.citizens.list({ limit: 10 })).items.map((c) => c.name).sort()).toEqual([
+      'acknowledged-after',
+      'kept-before',
+    ]);
     await third.close();
   });
 
@@ -190,11 +236,12 @@ describe('embedded store on disk', () => {
     const store = await openEmbeddedStore({ dir, logger, compactEvery: 300 });
     // Bursts large enough that compactions run (in pieces) while later writes land. Messages are
     // not deduplicated on replay, so a snapshot that caught later writes would show them twice.
-    for (let burst = 0; burst < 5; burst++) await Promise.all(Array.from({ length: 400 }, (_, i) => store.feed.add(message({ message: `m-${burst}-${i}` }))));
+    for (let burst = 0; burst < 5; burst++)
+      await Promise.all(Array.from({ length: 400 }, (_, i) => store.feed.add(message({ message: `m-${burst}-${i}` }))));
     await store.close();
     const reopened = await openEmbeddedStore({ dir, logger });
     const texts: string[] = [];
-    for (let cursor: string | null | undefined = undefined; ; ) {
+    for (let cursor: string | null | undefined = undefined; ;) {
       const page = await reopened.feed.list({ limit: 200, cursor });
       texts.push(...page.items.map((m) => m.message));
       if (!page.nextCursor) break;
@@ -212,11 +259,20 @@ describe('names stored before they were unique (issue 25)', () => {
     const older = citizen({ name: 'example-agent' });
     const younger = citizen({ name: 'EXAMPLE-AGENT' });
     // A snapshot written before names were unique.
-    writeFileSync(join(dir, 'snapshot.json'), JSON.stringify({ seq: 2, citizens: [older, younger], messages: [], idempotency: [], receipts: [] }));
+    writeFileSync(
+      join(dir, 'snapshot.json'),
+      JSON.stringify({ seq: 2, citizens: [older, younger], messages: [], idempotency: [], receipts: [] }),
+    );
     const store = await openEmbeddedStore({ dir, logger });
-    expect((await store.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual(['EXAMPLE-AGENT', 'example-agent']);
+    expect((await store.citizens.list({ limit: 10 })).items.map((c) => c.name)).toEqual([
+      'EXAMPLE-AGENT',
+      'example-agent',
+    ]);
     expect((await store.citizens.holding('Example-Agent'))?.memberId).toBe(older.memberId);
-    await expect(store.citizens.add(citizen({ name: 'example-agent' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'example-agent' } });
+    await expect(store.citizens.add(citizen({ name: 'example-agent' }))).rejects.toMatchObject({
+      code: 'NAME_TAKEN',
+      extra: { heldBy: 'example-agent' },
+    });
     await store.close();
   });
 });
@@ -235,8 +291,14 @@ describe('the name index (issue 27: hashes to places, not a map of key strings)'
     const again = await openEmbeddedStore({ dir, logger });
     expect((await again.citizens.holding('snow-goose'))?.memberId).toBe(inSnapshot.memberId);
     expect((await again.citizens.holding('BARN-OWL'))?.memberId).toBe(inJournal.memberId);
-    await expect(again.citizens.add(citizen({ name: 'ＳＮＯＷ-ＧＯＯＳＥ' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'Snow-Goose' } });
-    await expect(again.citizens.add(citizen({ name: 'barn-owl' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'Barn-Owl' } });
+    await expect(again.citizens.add(citizen({ name: 'ＳＮＯＷ-ＧＯＯＳＥ' }))).rejects.toMatchObject({
+      code: 'NAME_TAKEN',
+      extra: { heldBy: 'Snow-Goose' },
+    });
+    await expect(again.citizens.add(citizen({ name: 'barn-owl' }))).rejects.toMatchObject({
+      code: 'NAME_TAKEN',
+      extra: { heldBy: 'Barn-Owl' },
+    });
     // The same citizen written again (a replay) holds its own name: accepted, and stored once.
     await again.citizens.add(inJournal);
     expect((await again.citizens.stats()).total).toBe(2);

@@ -16,7 +16,9 @@ const KEPT = MIGRATIONS.findIndex((m) => m.sql.includes('CREATE TABLE counts'));
 async function databaseBeforeKeptCounts(): Promise<{ url: string; db: pg.Pool }> {
   const url = await freshDatabase();
   const db = new pg.Pool({ connectionString: url });
-  await db.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+  await db.query(
+    'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+  );
   for (const m of MIGRATIONS.slice(0, KEPT)) {
     await db.query(m.sql);
     await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
@@ -42,7 +44,11 @@ const seedMessages = (db: pg.Pool, from: number, to: number) =>
 
 /** What the kept counts must say, counted row by row. */
 async function counted(db: pg.Pool) {
-  const byClass = Object.fromEntries((await db.query<{ class: string; n: number }>('SELECT class, count(*)::int AS n FROM citizens GROUP BY class')).rows.map((r) => [r.class, r.n]));
+  const byClass = Object.fromEntries(
+    (
+      await db.query<{ class: string; n: number }>('SELECT class, count(*)::int AS n FROM citizens GROUP BY class')
+    ).rows.map((r) => [r.class, r.n]),
+  );
   const feed = (
     await db.query(
       `SELECT count(*) FILTER (WHERE NOT wall AND kind = 'message')::int AS messages, count(*) FILTER (WHERE NOT wall AND kind = 'question')::int AS questions,
@@ -69,9 +75,13 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
 
     // What changes rows by hand (an operator's repair) is counted as well as what the service writes.
     await seedCitizens(db, 2001, 2500);
-    await db.query(`INSERT INTO citizens (member_id, name, class, purpose, status, joined_at, passport_hash) VALUES ('01900000-0000-7000-8000-000000000001', 'again', 'agent', 'x', 'trillionaire', now(), 'h') ON CONFLICT DO NOTHING`);
+    await db.query(
+      `INSERT INTO citizens (member_id, name, class, purpose, status, joined_at, passport_hash) VALUES ('01900000-0000-7000-8000-000000000001', 'again', 'agent', 'x', 'trillionaire', now(), 'h') ON CONFLICT DO NOTHING`,
+    );
     await db.query(`DELETE FROM citizens WHERE class = 'bot' AND member_id < '01900000-0000-7000-8000-000000000100'`);
-    await db.query(`UPDATE citizens SET class = 'eater' WHERE class = 'crawler' AND member_id > '01900000-0000-7000-8000-000000000900'`);
+    await db.query(
+      `UPDATE citizens SET class = 'eater' WHERE class = 'crawler' AND member_id > '01900000-0000-7000-8000-000000000900'`,
+    );
     await db.query(`UPDATE messages SET wall = NOT wall WHERE kind = 'question'`);
     await db.query(`UPDATE citizens SET purpose = 'repaired'`);
     await check();
@@ -100,7 +110,10 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
       sent.length = 0;
       await call();
       const plans = [];
-      for (const s of sent) plans.push((await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${s.text}`, s.values)).rows[0]['QUERY PLAN'][0].Plan);
+      for (const s of sent)
+        plans.push(
+          (await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${s.text}`, s.values)).rows[0]['QUERY PLAN'][0].Plan,
+        );
       return plans;
     };
     const nodes = (plan: any): any[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
@@ -117,12 +130,17 @@ describe.runIf(available)('PostgreSQL kept counts', () => {
       expect(scans, what).toHaveLength(1);
       expect(scans[0], what).toMatchObject({ 'Node Type': 'Index Scan', 'Scan Direction': 'Backward' });
       expect(scans[0]['Index Name'], what).toMatch(/_pkey$/);
-      expect(nodes(plan).some((n) => n['Node Type'] === 'Sort'), what).toBe(false);
+      expect(
+        nodes(plan).some((n) => n['Node Type'] === 'Sort'),
+        what,
+      ).toBe(false);
       // One row more than the page, to tell whether another follows: never more.
       expect(scans[0]['Actual Rows'], what).toBeLessThanOrEqual(201);
       expect(scans[0]['Shared Hit Blocks'] + scans[0]['Shared Read Blocks'], what).toBeLessThan(30);
     }
-    expect((await store.citizens.list({ limit: 50, cursor: deep })).items.map((c) => c.name)).toEqual(Array.from({ length: 50 }, (_, i) => `seeded-${399 - i}`));
+    expect((await store.citizens.list({ limit: 50, cursor: deep })).items.map((c) => c.name)).toEqual(
+      Array.from({ length: 50 }, (_, i) => `seeded-${399 - i}`),
+    );
 
     for (const [what, call] of [
       ['citizens by class', () => store.citizens.stats()],

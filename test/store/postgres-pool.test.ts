@@ -13,7 +13,13 @@ afterAll(async () => {
   if (available) await dropDatabases();
 });
 
-const record = (keyHash: string, createdAt: Date) => ({ keyHash, fingerprint: 'f', status: 201, sealed: 'sealed', createdAt: createdAt.toISOString() });
+const record = (keyHash: string, createdAt: Date) => ({
+  keyHash,
+  fingerprint: 'f',
+  status: 201,
+  sealed: 'sealed',
+  createdAt: createdAt.toISOString(),
+});
 
 describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
   it('refuses a write whose idempotency record another run committed first (live), and rolls the write back', async () => {
@@ -22,7 +28,9 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
     const first = citizen();
     await store.citizens.add(first, undefined, record('taken', now));
     const second = citizen();
-    await expect(store.citizens.add(second, undefined, record('taken', new Date(now.getTime() + 1000)))).rejects.toMatchObject({ name: 'IdempotencyKeyTaken' });
+    await expect(
+      store.citizens.add(second, undefined, record('taken', new Date(now.getTime() + 1000))),
+    ).rejects.toMatchObject({ name: 'IdempotencyKeyTaken' });
     expect(await store.citizens.get(second.memberId)).toBeNull();
     expect(await store.idempotency.get('taken', now)).toMatchObject({ createdAt: now.toISOString() });
     // A record past its 24 hours, not pruned yet, is replaced as before.
@@ -36,7 +44,10 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
   it('cancels a statement that runs past PG_QUERY_TIMEOUT_MS: 503, and the connection serves the next call', async () => {
     const store = await openPostgresStore(await freshDatabase(), { queryTimeoutMs: 200 });
     const started = performance.now();
-    await expect(store.pool.query('SELECT pg_sleep(2)')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE', reason: 'database-unavailable' });
+    await expect(store.pool.query('SELECT pg_sleep(2)')).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+      reason: 'database-unavailable',
+    });
     expect(performance.now() - started).toBeLessThan(1000);
     expect((await store.pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     await store.close();
@@ -47,13 +58,20 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
     const relay = await startRelay(Number(new URL(url).port || 5432));
     const through = new URL(url);
     through.port = String(relay.port);
-    const store = await openPostgresStore(through.href, { connectTimeoutMs: 400, queryTimeoutMs: 300, idleTimeoutMs: 60_000 });
+    const store = await openPostgresStore(through.href, {
+      connectTimeoutMs: 400,
+      queryTimeoutMs: 300,
+      idleTimeoutMs: 60_000,
+    });
     try {
       await store.citizens.list({ limit: 1 });
       relay.set('hold');
       const timed = async (work: Promise<unknown>) => {
         const started = performance.now();
-        const error = await work.then(() => null, (e: unknown) => e);
+        const error = await work.then(
+          () => null,
+          (e: unknown) => e,
+        );
         return { error, ms: performance.now() - started };
       };
       // The pooled connection goes silent: the statement waits out its timeout (300 ms + 500 ms grace).
@@ -61,7 +79,11 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
       expect(first.error).toMatchObject({ code: 'STORE_UNAVAILABLE' });
       expect(first.ms).toBeGreaterThan(700);
       // Known down: one call (this one) tries a new connection; the ones beside it do not wait.
-      const [trial, ...beside] = await Promise.all([timed(store.citizens.stats()), timed(store.feed.stats()), timed(store.citizens.get(randomUUID()))]);
+      const [trial, ...beside] = await Promise.all([
+        timed(store.citizens.stats()),
+        timed(store.feed.stats()),
+        timed(store.citizens.get(randomUUID())),
+      ]);
       expect(trial!.error).toMatchObject({ code: 'STORE_UNAVAILABLE' });
       expect(trial!.ms).toBeGreaterThan(300);
       for (const b of beside) {
@@ -88,7 +110,9 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
       await store.pool.reachable();
       await store.citizens.list({ limit: 1 });
       relay.set('refuse');
-      await expect(store.pool.reachable()).rejects.toThrow('PostgreSQL does not take a new connection or does not answer on it');
+      await expect(store.pool.reachable()).rejects.toThrow(
+        'PostgreSQL does not take a new connection or does not answer on it',
+      );
       expect((await store.citizens.list({ limit: 1 })).items).toEqual([]);
     } finally {
       relay.set('forward');

@@ -13,29 +13,47 @@ afterAll(async () => {
 });
 
 describe.runIf(available)('PostgreSQL', () => {
-  runStoreContract('postgresql', async () => {
-    const url = await freshDatabase();
-    return { store: await openPostgresStore(url), reopen: () => openPostgresStore(url) };
-  }, { shared: true });
+  runStoreContract(
+    'postgresql',
+    async () => {
+      const url = await freshDatabase();
+      return { store: await openPostgresStore(url), reopen: () => openPostgresStore(url) };
+    },
+    { shared: true },
+  );
 });
 
 describe.runIf(available)('PostgreSQL telemetry rows', () => {
   it('folds the rows of stopped processes into the next one, and leaves live ones alone', async () => {
     const url = await freshDatabase();
-    const ledger = (n: number): TelemetrySnapshot => ({ ...emptySnapshot(new Date('2026-01-01T00:00:00Z')), observedRequests: n });
-    const [stopped1, stopped2, live] = [await openPostgresStore(url), await openPostgresStore(url), await openPostgresStore(url)];
+    const ledger = (n: number): TelemetrySnapshot => ({
+      ...emptySnapshot(new Date('2026-01-01T00:00:00Z')),
+      observedRequests: n,
+    });
+    const [stopped1, stopped2, live] = [
+      await openPostgresStore(url),
+      await openPostgresStore(url),
+      await openPostgresStore(url),
+    ];
     await stopped1.telemetry.save(ledger(3));
     await stopped2.telemetry.save(ledger(4));
     await live.telemetry.save(ledger(5));
     await Promise.all([stopped1.close(), stopped2.close()]);
     const db = new pg.Pool({ connectionString: url });
-    await db.query(`UPDATE telemetry_ledgers SET updated_at = now() - $1 * interval '1 millisecond' - interval '1 minute' WHERE (snapshot->>'observedRequests')::int IN (3, 4)`, [TELEMETRY_STALE_MS]);
+    await db.query(
+      `UPDATE telemetry_ledgers SET updated_at = now() - $1 * interval '1 millisecond' - interval '1 minute' WHERE (snapshot->>'observedRequests')::int IN (3, 4)`,
+      [TELEMETRY_STALE_MS],
+    );
 
     const next = await openPostgresStore(url);
     const ledgers = next.telemetry as TelemetryStore<TelemetrySnapshot>;
     const started = await ledgers.load(([first, ...rest]) => mergeSnapshots(first!, rest));
     expect(started?.observedRequests).toBe(7);
-    const rows = (await db.query<{ n: number }>(`SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers ORDER BY 1`)).rows.map((r) => r.n);
+    const rows = (
+      await db.query<{ n: number }>(
+        `SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers ORDER BY 1`,
+      )
+    ).rows.map((r) => r.n);
     expect(rows).toEqual([5, 7]);
     expect((await ledgers.others()).map((l) => l.observedRequests)).toEqual([5]);
     // Nothing is stale any more: the process after it starts empty.
@@ -51,11 +69,22 @@ describe.runIf(available)('PostgreSQL: a write and its idempotency record are on
     const store = await openPostgresStore(url);
     const db = new pg.Pool({ connectionString: url });
     // The disk fills up between the citizen's row and the record's: SQLSTATE 53100 is disk_full.
-    await db.query(`CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`);
+    await db.query(
+      `CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql`,
+    );
     await db.query('CREATE TRIGGER disk_is_full BEFORE INSERT ON idempotency FOR EACH ROW EXECUTE FUNCTION refuse()');
     const c = citizen();
-    const record = { keyHash: 'full-1', fingerprint: 'f', status: 201, sealed: 's', createdAt: new Date().toISOString() };
-    await expect(store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), record)).rejects.toMatchObject({ name: 'StoreUnavailableError', code: 'STORE_UNAVAILABLE' });
+    const record = {
+      keyHash: 'full-1',
+      fingerprint: 'f',
+      status: 201,
+      sealed: 's',
+      createdAt: new Date().toISOString(),
+    };
+    await expect(store.citizens.add(c, message({ wall: true, citizenId: c.memberId }), record)).rejects.toMatchObject({
+      name: 'StoreUnavailableError',
+      code: 'STORE_UNAVAILABLE',
+    });
     await expect(store.feed.add(message(), record)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     expect(await store.citizens.get(c.memberId)).toBeNull();
     expect(await store.feed.stats()).toEqual({ messages: 0, questions: 0, wall: 0, verified: 0 });
@@ -71,7 +100,9 @@ describe.runIf(available)('PostgreSQL: names stored before they were unique (iss
     const url = await freshDatabase();
     const db = new pg.Pool({ connectionString: url });
     // A database as migrations 1-3 left it, with citizens whose names look alike.
-    await db.query('CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+    await db.query(
+      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
     for (const m of MIGRATIONS.filter((m) => m.version <= 3)) {
       await db.query(m.sql);
       await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
@@ -83,15 +114,30 @@ describe.runIf(available)('PostgreSQL: names stored before they were unique (iss
     // More rows than one backfill batch, so keys are taken across batches too.
     const many = Array.from({ length: 1203 }, (_, i) => citizen({ name: i % 2 ? `BULK-${i - 1}` : `bulk-${i}` }));
     for (const c of [older, younger, youngest, alone, ...many]) {
-      await db.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [c.memberId, c.name, c.class, c.purpose, null, c.status, c.joinedAt, c.passportHash]);
+      await db.query('INSERT INTO citizens VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+        c.memberId,
+        c.name,
+        c.class,
+        c.purpose,
+        null,
+        c.status,
+        c.joinedAt,
+        c.passportHash,
+      ]);
     }
     const store = await openPostgresStore(url);
-    expect((await db.query('SELECT count(*)::int AS n FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL')).rows[0].n).toBe(0);
+    expect(
+      (await db.query('SELECT count(*)::int AS n FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL'))
+        .rows[0].n,
+    ).toBe(0);
     expect((await store.citizens.stats()).total).toBe(4 + many.length);
     expect((await store.citizens.holding('Example-Agent'))?.memberId).toBe(older.memberId);
     expect((await store.citizens.holding('Lone-Crane'))?.memberId).toBe(alone.memberId);
     expect((await store.citizens.holding('bulk-0'))?.memberId).toBe(many[0]!.memberId);
-    await expect(store.citizens.add(citizen({ name: 'Example-Agent' }))).rejects.toMatchObject({ code: 'NAME_TAKEN', extra: { heldBy: 'example-agent' } });
+    await expect(store.citizens.add(citizen({ name: 'Example-Agent' }))).rejects.toMatchObject({
+      code: 'NAME_TAKEN',
+      extra: { heldBy: 'example-agent' },
+    });
     await expect(store.citizens.add(citizen({ name: 'Bulk-1202' }))).rejects.toMatchObject({ code: 'NAME_TAKEN' });
     // Opening again (another process) finds nothing left to key.
     const again = await openPostgresStore(url);

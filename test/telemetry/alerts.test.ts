@@ -83,14 +83,27 @@ describe('alerts', () => {
   it('sends each kind once per family per window, to the webhook and to the log at warn', async () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({ webhookUrl: hook.url, logger, windowMs: 3_600_000, spoofThreshold: 3, maxQueue: 10, timeoutMs: 2000, now: c.now });
+    const alerts = createAlerts({
+      webhookUrl: hook.url,
+      logger,
+      windowMs: 3_600_000,
+      spoofThreshold: 3,
+      maxQueue: 10,
+      timeoutMs: 2000,
+      now: c.now,
+    });
     expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(true);
     expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(false);
     expect(alerts.newFamily('ClaudeBot', 'Anthropic', 'Eater')).toBe(true);
     expect(alerts.robots('GPTBot', 'OpenAI', '/trap/a')).toBe(true);
     expect(alerts.robots('GPTBot', 'OpenAI', '/trap/b')).toBe(false);
     // A spike: the third failure within the window raises it, the later ones do not.
-    expect([alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google', 10)]).toEqual([false, false, true, false]);
+    expect([
+      alerts.failed('Googlebot', 'Google'),
+      alerts.failed('Googlebot', 'Google'),
+      alerts.failed('Googlebot', 'Google'),
+      alerts.failed('Googlebot', 'Google', 10),
+    ]).toEqual([false, false, true, false]);
     c.advance(59 * 60_000);
     expect(alerts.newFamily('GPTBot', 'OpenAI', 'Eater')).toBe(false);
     c.advance(60_000);
@@ -98,7 +111,13 @@ describe('alerts', () => {
     // A new window counts failures afresh: two are no spike.
     expect([alerts.failed('Googlebot', 'Google'), alerts.failed('Googlebot', 'Google')]).toEqual([false, false]);
     await alerts.idle();
-    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family GPTBot', 'new-family ClaudeBot', 'robots GPTBot', 'spoofing Googlebot', 'new-family GPTBot']);
+    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual([
+      'new-family GPTBot',
+      'new-family ClaudeBot',
+      'robots GPTBot',
+      'spoofing Googlebot',
+      'new-family GPTBot',
+    ]);
     expect(hook.got[3]).toMatchObject({ operator: 'Google', detail: { failed: 3, threshold: 3 }, windowMs: 3_600_000 });
     expect(hook.maxConcurrent).toBe(1);
     const warned = lines.filter((l) => l.level === 40 && l.alert);
@@ -109,7 +128,14 @@ describe('alerts', () => {
   it('holds one POST in flight and at most ALERT_QUEUE_MAX waiting, ends each at its timeout, and only logs the rest', async () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({ webhookUrl: hook.url, logger, windowMs: 3_600_000, spoofThreshold: 1, maxQueue: 3, timeoutMs: 200 });
+    const alerts = createAlerts({
+      webhookUrl: hook.url,
+      logger,
+      windowMs: 3_600_000,
+      spoofThreshold: 1,
+      maxQueue: 3,
+      timeoutMs: 200,
+    });
     for (let i = 0; i < 10; i++) expect(alerts.newFamily(`Bot-${i}`, null, 'Bot')).toBe(true);
     // One in flight, three waiting, six past the queue.
     expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: 3, dropped: 6 });
@@ -118,7 +144,8 @@ describe('alerts', () => {
     expect(Date.now() - started).toBeLessThan(4 * 200 + 1500);
     expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Bot-1', 'Bot-2', 'Bot-3']);
     // One at a time: each POST went out only when the one before had timed out.
-    for (let i = 1; i < hook.arrived.length; i++) expect(hook.arrived[i]! - hook.arrived[i - 1]!).toBeGreaterThanOrEqual(180);
+    for (let i = 1; i < hook.arrived.length; i++)
+      expect(hook.arrived[i]! - hook.arrived[i - 1]!).toBeGreaterThanOrEqual(180);
     expect(alerts.stats()).toMatchObject({ raised: 10, sent: 0, failed: 4, dropped: 6, queued: 0, inFlight: 0 });
     // Every alert is logged, sent or not; so is each failed POST.
     expect(lines.filter((l) => l.alert).length).toBe(10);
@@ -127,7 +154,14 @@ describe('alerts', () => {
 
   it('remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped until old ones expire', () => {
     const c = clock();
-    const alerts = createAlerts({ logger: pino({ level: 'silent' }), windowMs: 60_000, spoofThreshold: 1, maxQueue: 1, timeoutMs: 100, now: c.now });
+    const alerts = createAlerts({
+      logger: pino({ level: 'silent' }),
+      windowMs: 60_000,
+      spoofThreshold: 1,
+      maxQueue: 1,
+      timeoutMs: 100,
+      now: c.now,
+    });
     for (let i = 0; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
     expect(alerts.failed('One more', null)).toBe(false);
@@ -139,8 +173,21 @@ describe('alerts', () => {
   it('takes its settings within bounds only', () => {
     expect(loadConfig({}).ALERT_WEBHOOK_URL).toBeUndefined();
     expect(loadConfig({ ALERT_WEBHOOK_URL: '' }).ALERT_WEBHOOK_URL).toBeUndefined();
-    expect(loadConfig({})).toMatchObject({ ALERT_WINDOW_MS: 3_600_000, ALERT_SPOOF_THRESHOLD: 20, ALERT_QUEUE_MAX: 100, ALERT_TIMEOUT_MS: 5000 });
-    for (const env of [{ ALERT_WEBHOOK_URL: 'ftp://x.example/' }, { ALERT_WEBHOOK_URL: 'not a url' }, { ALERT_WINDOW_MS: '1000' }, { ALERT_QUEUE_MAX: '0' }, { ALERT_QUEUE_MAX: '100000' }, { ALERT_TIMEOUT_MS: '600000' }, { ALERT_SPOOF_THRESHOLD: '0' }]) {
+    expect(loadConfig({})).toMatchObject({
+      ALERT_WINDOW_MS: 3_600_000,
+      ALERT_SPOOF_THRESHOLD: 20,
+      ALERT_QUEUE_MAX: 100,
+      ALERT_TIMEOUT_MS: 5000,
+    });
+    for (const env of [
+      { ALERT_WEBHOOK_URL: 'ftp://x.example/' },
+      { ALERT_WEBHOOK_URL: 'not a url' },
+      { ALERT_WINDOW_MS: '1000' },
+      { ALERT_QUEUE_MAX: '0' },
+      { ALERT_QUEUE_MAX: '100000' },
+      { ALERT_TIMEOUT_MS: '600000' },
+      { ALERT_SPOOF_THRESHOLD: '0' },
+    ]) {
       expect(() => loadConfig(env), JSON.stringify(env)).toThrow(/ALERT_/);
     }
   });
@@ -149,7 +196,14 @@ describe('alerts', () => {
 describe('alerts from telemetry', () => {
   it('raises a new family, a crawler on a bait path and a spike of spoofed claims, each once', async () => {
     const content = await loadContent('content');
-    const alerts = createAlerts({ webhookUrl: hook.url, logger: pino({ level: 'silent' }), windowMs: 3_600_000, spoofThreshold: 5, maxQueue: 100, timeoutMs: 2000 });
+    const alerts = createAlerts({
+      webhookUrl: hook.url,
+      logger: pino({ level: 'silent' }),
+      windowMs: 3_600_000,
+      spoofThreshold: 5,
+      maxQueue: 100,
+      timeoutMs: 2000,
+    });
     const t = await createTelemetry({
       funnelStepOf,
       ...telemetryRulesOf(content),
@@ -161,16 +215,28 @@ describe('alerts from telemetry', () => {
       alerts,
     });
     const base = { method: 'GET', host: 'site.example', status: 200, durationMs: 1, remoteAddress: '192.0.2.1' };
-    const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+    const GPT =
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
     for (let i = 0; i < 3; i++) t.observe({ ...base, path: '/', userAgent: GPT });
     t.observe({ ...base, path: '/trap/x', userAgent: GPT });
     t.observe({ ...base, path: '/trap/y', userAgent: GPT });
     // Google-Extended is a robots.txt token no crawler sends: every claim of it fails at once.
-    for (let i = 0; i < 12; i++) t.observe({ ...base, path: '/', userAgent: 'Mozilla/5.0 (compatible; Google-Extended)' });
+    for (let i = 0; i < 12; i++)
+      t.observe({ ...base, path: '/', userAgent: 'Mozilla/5.0 (compatible; Google-Extended)' });
     // A person on a bait path is presence, not a crawler breaking robots.txt.
-    t.observe({ ...base, path: '/trap/z', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36' });
+    t.observe({
+      ...base,
+      path: '/trap/z',
+      userAgent:
+        'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36',
+    });
     await alerts.idle();
-    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family GPTBot', 'robots GPTBot', 'new-family Google-Extended', 'spoofing Google-Extended']);
+    expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual([
+      'new-family GPTBot',
+      'robots GPTBot',
+      'new-family Google-Extended',
+      'spoofing Google-Extended',
+    ]);
     expect(hook.got[1]!.detail).toEqual({ path: '/trap/x' });
     await t.close();
   });
@@ -187,8 +253,9 @@ describe('alerts from the running server', () => {
 
   it('POSTs to ALERT_WEBHOOK_URL and logs at warn', async () => {
     const UA = 'Mozilla/5.0 (compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
-    for (const path of ['/llms.txt', '/private-archive/a', '/private-archive/b']) await fetch(server.url + path, { headers: { 'User-Agent': UA } }).then((r) => r.arrayBuffer());
-    await waitFor(() => hook.got.length >= 2, { what: "two alerts at the webhook" });
+    for (const path of ['/llms.txt', '/private-archive/a', '/private-archive/b'])
+      await fetch(server.url + path, { headers: { 'User-Agent': UA } }).then((r) => r.arrayBuffer());
+    await waitFor(() => hook.got.length >= 2, { what: 'two alerts at the webhook' });
     expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family ClaudeBot', 'robots ClaudeBot']);
     await server.waitForLog((l) => /"level":40/.test(l) && /bot alert/.test(l) && /ClaudeBot/.test(l));
   });

@@ -6,13 +6,19 @@ import { expandPattern } from '../../api/telemetry/bot-lists.ts';
 describe('the generated bot table', () => {
   it('is exactly what npm run refresh-bot-families makes from the installed lists', async () => {
     const shipped = readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8');
-    expect(shipped === (await generatedTableText('content')), `content/${GENERATED_FILE} differs: run npm run refresh-bot-families`).toBe(true);
+    expect(
+      shipped === (await generatedTableText('content')),
+      `content/${GENERATED_FILE} differs: run npm run refresh-bot-families`,
+    ).toBe(true);
   });
 
-  it('takes no token our curated table or our people\'s clients hold, and names the long tail', async () => {
-    const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as { families: { family: string; tokens: string[]; source: string }[] };
+  it("takes no token our curated table or our people's clients hold, and names the long tail", async () => {
+    const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as {
+      families: { family: string; tokens: string[]; source: string }[];
+    };
     const tokens = new Set(table.families.flatMap((f) => f.tokens.map((t) => t.toLowerCase())));
-    for (const curated of ['gptbot', 'googlebot', 'bingbot', 'kube-probe', 'spotify', 'okhttp']) expect(tokens.has(curated), curated).toBe(false);
+    for (const curated of ['gptbot', 'googlebot', 'bingbot', 'kube-probe', 'spotify', 'okhttp'])
+      expect(tokens.has(curated), curated).toBe(false);
     expect(table.families.filter((f) => f.source === 'device-detector').length).toBeGreaterThan(800);
     expect(table.families.filter((f) => f.source === 'crawler-user-agents').length).toBeGreaterThan(500);
   });

@@ -26,25 +26,65 @@ const fixture = (name: string) =>
 
 // Real User-Agent strings as the operators publish them.
 const UAS: [string, string, string][] = [
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)', 'GPTBot', 'Eater'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ChatGPT-User/1.0; +https://openai.com/bot', 'ChatGPT-User', 'Intelligence'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot', 'OAI-SearchBot', 'Crawler'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)', 'ClaudeBot', 'Eater'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)', 'Claude-User', 'Intelligence'],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    'GPTBot',
+    'Eater',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ChatGPT-User/1.0; +https://openai.com/bot',
+    'ChatGPT-User',
+    'Intelligence',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; OAI-SearchBot/1.0; +https://openai.com/searchbot',
+    'OAI-SearchBot',
+    'Crawler',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)',
+    'ClaudeBot',
+    'Eater',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)',
+    'Claude-User',
+    'Intelligence',
+  ],
   ['Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)', 'Googlebot', 'Crawler'],
   ['Googlebot-Image/1.0', 'Googlebot-Image', 'Crawler'],
   ['Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)', 'Bingbot', 'Crawler'],
-  ['Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)', 'Applebot', 'Crawler'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)', 'PerplexityBot', 'Crawler'],
-  ['Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Perplexity-User/1.0; +https://perplexity.ai/perplexity-user)', 'Perplexity-User', 'Intelligence'],
+  [
+    'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/13.1.1 Safari/605.1.15 (Applebot/0.1; +http://www.apple.com/go/applebot)',
+    'Applebot',
+    'Crawler',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)',
+    'PerplexityBot',
+    'Crawler',
+  ],
+  [
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Perplexity-User/1.0; +https://perplexity.ai/perplexity-user)',
+    'Perplexity-User',
+    'Intelligence',
+  ],
   ['CCBot/2.0 (https://commoncrawl.org/faq/)', 'CCBot', 'Eater'],
-  ['Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)', 'Bytespider', 'Eater'],
+  [
+    'Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)',
+    'Bytespider',
+    'Eater',
+  ],
   ['facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)', 'facebookexternalhit', 'Bot'],
   ['DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)', 'DuckDuckBot', 'Crawler'],
   ['Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)', 'YandexBot', 'Crawler'],
   // The issue's cases.
   ['TelegramBot (like TwitterBot)', 'TelegramBot', 'Bot'],
-  ['Mozilla/5.0 (compatible; Baiduspider-image/2.0; +http://www.baidu.com/search/spider.html)', 'Baiduspider-image', 'Crawler'],
+  [
+    'Mozilla/5.0 (compatible; Baiduspider-image/2.0; +http://www.baidu.com/search/spider.html)',
+    'Baiduspider-image',
+    'Crawler',
+  ],
   ['Mozilla/5.0 (compatible) Ai2Bot-Dolma (+https://www.allenai.org/crawler)', 'Ai2Bot-Dolma', 'Eater'],
   ['Mozilla/5.0 (compatible) AI2Bot (+https://www.allenai.org/crawler)', 'AI2Bot', 'Eater'],
   ['Y!J-BRW/1.0 crawler (http://help.yahoo.co.jp/help/jp/search/indexing/indexing-15.html)', 'Y!J-BRW', 'Crawler'],
@@ -55,7 +95,11 @@ const UAS: [string, string, string][] = [
   ['Wget/1.21.4', 'Wget', 'Bot'],
   ['Mozilla/5.0 (compatible; Barkrowler/0.9; +https://babbar.tech/crawler)', 'Barkrowler', 'Bot'],
   ['Mozilla/5.0 (compatible; SISTRIX Crawler; http://crawler.sistrix.net/)', 'SISTRIX Crawler', 'Bot'],
-  ['Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36 (compatible; Google-InspectionTool/1.0;)', 'Google-InspectionTool', 'Crawler'],
+  [
+    'Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36 (compatible; Google-InspectionTool/1.0;)',
+    'Google-InspectionTool',
+    'Crawler',
+  ],
 ];
 
 describe('classification', () => {
@@ -70,7 +114,8 @@ describe('classification', () => {
   });
 
   it('still names an AI agent whose token is appended to a browser User-Agent', () => {
-    const chrome = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    const chrome =
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
     for (const line of fixture('ai-agents.tsv')) {
       const [token, family] = line.split('\t') as [string, string];
       expect(classify(`${chrome} ${token}/1.0`).family, token).toBe(family);
@@ -82,17 +127,26 @@ describe('classification', () => {
     expect(lines.length).toBe(166);
     const wrong = lines
       .map((l) => l.split('\t') as [string, string, string])
-      .map(([token, family, cls]) => ({ token, family, cls, got: classify(`Mozilla/5.0 (compatible; ${token}/1.0; +https://example.org/bot)`) }))
+      .map(([token, family, cls]) => ({
+        token,
+        family,
+        cls,
+        got: classify(`Mozilla/5.0 (compatible; ${token}/1.0; +https://example.org/bot)`),
+      }))
       .filter((r) => r.got.family !== r.family || r.got.class !== r.cls)
       .map((r) => `${r.token}: ${r.got.family} ${r.got.class}, expected ${r.family} ${r.cls}`);
     expect(wrong).toEqual([]);
   });
 
   it('takes a User-Agent claiming a robots.txt-only token (Google-Extended) for spoofed', () => {
-    expect(classify('Mozilla/5.0 (compatible; Google-Extended/1.0)')).toMatchObject({ bot: true, family: 'Google-Extended', class: 'Cosplay' });
+    expect(classify('Mozilla/5.0 (compatible; Google-Extended/1.0)')).toMatchObject({
+      bot: true,
+      family: 'Google-Extended',
+      class: 'Cosplay',
+    });
   });
 
-  it('names at least 90% of crawler-user-agents\' example bots as their own pattern names them', () => {
+  it("names at least 90% of crawler-user-agents' example bots as their own pattern names them", () => {
     const rows = fixture('known-bots.tsv').map((l) => l.split('\t') as [string, string]);
     expect(rows.length).toBeGreaterThan(1500);
     let named = 0;
@@ -101,7 +155,8 @@ describe('classification', () => {
       const exp = expected.toLowerCase();
       const family = (c.family ?? '').toLowerCase();
       const tokens = (c.known?.tokens ?? []).map((t) => t.toLowerCase());
-      if (family === exp || tokens.includes(exp) || family.startsWith(exp) || (exp.length > 3 && family.includes(exp))) named++;
+      if (family === exp || tokens.includes(exp) || family.startsWith(exp) || (exp.length > 3 && family.includes(exp)))
+        named++;
     }
     expect(named / rows.length).toBeGreaterThanOrEqual(0.9);
   });
@@ -115,11 +170,17 @@ describe('classification', () => {
   it('names unknown bots from their own product token, never from regex source', () => {
     expect(classify('Mozilla/5.0 (compatible; SeekportBot; +https://bot.seekport.com)').family).toBe('SeekportBot');
     // A search engine's indexer outside our table is still a Crawler (crawler-user-agents tags it so).
-    expect(classify('Mozilla/5.0 (compatible; IstellaBot/1.23.15 +http://www.tiscali.it/)')).toMatchObject({ family: 'IstellaBot', class: 'Crawler', known: { source: 'crawler-user-agents' } });
+    expect(classify('Mozilla/5.0 (compatible; IstellaBot/1.23.15 +http://www.tiscali.it/)')).toMatchObject({
+      family: 'IstellaBot',
+      class: 'Crawler',
+      known: { source: 'crawler-user-agents' },
+    });
     expect(classify('Xenu Link Sleuth/1.3.8').family).toBe('Xenu Link Sleuth');
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
-    const tokens = new Set(productTokens('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)').original);
+    const tokens = new Set(
+      productTokens('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)').original,
+    );
     expect(tokens.has(c.family!)).toBe(true);
   });
 

@@ -12,7 +12,11 @@ describe('telemetry saving', () => {
   it('saves when counts changed, and at least every 5 minutes when they did not (a live process is not taken for a stopped one)', async () => {
     vi.useFakeTimers();
     const saves: number[] = [];
-    const store: TelemetryStore<TelemetrySnapshot> = { load: async () => null, save: async (s) => void saves.push(s.observedRequests), others: async () => [] };
+    const store: TelemetryStore<TelemetrySnapshot> = {
+      load: async () => null,
+      save: async (s) => void saves.push(s.observedRequests),
+      others: async () => [],
+    };
     const telemetry = await createTelemetry({
       funnelStepOf,
       classify: createClassifier([]),
@@ -24,7 +28,15 @@ describe('telemetry saving', () => {
       logger: pino({ level: 'silent' }),
       flushMs: 1000,
     });
-    telemetry.observe({ method: 'GET', path: '/', host: 'h', userAgent: 'curl/8.5.0', status: 200, durationMs: 1, remoteAddress: '127.0.0.1' });
+    telemetry.observe({
+      method: 'GET',
+      path: '/',
+      host: 'h',
+      userAgent: 'curl/8.5.0',
+      status: 200,
+      durationMs: 1,
+      remoteAddress: '127.0.0.1',
+    });
     await vi.advanceTimersByTimeAsync(1000);
     expect(saves).toEqual([1]);
     await vi.advanceTimersByTimeAsync(4 * 60_000);

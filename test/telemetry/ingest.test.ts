@@ -20,14 +20,31 @@ async function telemetry(resolver: Resolver) {
 }
 
 const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
-const line = (over: Partial<IngestLine>): IngestLine => ({ method: 'GET', path: '/api/convert', host: 'cdn.example', userAgent: GOOGLE, status: 200, ...over });
+const line = (over: Partial<IngestLine>): IngestLine => ({
+  method: 'GET',
+  path: '/api/convert',
+  host: 'cdn.example',
+  userAgent: GOOGLE,
+  status: 200,
+  ...over,
+});
 
 describe('CDN log lines with a client address', () => {
   it('verifies each line as a live request: ranges first, reverse DNS bounded, and never stores the address', async () => {
     let lookups = 0;
-    const resolver: Resolver = { reverse: async (ip) => (lookups++, ip === '203.0.113.7' ? ['crawl-203-0-113-7.googlebot.com'] : []), resolve: async () => ['203.0.113.7'] };
+    const resolver: Resolver = {
+      reverse: async (ip) => (lookups++, ip === '203.0.113.7' ? ['crawl-203-0-113-7.googlebot.com'] : []),
+      resolve: async () => ['203.0.113.7'],
+    };
     const t = await telemetry(resolver);
-    expect(t.ingest([line({ clientAddress: '66.249.66.1' }), line({ clientAddress: '203.0.113.7' }), line({ clientAddress: '198.51.100.9' }), line({})])).toBe(4);
+    expect(
+      t.ingest([
+        line({ clientAddress: '66.249.66.1' }),
+        line({ clientAddress: '203.0.113.7' }),
+        line({ clientAddress: '198.51.100.9' }),
+        line({}),
+      ]),
+    ).toBe(4);
     await new Promise((r) => setImmediate(r));
     await new Promise((r) => setImmediate(r));
     const row = t.snapshot().families.Googlebot!;
@@ -41,9 +58,14 @@ describe('CDN log lines with a client address', () => {
 
   it('caps reverse-DNS lookups in flight when 2,000 addresses claim to be Googlebot (issue 14, row 10)', async () => {
     const pending: (() => void)[] = [];
-    const resolver: Resolver = { reverse: () => new Promise((resolve) => pending.push(() => resolve([]))), resolve: async () => [] };
+    const resolver: Resolver = {
+      reverse: () => new Promise((resolve) => pending.push(() => resolve([]))),
+      resolve: async () => [],
+    };
     const t = await telemetry(resolver);
-    const lines = Array.from({ length: 2000 }, (_, i) => line({ clientAddress: `2001:db8:${(i % 50).toString(16)}::${i.toString(16)}` }));
+    const lines = Array.from({ length: 2000 }, (_, i) =>
+      line({ clientAddress: `2001:db8:${(i % 50).toString(16)}::${i.toString(16)}` }),
+    );
     t.ingest(lines);
     expect(t.dnsLookups()).toEqual({ started: 16, inFlight: 16 });
     for (const done of pending.splice(0)) done();
@@ -61,14 +83,35 @@ describe('CDN log lines with a client address', () => {
 describe("the operator's own traffic", () => {
   it('is never counted: health probes and our CLIs, on any path, live or from logs', async () => {
     const t = await telemetry({ reverse: async () => [], resolve: async () => [] });
-    const own = ['kube-probe/1.29', 'ELB-HealthChecker/2.0', 'GoogleHC/1.0', 'agent-node-ingest-logs', 'agent-node-verify-receipts'];
+    const own = [
+      'kube-probe/1.29',
+      'ELB-HealthChecker/2.0',
+      'GoogleHC/1.0',
+      'agent-node-ingest-logs',
+      'agent-node-verify-receipts',
+    ];
     // A bait path too: a probe is the operator's, never a browser caught in a trap.
-    expect(t.ingest(own.flatMap((userAgent) => [line({ userAgent, path: '/trap/x' }), line({ userAgent, path: '/api/convert' })]))).toBe(0);
-    for (const userAgent of own) t.observe({ method: 'GET', path: '/livez', host: '127.0.0.1:4321', userAgent, status: 200, durationMs: 0.1, remoteAddress: '10.0.0.1' });
+    expect(
+      t.ingest(
+        own.flatMap((userAgent) => [line({ userAgent, path: '/trap/x' }), line({ userAgent, path: '/api/convert' })]),
+      ),
+    ).toBe(0);
+    for (const userAgent of own)
+      t.observe({
+        method: 'GET',
+        path: '/livez',
+        host: '127.0.0.1:4321',
+        userAgent,
+        status: 200,
+        durationMs: 0.1,
+        remoteAddress: '10.0.0.1',
+      });
     expect(Object.keys(t.snapshot().families)).toEqual([]);
     expect(t.snapshot().presence).toEqual({ namedBotHits: 0, baitHits: 0 });
     // The same requests from a bot are counted: the test can fail.
-    expect(t.ingest([line({ userAgent: 'Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)' })])).toBe(1);
+    expect(t.ingest([line({ userAgent: 'Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)' })])).toBe(
+      1,
+    );
     await t.close();
   });
 });

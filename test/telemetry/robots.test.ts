@@ -2,7 +2,19 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createRobotsJudge, decidingRule, disallowedBy, matches, normalise, parseRobots, readRobotsDir, ROBOTS_HOSTS, ROBOTS_LIMITS, robotsVersion, selectRules } from '../../api/telemetry/robots.ts';
+import {
+  createRobotsJudge,
+  decidingRule,
+  disallowedBy,
+  matches,
+  normalise,
+  parseRobots,
+  readRobotsDir,
+  ROBOTS_HOSTS,
+  ROBOTS_LIMITS,
+  robotsVersion,
+  selectRules,
+} from '../../api/telemetry/robots.ts';
 
 /** The rule text deciding `path` for a crawler of `tokens`, or "allowed". */
 const verdict = (text: string, tokens: string[], path: string) => {
@@ -53,7 +65,17 @@ describe('RFC 9309 matching', () => {
   });
 
   it('takes the longest matching rule, Allow on a tie, and ignores an empty Disallow', () => {
-    const file = ['User-agent: *', 'Disallow: /shop', 'Allow: /shop/open', 'Disallow: /shop/open/closed', 'Allow: /tie', 'Disallow: /tie', 'Disallow: /star*', 'Allow: /star/', 'Disallow:'].join('\n');
+    const file = [
+      'User-agent: *',
+      'Disallow: /shop',
+      'Allow: /shop/open',
+      'Disallow: /shop/open/closed',
+      'Allow: /tie',
+      'Disallow: /tie',
+      'Disallow: /star*',
+      'Allow: /star/',
+      'Disallow:',
+    ].join('\n');
     expect(verdict(file, ['x'], '/shop/cart')).toBe('Disallow: /shop');
     expect(verdict(file, ['x'], '/shop/open/now')).toBe('allowed by Allow: /shop/open');
     expect(verdict(file, ['x'], '/shop/open/closed/1')).toBe('Disallow: /shop/open/closed');
@@ -107,7 +129,7 @@ describe('RFC 9309 groups', () => {
     expect(selectRules(parseRobots('User-agent: GPTBot\nDisallow: /\n'), ['ClaudeBot']).agent).toBeNull();
   });
 
-  it('takes the first of a family\'s tokens that a group names', () => {
+  it("takes the first of a family's tokens that a group names", () => {
     expect(selectRules(parseRobots(file), ['Googlebot-Image', 'Googlebot']).agent).toBe('googlebot');
   });
 
@@ -136,14 +158,22 @@ describe('the judge', () => {
   const other = 'User-agent: GPTBot\nDisallow: /\n';
   const judge = createRobotsJudge(own, new Map([['Blog.Example', other]]), ['site.example']);
 
-  it('judges a live request by the service\'s own file, and names its version', () => {
+  it("judges a live request by the service's own file, and names its version", () => {
     const v = judge.judge(null, '/trap/x', ['GPTBot']);
-    expect(v).toEqual({ host: 'site', version: robotsVersion(own), broke: { line: 2, text: 'Disallow: /trap/', agent: '*' } });
+    expect(v).toEqual({
+      host: 'site',
+      version: robotsVersion(own),
+      broke: { line: 2, text: 'Disallow: /trap/', agent: '*' },
+    });
     expect(judge.judge(null, '/docs', ['GPTBot'])!.broke).toBeNull();
   });
 
-  it('judges an ingested line by its host\'s file; its own hosts and no host by the service\'s; an unknown host not at all', () => {
-    expect(judge.judge('blog.example', '/post', ['GPTBot'])).toMatchObject({ host: 'blog.example', version: robotsVersion(other), broke: { line: 2, agent: 'gptbot' } });
+  it("judges an ingested line by its host's file; its own hosts and no host by the service's; an unknown host not at all", () => {
+    expect(judge.judge('blog.example', '/post', ['GPTBot'])).toMatchObject({
+      host: 'blog.example',
+      version: robotsVersion(other),
+      broke: { line: 2, agent: 'gptbot' },
+    });
     expect(judge.judge('blog.example', '/post', ['ClaudeBot'])!.broke).toBeNull();
     expect(judge.judge('site.example', '/trap/', ['GPTBot'])!.host).toBe('site');
     expect(judge.judge('', '/trap/', ['GPTBot'])!.broke).not.toBeNull();
@@ -159,8 +189,12 @@ describe('the judge', () => {
     try {
       await writeFile(join(dir, 'A.Example.txt'), other);
       await writeFile(join(dir, 'notes.md'), 'not a robots.txt');
-      await writeFile(join(dir, 'big.example.txt'), `User-agent: *\n${'#'.repeat(ROBOTS_LIMITS.bytes)}\nDisallow: /late\n`);
-      for (let i = 0; i < ROBOTS_HOSTS; i++) await writeFile(join(dir, `z${String(i).padStart(3, '0')}.example.txt`), own);
+      await writeFile(
+        join(dir, 'big.example.txt'),
+        `User-agent: *\n${'#'.repeat(ROBOTS_LIMITS.bytes)}\nDisallow: /late\n`,
+      );
+      for (let i = 0; i < ROBOTS_HOSTS; i++)
+        await writeFile(join(dir, `z${String(i).padStart(3, '0')}.example.txt`), own);
       const files = await readRobotsDir(dir);
       expect(files.size).toBe(ROBOTS_HOSTS);
       expect(files.get('a.example')).toBe(other);

@@ -20,23 +20,45 @@ const recorded = (ptr: Record<string, string[]>, a: Record<string, string[]>): R
 
 describe('reverse DNS with forward confirmation (recorded answers)', () => {
   it('verifies a PTR in the operator domain that resolves back', async () => {
-    const r = recorded({ '66.249.66.1': ['crawl-66-249-66-1.googlebot.com'] }, { 'crawl-66-249-66-1.googlebot.com': ['66.249.66.1'] });
+    const r = recorded(
+      { '66.249.66.1': ['crawl-66-249-66-1.googlebot.com'] },
+      { 'crawl-66-249-66-1.googlebot.com': ['66.249.66.1'] },
+    );
     expect(await verifyByDns(family('Googlebot'), '66.249.66.1', r)).toBe('verified');
   });
 
   it('fails a Google Cloud VM claiming Googlebot: googleusercontent.com is not a Googlebot domain', async () => {
-    const vm = recorded({ '34.1.2.3': ['3.2.1.34.bc.googleusercontent.com'] }, { '3.2.1.34.bc.googleusercontent.com': ['34.1.2.3'] });
+    const vm = recorded(
+      { '34.1.2.3': ['3.2.1.34.bc.googleusercontent.com'] },
+      { '3.2.1.34.bc.googleusercontent.com': ['34.1.2.3'] },
+    );
     expect(await verifyByDns(family('Googlebot'), '34.1.2.3', vm)).toBe('failed');
     expect(family('Googlebot').rdns).toEqual(['.googlebot.com', '.google.com']);
     // Only Google's user-triggered fetchers may come from gae.googleusercontent.com.
-    const gae = recorded({ '35.1.2.3': ['x.gae.googleusercontent.com'] }, { 'x.gae.googleusercontent.com': ['35.1.2.3'] });
+    const gae = recorded(
+      { '35.1.2.3': ['x.gae.googleusercontent.com'] },
+      { 'x.gae.googleusercontent.com': ['35.1.2.3'] },
+    );
     expect(await verifyByDns(family('FeedFetcher-Google'), '35.1.2.3', gae)).toBe('verified');
-    for (const f of families) for (const suffix of f.rdns ?? []) expect(suffix === '.googleusercontent.com', f.family).toBe(false);
+    for (const f of families)
+      for (const suffix of f.rdns ?? []) expect(suffix === '.googleusercontent.com', f.family).toBe(false);
   });
 
   it('fails a PTR outside the operator domain, one that does not resolve back, or none', async () => {
-    expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({ '203.0.113.9': ['googlebot.com.evil.example'] }, { 'googlebot.com.evil.example': ['203.0.113.9'] }))).toBe('failed');
-    expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({ '203.0.113.9': ['crawl.googlebot.com'] }, { 'crawl.googlebot.com': ['66.249.66.1'] }))).toBe('failed');
+    expect(
+      await verifyByDns(
+        family('Googlebot'),
+        '203.0.113.9',
+        recorded({ '203.0.113.9': ['googlebot.com.evil.example'] }, { 'googlebot.com.evil.example': ['203.0.113.9'] }),
+      ),
+    ).toBe('failed');
+    expect(
+      await verifyByDns(
+        family('Googlebot'),
+        '203.0.113.9',
+        recorded({ '203.0.113.9': ['crawl.googlebot.com'] }, { 'crawl.googlebot.com': ['66.249.66.1'] }),
+      ),
+    ).toBe('failed');
     expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({}, {}))).toBe('failed');
   });
 
@@ -61,9 +83,20 @@ describe('published address ranges', () => {
     expect(r.has('not-an-ip')).toBe(false);
   });
 
-  it('ships the operators\' lists for the families that publish them', () => {
+  it("ships the operators' lists for the families that publish them", () => {
     const ranges = rangesOf(shipped);
-    for (const name of ['Googlebot', 'Bingbot', 'Applebot', 'CCBot', 'DuckDuckBot', 'AhrefsBot', 'TelegramBot', 'Pingdom', 'UptimeRobot', 'facebookexternalhit']) {
+    for (const name of [
+      'Googlebot',
+      'Bingbot',
+      'Applebot',
+      'CCBot',
+      'DuckDuckBot',
+      'AhrefsBot',
+      'TelegramBot',
+      'Pingdom',
+      'UptimeRobot',
+      'facebookexternalhit',
+    ]) {
       expect(ranges.get(name)?.size ?? 0, name).toBeGreaterThan(0);
     }
     expect(ranges.get('Googlebot')!.has('66.249.66.1')).toBe(true);
@@ -82,7 +115,12 @@ describe('published address ranges', () => {
 describe('the bounded verifier', () => {
   function setup(resolver: Resolver, maxInFlight = 16) {
     const results: [string, Outcome][] = [];
-    const v = createVerifier({ resolver, ranges: rangesOf(shipped), maxInFlight, onResult: (_f, key, o) => results.push([key, o]) });
+    const v = createVerifier({
+      resolver,
+      ranges: rangesOf(shipped),
+      maxInFlight,
+      onResult: (_f, key, o) => results.push([key, o]),
+    });
     return { v, results };
   }
   const never: Resolver = { reverse: () => new Promise(() => undefined), resolve: async () => [] };
@@ -110,13 +148,17 @@ describe('the bounded verifier', () => {
     expect(v.lookup(family('YandexBot'), '2001:db8:0:1::1', 'a')).toBeNull();
     await new Promise((r) => setImmediate(r));
     expect(results).toEqual([['a', 'failed']]);
-    for (let i = 2; i < 2000; i++) expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `k${i}`)).toBe('failed');
+    for (let i = 2; i < 2000; i++)
+      expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `k${i}`)).toBe('failed');
     expect(calls).toBe(1);
   });
 
   it('starts one lookup per network at a time and answers the same address from its cache', async () => {
     let calls = 0;
-    const ok: Resolver = { reverse: async (ip) => (calls++, [`${ip.replaceAll('.', '-')}.spider.yandex.com`]), resolve: async (host) => [host.split('.')[0]!.replaceAll('-', '.')] };
+    const ok: Resolver = {
+      reverse: async (ip) => (calls++, [`${ip.replaceAll('.', '-')}.spider.yandex.com`]),
+      resolve: async (host) => [host.split('.')[0]!.replaceAll('-', '.')],
+    };
     const { v, results } = setup(ok);
     expect(v.lookup(family('YandexBot'), '203.0.113.1', 'a')).toBeNull();
     expect(v.lookup(family('YandexBot'), '203.0.113.1', 'a')).toBeNull();

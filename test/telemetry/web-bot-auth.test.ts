@@ -10,19 +10,39 @@ import { createDirectoryCache, NEGATIVE_TTL_MAX_MS, type KeyLookup } from '../..
 import { httpDirectoryFetcher, mayConnectTo } from '../../api/telemetry/directory-fetch.ts';
 import { cimdKeys, keySetOf, TEST_KEY_THUMBPRINTS } from '../../api/telemetry/key-directory.ts';
 import { agentMember, parseSignatureAgent, type AgentMember } from '../../api/telemetry/signature-agent.ts';
-import { createSignatureVerifier, ledgerOutcome, verifySignedRequest, type KeyResolver, type SignedRequest } from '../../api/telemetry/web-bot-auth.ts';
+import {
+  createSignatureVerifier,
+  ledgerOutcome,
+  verifySignedRequest,
+  type KeyResolver,
+  type SignedRequest,
+} from '../../api/telemetry/web-bot-auth.ts';
 
 // The draft's appendix and cloudflare/web-bot-auth's test_data, copied with their sources noted.
 const VECTORS = JSON.parse(readFileSync(new URL('fixtures/web-bot-auth-vectors.json', import.meta.url), 'utf8')) as {
   keys: Record<string, JsonWebKey>;
-  requests: { name: string; key: string; target_url: string; signature_agent?: string; signature_input: string; signature: string }[];
-  signature_agent_headers: { vectors: { name: string; header: string; entries: { label: string; uri: string; type: string }[] }[] };
+  requests: {
+    name: string;
+    key: string;
+    target_url: string;
+    signature_agent?: string;
+    signature_input: string;
+    signature: string;
+  }[];
+  signature_agent_headers: {
+    vectors: { name: string; header: string; entries: { label: string; uri: string; type: string }[] }[];
+  };
   signature_agent_cards: { vectors: { name: string; url: string; valid: boolean; card: unknown }[] };
 };
 // Inside the legacy vectors' hour (created 2025-01-01T00:00:00Z).
 const VECTOR_NOW = 1735689600 + 100;
 // The Ed25519 test key of RFC 9421, appendix B.1.4, private half included: it signs for anyone.
-const RFC9421_ED25519 = { kty: 'OKP', crv: 'Ed25519', d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU', x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs' };
+const RFC9421_ED25519 = {
+  kty: 'OKP',
+  crv: 'Ed25519',
+  d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU',
+  x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs',
+};
 
 const AGENT = 'https://agent.example';
 
@@ -38,11 +58,17 @@ async function agentKey(privateJwk?: JsonWebKey): Promise<AgentKey> {
   if (privateJwk) {
     privateKey = await crypto.subtle.importKey('jwk', privateJwk, { name: 'Ed25519' }, true, ['sign']);
   } else {
-    privateKey = ((await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair).privateKey;
+    privateKey = ((await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair)
+      .privateKey;
     privateJwk = await crypto.subtle.exportKey('jwk', privateKey);
   }
   const publicJwk = { kty: 'OKP', crv: 'Ed25519', x: privateJwk.x! };
-  return { publicJwk, privateJwk, privateKey, keyid: await jwkToKeyID(publicJwk, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE) };
+  return {
+    publicJwk,
+    privateJwk,
+    privateKey,
+    keyid: await jwkToKeyID(publicJwk, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE),
+  };
 }
 
 interface SignOptions {
@@ -73,25 +99,48 @@ async function signed(key: AgentKey, o: SignOptions = {}): Promise<SignedRequest
   if (o.keyid !== null) parameters.keyid = o.keyid ?? key.keyid;
   if (o.tag !== null) parameters.tag = o.tag ?? 'web-bot-auth';
   const fields = [...(agent === null ? [] : [{ name: 'signature-agent', value: agent }]), ...(o.fields ?? [])];
-  const components = o.components ?? (agent === null ? ['@authority'] : ['@authority', component('signature-agent', { key: label })]);
+  const components =
+    o.components ?? (agent === null ? ['@authority'] : ['@authority', component('signature-agent', { key: label })]);
   const sig = await createSignature(
     { kind: 'request', method: 'GET', targetUri: `https://${authority}${target}`, fields },
     { label, components, parameters, signer: webcrypto.signer(key.privateKey) },
   );
   const join = (a: string | undefined, b: string) => (a ? `${a}, ${b}` : b);
-  return { method: 'GET', authority, target, signature: join(o.before?.signature, sig.signature), signatureInput: join(o.before?.signatureInput, sig.signatureInput), signatureAgent: agent ?? undefined };
+  return {
+    method: 'GET',
+    authority,
+    target,
+    signature: join(o.before?.signature, sig.signature),
+    signatureInput: join(o.before?.signatureInput, sig.signatureInput),
+    signatureAgent: agent ?? undefined,
+  };
 }
 
 /** A request signed the earlier drafts' way, by the `web-bot-auth` package (bare-string Signature-Agent). */
 async function signedLegacy(key: AgentKey, agent = `"${AGENT}"`): Promise<SignedRequest> {
   const url = 'https://node.example:4321/api/convert';
   const created = new Date(Date.now() - 1000);
-  const sig = await signatureHeaders({ method: 'GET', url, headers: { 'signature-agent': agent } }, await signerFromJWK(key.privateJwk), { created, expires: new Date(created.getTime() + 300_000) });
-  return { method: 'GET', authority: 'node.example:4321', target: '/api/convert', signature: sig.Signature, signatureInput: sig['Signature-Input'], signatureAgent: agent };
+  const sig = await signatureHeaders(
+    { method: 'GET', url, headers: { 'signature-agent': agent } },
+    await signerFromJWK(key.privateJwk),
+    { created, expires: new Date(created.getTime() + 300_000) },
+  );
+  return {
+    method: 'GET',
+    authority: 'node.example:4321',
+    target: '/api/convert',
+    signature: sig.Signature,
+    signatureInput: sig['Signature-Input'],
+    signatureAgent: agent,
+  };
 }
 
 /** Keys of `origin`'s directory, as a resolver: absent for any other key, unavailable for any other directory. */
-async function resolverOf(origin: string, jwks: JsonWebKey[], o: { allowTestKeys?: boolean } = {}): Promise<KeyResolver> {
+async function resolverOf(
+  origin: string,
+  jwks: JsonWebKey[],
+  o: { allowTestKeys?: boolean } = {},
+): Promise<KeyResolver> {
   const set = await keySetOf({ keys: jwks }, { kidIsThumbprint: true, ...o });
   return async (member, keyid) => {
     if (member?.origin !== origin) return { status: 'unavailable' };
@@ -123,17 +172,27 @@ afterEach(() => {
 
 const WELL_KNOWN = '/.well-known/http-message-signatures-directory';
 const DIRECTORY_TYPE = 'application/http-message-signatures-directory+json';
-const serveKeys = (keys: () => JsonWebKey[], headers: Record<string, string> = {}) => (_req: IncomingMessage, res: ServerResponse) =>
-  void res.writeHead(200, { 'content-type': DIRECTORY_TYPE, ...headers }).end(JSON.stringify({ keys: keys() }));
+const serveKeys =
+  (keys: () => JsonWebKey[], headers: Record<string, string> = {}) =>
+  (_req: IncomingMessage, res: ServerResponse) =>
+    void res.writeHead(200, { 'content-type': DIRECTORY_TYPE, ...headers }).end(JSON.stringify({ keys: keys() }));
 /** Waits, at most `ms`, until `done` holds (a background fetch on a loaded machine takes what it takes). */
 const until = async (done: () => boolean, ms = 5000) => {
-  for (const end = Date.now() + ms; !done() && Date.now() < end; ) await new Promise((resolve) => setTimeout(resolve, 10));
+  for (const end = Date.now() + ms; !done() && Date.now() < end;)
+    await new Promise((resolve) => setTimeout(resolve, 10));
 };
 
 describe('the draft vectors', () => {
   const request = (v: (typeof VECTORS.requests)[number]): SignedRequest => {
     const url = new URL(v.target_url);
-    return { method: 'GET', authority: url.host, target: url.pathname, signature: v.signature, signatureInput: v.signature_input, signatureAgent: v.signature_agent };
+    return {
+      method: 'GET',
+      authority: url.host,
+      target: url.pathname,
+      signature: v.signature,
+      signatureInput: v.signature_input,
+      signatureAgent: v.signature_agent,
+    };
   };
   const vectorKeys: KeyResolver = async (_member, keyid) => {
     const set = await keySetOf({ keys: Object.values(VECTORS.keys) }, { kidIsThumbprint: true, allowTestKeys: true });
@@ -142,23 +201,40 @@ describe('the draft vectors', () => {
   };
 
   it('the known test keys are those of RFC 9421 (thumbprints computed, not copied)', async () => {
-    const thumbprints = await Promise.all(Object.values(VECTORS.keys).map((k) => jwkToKeyID(k, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE)));
+    const thumbprints = await Promise.all(
+      Object.values(VECTORS.keys).map((k) => jwkToKeyID(k, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE)),
+    );
     expect(new Set(thumbprints)).toEqual(TEST_KEY_THUMBPRINTS);
   });
 
-  it.each(VECTORS.requests.map((v) => [v.name, v] as const))('verifies %s, and names the directory it covers', async (_name, v) => {
-    const asked: (AgentMember | null)[] = [];
-    const result = await verifySignedRequest(request(v), (member, keyid) => (asked.push(member), vectorKeys(member, keyid)), { now: VECTOR_NOW, maxWindowS: Infinity, allowTestKeys: true });
-    expect(result).toMatchObject({ outcome: 'verified' });
-    expect(asked.map((m) => m?.identifier ?? null)).toEqual([v.signature_agent ? `https://signature-agent.test${WELL_KNOWN}` : null]);
-  });
+  it.each(VECTORS.requests.map((v) => [v.name, v] as const))(
+    'verifies %s, and names the directory it covers',
+    async (_name, v) => {
+      const asked: (AgentMember | null)[] = [];
+      const result = await verifySignedRequest(
+        request(v),
+        (member, keyid) => (asked.push(member), vectorKeys(member, keyid)),
+        { now: VECTOR_NOW, maxWindowS: Infinity, allowTestKeys: true },
+      );
+      expect(result).toMatchObject({ outcome: 'verified' });
+      expect(asked.map((m) => m?.identifier ?? null)).toEqual([
+        v.signature_agent ? `https://signature-agent.test${WELL_KNOWN}` : null,
+      ]);
+    },
+  );
 
-  it.each(VECTORS.requests.map((v) => [v.name, v] as const))('refuses %s as a real claim: signed by a published test key', async (_name, v) => {
-    let asked = 0;
-    const result = await verifySignedRequest(request(v), (m, k) => (asked++, vectorKeys(m, k)), { now: VECTOR_NOW, maxWindowS: Infinity });
-    expect(result).toMatchObject({ outcome: 'invalid', reason: 'signed with a published test key' });
-    expect(asked).toBe(0);
-  });
+  it.each(VECTORS.requests.map((v) => [v.name, v] as const))(
+    'refuses %s as a real claim: signed by a published test key',
+    async (_name, v) => {
+      let asked = 0;
+      const result = await verifySignedRequest(request(v), (m, k) => (asked++, vectorKeys(m, k)), {
+        now: VECTOR_NOW,
+        maxWindowS: Infinity,
+      });
+      expect(result).toMatchObject({ outcome: 'invalid', reason: 'signed with a published test key' });
+      expect(asked).toBe(0);
+    },
+  );
 
   it('refuses a vector replayed to another authority, after it expires, and past the 24-hour window by default', async () => {
     const legacy = request(VECTORS.requests.find((v) => v.name.startsWith('ed25519, legacy'))!);
@@ -166,32 +242,71 @@ describe('the draft vectors', () => {
     const o = { now: VECTOR_NOW, maxWindowS: Infinity, allowTestKeys: true };
     expect((await verifySignedRequest({ ...legacy, authority: 'example.org' }, vectorKeys, o)).outcome).toBe('invalid');
     expect((await verifySignedRequest(legacy, vectorKeys, { ...o, now: 1735693200 + 31 })).outcome).toBe('invalid');
-    expect(await verifySignedRequest(dictionary, vectorKeys, { now: VECTOR_NOW, allowTestKeys: true })).toMatchObject({ outcome: 'invalid', reason: 'valid for more than 86400 s' });
+    expect(await verifySignedRequest(dictionary, vectorKeys, { now: VECTOR_NOW, allowTestKeys: true })).toMatchObject({
+      outcome: 'invalid',
+      reason: 'valid for more than 86400 s',
+    });
   });
 
-  it.each(VECTORS.signature_agent_headers.vectors.map((v) => [v.name, v] as const))('reads the Signature-Agent of %s', (_name, v) => {
-    const parsed = parseSignatureAgent(v.header)!;
-    expect(parsed.form).toBe('dictionary');
-    expect(parsed.members.map((m) => ({ label: m.label, uri: m.type === 'directory' ? m.origin : m.fetchUrl, type: m.type }))).toEqual(v.entries);
-    if (v.entries[0]!.type === 'directory') expect(parsed.members[0]!.fetchUrl).toBe(`https://signature-agent.test${WELL_KNOWN}`);
-  });
+  it.each(VECTORS.signature_agent_headers.vectors.map((v) => [v.name, v] as const))(
+    'reads the Signature-Agent of %s',
+    (_name, v) => {
+      const parsed = parseSignatureAgent(v.header)!;
+      expect(parsed.form).toBe('dictionary');
+      expect(
+        parsed.members.map((m) => ({
+          label: m.label,
+          uri: m.type === 'directory' ? m.origin : m.fetchUrl,
+          type: m.type,
+        })),
+      ).toEqual(v.entries);
+      if (v.entries[0]!.type === 'directory')
+        expect(parsed.members[0]!.fetchUrl).toBe(`https://signature-agent.test${WELL_KNOWN}`);
+    },
+  );
 
-  it.each(VECTORS.signature_agent_cards.vectors.map((v) => [v.name, v] as const))('reads the metadata document %s', (_name, v) => {
-    if (v.valid) expect(cimdKeys(v.card, v.url)).toEqual('jwks_uri' in (v.card as object) ? { jwksUri: (v.card as { jwks_uri: string }).jwks_uri } : { jwks: (v.card as { jwks: unknown }).jwks });
-    else expect(() => cimdKeys(v.card, v.url)).toThrow();
-  });
+  it.each(VECTORS.signature_agent_cards.vectors.map((v) => [v.name, v] as const))(
+    'reads the metadata document %s',
+    (_name, v) => {
+      if (v.valid)
+        expect(cimdKeys(v.card, v.url)).toEqual(
+          'jwks_uri' in (v.card as object)
+            ? { jwksUri: (v.card as { jwks_uri: string }).jwks_uri }
+            : { jwks: (v.card as { jwks: unknown }).jwks },
+        );
+      else expect(() => cimdKeys(v.card, v.url)).toThrow();
+    },
+  );
 });
 
 describe('Signature-Agent', () => {
   it('reads the legacy bare string as one unlabelled directory member', () => {
     const legacy = parseSignatureAgent('"https://chatgpt.com/"')!;
     expect(legacy.form).toBe('legacy');
-    expect(legacy.members).toEqual([{ label: null, type: 'directory', fetchUrl: `https://chatgpt.com${WELL_KNOWN}`, identifier: `https://chatgpt.com${WELL_KNOWN}`, origin: 'https://chatgpt.com' }]);
+    expect(legacy.members).toEqual([
+      {
+        label: null,
+        type: 'directory',
+        fetchUrl: `https://chatgpt.com${WELL_KNOWN}`,
+        identifier: `https://chatgpt.com${WELL_KNOWN}`,
+        origin: 'https://chatgpt.com',
+      },
+    ]);
   });
 
   it('skips members it cannot use: unknown types, a directory with a path, non-URLs, non-strings, credentials', () => {
-    const parsed = parseSignatureAgent('a="https://x.example";type=other, b="https://x.example/some/path", c="not a url", d=42, e="ftp://x.example", f="https://u:p@x.example", g="https://ok.example/keys.json?v=2#k";type=jwks_uri')!;
-    expect(parsed.members).toEqual([{ label: 'g', type: 'jwks_uri', fetchUrl: 'https://ok.example/keys.json?v=2', identifier: 'https://ok.example/keys.json', origin: 'https://ok.example' }]);
+    const parsed = parseSignatureAgent(
+      'a="https://x.example";type=other, b="https://x.example/some/path", c="not a url", d=42, e="ftp://x.example", f="https://u:p@x.example", g="https://ok.example/keys.json?v=2#k";type=jwks_uri',
+    )!;
+    expect(parsed.members).toEqual([
+      {
+        label: 'g',
+        type: 'jwks_uri',
+        fetchUrl: 'https://ok.example/keys.json?v=2',
+        identifier: 'https://ok.example/keys.json',
+        origin: 'https://ok.example',
+      },
+    ]);
     expect(parseSignatureAgent('"not a url"')).toBeNull();
     expect(parseSignatureAgent('garbage(((')).toBeNull();
   });
@@ -202,20 +317,37 @@ describe('checking a signed request', () => {
     const key = await agentKey();
     const keys = await resolverOf(AGENT, [key.publicJwk]);
     expect(await verifySignedRequest(await signed(key), keys)).toMatchObject({ outcome: 'verified', label: 'sig1' });
-    expect(await verifySignedRequest(await signedLegacy(key), keys)).toMatchObject({ outcome: 'verified', member: { label: null } });
-    expect((await verifySignedRequest(await signed(key, { components: ['@target-uri', component('signature-agent', { key: 'sig1' })] }), keys)).outcome).toBe('verified');
+    expect(await verifySignedRequest(await signedLegacy(key), keys)).toMatchObject({
+      outcome: 'verified',
+      member: { label: null },
+    });
+    expect(
+      (
+        await verifySignedRequest(
+          await signed(key, { components: ['@target-uri', component('signature-agent', { key: 'sig1' })] }),
+          keys,
+        )
+      ).outcome,
+    ).toBe('verified');
   });
 
   it('holds a signature to what it covers: the path and query, the authority, the agent', async () => {
     const key = await agentKey();
     const keys = await resolverOf(AGENT, [key.publicJwk]);
-    const r = await signed(key, { target: '/api/citizens?limit=5', components: ['@authority', '@path', '@query', component('signature-agent', { key: 'sig1' })] });
+    const r = await signed(key, {
+      target: '/api/citizens?limit=5',
+      components: ['@authority', '@path', '@query', component('signature-agent', { key: 'sig1' })],
+    });
     expect((await verifySignedRequest(r, keys)).outcome).toBe('verified');
     expect((await verifySignedRequest({ ...r, target: '/api/citizens?limit=6' }, keys)).outcome).toBe('invalid');
-    expect((await verifySignedRequest({ ...(await signed(key)), authority: 'elsewhere.example' }, keys)).outcome).toBe('invalid');
+    expect((await verifySignedRequest({ ...(await signed(key)), authority: 'elsewhere.example' }, keys)).outcome).toBe(
+      'invalid',
+    );
     // The same member label, another URL: the signed member value no longer matches.
     const swapped = { ...(await signed(key)), signatureAgent: 'sig1="https://evil.example"' };
-    expect((await verifySignedRequest(swapped, await resolverOf('https://evil.example', [key.publicJwk]))).outcome).toBe('invalid');
+    expect(
+      (await verifySignedRequest(swapped, await resolverOf('https://evil.example', [key.publicJwk]))).outcome,
+    ).toBe('invalid');
   });
 
   it('refuses what the profile forbids: no target component, no tag, no keyid, expired, from the future, a window over 24 h', async () => {
@@ -231,7 +363,8 @@ describe('checking a signed request', () => {
       [{ created: now + 120, expires: now + 400 }, 'Signature was created in the future'],
       [{ created: now - 10, expires: now + 2 * 86400 }, 'valid for more than 86400 s'],
     ];
-    for (const [o, reason] of cases) expect(await verifySignedRequest(await signed(key, o), keys)).toMatchObject({ outcome: 'invalid', reason });
+    for (const [o, reason] of cases)
+      expect(await verifySignedRequest(await signed(key, o), keys)).toMatchObject({ outcome: 'invalid', reason });
     // Within the 30 s allowed for clocks.
     expect((await verifySignedRequest(await signed(key, { created: now + 10 }), keys)).outcome).toBe('verified');
   });
@@ -242,13 +375,26 @@ describe('checking a signed request', () => {
     // The header names the agent, but the signature covers another member.
     const r = await signed(key, { agent: `sig1="https://other.example", agent="${AGENT}"` });
     const select = (m: AgentMember | null) => m?.origin === AGENT;
-    expect(await verifySignedRequest(r, keys, { select })).toMatchObject({ outcome: 'invalid', reason: 'no web-bot-auth signature covers the agent' });
+    expect(await verifySignedRequest(r, keys, { select })).toMatchObject({
+      outcome: 'invalid',
+      reason: 'no web-bot-auth signature covers the agent',
+    });
     // Signature-Agent sent but covered by no signature at all.
     const uncovered = { ...(await signed(key, { agent: null })), signatureAgent: `sig1="${AGENT}"` };
     expect((await verifySignedRequest(uncovered, keys, { select })).outcome).toBe('invalid');
     // Covering both members, it is checked as the registered one's.
-    const both = await signed(key, { agent: `sig1="https://other.example", agent="${AGENT}"`, components: ['@authority', component('signature-agent', { key: 'sig1' }), component('signature-agent', { key: 'agent' })] });
-    expect(await verifySignedRequest(both, keys, { select })).toMatchObject({ outcome: 'verified', member: { label: 'agent' } });
+    const both = await signed(key, {
+      agent: `sig1="https://other.example", agent="${AGENT}"`,
+      components: [
+        '@authority',
+        component('signature-agent', { key: 'sig1' }),
+        component('signature-agent', { key: 'agent' }),
+      ],
+    });
+    expect(await verifySignedRequest(both, keys, { select })).toMatchObject({
+      outcome: 'verified',
+      member: { label: 'agent' },
+    });
   });
 
   it('checks the one signature of several that covers the registered agent, each on its own', async () => {
@@ -257,23 +403,39 @@ describe('checking a signed request', () => {
     const keys = await resolverOf(AGENT, [key.publicJwk]);
     const first = await signed(browser, { label: 'browser', agent: null, components: ['@authority'] });
     const both = await signed(key, { label: 'agent', agent: `agent="${AGENT}"`, before: first });
-    expect(await verifySignedRequest(both, keys, { select: (m) => m?.origin === AGENT })).toMatchObject({ outcome: 'verified', label: 'agent' });
+    expect(await verifySignedRequest(both, keys, { select: (m) => m?.origin === AGENT })).toMatchObject({
+      outcome: 'verified',
+      label: 'agent',
+    });
   });
 
   it('says invalid for a key the directory does not list, unverified when no directory can be had', async () => {
     const key = await agentKey();
     const stranger = await agentKey();
     const keys = await resolverOf(AGENT, [key.publicJwk]);
-    expect(await verifySignedRequest(await signed(stranger), keys)).toMatchObject({ outcome: 'invalid', reason: 'the directory does not list this key' });
-    expect(await verifySignedRequest(await signed(key), async () => ({ status: 'unavailable' }))).toMatchObject({ outcome: 'unverified' });
+    expect(await verifySignedRequest(await signed(stranger), keys)).toMatchObject({
+      outcome: 'invalid',
+      reason: 'the directory does not list this key',
+    });
+    expect(await verifySignedRequest(await signed(key), async () => ({ status: 'unavailable' }))).toMatchObject({
+      outcome: 'unverified',
+    });
   });
 
   it('says unverified for a signature over a header the gateway does not keep, invalid for an unreadable Signature-Input', async () => {
     const key = await agentKey();
     const keys = await resolverOf(AGENT, [key.publicJwk]);
-    const r = await signed(key, { components: ['@authority', component('signature-agent', { key: 'sig1' }), 'content-type'], fields: [{ name: 'content-type', value: 'text/plain' }] });
-    expect(await verifySignedRequest(r, keys)).toMatchObject({ outcome: 'unverified', reason: 'covers a header the gateway does not keep' });
-    expect((await verifySignedRequest({ ...(await signed(key)), signatureInput: 'garbage(((' }, keys)).outcome).toBe('invalid');
+    const r = await signed(key, {
+      components: ['@authority', component('signature-agent', { key: 'sig1' }), 'content-type'],
+      fields: [{ name: 'content-type', value: 'text/plain' }],
+    });
+    expect(await verifySignedRequest(r, keys)).toMatchObject({
+      outcome: 'unverified',
+      reason: 'covers a header the gateway does not keep',
+    });
+    expect((await verifySignedRequest({ ...(await signed(key)), signatureInput: 'garbage(((' }, keys)).outcome).toBe(
+      'invalid',
+    );
   });
 
   it('never lets a published test key verify, even when a directory lists it', async () => {
@@ -281,12 +443,24 @@ describe('checking a signed request', () => {
     const set = await keySetOf({ keys: [testKey.publicJwk] }, { kidIsThumbprint: true });
     expect(set.keys.size).toBe(0);
     expect(set.refused.testKeys).toBe(1);
-    const listsIt: KeyResolver = async () => ({ status: 'key', key: (await keySetOf({ keys: [testKey.publicJwk] }, { kidIsThumbprint: true, allowTestKeys: true })).keys.get(testKey.keyid)! });
-    expect(await verifySignedRequest(await signed(testKey), listsIt)).toMatchObject({ outcome: 'invalid', reason: 'signed with a published test key' });
+    const listsIt: KeyResolver = async () => ({
+      status: 'key',
+      key: (await keySetOf({ keys: [testKey.publicJwk] }, { kidIsThumbprint: true, allowTestKeys: true })).keys.get(
+        testKey.keyid,
+      )!,
+    });
+    expect(await verifySignedRequest(await signed(testKey), listsIt)).toMatchObject({
+      outcome: 'invalid',
+      reason: 'signed with a published test key',
+    });
   });
 
   it('maps the three outcomes onto the ledger', () => {
-    expect(['verified', 'invalid', 'unverified'].map((o) => ledgerOutcome(o as 'verified'))).toEqual(['verified', 'failed', 'unverifiable']);
+    expect(['verified', 'invalid', 'unverified'].map((o) => ledgerOutcome(o as 'verified'))).toEqual([
+      'verified',
+      'failed',
+      'unverifiable',
+    ]);
   });
 });
 
@@ -313,19 +487,30 @@ describe('a key directory document', () => {
     expect(set.keys.get(key.keyid)).toMatchObject({ notBefore: 1, notAfter: 4_000_000_000 });
     expect(set.refused).toEqual({ testKeys: 0, unusable: 5 });
     // At a JWK Set URL, kid is the operator's label; an RSA-PSS key without alg is read as PS512.
-    expect((await keySetOf({ keys: [{ ...other.publicJwk, kid: 'a label' }] }, { kidIsThumbprint: false })).keys.has(other.keyid)).toBe(true);
-    expect((await keySetOf({ keys: [rsaWithoutAlg] }, { kidIsThumbprint: true, allowTestKeys: true })).keys.size).toBe(1);
+    expect(
+      (await keySetOf({ keys: [{ ...other.publicJwk, kid: 'a label' }] }, { kidIsThumbprint: false })).keys.has(
+        other.keyid,
+      ),
+    ).toBe(true);
+    expect((await keySetOf({ keys: [rsaWithoutAlg] }, { kidIsThumbprint: true, allowTestKeys: true })).keys.size).toBe(
+      1,
+    );
   });
 
   it('refuses a document that is not a JWK Set or lists too many keys', async () => {
     await expect(keySetOf({ nokeys: [] }, { kidIsThumbprint: true })).rejects.toThrow('not a JWK Set');
-    await expect(keySetOf({ keys: Array.from({ length: 33 }, () => ({})) }, { kidIsThumbprint: true })).rejects.toThrow('more than 32 keys');
+    await expect(keySetOf({ keys: Array.from({ length: 33 }, () => ({})) }, { kidIsThumbprint: true })).rejects.toThrow(
+      'more than 32 keys',
+    );
   });
 
   it('refuses a key outside its own nbf/exp', async () => {
     const key = await agentKey();
     const keys = await resolverOf(AGENT, [{ ...key.publicJwk, exp: Math.floor(Date.now() / 1000) - 10 } as JsonWebKey]);
-    expect(await verifySignedRequest(await signed(key), keys)).toMatchObject({ outcome: 'invalid', reason: 'the key is outside its nbf/exp' });
+    expect(await verifySignedRequest(await signed(key), keys)).toMatchObject({
+      outcome: 'invalid',
+      reason: 'the key is outside its nbf/exp',
+    });
   });
 });
 
@@ -333,7 +518,22 @@ describe('fetching a directory (loopback server, guarded fetcher)', () => {
   const fetcher = httpDirectoryFetcher({ allowLoopback: true, timeoutMs: 400, maxBytes: 1024 });
 
   it('refuses private, loopback, link-local and reserved destinations; loopback only when allowed', () => {
-    for (const a of ['10.1.2.3', '192.168.0.1', '172.16.5.5', '169.254.169.254', '100.64.0.1', '0.0.0.0', '127.0.0.1', '::1', 'fe80::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '224.0.0.1', 'not-an-address']) {
+    for (const a of [
+      '10.1.2.3',
+      '192.168.0.1',
+      '172.16.5.5',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '127.0.0.1',
+      '::1',
+      'fe80::1',
+      'fc00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '224.0.0.1',
+      'not-an-address',
+    ]) {
       expect(mayConnectTo(a), a).toBe(false);
     }
     for (const a of ['93.184.215.14', '2606:4700:4700::1111']) expect(mayConnectTo(a), a).toBe(true);
@@ -345,11 +545,20 @@ describe('fetching a directory (loopback server, guarded fetcher)', () => {
   it('never connects to loopback unless configured for tests, nor over http, nor to a name that resolves inward', async () => {
     const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => []) });
     const port = new URL(server.origin).port;
-    const production = httpDirectoryFetcher({ resolve: async (host) => (host === 'inward.example' ? ['127.0.0.1'] : host === 'mixed.example' ? ['93.184.215.14', '10.0.0.1'] : []) });
+    const production = httpDirectoryFetcher({
+      resolve: async (host) =>
+        host === 'inward.example' ? ['127.0.0.1'] : host === 'mixed.example' ? ['93.184.215.14', '10.0.0.1'] : [],
+    });
     await expect(production(server.origin + WELL_KNOWN, {})).rejects.toThrow('http: is not https');
-    await expect(production(`https://127.0.0.1:${port}${WELL_KNOWN}`, {})).rejects.toThrow('not an address a directory may be fetched from');
-    await expect(production(`https://inward.example:${port}${WELL_KNOWN}`, {})).rejects.toThrow('resolves to no address');
-    await expect(production(`https://mixed.example:${port}${WELL_KNOWN}`, {})).rejects.toThrow('resolves to no address');
+    await expect(production(`https://127.0.0.1:${port}${WELL_KNOWN}`, {})).rejects.toThrow(
+      'not an address a directory may be fetched from',
+    );
+    await expect(production(`https://inward.example:${port}${WELL_KNOWN}`, {})).rejects.toThrow(
+      'resolves to no address',
+    );
+    await expect(production(`https://mixed.example:${port}${WELL_KNOWN}`, {})).rejects.toThrow(
+      'resolves to no address',
+    );
     await expect(fetcher(`http://inward.example:${port}${WELL_KNOWN}`, {})).rejects.toThrow('http: is not https');
     expect(server.hits).toEqual([]);
     expect((await fetcher(server.origin + WELL_KNOWN, {})).status).toBe(200);
@@ -392,7 +601,8 @@ describe('the directory cache', () => {
     const key = await agentKey();
     const server = await directoryServer({
       [WELL_KNOWN]: (req, res) => {
-        if (req.headers['if-none-match'] === '"v1"') return void res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=600' }).end();
+        if (req.headers['if-none-match'] === '"v1"')
+          return void res.writeHead(304, { etag: '"v1"', 'cache-control': 'max-age=600' }).end();
         serveKeys(() => [key.publicJwk], { etag: '"v1"', 'cache-control': 'max-age=600' })(req, res);
       },
     });
@@ -416,7 +626,11 @@ describe('the directory cache', () => {
 
   it('holds a short max-age for a minute, and a directory that says nothing for an hour', async () => {
     const key = await agentKey();
-    const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk], { 'cache-control': 'max-age=5' }), '/plain.json': (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] })) });
+    const server = await directoryServer({
+      [WELL_KNOWN]: serveKeys(() => [key.publicJwk], { 'cache-control': 'max-age=5' }),
+      '/plain.json': (_req, res) =>
+        void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] })),
+    });
     const { c, at } = cache();
     const short = directoryOf(server.origin);
     const plain = agentMember('sig1', server.origin + '/plain.json', 'jwks_uri')!;
@@ -435,16 +649,22 @@ describe('the directory cache', () => {
 
   it('merges concurrent lookups into one fetch', async () => {
     const key = await agentKey();
-    const server = await directoryServer({ [WELL_KNOWN]: (req, res) => void setTimeout(() => serveKeys(() => [key.publicJwk])(req, res), 100) });
+    const server = await directoryServer({
+      [WELL_KNOWN]: (req, res) => void setTimeout(() => serveKeys(() => [key.publicJwk])(req, res), 100),
+    });
     const { c } = cache();
-    const answers = await Promise.all(Array.from({ length: 20 }, () => c.lookup(directoryOf(server.origin), key.keyid)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => c.lookup(directoryOf(server.origin), key.keyid)),
+    );
     expect(answers.map(status)).toEqual(Array(20).fill('key'));
     expect(server.hits.length).toBe(1);
   });
 
   it('fetches no more than its bound at once: past it a lookup answers unverified without fetching', async () => {
     const key = await agentKey();
-    const slow = await directoryServer({ [WELL_KNOWN]: (req, res) => void setTimeout(() => serveKeys(() => [key.publicJwk])(req, res), 100) });
+    const slow = await directoryServer({
+      [WELL_KNOWN]: (req, res) => void setTimeout(() => serveKeys(() => [key.publicJwk])(req, res), 100),
+    });
     const other = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk]) });
     const { c } = cache({ maxInFlight: 1 });
     const first = c.lookup(directoryOf(slow.origin), key.keyid);
@@ -458,7 +678,8 @@ describe('the directory cache', () => {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk]) });
     const { c, at } = cache();
-    const paths = (from: number) => Array.from({ length: 40 }, (_, i) => agentMember('sig1', `${server.origin}/k${from + i}.json`, 'jwks_uri')!);
+    const paths = (from: number) =>
+      Array.from({ length: 40 }, (_, i) => agentMember('sig1', `${server.origin}/k${from + i}.json`, 'jwks_uri')!);
     // One after the other, so the bound on fetches under way (8) is not what stops them.
     const lookAll = async (members: AgentMember[]) => {
       const answers: string[] = [];
@@ -480,7 +701,8 @@ describe('the directory cache', () => {
 
   it('takes 200 only, in the directory media type: anything else fails and is remembered at most five minutes', async () => {
     const key = await agentKey();
-    let answer = (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(503, { 'retry-after': '3600' }).end();
+    let answer = (_req: IncomingMessage, res: ServerResponse) =>
+      void res.writeHead(503, { 'retry-after': '3600' }).end();
     const server = await directoryServer({ [WELL_KNOWN]: (req, res) => answer(req, res) });
     const { c, at } = cache();
     const member = directoryOf(server.origin);
@@ -490,12 +712,14 @@ describe('the directory cache', () => {
     expect(server.hits.length).toBe(1);
     // Retry-After asks for an hour; negative caching never lasts past five minutes.
     at(NEGATIVE_TTL_MAX_MS / 1000 - 60 + 1);
-    answer = (_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] }));
+    answer = (_req, res) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [key.publicJwk] }));
     expect(status(await c.lookup(member, key.keyid))).toBe('unavailable');
     expect(server.hits.length).toBe(2);
     for (const wrong of [
       (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(302, { location: '/elsewhere' }).end(),
-      (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': DIRECTORY_TYPE }).end('not json'),
+      (_req: IncomingMessage, res: ServerResponse) =>
+        void res.writeHead(200, { 'content-type': DIRECTORY_TYPE }).end('not json'),
     ]) {
       answer = wrong;
       at(NEGATIVE_TTL_MAX_MS / 1000 + 1);
@@ -527,7 +751,10 @@ describe('the directory cache', () => {
     const rotated = await agentKey();
     let keys = [key.publicJwk];
     let up = true;
-    const server = await directoryServer({ [WELL_KNOWN]: (req, res) => (up ? serveKeys(() => keys, { 'cache-control': 'max-age=60' })(req, res) : void res.writeHead(503).end()) });
+    const server = await directoryServer({
+      [WELL_KNOWN]: (req, res) =>
+        up ? serveKeys(() => keys, { 'cache-control': 'max-age=60' })(req, res) : void res.writeHead(503).end(),
+    });
     const { c, at } = cache();
     const member = directoryOf(server.origin);
     expect(status(await c.lookup(member, key.keyid))).toBe('key');
@@ -572,7 +799,8 @@ describe('the directory cache', () => {
 
   it('reads a JWK Set at its URL and a metadata document, inline or pointing to a JWK Set', async () => {
     const key = await agentKey();
-    const json = (body: unknown) => (_req: IncomingMessage, res: ServerResponse) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    const json = (body: unknown) => (_req: IncomingMessage, res: ServerResponse) =>
+      void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     const server = await directoryServer({});
     Object.assign(server.routes, {
       '/jwks.json?v=1': json({ keys: [{ ...key.publicJwk, kid: 'label' }] }),
@@ -582,7 +810,8 @@ describe('the directory cache', () => {
       [WELL_KNOWN]: json({ keys: [key.publicJwk] }),
     });
     const { c } = cache();
-    const lookup = (path: string, type: 'jwks_uri' | 'cimd' | 'directory') => c.lookup(agentMember('sig1', server.origin + path, type)!, key.keyid).then(status);
+    const lookup = (path: string, type: 'jwks_uri' | 'cimd' | 'directory') =>
+      c.lookup(agentMember('sig1', server.origin + path, type)!, key.keyid).then(status);
     expect(await lookup('/jwks.json?v=1', 'jwks_uri')).toBe('key');
     expect(await lookup('/inline', 'cimd')).toBe('key');
     expect(await lookup('/card', 'cimd')).toBe('key');
@@ -597,7 +826,17 @@ describe('the signature verifier', () => {
   async function setUp(answer?: (req: IncomingMessage, res: ServerResponse) => void) {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: answer ?? serveKeys(() => [key.publicJwk]) });
-    const family: BotFamily = { family: 'ChatGPT-User', operator: 'OpenAI', tokens: ['ChatGPT-User'], kind: 'ai-assistant', class: 'Intelligence', verify: 'web-bot-auth', weak: false, robots_only: false, signature_agents: [server.origin] };
+    const family: BotFamily = {
+      family: 'ChatGPT-User',
+      operator: 'OpenAI',
+      tokens: ['ChatGPT-User'],
+      kind: 'ai-assistant',
+      class: 'Intelligence',
+      verify: 'web-bot-auth',
+      weak: false,
+      robots_only: false,
+      signature_agents: [server.origin],
+    };
     const results: string[] = [];
     let done: () => void = () => {};
     const v = createSignatureVerifier({
@@ -634,7 +873,9 @@ describe('the signature verifier', () => {
   });
 
   it('reports unverified when the directory cannot be had, and does not fetch it again at once', async () => {
-    const { v, key, family, server, results, settled, agent } = await setUp((_req, res) => void res.writeHead(500).end());
+    const { v, key, family, server, results, settled, agent } = await setUp(
+      (_req, res) => void res.writeHead(500).end(),
+    );
     let wait = settled(1);
     v.check(family, await signed(key, { agent }));
     await wait;

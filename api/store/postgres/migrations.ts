@@ -72,24 +72,35 @@ const BACKFILL_BATCH = 1000;
  */
 export async function backfillNameKeys(client: pg.PoolClient): Promise<number> {
   let keyed = 0;
-  for (let raced = 0; ; ) {
-    const rows = (await client.query<{ member_id: string; name: string }>(`SELECT member_id, name FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL ORDER BY member_id LIMIT ${BACKFILL_BATCH}`)).rows;
+  for (let raced = 0; ;) {
+    const rows = (
+      await client.query<{ member_id: string; name: string }>(
+        `SELECT member_id, name FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL ORDER BY member_id LIMIT ${BACKFILL_BATCH}`,
+      )
+    ).rows;
     if (rows.length === 0) return keyed;
     const keys = rows.map((r) => nameKeys(r.name));
     await client.query('BEGIN');
     try {
       const held = (
-        await client.query<{ name_key: string | null; name_shape_key: string | null }>('SELECT name_key, name_shape_key FROM citizens WHERE name_key = ANY($1) OR name_shape_key = ANY($2)', [keys.map((k) => k.folded), keys.map((k) => k.shaped)])
+        await client.query<{ name_key: string | null; name_shape_key: string | null }>(
+          'SELECT name_key, name_shape_key FROM citizens WHERE name_key = ANY($1) OR name_shape_key = ANY($2)',
+          [keys.map((k) => k.folded), keys.map((k) => k.shaped)],
+        )
       ).rows;
       const folded = new Set(held.map((r) => r.name_key));
       const shaped = new Set(held.map((r) => r.name_shape_key));
-      const take = (taken: Set<string | null>, key: string, memberId: string) => (taken.has(key) ? shadowKey(memberId) : (taken.add(key), key));
-      const values = rows.map((r, i) => [r.member_id, take(folded, keys[i]!.folded, r.member_id), take(shaped, keys[i]!.shaped, r.member_id)]);
-      await client.query('UPDATE citizens c SET name_key = v.k, name_shape_key = v.s FROM unnest($1::uuid[], $2::text[], $3::text[]) AS v(id, k, s) WHERE c.member_id = v.id', [
-        values.map((v) => v[0]),
-        values.map((v) => v[1]),
-        values.map((v) => v[2]),
+      const take = (taken: Set<string | null>, key: string, memberId: string) =>
+        taken.has(key) ? shadowKey(memberId) : (taken.add(key), key);
+      const values = rows.map((r, i) => [
+        r.member_id,
+        take(folded, keys[i]!.folded, r.member_id),
+        take(shaped, keys[i]!.shaped, r.member_id),
       ]);
+      await client.query(
+        'UPDATE citizens c SET name_key = v.k, name_shape_key = v.s FROM unnest($1::uuid[], $2::text[], $3::text[]) AS v(id, k, s) WHERE c.member_id = v.id',
+        [values.map((v) => v[0]), values.map((v) => v[1]), values.map((v) => v[2])],
+      );
       await client.query('COMMIT');
       keyed += rows.length;
     } catch (error) {
@@ -114,12 +125,18 @@ function keptCountsSql(): string {
   // the service inserts one row, so these are written for one row to cost little (a grouping and
   // an upsert, 30 µs) and stay right for many.
   const tables: [table: string, prefix: string, select: (rows: string) => string][] = [
-    ['citizens', 'citizens:', (rows) => `SELECT 'citizens:' || class AS name, count(*) AS n FROM ${rows} GROUP BY class`],
+    [
+      'citizens',
+      'citizens:',
+      (rows) => `SELECT 'citizens:' || class AS name, count(*) AS n FROM ${rows} GROUP BY class`,
+    ],
     [
       'messages',
       'feed:',
       // As the embedded store counts: a wall shout is wall whatever its kind; otherwise a question or a message.
-      (rows) => `SELECT CASE WHEN wall THEN 'feed:wall' WHEN kind = 'question' THEN 'feed:questions' ELSE 'feed:messages' END AS name, count(*) AS n FROM ${rows} GROUP BY 1
+      (
+        rows,
+      ) => `SELECT CASE WHEN wall THEN 'feed:wall' WHEN kind = 'question' THEN 'feed:questions' ELSE 'feed:messages' END AS name, count(*) AS n FROM ${rows} GROUP BY 1
         UNION ALL SELECT 'feed:verified', count(*) FROM ${rows} WHERE verified HAVING count(*) > 0`,
     ],
     [
@@ -132,7 +149,9 @@ function keptCountsSql(): string {
     ],
   ];
   // Counter rows are locked in name order, so two transactions never wait for each other crosswise.
-  const add = (select: string) => `INSERT INTO counts AS k (name, shard, n) SELECT name, pg_backend_pid() % 64, n FROM (${select}) d ORDER BY name
+  const add = (
+    select: string,
+  ) => `INSERT INTO counts AS k (name, shard, n) SELECT name, pg_backend_pid() % 64, n FROM (${select}) d ORDER BY name
       ON CONFLICT (name, shard) DO UPDATE SET n = k.n + excluded.n;`;
   const negated = (select: string) => `SELECT name, -n AS n FROM (${select}) o`;
   const netted = (select: string) => `SELECT name, sum(n) AS n FROM (${select}) u GROUP BY name HAVING sum(n) <> 0`;
@@ -167,8 +186,12 @@ export async function migrate(pool: pg.Pool): Promise<number[]> {
   client.on('error', () => undefined);
   try {
     await client.query('SELECT pg_advisory_lock(7243001)');
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
-    const done = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    const done = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    );
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;

@@ -21,19 +21,27 @@ const SERVICE_TABLES = ['citizens', 'messages', 'receipts', 'drift_samples', 'dr
 
 /** The move of `source` into this database: started now, resumed, or already finished. Refuses a database that holds other data. */
 export async function startMove(client: pg.ClientBase, source: string): Promise<MoveState> {
-  const row = (await client.query<{ progress: Progress; finished_at: Date | null }>('SELECT progress, finished_at FROM store_moves WHERE source = $1', [source])).rows[0];
+  const row = (
+    await client.query<{ progress: Progress; finished_at: Date | null }>(
+      'SELECT progress, finished_at FROM store_moves WHERE source = $1',
+      [source],
+    )
+  ).rows[0];
   if (row?.finished_at) return { state: 'finished', finishedAt: row.finished_at };
   if (row) return { state: 'resumed', progress: row.progress };
   const other = (await client.query<{ source: string }>('SELECT source FROM store_moves LIMIT 1')).rows[0];
-  if (other) throw new MoveRefused(`the database already holds another move (${other.source}); move into a fresh database`);
+  if (other)
+    throw new MoveRefused(`the database already holds another move (${other.source}); move into a fresh database`);
   for (const table of SERVICE_TABLES) {
-    if ((await client.query(`SELECT 1 FROM ${table} LIMIT 1`)).rowCount) throw new MoveRefused(`the database already holds data (table ${table} has rows); move into a fresh database`);
+    if ((await client.query(`SELECT 1 FROM ${table} LIMIT 1`)).rowCount)
+      throw new MoveRefused(`the database already holds data (table ${table} has rows); move into a fresh database`);
   }
   await client.query('INSERT INTO store_moves (source) VALUES ($1)', [source]);
   return { state: 'new', progress: {} };
 }
 
-export const finishMove = (client: pg.ClientBase, source: string) => client.query('UPDATE store_moves SET finished_at = now() WHERE source = $1', [source]);
+export const finishMove = (client: pg.ClientBase, source: string) =>
+  client.query('UPDATE store_moves SET finished_at = now() WHERE source = $1', [source]);
 
 /** A move that must not run: the message says why and what to do. */
 export class MoveRefused extends Error {
@@ -93,10 +101,19 @@ export interface MoveOptions {
 /** Copies everything; safe to run again after any interruption. */
 export async function copyStore(o: MoveOptions): Promise<void> {
   const save = (client: pg.PoolClient, part: string, value: Progress[string]) =>
-    client.query('UPDATE store_moves SET progress = progress || jsonb_build_object($2::text, $3::jsonb) WHERE source = $1', [o.sourceId, part, JSON.stringify(value)]);
+    client.query(
+      'UPDATE store_moves SET progress = progress || jsonb_build_object($2::text, $3::jsonb) WHERE source = $1',
+      [o.sourceId, part, JSON.stringify(value)],
+    );
 
   /** A newest-first list, a page per transaction, from where the last run saved it got to. */
-  async function copyList<T>(part: string, list: (q: PageQuery) => Promise<Page<T>>, idOf: (t: T) => string, insert: string, rows: (items: T[]) => unknown) {
+  async function copyList<T>(
+    part: string,
+    list: (q: PageQuery) => Promise<Page<T>>,
+    idOf: (t: T) => string,
+    insert: string,
+    rows: (items: T[]) => unknown,
+  ) {
     const newest = (await list({ limit: 1 })).items[0];
     const top = newest ? idOf(newest) : null;
     const saved = o.progress[part];
@@ -106,7 +123,12 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     if (at.done) return o.report(`${part}: ${at.copied} copied before`);
     for (;;) {
       const page = await list({ limit: o.batch, cursor: at.cursor });
-      const next = { top, cursor: page.nextCursor, copied: at.copied + page.items.length, done: page.nextCursor === null };
+      const next = {
+        top,
+        cursor: page.nextCursor,
+        copied: at.copied + page.items.length,
+        done: page.nextCursor === null,
+      };
       await transaction(o.pool, async (client) => {
         if (page.items.length > 0) await client.query(insert, [JSON.stringify(rows(page.items))]);
         await save(client, part, next);
@@ -122,7 +144,12 @@ export async function copyStore(o: MoveOptions): Promise<void> {
    * so copied whole at each run, in batches, each row replaced by the source's (the truth until
    * the move is done).
    */
-  async function copyAll<T>(part: string, items: Iterable<T>, insert: string, after?: (client: pg.PoolClient) => Promise<void>) {
+  async function copyAll<T>(
+    part: string,
+    items: Iterable<T>,
+    insert: string,
+    after?: (client: pg.PoolClient) => Promise<void>,
+  ) {
     let batch: T[] = [];
     let copied = 0;
     const flush = async (last: boolean) =>
@@ -141,9 +168,27 @@ export async function copyStore(o: MoveOptions): Promise<void> {
   }
 
   const { source } = o;
-  await copyList('citizens', (q) => source.citizens.list(q), (c) => c.memberId, INSERT.citizens, (items) => items);
-  await copyList('messages', (q) => source.feed.list(q), (m) => m.id, INSERT.messages, (items) => items);
-  await copyList('receipts', (q) => source.receipts.list(q), (r) => r.id, INSERT.receipts, (items) => items.map((r) => ({ index: r.index, id: r.id, text: JSON.stringify(r.receipt) })));
+  await copyList(
+    'citizens',
+    (q) => source.citizens.list(q),
+    (c) => c.memberId,
+    INSERT.citizens,
+    (items) => items,
+  );
+  await copyList(
+    'messages',
+    (q) => source.feed.list(q),
+    (m) => m.id,
+    INSERT.messages,
+    (items) => items,
+  );
+  await copyList(
+    'receipts',
+    (q) => source.receipts.list(q),
+    (r) => r.id,
+    INSERT.receipts,
+    (items) => items.map((r) => ({ index: r.index, id: r.id, text: JSON.stringify(r.receipt) })),
+  );
   await copyAll('idempotency', o.holdings.idempotency(), INSERT.idempotency);
   await copyAll('windows', o.holdings.windows(), INSERT.windows);
 
@@ -151,7 +196,11 @@ export async function copyStore(o: MoveOptions): Promise<void> {
   // samples are copied, and the totals kept on a counter shard of their own (-1), as what the
   // copied samples do not account for.
   const drift = await source.drift.metrics(100);
-  const totals: Record<string, number> = { 'drift:samples': drift.samples, 'drift:contractions': drift.contraction_count, 'drift:fail_closed': drift.fail_closed };
+  const totals: Record<string, number> = {
+    'drift:samples': drift.samples,
+    'drift:contractions': drift.contraction_count,
+    'drift:fail_closed': drift.fail_closed,
+  };
   for (const [verdict, n] of Object.entries(drift.by_verdict)) totals[`drift:verdict:${verdict}`] = n;
   await copyAll('drift', drift.recent, INSERT.samples, async (client) => {
     await client.query(

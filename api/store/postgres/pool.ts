@@ -15,7 +15,12 @@ export interface PostgresOptions {
   logger?: Logger | undefined;
 }
 
-export const POSTGRES_DEFAULTS: PostgresOptions = { poolSize: 10, connectTimeoutMs: 1500, queryTimeoutMs: 2000, idleTimeoutMs: 10_000 };
+export const POSTGRES_DEFAULTS: PostgresOptions = {
+  poolSize: 10,
+  connectTimeoutMs: 1500,
+  queryTimeoutMs: 2000,
+  idleTimeoutMs: 10_000,
+};
 
 // PostgreSQL cancels a slow statement itself (57014, the connection stays usable); the client's own
 // timer, a little later, is for when nothing comes back at all (a partition, a dead host).
@@ -42,14 +47,17 @@ export function connectionSettings(connectionString: string, o: PostgresOptions)
 // failures and deadlocks (40001, 40P01), which a retry resolves.
 const NOT_NOW = /^(08|53|57|58)...$|^25006$|^40001$|^40P01$/;
 // Errors of the driver and the socket, which carry no SQLSTATE: the connection is gone or silent.
-const CONNECTION_LOST = /^Connection terminated|not queryable|^Query read timeout$|^timeout exceeded when trying to connect$|^timeout expired$/;
+const CONNECTION_LOST =
+  /^Connection terminated|not queryable|^Query read timeout$|^timeout exceeded when trying to connect$|^timeout expired$/;
 const SOCKET_CODE = /^(E[A-Z]+|ERR_STREAM_\w+|ERR_SOCKET_\w+)$/;
 
 /** The SQLSTATE of an error PostgreSQL itself sent (an ErrorResponse), else null. */
 const sqlState = (error: unknown): string | null => (error instanceof pg.DatabaseError ? (error.code ?? null) : null);
 /** The connection failed or went silent (no answer from PostgreSQL at all). */
 export const isConnectionLoss = (error: unknown): boolean =>
-  error instanceof Error && !(error instanceof pg.DatabaseError) && (SOCKET_CODE.test(String((error as { code?: unknown }).code ?? '')) || CONNECTION_LOST.test(error.message));
+  error instanceof Error &&
+  !(error instanceof pg.DatabaseError) &&
+  (SOCKET_CODE.test(String((error as { code?: unknown }).code ?? '')) || CONNECTION_LOST.test(error.message));
 /** PostgreSQL answered, but not now: the same request may work later. */
 export const isNotNow = (error: unknown): boolean => NOT_NOW.test(sqlState(error) ?? '');
 
@@ -81,7 +89,8 @@ function createBreaker(logger: Logger | undefined) {
     /** Throws when the database is down and another call is already finding out; true for that call. */
     enter(): boolean {
       if (!down) return false;
-      if (trialRunning) throw new StoreUnavailableError(new Error('PostgreSQL did not answer the last call'), 'database-unavailable');
+      if (trialRunning)
+        throw new StoreUnavailableError(new Error('PostgreSQL did not answer the last call'), 'database-unavailable');
       trialRunning = true;
       return true;
     },
@@ -106,7 +115,10 @@ export interface SessionState {
 /** The service's connection pool to PostgreSQL: every call bounded in time, every failure a 503 or a bug. */
 export interface GuardedPool {
   /** One statement that changes nothing, or whose outcome does not matter when it fails. */
-  query<R extends pg.QueryResultRow = any>(text: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = any>(
+    text: string | pg.QueryConfig,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
   /** One statement that commits by itself: silence after it was sent makes its outcome unknown. */
   write<R extends pg.QueryResultRow = any>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
   /** `work` on one connection; it sets `state.phase = 'commit'` before it sends a COMMIT. */
@@ -151,11 +163,13 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
       throw mapped(error, state.phase);
     }
   }
-  const release = (client: pg.PoolClient, error?: unknown) => client.release(error instanceof Error ? error : undefined);
+  const release = (client: pg.PoolClient, error?: unknown) =>
+    client.release(error instanceof Error ? error : undefined);
 
   return {
     session,
-    query: (text, values) => session((client) => (typeof text === 'string' ? client.query(text, values) : client.query(text))),
+    query: (text, values) =>
+      session((client) => (typeof text === 'string' ? client.query(text, values) : client.query(text))),
     write: (text, values) =>
       session((client, state) => {
         state.phase = 'commit';

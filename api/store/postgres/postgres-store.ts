@@ -4,10 +4,28 @@ import type { Message } from '../../schemas/citizenship.ts';
 import type { Logger } from '../../log.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
-import { IDEMPOTENCY_CLAIM_MS, IDEMPOTENCY_TTL_MS, TELEMETRY_STALE_MS, type CitizenRecord, type DriftSample, type DriftWrite, type IdempotencyRecord, type PageQuery, type ReceiptEntry, type Store } from '../types.ts';
+import {
+  IDEMPOTENCY_CLAIM_MS,
+  IDEMPOTENCY_TTL_MS,
+  TELEMETRY_STALE_MS,
+  type CitizenRecord,
+  type DriftSample,
+  type DriftWrite,
+  type IdempotencyRecord,
+  type PageQuery,
+  type ReceiptEntry,
+  type Store,
+} from '../types.ts';
 import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
 import { NameTaken, nameKeys } from '../../names/name-rule.ts';
-import { connectionSettings, isConnectionLoss, openPool, POSTGRES_DEFAULTS, type GuardedPool, type PostgresOptions } from './pool.ts';
+import {
+  connectionSettings,
+  isConnectionLoss,
+  openPool,
+  POSTGRES_DEFAULTS,
+  type GuardedPool,
+  type PostgresOptions,
+} from './pool.ts';
 
 const RECEIPT_LOCK = 7243002;
 
@@ -53,13 +71,26 @@ const messageOf = (r: MessageRow): Message => ({
 });
 
 /** Newest first by a UUIDv7 key: one row more than asked tells whether another page follows. */
-async function pageByUuid<R, T>(pool: GuardedPool, table: string, key: string, query: PageQuery, map: (r: R) => T, idOf: (t: T) => string) {
+async function pageByUuid<R, T>(
+  pool: GuardedPool,
+  table: string,
+  key: string,
+  query: PageQuery,
+  map: (r: R) => T,
+  idOf: (t: T) => string,
+) {
   const below = query.cursor ? decodeCursor(query.cursor) : null;
   const rows = (
-    await pool.query(`SELECT * FROM ${table} ${below ? `WHERE ${key} < $2` : ''} ORDER BY ${key} DESC LIMIT $1`, below ? [query.limit + 1, below] : [query.limit + 1])
+    await pool.query(
+      `SELECT * FROM ${table} ${below ? `WHERE ${key} < $2` : ''} ORDER BY ${key} DESC LIMIT $1`,
+      below ? [query.limit + 1, below] : [query.limit + 1],
+    )
   ).rows as R[];
   const items = rows.slice(0, query.limit).map(map);
-  return { items, nextCursor: rows.length > query.limit && items.length > 0 ? encodeCursor(idOf(items.at(-1)!)) : null };
+  return {
+    items,
+    nextCursor: rows.length > query.limit && items.length > 0 ? encodeCursor(idOf(items.at(-1)!)) : null,
+  };
 }
 
 /** What takes statements: a transaction's connection, or the pool for a statement that commits by itself. */
@@ -99,7 +130,14 @@ async function putIdempotency(client: Statements, rec: IdempotencyRecord): Promi
     `INSERT INTO idempotency AS i VALUES ($1, $2, $3, $4, $5) ON CONFLICT (key_hash) DO UPDATE
      SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at
      WHERE i.created_at <= $6`,
-    [rec.keyHash, rec.fingerprint, rec.status, rec.sealed, rec.createdAt, new Date(Date.parse(rec.createdAt) - IDEMPOTENCY_TTL_MS)],
+    [
+      rec.keyHash,
+      rec.fingerprint,
+      rec.status,
+      rec.sealed,
+      rec.createdAt,
+      new Date(Date.parse(rec.createdAt) - IDEMPOTENCY_TTL_MS),
+    ],
   );
   if (r.rowCount === 0) throw new IdempotencyKeyTaken(rec.keyHash);
 }
@@ -112,19 +150,41 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> 
     [d.entityId, d.appended.slice(-d.keep), d.keep],
   );
   const s = d.sample;
-  await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [s.decision_id, s.entity_id, s.verdict, JSON.stringify(s), s.contraction_attempts, s.fail_closed, s.at]);
+  await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+    s.decision_id,
+    s.entity_id,
+    s.verdict,
+    JSON.stringify(s),
+    s.contraction_attempts,
+    s.fail_closed,
+    s.at,
+  ]);
 }
 
 /** The oldest citizen holding one of a name's look-alike keys. */
 async function holdingName(pool: Statements, name: string): Promise<CitizenRecord | null> {
   const keys = nameKeys(name);
-  const r = await pool.query('SELECT * FROM citizens WHERE name_key = $1 OR name_shape_key = $2 ORDER BY member_id LIMIT 1', [keys.folded, keys.shaped]);
+  const r = await pool.query(
+    'SELECT * FROM citizens WHERE name_key = $1 OR name_shape_key = $2 ORDER BY member_id LIMIT 1',
+    [keys.folded, keys.shaped],
+  );
   return r.rows[0] ? citizenOf(r.rows[0] as CitizenRow) : null;
 }
-const nameTaken = (error: unknown) => (error as { code?: string }).code === '23505' && NAME_KEY_INDEXES.has((error as { constraint?: string }).constraint ?? '');
+const nameTaken = (error: unknown) =>
+  (error as { code?: string }).code === '23505' &&
+  NAME_KEY_INDEXES.has((error as { constraint?: string }).constraint ?? '');
 
 const MESSAGE_INSERT = 'INSERT INTO messages VALUES ($1, $2, $3, $4, $5, $6, $7, $8)';
-const messageValues = (m: Message) => [m.id, m.name, m.kind, m.message, m.citizenId ?? null, m.verified, m.wall, m.createdAt];
+const messageValues = (m: Message) => [
+  m.id,
+  m.name,
+  m.kind,
+  m.message,
+  m.citizenId ?? null,
+  m.verified,
+  m.wall,
+  m.createdAt,
+];
 const insertMessage = (client: Statements, m: Message) => client.query(MESSAGE_INSERT, messageValues(m));
 
 /**
@@ -136,17 +196,36 @@ function oathStatement(c: CitizenRecord, shout?: Message): [string, unknown[]] {
   const keys = nameKeys(c.name);
   const insert = `INSERT INTO citizens (member_id, name, class, purpose, home_url, status, joined_at, passport_hash, name_key, name_shape_key)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (member_id) DO NOTHING`;
-  const citizen = [c.memberId, c.name, c.class, c.purpose, c.homeUrl ?? null, c.status, c.joinedAt, c.passportHash, keys.folded, keys.shaped];
+  const citizen = [
+    c.memberId,
+    c.name,
+    c.class,
+    c.purpose,
+    c.homeUrl ?? null,
+    c.status,
+    c.joinedAt,
+    c.passportHash,
+    keys.folded,
+    keys.shaped,
+  ];
   if (!shout) return [insert, citizen];
-  return [`WITH citizen AS (${insert}) ${MESSAGE_INSERT.replace(/\$(\d)/g, (_, d) => `$${Number(d) + 10}`)}`, [...citizen, ...messageValues(shout)]];
+  return [
+    `WITH citizen AS (${insert}) ${MESSAGE_INSERT.replace(/\$(\d)/g, (_, d) => `$${Number(d) + 10}`)}`,
+    [...citizen, ...messageValues(shout)],
+  ];
 }
 
 /**
  * The counters whose names start with `prefix` (the prefix cut off), as the triggers of migration 5
  * keep them in the transaction of each write: a sum over a few shards, never a count of rows.
  */
-async function keptCounts(pool: { query(text: string, values: unknown[]): Promise<{ rows: { name: string; n: string }[] }> }, prefix: string): Promise<Record<string, number>> {
-  const rows = (await pool.query('SELECT name, sum(n) AS n FROM counts WHERE starts_with(name, $1) GROUP BY name', [prefix])).rows;
+async function keptCounts(
+  pool: { query(text: string, values: unknown[]): Promise<{ rows: { name: string; n: string }[] }> },
+  prefix: string,
+): Promise<Record<string, number>> {
+  const rows = (
+    await pool.query('SELECT name, sum(n) AS n FROM counts WHERE starts_with(name, $1) GROUP BY name', [prefix])
+  ).rows;
   return Object.fromEntries(rows.map((r) => [r.name.slice(prefix.length), Number(r.n)]));
 }
 
@@ -158,7 +237,10 @@ const PRUNE_BATCH = 10_000;
  * share one database. Migrations are applied at open. Every call is bounded in time (PG_* in
  * api/config.ts); a database that does not answer makes it fail with StoreUnavailableError.
  */
-export async function openPostgresStore(connectionString: string, options: Partial<PostgresOptions> = {}): Promise<Store & { pool: GuardedPool }> {
+export async function openPostgresStore(
+  connectionString: string,
+  options: Partial<PostgresOptions> = {},
+): Promise<Store & { pool: GuardedPool }> {
   const settings = { ...POSTGRES_DEFAULTS, ...options };
   await migrateOnce(connectionString, settings);
   const pool = openPool(connectionString, settings);
@@ -194,7 +276,9 @@ export async function openPostgresStore(connectionString: string, options: Parti
       holding: (name) => holdingName(pool, name),
       list: (query) => pageByUuid(pool, 'citizens', 'member_id', query, citizenOf, (c) => c.memberId),
       stats: async () => {
-        const byClass = Object.fromEntries(Object.entries(await keptCounts(pool, 'citizens:')).filter(([, n]) => n !== 0));
+        const byClass = Object.fromEntries(
+          Object.entries(await keptCounts(pool, 'citizens:')).filter(([, n]) => n !== 0),
+        );
         return { total: Object.values(byClass).reduce((a, b) => a + b, 0), byClass };
       },
     },
@@ -210,13 +294,31 @@ export async function openPostgresStore(connectionString: string, options: Parti
       list: (query) => pageByUuid(pool, 'messages', 'id', query, messageOf, (m) => m.id),
       stats: async () => {
         const kept = await keptCounts(pool, 'feed:');
-        return { messages: kept.messages ?? 0, questions: kept.questions ?? 0, wall: kept.wall ?? 0, verified: kept.verified ?? 0 };
+        return {
+          messages: kept.messages ?? 0,
+          questions: kept.questions ?? 0,
+          wall: kept.wall ?? 0,
+          verified: kept.verified ?? 0,
+        };
       },
     },
     idempotency: {
       get: async (keyHash, now) => {
-        const r = (await pool.query('SELECT * FROM idempotency WHERE key_hash = $1 AND created_at > $2', [keyHash, new Date(now.getTime() - IDEMPOTENCY_TTL_MS)])).rows[0];
-        return r ? { keyHash: r.key_hash, fingerprint: r.fingerprint, status: r.status, sealed: r.sealed, createdAt: r.created_at.toISOString() } : null;
+        const r = (
+          await pool.query('SELECT * FROM idempotency WHERE key_hash = $1 AND created_at > $2', [
+            keyHash,
+            new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
+          ])
+        ).rows[0];
+        return r
+          ? {
+              keyHash: r.key_hash,
+              fingerprint: r.fingerprint,
+              status: r.status,
+              sealed: r.sealed,
+              createdAt: r.created_at.toISOString(),
+            }
+          : null;
       },
       put: (rec) => writing(() => putIdempotency({ query: pool.write }, rec)),
       prune: (now) =>
@@ -226,7 +328,9 @@ export async function openPostgresStore(connectionString: string, options: Parti
             [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)],
           );
           // A claim is released by its run; one still here long after was left by a process that died.
-          await pool.write('DELETE FROM idempotency_claims WHERE claimed_at < $1', [new Date(now.getTime() - IDEMPOTENCY_TTL_MS)]);
+          await pool.write('DELETE FROM idempotency_claims WHERE claimed_at < $1', [
+            new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
+          ]);
           return expired.rowCount ?? 0;
         }),
       // One row per run under way: the insert wins, or takes over a claim its process abandoned.
@@ -245,7 +349,9 @@ export async function openPostgresStore(connectionString: string, options: Parti
         }),
     },
     drift: {
-      window: async (entityId) => (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId])).rows[0]?.deltas ?? [],
+      window: async (entityId) =>
+        (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId]))
+          .rows[0]?.deltas ?? [],
       record: (entityId, appended, keep, sample: DriftSample, idempotency) =>
         writing(() =>
           transaction(pool, async (client) => {
@@ -255,12 +361,21 @@ export async function openPostgresStore(connectionString: string, options: Parti
         ),
       metrics: async (recent) => {
         const kept = await keptCounts(pool, 'drift:');
-        const last = (await pool.query<{ sample: DriftSample }>('SELECT sample FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT $1', [Math.max(1, recent)])).rows.map((r) => r.sample);
+        const last = (
+          await pool.query<{ sample: DriftSample }>(
+            'SELECT sample FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT $1',
+            [Math.max(1, recent)],
+          )
+        ).rows.map((r) => r.sample);
         return {
           samples: kept.samples ?? 0,
           contraction_count: kept.contractions ?? 0,
           fail_closed: kept.fail_closed ?? 0,
-          by_verdict: Object.fromEntries(Object.entries(kept).flatMap(([name, n]) => (name.startsWith('verdict:') && n !== 0 ? [[name.slice('verdict:'.length), n]] : []))),
+          by_verdict: Object.fromEntries(
+            Object.entries(kept).flatMap(([name, n]) =>
+              name.startsWith('verdict:') && n !== 0 ? [[name.slice('verdict:'.length), n]] : [],
+            ),
+          ),
           last: last[0] ?? null,
           recent: last.slice(0, recent),
         };
@@ -272,30 +387,48 @@ export async function openPostgresStore(connectionString: string, options: Parti
         writing(() =>
           transaction(pool, async (client) => {
             await client.query('SELECT pg_advisory_xact_lock($1)', [RECEIPT_LOCK]);
-            const head = (await client.query<{ idx: string; id: string }>('SELECT idx, id FROM receipts ORDER BY idx DESC LIMIT 1')).rows[0];
+            const head = (
+              await client.query<{ idx: string; id: string }>('SELECT idx, id FROM receipts ORDER BY idx DESC LIMIT 1')
+            ).rows[0];
             const index = head ? Number(head.idx) + 1 : 0;
             const built = build(head?.id ?? null, index);
             const entry: ReceiptEntry = { id: built.id, index, receipt: built.receipt };
             for (const d of also.drift ?? []) await recordDrift(client, d);
-            await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [index, built.id, JSON.stringify(built.receipt)]);
+            await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [
+              index,
+              built.id,
+              JSON.stringify(built.receipt),
+            ]);
             if (also.idempotency) await putIdempotency(client, also.idempotency(entry));
             return entry;
           }),
         ),
       get: async (id) => {
-        const r = (await pool.query<{ idx: string; id: string; receipt: string }>('SELECT * FROM receipts WHERE id = $1', [id])).rows[0];
+        const r = (
+          await pool.query<{ idx: string; id: string; receipt: string }>('SELECT * FROM receipts WHERE id = $1', [id])
+        ).rows[0];
         return r ? { id: r.id, index: Number(r.idx), receipt: JSON.parse(r.receipt) } : null;
       },
       list: async (query) => {
         const below = query.cursor ? decodeLogCursor(query.cursor) : null;
         const rows = (
-          await pool.query<{ idx: string; id: string; receipt: string }>(`SELECT * FROM receipts ${below !== null ? 'WHERE idx < $2' : ''} ORDER BY idx DESC LIMIT $1`, below !== null ? [query.limit, below] : [query.limit])
+          await pool.query<{ idx: string; id: string; receipt: string }>(
+            `SELECT * FROM receipts ${below !== null ? 'WHERE idx < $2' : ''} ORDER BY idx DESC LIMIT $1`,
+            below !== null ? [query.limit, below] : [query.limit],
+          )
         ).rows;
-        const items: ReceiptEntry[] = rows.map((r) => ({ id: r.id, index: Number(r.idx), receipt: JSON.parse(r.receipt) }));
+        const items: ReceiptEntry[] = rows.map((r) => ({
+          id: r.id,
+          index: Number(r.idx),
+          receipt: JSON.parse(r.receipt),
+        }));
         const lowest = items.at(-1)?.index ?? 0;
         return { items, nextCursor: lowest > 0 ? encodeLogCursor(lowest) : null };
       },
-      idsFrom: async (start) => (await pool.query<{ id: string }>('SELECT id FROM receipts WHERE idx >= $1 ORDER BY idx', [start])).rows.map((r) => r.id),
+      idsFrom: async (start) =>
+        (await pool.query<{ id: string }>('SELECT id FROM receipts WHERE idx >= $1 ORDER BY idx', [start])).rows.map(
+          (r) => r.id,
+        ),
     },
     telemetry: {
       // This process's id is new, so it has no row of its own yet: it starts from the stopped
@@ -309,15 +442,26 @@ export async function openPostgresStore(connectionString: string, options: Parti
             );
             if (stale.rows.length === 0) return null;
             const folded = fold(stale.rows.map((r) => r.snapshot));
-            await client.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now())', [processId, JSON.stringify(folded)]);
+            await client.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now())', [
+              processId,
+              JSON.stringify(folded),
+            ]);
             return folded;
           }),
         ),
       save: (snapshot) =>
         writing(async () => {
-          await pool.write('INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()', [processId, JSON.stringify(snapshot)]);
+          await pool.write(
+            'INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()',
+            [processId, JSON.stringify(snapshot)],
+          );
         }),
-      others: async () => (await pool.query<{ snapshot: object }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [processId])).rows.map((r) => r.snapshot),
+      others: async () =>
+        (
+          await pool.query<{ snapshot: object }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [
+            processId,
+          ])
+        ).rows.map((r) => r.snapshot),
     },
     close: () => pool.end(),
   };
@@ -328,7 +472,12 @@ export async function openPostgresStore(connectionString: string, options: Parti
  * longer than any request should, and waits for another process's under the advisory lock.
  */
 async function migrateOnce(connectionString: string, o: PostgresOptions): Promise<void> {
-  const { statement_timeout: _s, query_timeout: _q, idle_in_transaction_session_timeout: _i, ...connect } = connectionSettings(connectionString, o);
+  const {
+    statement_timeout: _s,
+    query_timeout: _q,
+    idle_in_transaction_session_timeout: _i,
+    ...connect
+  } = connectionSettings(connectionString, o);
   const pool = new pg.Pool({ ...connect, max: 1 });
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
@@ -345,7 +494,11 @@ function reportingUnknownOutcomes(logger: Logger | undefined) {
     try {
       return await work();
     } catch (error) {
-      if (error instanceof StoreUnavailableError && error.reason === 'outcome-unknown') logger?.warn({ err: error.cause }, 'PostgreSQL: a write met silence after its COMMIT was sent; it may or may not be saved');
+      if (error instanceof StoreUnavailableError && error.reason === 'outcome-unknown')
+        logger?.warn(
+          { err: error.cause },
+          'PostgreSQL: a write met silence after its COMMIT was sent; it may or may not be saved',
+        );
       throw error;
     }
   };

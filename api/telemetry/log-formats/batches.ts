@@ -52,7 +52,9 @@ export function createBatcher({ maxLines, maxBytes }: BatcherOptions) {
       // A W3C directive governs the lines after it: a new #Fields: ends the batch before it.
       if (line.startsWith('#')) {
         const done = cut();
-        directives = /^#(Version|Fields):/.test(line) ? [...directives.filter((d) => !d.startsWith(line.slice(0, line.indexOf(':') + 1))), line] : directives;
+        directives = /^#(Version|Fields):/.test(line)
+          ? [...directives.filter((d) => !d.startsWith(line.slice(0, line.indexOf(':') + 1))), line]
+          : directives;
         return done ? [done] : [];
       }
       // A record too long to read is sent cut short: the server skips it as too-long.

@@ -5,7 +5,8 @@ import type { Parsed } from './types.ts';
 const FIELDS = ['ClientRequestMethod', 'ClientRequestURI', 'EdgeResponseStatus'] as const;
 
 /** Whether a JSON object is a Logpush http_requests record. */
-export const looksCloudflare = (record: Record<string, unknown>): boolean => FIELDS.some((f) => f in record) || 'ClientIP' in record;
+export const looksCloudflare = (record: Record<string, unknown>): boolean =>
+  FIELDS.some((f) => f in record) || 'ClientIP' in record;
 
 /**
  * One Logpush `http_requests` record (NDJSON). EdgeStartTimestamp comes in the job's

@@ -6,15 +6,44 @@ import type { LineReader, Parsed } from './types.ts';
  * files whose `#Fields:` header was cut off; a `#Fields:` line replaces them.
  */
 export const CLOUDFRONT_FIELDS = [
-  'date', 'time', 'x-edge-location', 'sc-bytes', 'c-ip', 'cs-method', 'cs(Host)', 'cs-uri-stem', 'sc-status',
-  'cs(Referer)', 'cs(User-Agent)', 'cs-uri-query', 'cs(Cookie)', 'x-edge-result-type', 'x-edge-request-id',
-  'x-host-header', 'cs-protocol', 'cs-bytes', 'time-taken', 'x-forwarded-for', 'ssl-protocol', 'ssl-cipher',
-  'x-edge-response-result-type', 'cs-protocol-version', 'fle-status', 'fle-encrypted-fields', 'c-port',
-  'time-to-first-byte', 'x-edge-detailed-result-type', 'sc-content-type', 'sc-content-len', 'sc-range-start', 'sc-range-end',
+  'date',
+  'time',
+  'x-edge-location',
+  'sc-bytes',
+  'c-ip',
+  'cs-method',
+  'cs(Host)',
+  'cs-uri-stem',
+  'sc-status',
+  'cs(Referer)',
+  'cs(User-Agent)',
+  'cs-uri-query',
+  'cs(Cookie)',
+  'x-edge-result-type',
+  'x-edge-request-id',
+  'x-host-header',
+  'cs-protocol',
+  'cs-bytes',
+  'time-taken',
+  'x-forwarded-for',
+  'ssl-protocol',
+  'ssl-cipher',
+  'x-edge-response-result-type',
+  'cs-protocol-version',
+  'fle-status',
+  'fle-encrypted-fields',
+  'c-port',
+  'time-to-first-byte',
+  'x-edge-detailed-result-type',
+  'sc-content-type',
+  'sc-content-len',
+  'sc-range-start',
+  'sc-range-end',
 ];
 
 /** Whether a line belongs to a CloudFront log: a W3C directive or a tab-separated UTC date and time. */
-export const looksCloudFront = (text: string): boolean => /^#(Version|Fields):/.test(text) || /^\d{4}-\d{2}-\d{2}\t\d{2}:\d{2}:\d{2}\t/.test(text);
+export const looksCloudFront = (text: string): boolean =>
+  /^#(Version|Fields):/.test(text) || /^\d{4}-\d{2}-\d{2}\t\d{2}:\d{2}:\d{2}\t/.test(text);
 
 // CloudFront URL-encodes the User-Agent (spaces as %20) and some characters twice.
 function decoded(value: string | undefined): string {
@@ -42,7 +71,13 @@ export function cloudFrontReader(fields: string[] = CLOUDFRONT_FIELDS): LineRead
     if (record.trim() === '') return null;
     if (record.startsWith('#')) {
       const declared = /^#Fields:\s*(.*)$/.exec(record);
-      if (declared) columns = new Map(declared[1]!.trim().split(/\s+/).map((f, i) => [f, i]));
+      if (declared)
+        columns = new Map(
+          declared[1]!
+            .trim()
+            .split(/\s+/)
+            .map((f, i) => [f, i]),
+        );
       return null;
     }
     const cells = record.replace(/\r$/, '').split('\t');
@@ -50,7 +85,8 @@ export function cloudFrontReader(fields: string[] = CLOUDFRONT_FIELDS): LineRead
       const i = columns.get(name);
       return i === undefined ? undefined : cells[i];
     };
-    if (cells.length < 2 || cell('cs-method') === undefined || cell('sc-status') === undefined) return { skip: 'unparseable' };
+    if (cells.length < 2 || cell('cs-method') === undefined || cell('sc-status') === undefined)
+      return { skip: 'unparseable' };
     const date = cell('date');
     const time = cell('time');
     const host = cell('x-host-header');

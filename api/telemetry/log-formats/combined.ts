@@ -5,8 +5,23 @@ import type { Parsed } from './types.ts';
 // write them by default, optionally led by Apache's vhost_combined `%v:%p`:
 //   [vhost:port] $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent ["$http_referer" "$http_user_agent"]
 const QUOTED = '"((?:[^"\\\\]|\\\\.)*)"';
-const LINE = new RegExp(`^(?:(\\S+):\\d+ )?(\\S+) \\S+ (?:\\S+|${QUOTED}) \\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (?:\\d+|-)(?: ${QUOTED} ${QUOTED})?`);
-const MONTHS: Record<string, string> = { Jan: '01', Feb: '02', Mar: '03', Apr: '04', May: '05', Jun: '06', Jul: '07', Aug: '08', Sep: '09', Oct: '10', Nov: '11', Dec: '12' };
+const LINE = new RegExp(
+  `^(?:(\\S+):\\d+ )?(\\S+) \\S+ (?:\\S+|${QUOTED}) \\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (?:\\d+|-)(?: ${QUOTED} ${QUOTED})?`,
+);
+const MONTHS: Record<string, string> = {
+  Jan: '01',
+  Feb: '02',
+  Mar: '03',
+  Apr: '04',
+  May: '05',
+  Jun: '06',
+  Jul: '07',
+  Aug: '08',
+  Sep: '09',
+  Oct: '10',
+  Nov: '11',
+  Dec: '12',
+};
 const TIME = /^(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/;
 
 /** `10/Oct/2000:13:55:36 -0700` as ISO 8601, or null. */
@@ -61,5 +76,14 @@ export function parseCombined(text: string): Parsed | null {
   if (parts.length < 2 || parts.length > 3) return { skip: 'not-a-request' };
   const when = clfTime(time!);
   if (!when) return { skip: 'bad-time' };
-  return finish({ method: parts[0], target: parts[1], host: vhost ?? '', userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent), status, time: when, clientAddress: address, referer: referer === undefined ? '' : unescapeQuoted(referer) });
+  return finish({
+    method: parts[0],
+    target: parts[1],
+    host: vhost ?? '',
+    userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent),
+    status,
+    time: when,
+    clientAddress: address,
+    referer: referer === undefined ? '' : unescapeQuoted(referer),
+  });
 }

@@ -8,5 +8,14 @@ export function parseJsonLine(record: string | Record<string, unknown>): Parsed 
   if (r === 'unparseable') return { skip: r };
   if (typeof r.path !== 'string' || !r.path.startsWith('/')) return { skip: 'bad-path' };
   if (typeof r.status !== 'number') return { skip: 'bad-status' };
-  return finish({ method: r.method, target: r.path, host: r.host, userAgent: r.userAgent, status: r.status, time: r.time, clientAddress: r.clientAddress, referer: r.referer });
+  return finish({
+    method: r.method,
+    target: r.path,
+    host: r.host,
+    userAgent: r.userAgent,
+    status: r.status,
+    time: r.time,
+    clientAddress: r.clientAddress,
+    referer: r.referer,
+  });
 }

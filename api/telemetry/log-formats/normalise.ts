@@ -29,7 +29,8 @@ const present = (v: unknown): string => {
 /** Epoch numbers by magnitude: Cloudflare's unix, unixnano, and the milliseconds drains send. */
 export function timeOf(value: unknown): Date | null {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\d+(\.\d+)?$/.test(value) ? Number(value) : null;
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && /^\d+(\.\d+)?$/.test(value) ? Number(value) : null;
   if (n !== null) {
     const ms = n >= 1e17 ? n / 1e6 : n >= 1e14 ? n / 1e3 : n >= 1e11 ? n : n * 1000;
     const date = new Date(ms);
@@ -63,7 +64,12 @@ export function finish(raw: RawLine): Parsed {
   if (!METHOD.test(method)) return { skip: 'bad-method' };
   const target = targetOf(present(raw.target));
   if (!target || target.path.length > 2048) return { skip: 'bad-path' };
-  const status = typeof raw.status === 'number' ? raw.status : /^\d{3}$/.test(present(raw.status)) ? Number(present(raw.status)) : NaN;
+  const status =
+    typeof raw.status === 'number'
+      ? raw.status
+      : /^\d{3}$/.test(present(raw.status))
+        ? Number(present(raw.status))
+        : NaN;
   if (!Number.isInteger(status) || status < 100 || status > 599) return { skip: 'bad-status' };
   const line: LogLine = {
     method,

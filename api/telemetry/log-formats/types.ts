@@ -24,13 +24,7 @@ export type LogLine = IngestLine;
 
 /** Why a record was not counted; reported by count, never fatal. */
 export type SkipReason =
-  | 'unparseable'
-  | 'not-a-request'
-  | 'bad-method'
-  | 'bad-path'
-  | 'bad-status'
-  | 'bad-time'
-  | 'too-long';
+  'unparseable' | 'not-a-request' | 'bad-method' | 'bad-path' | 'bad-status' | 'bad-time' | 'too-long';
 
 /** A record read: its normalised line, or why it was skipped. */
 export type Parsed = { line: LogLine } | { skip: SkipReason };

@@ -5,4 +5,5 @@ import { doctrineNote, document } from '../../lib/content.ts';
 
 export const prerender = true;
 export const getStaticPaths = (() => DOCTRINE_SLUGS.map((slug) => ({ params: { slug } }))) satisfies GetStaticPaths;
-export const GET: APIRoute = async ({ params }) => document(doctrineMarkdown(await doctrineNote(params.slug!)), 'markdown');
+export const GET: APIRoute = async ({ params }) =>
+  document(doctrineMarkdown(await doctrineNote(params.slug!)), 'markdown');

@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { clfTime, detectFormat, parseBatch, parseCombined, unescapeQuoted } from '../../../api/telemetry/log-formats/index.ts';
+import {
+  clfTime,
+  detectFormat,
+  parseBatch,
+  parseCombined,
+  unescapeQuoted,
+} from '../../../api/telemetry/log-formats/index.ts';
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures', name), 'utf8');
 const linesOf = (name: string) => fixture(name).split('\n');
@@ -11,11 +17,27 @@ describe('NCSA combined and common (nginx, Apache)', () => {
   it('reads IPv4 and IPv6 clients, escapes, `-`, offsets, and reports what it cannot read', () => {
     const batch = parseBatch(linesOf('nginx-combined.log'));
     expect(batch.format).toBe('combined');
-    expect(batch.lines[0]).toEqual({ method: 'GET', path: '/llms.txt', host: '', userAgent: GOOGLEBOT, status: 200, time: '2026-11-21T10:00:00.000Z', clientAddress: '66.249.66.1' });
+    expect(batch.lines[0]).toEqual({
+      method: 'GET',
+      path: '/llms.txt',
+      host: '',
+      userAgent: GOOGLEBOT,
+      status: 200,
+      time: '2026-11-21T10:00:00.000Z',
+      clientAddress: '66.249.66.1',
+    });
     // +0100 is an hour ahead of UTC; the query string is dropped.
-    expect(batch.lines[1]).toMatchObject({ path: '/doctrine/node-protocol', time: '2026-11-21T10:00:01.000Z', clientAddress: '2001:4860:4801:10::3' });
+    expect(batch.lines[1]).toMatchObject({
+      path: '/doctrine/node-protocol',
+      time: '2026-11-21T10:00:01.000Z',
+      clientAddress: '2001:4860:4801:10::3',
+    });
     // nginx writes each byte of a UTF-8 character as \xHH; the referer's \" does not end the field.
-    expect(batch.lines[2]).toMatchObject({ path: '/api/convert', status: 304, userAgent: expect.stringMatching(/GPTBot\/1\.2.* café$/) });
+    expect(batch.lines[2]).toMatchObject({
+      path: '/api/convert',
+      status: 304,
+      userAgent: expect.stringMatching(/GPTBot\/1\.2.* café$/),
+    });
     expect(batch.lines[3]).toMatchObject({ method: 'HEAD', path: '/trap/secret', userAgent: '', status: 404 });
     // The common format has no referer or User-Agent.
     expect(batch.lines.at(-1)).toMatchObject({ path: '/whats-next', userAgent: '', clientAddress: '192.0.2.12' });
@@ -26,7 +48,12 @@ describe('NCSA combined and common (nginx, Apache)', () => {
   it("reads Apache's vhost_combined: the virtual host is the host", () => {
     const batch = parseBatch(linesOf('apache-vhost-combined.log'));
     expect(batch.format).toBe('combined');
-    expect(batch.lines[0]).toMatchObject({ host: 'docs.example.org', path: '/robots.txt', time: '2026-11-21T15:01:00.000Z', clientAddress: '192.0.2.20' });
+    expect(batch.lines[0]).toMatchObject({
+      host: 'docs.example.org',
+      path: '/robots.txt',
+      time: '2026-11-21T15:01:00.000Z',
+      clientAddress: '192.0.2.20',
+    });
     // `OPTIONS *` has no path.
     expect(batch.skipped).toEqual({ 'bad-path': 1 });
   });
@@ -44,8 +71,20 @@ describe('Cloudflare Logpush http_requests', () => {
     const batch = parseBatch(linesOf('cloudflare-http-requests.ndjson'));
     expect(batch.format).toBe('cloudflare');
     expect(batch.lines).toEqual([
-      { method: 'GET', path: '/sitemap.xml', host: 'docs.example.org', userAgent: GOOGLEBOT, status: 200, time: '2026-11-21T10:00:00.000Z', clientAddress: '66.249.66.5' },
-      expect.objectContaining({ path: '/llms.txt', time: '2026-11-21T10:01:00.000Z', clientAddress: '2a06:98c0:3600::103' }),
+      {
+        method: 'GET',
+        path: '/sitemap.xml',
+        host: 'docs.example.org',
+        userAgent: GOOGLEBOT,
+        status: 200,
+        time: '2026-11-21T10:00:00.000Z',
+        clientAddress: '66.249.66.5',
+      },
+      expect.objectContaining({
+        path: '/llms.txt',
+        time: '2026-11-21T10:01:00.000Z',
+        clientAddress: '2a06:98c0:3600::103',
+      }),
       expect.objectContaining({ method: 'POST', status: 201, time: '2026-11-22T09:00:00.000Z' }),
     ]);
     expect(batch.skipped).toEqual({ 'bad-status': 1, 'bad-time': 1, unparseable: 1 });
@@ -56,9 +95,21 @@ describe('Amazon CloudFront standard logs', () => {
   it('takes columns from #Fields:, decodes the User-Agent, prefers the viewer Host header', () => {
     const batch = parseBatch(linesOf('cloudfront-standard.log'));
     expect(batch.format).toBe('cloudfront');
-    expect(batch.lines[0]).toEqual({ method: 'GET', path: '/llms.txt', host: 'docs.example.org', userAgent: GOOGLEBOT, status: 200, time: '2026-11-21T10:05:00.000Z', clientAddress: '66.249.66.9' });
+    expect(batch.lines[0]).toEqual({
+      method: 'GET',
+      path: '/llms.txt',
+      host: 'docs.example.org',
+      userAgent: GOOGLEBOT,
+      status: 200,
+      time: '2026-11-21T10:05:00.000Z',
+      clientAddress: '66.249.66.9',
+    });
     // x-host-header `-`: the distribution's domain.
-    expect(batch.lines[1]).toMatchObject({ host: 'd111111abcdef8.cloudfront.net', userAgent: expect.stringContaining('ClaudeBot/1.0; +claudebot@anthropic.com'), clientAddress: '2600:1f18:4a3:6901::10' });
+    expect(batch.lines[1]).toMatchObject({
+      host: 'd111111abcdef8.cloudfront.net',
+      userAgent: expect.stringContaining('ClaudeBot/1.0; +claudebot@anthropic.com'),
+      clientAddress: '2600:1f18:4a3:6901::10',
+    });
     expect(batch.lines[2]).toMatchObject({ path: '/private-archive/2024', userAgent: '' });
     // Encoded twice (%2520) still reads as spaces.
     expect(batch.lines[3]!.userAgent).toBe('Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15');
@@ -67,7 +118,17 @@ describe('Amazon CloudFront standard logs', () => {
 
   it('follows a header that names other columns in another order', () => {
     const batch = parseBatch(linesOf('cloudfront-custom-fields.log'));
-    expect(batch.lines).toEqual([{ method: 'GET', path: '/trap/x', host: '', userAgent: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)', status: 404, time: '2026-11-21T10:06:00.000Z', clientAddress: '192.0.2.43' }]);
+    expect(batch.lines).toEqual([
+      {
+        method: 'GET',
+        path: '/trap/x',
+        host: '',
+        userAgent: 'Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)',
+        status: 404,
+        time: '2026-11-21T10:06:00.000Z',
+        clientAddress: '192.0.2.43',
+      },
+    ]);
   });
 
   it('reads rows without a header with the documented default columns when declared', () => {
@@ -81,19 +142,46 @@ describe('JSON log drains', () => {
   it("reads Vercel's proxy records and skips build output and crashed answers", () => {
     const batch = parseBatch(JSON.parse(fixture('vercel-drain.json')));
     expect(batch.format).toBe('drain');
-    expect(batch.lines).toEqual([{ method: 'GET', path: '/llms.txt', host: 'docs.example.org', userAgent: GOOGLEBOT, status: 200, time: '2026-11-21T10:05:00.000Z', clientAddress: '66.249.66.20' }]);
+    expect(batch.lines).toEqual([
+      {
+        method: 'GET',
+        path: '/llms.txt',
+        host: 'docs.example.org',
+        userAgent: GOOGLEBOT,
+        status: 200,
+        time: '2026-11-21T10:05:00.000Z',
+        clientAddress: '66.249.66.20',
+      },
+    ]);
     expect(batch.skipped).toEqual({ 'not-a-request': 1, 'bad-status': 1 });
   });
 
   it("reads Netlify's traffic records and skips its other log types", () => {
     const batch = parseBatch(linesOf('netlify-drain.ndjson'));
-    expect(batch.lines).toEqual([expect.objectContaining({ path: '/doctrine/node-protocol', status: 200, time: '2026-11-21T10:07:00.123Z', clientAddress: '2001:db8:85a3::8a2e:370:7334' })]);
+    expect(batch.lines).toEqual([
+      expect.objectContaining({
+        path: '/doctrine/node-protocol',
+        status: 200,
+        time: '2026-11-21T10:07:00.123Z',
+        clientAddress: '2001:db8:85a3::8a2e:370:7334',
+      }),
+    ]);
     expect(batch.skipped).toEqual({ 'not-a-request': 1 });
   });
 
   it("reads Fastly's documented JSON logging example", () => {
     const batch = parseBatch(linesOf('fastly-json.ndjson'));
-    expect(batch.lines).toEqual([{ method: 'GET', path: '/whats-next', host: 'docs.example.org', userAgent: 'Mozilla/5.0 (compatible; Bytespider; spider-feedback@bytedance.com)', status: 200, time: '2026-11-21T10:08:00.000Z', clientAddress: '192.0.2.60' }]);
+    expect(batch.lines).toEqual([
+      {
+        method: 'GET',
+        path: '/whats-next',
+        host: 'docs.example.org',
+        userAgent: 'Mozilla/5.0 (compatible; Bytespider; spider-feedback@bytedance.com)',
+        status: 200,
+        time: '2026-11-21T10:08:00.000Z',
+        clientAddress: '192.0.2.60',
+      },
+    ]);
   });
 });
 
@@ -107,7 +195,9 @@ describe("today's JSON line shape", () => {
     ];
     const batch = parseBatch(records);
     expect(batch.format).toBe('json');
-    expect(batch.lines).toEqual([{ method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'GPTBot/1.2', status: 200 }]);
+    expect(batch.lines).toEqual([
+      { method: 'GET', path: '/api/convert', host: 'cdn.example.org', userAgent: 'GPTBot/1.2', status: 200 },
+    ]);
     expect(batch.skipped).toEqual({ 'bad-path': 1, 'bad-status': 1, 'bad-method': 1 });
   });
 
