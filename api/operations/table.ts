@@ -53,13 +53,10 @@ const ok = (description: string, schema: z.ZodType) => ({ description, schema })
 
 /** `?range=` of GET /bot-wall.csv. */
 const CsvQuery = z.object({
-  range: z
-    .enum(CSV_RANGES)
-    .default('24h')
-    .meta({
-      description:
-        'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.',
-    }),
+  range: z.enum(CSV_RANGES).default('24h').meta({
+    description:
+      'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.',
+  }),
 });
 const WRITE_PROBLEMS = [
   'MALFORMED_JSON',

@@ -119,9 +119,7 @@ export interface DriftStore {
     sample: DriftSample,
     idempotency?: IdempotencyRecord,
   ): Promise<void>;
-  metrics(
-    recent: number,
-  ): Promise<{
+  metrics(recent: number): Promise<{
     samples: number;
     contraction_count: number;
     fail_closed: number;
