@@ -2,6 +2,18 @@ import { z } from 'zod';
 import { refusedInName, refusedInText } from '../names/characters.ts';
 import { nameProblem } from '../names/name-rule.ts';
 
+/** A check that refuses the first character `find` names, with its code point and why. */
+const refusing =
+  (find: (text: string) => { codePoint: string; why: string } | null) => (ctx: z.core.ParsePayload<string>) => {
+    const found = find(ctx.value);
+    if (found)
+      ctx.issues.push({
+        code: 'custom',
+        input: ctx.value,
+        message: `must not contain ${found.codePoint} (${found.why})`,
+      });
+  };
+
 /**
  * A trimmed text field with a length range that refuses, by Unicode's own properties, the
  * characters that change how a text shows without being seen (controls but tab and line breaks,
@@ -12,15 +24,7 @@ import { nameProblem } from '../names/name-rule.ts';
 export function text(min: number, max: number) {
   return z
     .string()
-    .check((ctx) => {
-      const found = refusedInText(ctx.value);
-      if (found)
-        ctx.issues.push({
-          code: 'custom',
-          input: ctx.value,
-          message: `must not contain ${found.codePoint} (${found.why})`,
-        });
-    })
+    .check(refusing(refusedInText))
     .trim()
     .min(min, `must not be empty`)
     .max(max, `must be at most ${max} characters`);
@@ -35,15 +39,7 @@ export function text(min: number, max: number) {
 export function publicName(min: number, max: number) {
   return z
     .string()
-    .check((ctx) => {
-      const found = refusedInName(ctx.value);
-      if (found)
-        ctx.issues.push({
-          code: 'custom',
-          input: ctx.value,
-          message: `must not contain ${found.codePoint} (${found.why})`,
-        });
-    })
+    .check(refusing(refusedInName))
     .trim()
     .normalize('NFC')
     .min(min, `must not be empty`)
