@@ -198,10 +198,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
   server.timeout = config.SEND_TIMEOUT_MS;
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
-  const connections = {
-    perClient: config.MAX_CONNECTIONS_PER_CLIENT,
-    ...limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts),
-  };
+  const connections = limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts);
   server.on('connect', refuseConnect);
   // A request node cannot read is refused after the answers pipelined before it, not instead of them.
   server.on('clientError', answerClientError);

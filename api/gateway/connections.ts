@@ -33,9 +33,8 @@ export function limitConnections(server: Server, perClient: number, trusts: (add
     socket.setTimeout(OVER_CAP_MS);
   });
   return {
+    perClient,
     /** Whether this connection is past its client's cap. */
     isOver: (socket: Socket) => over.has(socket),
-    /** Open connections of a client (tests and metrics). */
-    openOf: (address: string) => open.get(clientKey(address)) ?? 0,
   };
 }

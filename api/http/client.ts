@@ -5,13 +5,18 @@ import proxyaddr from 'proxy-addr';
 /** The header a trusted proxy writes the client into: X-Forwarded-For (nginx's default) or RFC 7239 Forwarded. */
 export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
 
+/** An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as the IPv4 address it is; any other as given. */
+const unmapped = (address: string) =>
+  address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
+
 /**
  * The unit one client is counted as by every per-client limit (writes, uploads, lingering,
  * connections): its IPv4 address, or for IPv6 its /64, which one host can rotate through.
  */
 export function clientKey(address: string): string {
   if (!isIPv6(address)) return address;
-  if (address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4) return address.slice(7);
+  const v4 = unmapped(address);
+  if (v4 !== address) return v4;
   const [head = '', tail = ''] = address.split('::');
   const left = head ? head.split(':') : [];
   const right = tail ? tail.split(':') : [];
@@ -29,7 +34,7 @@ function plainAddress(written: string): string {
   let address = written.trim();
   if (address.startsWith('[')) address = address.slice(1, address.indexOf(']'));
   else if (isIP(address) === 0 && /^[\d.]+:\d+$/.test(address)) address = address.slice(0, address.lastIndexOf(':'));
-  if (address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4) address = address.slice(7);
+  address = unmapped(address);
   return isIP(address) ? address : '';
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { hostname, platform } from 'node:os';
 import { join } from 'node:path';
@@ -82,7 +83,6 @@ export async function lockFolder(folder: string, purpose: string, what: string):
   let error = await listen(server, socket);
   // A socket file whose process is gone (not Linux): nobody answers on it, so it is taken over.
   if (error?.code === 'EADDRINUSE' && !socket.startsWith('\0') && (await holderOf(socket)) === null) {
-    const { rm } = await import('node:fs/promises');
     await rm(socket, { force: true });
     error = await listen(server, socket);
   }
