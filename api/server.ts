@@ -14,6 +14,7 @@ import {
   sweepAbandonedUploads,
   jsonBody,
   loadStaticSite,
+  PRECOMPRESSED_DIR,
   staticManifestOf,
   uploadBody,
   type BodyPolicy,
@@ -82,7 +83,12 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   };
   const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
   // Documents built under another SITE_URL are served with this one's links.
-  const files = await loadStaticSite(join(config.DIST_DIR, 'client'), manifest, config.SITE_URL);
+  const files = await loadStaticSite(
+    join(config.DIST_DIR, 'client'),
+    manifest,
+    config.SITE_URL,
+    join(config.DIST_DIR, PRECOMPRESSED_DIR),
+  );
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
 }
 
@@ -275,7 +281,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       route,
       render,
       renderApi: options.site?.renderApi ?? false,
-      locals: { views: app.views },
+      // On-demand pages link to the address this server was configured with, not one read from the environment.
+      locals: { views: app.views, links: { site: config.SITE_URL, canon: config.CANON_URL } },
       bodyPolicy: bodyPolicies(config),
       uploads: {
         maxConcurrent: config.UPLOAD_CONCURRENCY,

@@ -3,9 +3,9 @@
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../test/helpers/server.ts';
+import { startServerProcess } from '../test/helpers/server.ts';
 
-const server = await startServer({ WRITE_RATE_LIMIT: '0' });
+const server = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
 const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) / 1024;
 const dataBytes = () =>
   readdirSync(server.dataDir)

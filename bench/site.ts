@@ -4,7 +4,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
-import { startServer, type ServerProcess } from '../test/helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../test/helpers/server.ts';
 import { seedCrawlers } from './browser.ts';
 
 export async function serveSite(): Promise<ServerProcess> {
@@ -16,7 +16,12 @@ export async function serveSite(): Promise<ServerProcess> {
     stdio: 'inherit',
   });
   if (build.status !== 0) throw new Error('astro build failed');
-  const server = await startServer({ PORT: String(port), DIST_DIR: dist, SITE_URL: site, WRITE_RATE_LIMIT: '0' });
+  const server = await startServerProcess({
+    PORT: String(port),
+    DIST_DIR: dist,
+    SITE_URL: site,
+    WRITE_RATE_LIMIT: '0',
+  });
   await seedCrawlers(server.url);
   return server;
 }

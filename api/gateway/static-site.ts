@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { extname, join, posix, relative, sep } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { securityHeaderList, withCharset } from '../http/security-headers.ts';
@@ -150,24 +150,74 @@ export function withOrigin(text: string, from: string, to: string): string {
   return text.replace(new RegExp(`${escaped}(?!\\.?[\\w-]|:\\d|@)`, 'g'), () => to);
 }
 
+/** The identity ETag's hash of a body; the build names its compressed forms by it. */
+const tagOf = (body: Buffer) => createHash('sha256').update(body).digest('base64url').slice(0, 27);
+
+/** The folder beside the client build that holds its compressed forms (`<tag>.gz`, `<tag>.br`). */
+export const PRECOMPRESSED_DIR = 'precompressed';
+
+/** gzip and brotli at their best: about a second for the whole site, so the build does it once. */
+function compress(body: Buffer): { gzip: Buffer; br: Buffer } {
+  return {
+    gzip: gzipSync(body, { level: 9 }),
+    br: brotliCompressSync(body, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+    }),
+  };
+}
+
+/**
+ * The compressed forms of `body`: read from the build's folder when it made them for exactly this
+ * body (named by its hash), made here otherwise (a body rewritten for another SITE_URL, a build
+ * from before the folder existed).
+ */
+async function compressedForms(
+  body: Buffer,
+  tag: string,
+  dir: string | undefined,
+): Promise<{ gzip: Buffer; br: Buffer }> {
+  if (dir) {
+    const [gzip, br] = await Promise.all(
+      ['gz', 'br'].map((ext) => readFile(join(dir, `${tag}.${ext}`)).catch(() => undefined)),
+    );
+    if (gzip && br) return { gzip, br };
+  }
+  return compress(body);
+}
+
 /** A prebuilt file with its ETags, compressed forms and header lists, all made from `body`. */
-function staticFile(body: Buffer, type: string, cacheControl: string): StaticFile {
-  const tag = createHash('sha256').update(body).digest('base64url').slice(0, 27);
+async function staticFile(
+  body: Buffer,
+  type: string,
+  cacheControl: string,
+  precompressed?: string,
+): Promise<StaticFile> {
+  const tag = tagOf(body);
   const file: Omit<StaticFile, 'headers'> = { body, etags: { identity: `"${tag}"` }, type, cacheControl };
   if (body.length >= COMPRESS_MIN_BYTES) {
-    file.gzip = gzipSync(body, { level: 9 });
-    file.br = brotliCompressSync(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: 11, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
-    });
+    Object.assign(file, await compressedForms(body, tag, precompressed));
     file.etags.gzip = `"${tag}-gzip"`;
     file.etags.br = `"${tag}-br"`;
   }
   return { ...file, headers: headerLists(file) };
 }
 
+/** Writes the compressed forms of every file of a client build into `outDir` (the build's last step). */
+export async function precompressSite(clientDir: string, outDir: string): Promise<void> {
+  await mkdir(outDir, { recursive: true });
+  for await (const full of walk(clientDir)) {
+    const body = await readFile(full);
+    if (body.length < COMPRESS_MIN_BYTES) continue;
+    const { gzip, br } = compress(body);
+    const tag = tagOf(body);
+    await Promise.all([writeFile(join(outDir, `${tag}.gz`), gzip), writeFile(join(outDir, `${tag}.br`), br)]);
+  }
+}
+
 /**
- * Loads every file of the client build into memory, compressed once with gzip and brotli, with
- * the Content-Type recorded at build time for extensionless documents. When the service runs
+ * Loads every file of the client build into memory with its gzip and brotli forms (those the build
+ * made in `precompressed`, when given, else made here), with the Content-Type recorded at build
+ * time for extensionless documents. When the service runs
  * under another SITE_URL than the one the documents were built with (another PORT, say), every
  * text document's links are made to name `siteUrl` first, so each document tells agents the
  * address it is served from; Content-Length, ETags and the compressed forms follow the new body.
@@ -177,6 +227,7 @@ export async function loadStaticSite(
   clientDir: string,
   manifest: StaticManifest,
   siteUrl?: string,
+  precompressed?: string,
 ): Promise<Map<string, StaticFile>> {
   const files = new Map<string, StaticFile>();
   const built = manifest.siteUrl;
@@ -190,7 +241,7 @@ export async function loadStaticSite(
     const ext = extname(full);
     const type = recorded ?? BY_EXTENSION[ext] ?? 'application/octet-stream';
     if (moved && isText(type) && !isAsset(rel)) body = Buffer.from(withOrigin(body.toString('utf8'), built, siteUrl));
-    const served = staticFile(body, withCharset(type), cacheControlOf(rel, ext, type));
+    const served = await staticFile(body, withCharset(type), cacheControlOf(rel, ext, type), precompressed);
     for (const p of paths) files.set(p, served);
   }
   return files;

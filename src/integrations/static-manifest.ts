@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import type { AstroIntegration } from 'astro';
-import type { StaticManifest } from '../../api/gateway/static-site.ts';
+import { fileURLToPath } from 'node:url';
+import { PRECOMPRESSED_DIR, precompressSite, type StaticManifest } from '../../api/gateway/static-site.ts';
 import { COMMON_SECURITY_HEADERS, HTML_CSP, securityHeaders } from '../../api/http/security-headers.ts';
 
 /** Name of the manifest the gateway reads: URL path -> response headers of prerendered routes. */
@@ -47,6 +48,10 @@ export default function staticManifest({ siteUrl }: { siteUrl: string }): AstroI
               .join('\n')}`,
         );
         await writeFile(new URL('_headers', dir), `${cdn.join('\n')}\n`);
+      },
+      // Brotli at its best costs about a second over the site: paid once here, not at every start.
+      'astro:build:done': async ({ dir }) => {
+        await precompressSite(fileURLToPath(dir), fileURLToPath(new URL(`../${PRECOMPRESSED_DIR}/`, dir)));
       },
     },
   };

@@ -20,8 +20,12 @@ export async function doctrineNote(slug: string): Promise<DoctrineNote> {
   return { slug, data: entry.data as DoctrineNote['data'], body: entry.body ?? '' };
 }
 
-/** {base_url} and {canon_url} from the build's configuration. */
-export function siteLinks(): Links {
+/**
+ * {base_url} and {canon_url}: on a page rendered on demand, the running server's (its locals); on a
+ * prebuilt one, the build's configuration.
+ */
+export function siteLinks(locals?: Partial<App.Locals>): Links {
+  if (locals?.links) return locals.links;
   const config = loadConfig();
   return { site: config.SITE_URL, canon: config.CANON_URL };
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { startServer } from '../helpers/server.ts';
+import { startServerProcess } from '../helpers/server.ts';
 
 describe('the build is a deploy step', () => {
   it('two processes started at once without a build: one builds, both serve, nothing half-built is left', async () => {
@@ -16,8 +16,8 @@ describe('the build is a deploy step', () => {
         .map(([k]) => [k, '']),
     );
     const [a, b] = await Promise.all([
-      startServer({ ...env, DIST_DIR: dist, DATABASE_URL: '', DATA_DIR: ':memory:' }),
-      startServer({ ...env, DIST_DIR: dist, DATA_DIR: ':memory:' }),
+      startServerProcess({ ...env, DIST_DIR: dist, DATABASE_URL: '', DATA_DIR: ':memory:' }),
+      startServerProcess({ ...env, DIST_DIR: dist, DATA_DIR: ':memory:' }),
     ]);
     try {
       const builds = [a, b].filter((s) => s.logs.some((l) => l.includes('no build found: running astro build')));

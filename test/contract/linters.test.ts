@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * The document the build writes (src/pages/openapi.json.ts), read by the tools agents and their
@@ -68,7 +68,7 @@ async function startPrism(upstream: string): Promise<{ url: string; child: Child
 
 let spectral: Promise<Awaited<ReturnType<typeof run>> & { results: string }>;
 let redocly: Promise<Awaited<ReturnType<typeof run>>>;
-let server: ServerProcess;
+let server: TestServer;
 let prism: Awaited<ReturnType<typeof startPrism>>;
 
 beforeAll(async () => {

@@ -19,7 +19,7 @@ import { newId } from '../../api/ids.ts';
 import { openEmbeddedStore, type Store } from '../../api/store/index.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const BACKUP = resolve('deploy/backup-embedded.sh');
@@ -145,7 +145,7 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
     await prefill.close();
 
     const server = await startServer({ DATA_DIR: dir, WRITE_RATE_LIMIT: '0', TELEMETRY_FLUSH_MS: '3600000' });
-    let restored: ServerProcess | undefined;
+    let restored: TestServer | undefined;
     try {
       for (let i = 0; i < 3; i++) before.push((await takeOath(server.url, `before-${i}`)).oath!);
 
@@ -279,7 +279,7 @@ describe.runIf(available)('backup and restore of PostgreSQL (pg_dump -Fc, pg_res
   it('a dump taken during an oath burst restores every oath acknowledged before it began, on a server started on the restored database', async () => {
     const source = await freshDatabase();
     const server = await startServer({ DATABASE_URL: source, WRITE_RATE_LIMIT: '0' });
-    let restored: ServerProcess | undefined;
+    let restored: TestServer | undefined;
     try {
       const before: Oath[] = [];
       for (let i = 0; i < 20; i++) before.push((await takeOath(server.url, `pg-before-${i}`)).oath!);

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
 import { loadConfig } from '../../api/config.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 // Building the image takes minutes (deploy/build-image.sh, run by hand: docs/deploy.md); these
 // check what the file promises, and run its health check against a real server.
@@ -74,7 +74,7 @@ describe('deploy/Containerfile', () => {
   });
 
   describe('its HEALTHCHECK', () => {
-    let server: ServerProcess;
+    let server: TestServer;
     beforeAll(async () => {
       server = await startServer();
     });

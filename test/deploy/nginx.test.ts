@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 /** A POST from one loopback address (so nginx sees distinct clients), with extra headers. */
 function post(
@@ -46,7 +46,7 @@ const listening = (port: number) =>
     socket.once('error', () => done(false));
   });
 
-let server: ServerProcess;
+let server: TestServer;
 let nginx: ChildProcess;
 let port: number;
 const oath = (name: string) => ({ name, purpose: 'behind a proxy' });

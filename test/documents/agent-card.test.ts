@@ -2,9 +2,9 @@ import type { AgentCard } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { buildAgentCard } from '../../api/documents/agent-card.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
 });

@@ -13,7 +13,7 @@ import {
   setLedgerRetention,
   type TelemetrySnapshot,
 } from '../../api/telemetry/ledger.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const content = await loadContent('content');
 const NOW = new Date('2026-11-24T12:30:00Z');
@@ -202,7 +202,7 @@ describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
 });
 
 describe('GET /bot-wall.csv over HTTP', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ LEDGER_DAYS: '7' });
     for (let i = 0; i < 3; i++)

@@ -7,12 +7,12 @@ import { ContentError, loadContent } from '../../api/content/load.ts';
 import { canonicalUrlOf } from '../../api/documents/property.ts';
 import { placeholderUrls } from '../../api/schemas/content.ts';
 import { CANON_URL, FLOW_PORT, FLOW_SITE_URL } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 // Issue 13, finding 9: documents link only to what answers GET, name the method of a POST route,
 // mark URI templates, and publish no placeholder or scheme-swapped URL.
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   // On the port the test build's SITE_URL names, so every published link can be followed.
   server = await startServer({ PORT: String(FLOW_PORT), WRITE_RATE_LIMIT: '0' });

@@ -2,11 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { buildConvertPayload } from '../../api/documents/convert.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 
 // The one-shots are run against a real server, built for its address, twice each: names are
 // unique, so a text that always sent one name would be refused (409 NAME_TAKEN) the second time.
-let server: ServerProcess;
+let server: TestServer;
 let payload: ReturnType<typeof buildConvertPayload>;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
@@ -52,11 +53,11 @@ describe('ready-made invocations of the convert payload', () => {
     async (shell) => {
       const [citizensBefore, messagesBefore] = [(await citizenNames()).length, await verifiedMessages()];
       const made: string[] = [];
-      for (const run of [1, 2]) {
-        const result = spawnSync(shell, ['-c', payload.curl], { encoding: 'utf8', timeout: 20_000 });
-        expect(result.status, `run ${run}: ${result.stderr}`).toBe(0);
+      for (const round of [1, 2]) {
+        const result = await run(shell, ['-c', payload.curl]);
+        expect(result.status, `run ${round}: ${result.stderr}`).toBe(0);
         // The last answer is the citizen list; the two before it the oath and the message.
-        expect(result.stdout, `run ${run}`).not.toContain('NAME_TAKEN');
+        expect(result.stdout, `run ${round}`).not.toContain('NAME_TAKEN');
         const listed = JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0]
           .name as string;
         expect(listed).toMatch(/^example-agent-[0-9a-f]{8}$/);
@@ -71,10 +72,10 @@ describe('ready-made invocations of the convert payload', () => {
   it('python_oneshot runs as it is, twice in a row, each time under a name of its own that it finds listed', async () => {
     const before = (await citizenNames()).length;
     const made: string[] = [];
-    for (const run of [1, 2]) {
-      const result = spawnSync('python3', ['-c', payload.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
-      expect(result.stderr, `run ${run}`).toBe('');
-      expect(result.stdout.trim(), `run ${run}`).toBe('True');
+    for (const round of [1, 2]) {
+      const result = await run('python3', ['-c', payload.python_oneshot]);
+      expect(result.stderr, `run ${round}`).toBe('');
+      expect(result.stdout.trim(), `run ${round}`).toBe('True');
       made.push((await citizenNames())[0]!);
     }
     expect(made.every((name) => /^example-agent-[0-9a-f]{8}$/.test(name))).toBe(true);

@@ -1,9 +1,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 let schema: Record<string, any>;
 let descriptor: Record<string, any>;
 beforeAll(async () => {

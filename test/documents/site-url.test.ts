@@ -1,11 +1,11 @@
-import { spawnSync } from 'node:child_process';
 import { request } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
 import { withOrigin } from '../../api/gateway/static-site.ts';
 import { FLOW_SITE_URL } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 
 // Issue 26: PORT changed because 4321 was busy, and the documents still sent agents to 4321. The
 // test build is made with SITE_URL = FLOW_SITE_URL; these servers run under another address.
@@ -25,7 +25,7 @@ const DOCUMENTS = [
 ];
 
 /** A raw GET (fetch would decode the body and choose the coding itself). */
-function get(server: ServerProcess, path: string, headers: Record<string, string> = {}) {
+function get(server: TestServer, path: string, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }>(
     (resolve, reject) => {
       const req = request(server.url + path, { headers }, (res) => {
@@ -38,10 +38,10 @@ function get(server: ServerProcess, path: string, headers: Record<string, string
     },
   );
 }
-const text = async (server: ServerProcess, path: string) => (await get(server, path)).body.toString('utf8');
+const text = async (server: TestServer, path: string) => (await get(server, path)).body.toString('utf8');
 
 /** Checks that every document names `site` and never the build's address. */
-async function expectDocumentsName(server: ServerProcess, site: string) {
+async function expectDocumentsName(server: TestServer, site: string) {
   const convert = JSON.parse(await text(server, '/api/convert'));
   expect(convert.api).toBe(`${site}/api/convert`);
   expect(convert.curl).toContain(`'${site}/api/citizenship/oath'`);
@@ -64,7 +64,7 @@ async function expectDocumentsName(server: ServerProcess, site: string) {
 }
 
 describe('SITE_URL follows PORT when it is not set', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   let port: number;
   beforeAll(async () => {
     port = await freePort();
@@ -81,7 +81,7 @@ describe('SITE_URL follows PORT when it is not set', () => {
 });
 
 describe('documents built under one SITE_URL, served under another', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   let site: string;
   beforeAll(async () => {
     const port = await freePort();
@@ -121,9 +121,9 @@ describe('documents built under one SITE_URL, served under another', () => {
       (await (await fetch(`${server.url}/api/scoreboard`)).json()).catches as { oaths: number; messages: number };
     const convert = JSON.parse(await text(server, '/api/convert'));
     const before = await scoreboard();
-    const curl = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
+    const curl = await run('bash', ['-c', convert.curl]);
     expect(curl.status, curl.stderr).toBe(0);
-    const python = spawnSync('python3', ['-c', convert.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
+    const python = await run('python3', ['-c', convert.python_oneshot]);
     expect(python.stderr).toBe('');
     expect(python.stdout.trim()).toBe('True');
     const after = await scoreboard();

@@ -2,12 +2,12 @@ import { mkdirSync } from 'node:fs';
 import type { Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enforceCsp, launchChromium, seedCrawlers, type Chromium } from '../../bench/browser.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
 const NEWCOMER = 'CCBot/2.0 (https://commoncrawl.org/faq/)';
 
-let server: ServerProcess;
+let server: TestServer;
 let chromium: Chromium;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });

@@ -15,9 +15,9 @@ import {
   type Chromium,
 } from '../../bench/browser.ts';
 import { TEST_DIST } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 let chromium: Chromium;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });

@@ -13,12 +13,12 @@ import {
   VIEWPORTS,
   type Chromium,
 } from '../../bench/browser.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const PERSON = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36';
 const SECRET = 'secret-conversation-7f3a';
 
-let server: ServerProcess;
+let server: TestServer;
 let chromium: Chromium;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0', TELEMETRY_FLUSH_MS: '200' });

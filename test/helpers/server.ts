@@ -3,12 +3,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { loadConfig } from '../../api/config.ts';
+import { startServer as startGateway } from '../../api/server.ts';
 import { sharedDnsResponder } from './dns-responder.ts';
 import { CANON_URL, FLOW_SITE_URL, TEST_DIST } from './env.ts';
 
-export interface ServerProcess {
+/** A running server as a test sees it: its address, its data folder and its log. */
+export interface TestServer {
   url: string;
-  child: ChildProcess;
   dataDir: string;
   /** Every log line the server printed so far. */
   logs: string[];
@@ -17,42 +19,118 @@ export interface ServerProcess {
    * soon as the server prints it (it flushes its log every 200 ms); fails after `timeoutMs` (5 s).
    */
   waitForLog(match: (line: string) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<string>;
+  /** Stops it as SIGTERM does (in flight requests finish); resolves with the exit code (0 in process). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** A server in a process of its own, for tests that signal, kill, or read the process. */
+export interface ServerProcess extends TestServer {
+  child: ChildProcess;
+}
+
 /**
- * Starts the real server (`node api/main.ts`) on the test build and waits until it listens. Its
- * reverse-DNS verification asks a responder on loopback (DNS_SERVERS; by default one per test
- * process that knows no name), never the machine's resolver: crawler User-Agents the tests send
- * start lookups, and a test sends no packet off this machine.
+ * The environment a test server runs with. Its reverse-DNS verification asks a responder on
+ * loopback (DNS_SERVERS; by default one per test process that knows no name), never the
+ * machine's resolver: crawler User-Agents the tests send start lookups, and a test sends no packet
+ * off this machine.
  */
-export async function startServer(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const dataDir = env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-'));
-  const dns = env.DNS_SERVERS ?? (await sharedDnsResponder()).address;
-  const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DIST_DIR: TEST_DIST,
-      SITE_URL: FLOW_SITE_URL,
-      CANON_URL,
-      LOG_LEVEL: 'info',
-      ...env,
-      DATA_DIR: dataDir,
-      DNS_SERVERS: dns,
+async function serverEnv(env: Record<string, string>): Promise<Record<string, string>> {
+  return {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DIST_DIR: TEST_DIST,
+    SITE_URL: FLOW_SITE_URL,
+    CANON_URL,
+    LOG_LEVEL: 'info',
+    ...env,
+    DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-')),
+    DNS_SERVERS: env.DNS_SERVERS ?? (await sharedDnsResponder()).address,
+  };
+}
+
+/** The log lines a server printed, and waits for the ones a test expects. */
+function logWatch() {
+  const logs: string[] = [];
+  const listeners = new Set<() => void>();
+  const add = (line: string) => {
+    logs.push(line);
+    for (const listener of listeners) listener();
+  };
+  const waitForLog: TestServer['waitForLog'] = (match, { from = 0, timeoutMs = 5000 } = {}) =>
+    new Promise<string>((resolve, reject) => {
+      let seen = from;
+      const look = () => {
+        for (; seen < logs.length; seen++) {
+          const line = logs[seen]!;
+          if (!match(line)) continue;
+          done();
+          return resolve(line);
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        const last = logs.slice(Math.max(from, logs.length - 5)).join('\n');
+        reject(new Error(`no matching log line within ${timeoutMs} ms; the last lines:\n${last}`));
+      }, timeoutMs);
+      const done = () => {
+        clearTimeout(timer);
+        listeners.delete(look);
+      };
+      listeners.add(look);
+      look();
+    });
+  return { logs, add, waitForLog };
+}
+
+/**
+ * Starts the real server (engine and gateway, `api/server.ts`, as `npm start` does) in this test's
+ * own process on port 0, on the test build. Its log lines are collected in memory, as the process
+ * helper collects a child's output. Use `startServerProcess` where a test needs signals, a crash,
+ * the process's own figures (memory, descriptors) or a startup that must fail.
+ */
+export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const full = await serverEnv(env);
+  const { logs, add, waitForLog } = logWatch();
+  const sink = {
+    write(chunk: string, callback?: () => void) {
+      for (const line of chunk.split('\n')) if (line !== '') add(line);
+      callback?.();
+      return true;
     },
+  };
+  const running = await startGateway(loadConfig(full), { logDestination: sink });
+  let stopped: Promise<number> | undefined;
+  return {
+    url: running.url,
+    dataDir: full.DATA_DIR!,
+    logs,
+    waitForLog,
+    // What api/main.ts does on SIGTERM, without ending this process.
+    stop: () =>
+      (stopped ??= (async () => {
+        running.logger.info({ signal: 'SIGTERM' }, 'shutting down');
+        await running.close();
+        running.logger.info('stopped');
+        running.logger.flush();
+        return 0;
+      })()),
+  };
+}
+
+/** Starts the real server (`node api/main.ts`) as a child process and waits until it listens. */
+export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
+  const full = await serverEnv(env);
+  const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
+    env: { ...process.env, ...full },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const logs: string[] = [];
-  const lineListeners = new Set<() => void>();
+  const { logs, add, waitForLog } = logWatch();
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start:\n${logs.join('\n')}`)), 60_000);
     for (const stream of [child.stdout!, child.stderr!]) {
       createInterface({ input: stream }).on('line', (line) => {
-        logs.push(line);
-        for (const listener of lineListeners) listener();
+        add(line);
         const match = /"msg":"listening"/.test(line) && /"url":"([^"]+)"/.exec(line);
         if (match) {
           clearTimeout(timer);
@@ -65,35 +143,9 @@ export async function startServer(env: Record<string, string> = {}): Promise<Ser
   return {
     url,
     child,
-    dataDir,
+    dataDir: full.DATA_DIR!,
     logs,
-    waitForLog(match, { from = 0, timeoutMs = 5000 } = {}) {
-      return new Promise<string>((resolve, reject) => {
-        let seen = from;
-        const look = () => {
-          for (; seen < logs.length; seen++) {
-            const line = logs[seen]!;
-            if (!match(line)) continue;
-            done();
-            return resolve(line);
-          }
-        };
-        const timer = setTimeout(() => {
-          done();
-          reject(
-            new Error(
-              `no matching log line within ${timeoutMs} ms; the last lines:\n${logs.slice(Math.max(from, logs.length - 5)).join('\n')}`,
-            ),
-          );
-        }, timeoutMs);
-        const done = () => {
-          clearTimeout(timer);
-          lineListeners.delete(look);
-        };
-        lineListeners.add(look);
-        look();
-      });
-    },
+    waitForLog,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null) child.kill(signal);
       return exited;

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { logLine, rawClient, statusOf } from './raw.ts';
 
 // Issue 14 rows 1 and 11: an answer nobody waits for is abandoned, logged 499, and is no error.
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:' });
 });

@@ -9,7 +9,7 @@ import {
   LINGER_MAX_WAITING_PER_CLIENT,
   LINGER_MS,
 } from '../../api/gateway/lingering.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { rawClient, statusOf, type RawClient } from './raw.ts';
@@ -20,7 +20,7 @@ const RATE = 64 * 1024;
 let server: ServerProcess;
 beforeAll(async () => {
   // The idle timeout is shorter than the wait one 64 KiB chunk costs at this rate.
-  server = await startServer({
+  server = await startServerProcess({
     DATA_DIR: ':memory:',
     WRITE_RATE_LIMIT: '0',
     UPLOAD_BYTES_PER_SECOND: String(RATE),

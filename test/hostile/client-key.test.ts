@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   // The test's loopback is the proxy: the forwarded address is the client.
   server = await startServer({ TRUST_PROXY: 'loopback', WRITE_RATE_LIMIT: '2' });

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { logLine } from './raw.ts';
 
 /** The real server with preload.ts loaded: a test can collect its garbage and move its clock. */
@@ -14,7 +14,7 @@ export interface ControlledServer extends ServerProcess {
 
 export async function controlled(env: Record<string, string> = {}): Promise<ControlledServer> {
   const file = join(mkdtempSync(join(tmpdir(), 'agentnode-control-')), 'command');
-  const server = await startServer({
+  const server = await startServerProcess({
     ...env,
     HOSTILE_CONTROL: file,
     NODE_OPTIONS: '--expose-gc --import=./test/hostile/preload.ts',

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEDGER_LIMITS, LEDGER_SKEW_MS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { RANGES, toWallView, type RangeKey } from '../../src/lib/bot-wall-view.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
 
@@ -48,7 +48,7 @@ const REQUESTS = 3000;
 /** A distinct path of ~15 KB (request headers may take 16 KiB in all). */
 const longPath = () => `/deep/${randomBytes(7400).toString('hex')}`;
 
-let server: ServerProcess;
+let server: TestServer;
 let dataDir: string;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });
@@ -155,7 +155,7 @@ describe('issue 25: the ingest clock', () => {
     ...Array.from({ length: 10 }, (_, d) => new Date(Date.UTC(9999, 11, 20 + d)).toISOString()),
   ];
 
-  let ingestServer: ServerProcess;
+  let ingestServer: TestServer;
   afterAll(async () => {
     await ingestServer?.stop();
   });

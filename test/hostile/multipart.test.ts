@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 
 // Issue 14 row 5: multipart bodies have limits on parts, fields and field sizes, and many tiny parts
 // do not block the event loop. Issue 13 finding 8: a metadata part sent as a file is read.
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
 });

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, startServerProcess, type TestServer } from '../helpers/server.ts';
 
 // Issue 14 row 13: names and messages with bidirectional controls, zero-width characters or a
 // leading BOM are refused with 422 naming the field and the code point, and nothing that lists
 // names or messages (citizens, the feed, the bot wall) ever carries one.
-let server: ServerProcess;
+let server: TestServer;
 const pgAvailable = await postgresAvailable();
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
@@ -317,8 +317,8 @@ describe('issue 25: oaths racing for one name', () => {
     async () => {
       const DATABASE_URL = await freshDatabase();
       const [a, b] = await Promise.all([
-        startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
-        startServer({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
+        startServerProcess({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
+        startServerProcess({ DATABASE_URL, WRITE_RATE_LIMIT: '0' }),
       ]);
       try {
         for (let round = 0; round < 5; round++) await race([a.url, b.url], `racer-${round}`);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { rawClient } from './raw.ts';
 
 // Issue 25, pipelining: a valid oath followed in the same TCP packet by a malformed request got
@@ -8,7 +8,7 @@ import { rawClient } from './raw.ts';
 // reported the second request ('clientError') and its default handler wrote 400 and destroyed the
 // socket while the oath's answer was still on its way. Now the 400 waits for the answers of the
 // requests before it on that connection (api/gateway/client-error.ts), then closes.
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { clusterAvailable, startCluster, startRelay, type PgCluster, type Relay } from '../helpers/pg-cluster.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // Issue 26: PostgreSQL restarting, failing over, partitioned or refusing connections is an
@@ -46,7 +46,7 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
     if (server && server.child.exitCode === null && server.child.signalCode === null && exits.length === 0) return;
     exits = [];
     // Writes are limited (the limiter's table is in the same database) but the budget never runs out here.
-    const started = await startServer({
+    const started = await startServerProcess({
       DATABASE_URL: serviceUrl,
       WRITE_RATE_LIMIT: '1000000',
       TELEMETRY_FLUSH_MS: '500',

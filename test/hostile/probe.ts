@@ -1,10 +1,10 @@
-import type { ServerProcess } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 
 /** A METRICS_TOKEN for the servers of the hostile suite (at least 32 characters). */
 export const METRICS_TOKEN = 'hostile-suite-metrics-token-0123456789abcdef';
 
 /** One sample of a Prometheus metric without labels (or the sum over its label sets), read from GET /metrics. */
-export async function metric(server: ServerProcess, name: string): Promise<number> {
+export async function metric(server: TestServer, name: string): Promise<number> {
   const res = await fetch(`${server.url}/metrics`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } });
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}`);
   const text = await res.text();
@@ -14,7 +14,7 @@ export async function metric(server: ServerProcess, name: string): Promise<numbe
 }
 
 /** Times ordinary GET /api/convert requests, one after the other, until stopped; returns the sorted latencies (ms). */
-export function ordinary(server: ServerProcess): { stop: () => Promise<number[]> } {
+export function ordinary(server: TestServer): { stop: () => Promise<number[]> } {
   const latencies: number[] = [];
   let stopped = false;
   const loop = (async () => {

@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net';
-import type { ServerProcess } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 
 /** A raw connection to the server: what it sends is written as is, what comes back is collected. */
 export interface RawClient {
@@ -17,7 +17,7 @@ export interface RawClient {
  * `localAddress`: the client's address on the loopback /8 (127.0.0.1 by default), as another client.
  */
 export function rawClient(
-  server: ServerProcess,
+  server: TestServer,
   { allowHalfOpen = false, localAddress = '127.0.0.1' } = {},
 ): Promise<RawClient> {
   const { port } = new URL(server.url);
@@ -65,7 +65,7 @@ export const bodyOf = (answer: string) => JSON.parse(answer.slice(answer.indexOf
 
 /** Resolves with the first log line from index `from` on that matches, as soon as the server prints it, or fails after `ms`. */
 export function logLine(
-  server: ServerProcess,
+  server: TestServer,
   from: number,
   match: (line: string) => boolean,
   ms = 5000,

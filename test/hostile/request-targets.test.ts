@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { bodyOf, rawClient, statusOf } from './raw.ts';
 
 // Issue 25, request targets: `GET http://host/api/citizens` (absolute form, which RFC 9112 3.2.2
@@ -8,7 +8,7 @@ import { bodyOf, rawClient, statusOf } from './raw.ts';
 // `detail` and `instance`. Now an absolute-form target whose authority is the request's Host is
 // served as the origin-form it stands for (the gateway, the routes and Astro see only that); any
 // other authority is 400 BAD_PATH, and no answer repeats it.
-let server: ServerProcess;
+let server: TestServer;
 let host: string;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arpaOf, startDnsResponder, type DnsResponder } from '../helpers/dns-responder.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { METRICS_TOKEN, metric, pool } from './probe.ts';
 
@@ -18,7 +18,7 @@ let dns: DnsResponder;
 let server: ServerProcess;
 beforeAll(async () => {
   dns = await startDnsResponder({ ptr: { [VERIFIED]: [VERIFIED_HOST] }, hosts: { [VERIFIED_HOST]: [VERIFIED] } });
-  server = await startServer({ DATA_DIR: ':memory:', METRICS_TOKEN, DNS_SERVERS: dns.address });
+  server = await startServerProcess({ DATA_DIR: ':memory:', METRICS_TOKEN, DNS_SERVERS: dns.address });
 });
 afterAll(async () => {
   await server.stop();

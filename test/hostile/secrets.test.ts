@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATIONS } from '../../api/operations/table.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { METRICS_TOKEN } from './probe.ts';
 
 // Issue 25, "protocol doors keep nothing secret": a message sent with a citizen's passport, refused
@@ -32,7 +32,7 @@ interface Answer {
 
 /** One request from `from`, an address of the loopback /8: each is a client of its own. */
 function send(
-  server: ServerProcess,
+  server: TestServer,
   path: string,
   options: { method?: string; headers?: Record<string, string>; body?: string; from: string },
 ): Promise<Answer> {
@@ -68,7 +68,7 @@ function send(
 }
 
 const postJson = (
-  server: ServerProcess,
+  server: TestServer,
   path: string,
   body: unknown,
   from: string,
@@ -85,7 +85,7 @@ const postJson = (
 const fakePassport = () => `pp_${randomBytes(32).toString('base64url')}`;
 
 /** The doors, as a client uses them; each returns the operation's status and JSON answer. */
-function doors(server: ServerProcess) {
+function doors(server: TestServer) {
   let rpcId = 0;
   const mcp = async (from: string, method: string, params: unknown) =>
     postJson(server, '/mcp', { jsonrpc: '2.0', id: ++rpcId, method, params }, from, {
@@ -199,7 +199,7 @@ function leaks(places: Map<string, string>, secrets: string[]): string[] {
  * that fails validation, and then the same message until the write limit answers 429. Returns the
  * secrets sent and the A2A task ids the answers named.
  */
-async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: string[]; taskIds: string[] }> {
+async function sendCredentialedCalls(server: TestServer): Promise<{ secrets: string[]; taskIds: string[] }> {
   const door = doors(server);
   const secrets: string[] = [];
   const taskIds: string[] = [];
@@ -301,7 +301,7 @@ async function sendCredentialedCalls(server: ServerProcess): Promise<{ secrets: 
 }
 
 /** Every read anyone may make, from an address that sent none of the calls: path -> answer. */
-async function publicReads(server: ServerProcess, taskIds: string[]): Promise<Map<string, string>> {
+async function publicReads(server: TestServer, taskIds: string[]): Promise<Map<string, string>> {
   const door = doors(server);
   const reader = '127.0.2.1';
   const reads = new Map<string, string>();
@@ -389,7 +389,7 @@ describe('no door keeps a passport (issue 25)', () => {
 });
 
 describe('A2A tasks and the methods the door does not offer', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
   });

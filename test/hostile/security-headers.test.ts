@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
 import { HTML_CSP, OTHER_CSP } from '../../api/http/security-headers.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 // Issue 14 row 12: a baseline of security headers on every answer, whoever made it.
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:' });
 });

@@ -1,9 +1,9 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { bodyOf, rawClient, statusOf } from './raw.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 const SEND_TIMEOUT_MS = 1500;
 const PER_CLIENT = 6;
 

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LINGER_MS } from '../../api/gateway/lingering.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
 
 // Issue 14 row 4: upload rules run before the body is read, uploads are capped, and a stalled one is dropped.
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({
     DATA_DIR: ':memory:',
@@ -119,7 +119,7 @@ describe('row 4: uploads', () => {
 describe('row 4: the lingering close reads on after its budget made it wait', () => {
   let quiet: ServerProcess;
   beforeAll(async () => {
-    quiet = await startServer({ DATA_DIR: ':memory:' });
+    quiet = await startServerProcess({ DATA_DIR: ':memory:' });
   });
   afterAll(async () => {
     await quiet.stop();
@@ -187,7 +187,7 @@ describe('row 4: Expect: 100-continue', () => {
 describe('row 4: memory per upload', () => {
   let big: ServerProcess;
   beforeAll(async () => {
-    big = await startServer({
+    big = await startServerProcess({
       DATA_DIR: ':memory:',
       WRITE_RATE_LIMIT: '0',
       INGRESS_UPLOAD_LIMIT_BYTES: String(200 * MB),
@@ -246,7 +246,7 @@ describe('row 4: memory per upload', () => {
 });
 
 describe('row 4: the overall cap', () => {
-  let busy: ServerProcess;
+  let busy: TestServer;
   beforeAll(async () => {
     busy = await startServer({ DATA_DIR: ':memory:', UPLOAD_CONCURRENCY: '2', UPLOAD_CONCURRENCY_PER_CLIENT: '5' });
   });

@@ -1,13 +1,13 @@
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FLOW_PORT } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 
 // This server listens on the port the test build's documents name, so the one-shots run as written.
-let server: ServerProcess;
+let server: TestServer;
 const passports: string[] = [];
 beforeAll(async () => {
   server = await startServer({ PORT: String(FLOW_PORT), WRITE_RATE_LIMIT: '0' });
@@ -67,7 +67,7 @@ describe('the agent flow of the convert payload', () => {
   it('runs the curl one-shot as it is', async () => {
     const convert = await (await fetch(`${server.url}/api/convert`)).json();
     const before = (await scoreboard()).catches;
-    const result = spawnSync('bash', ['-c', convert.curl], { encoding: 'utf8', timeout: 20_000 });
+    const result = await run('bash', ['-c', convert.curl]);
     expect(result.status, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout.slice(result.stdout.lastIndexOf('{"count"'))).citizens[0].name).toMatch(
       /^example-agent-[0-9a-f]{8}$/,
@@ -78,7 +78,7 @@ describe('the agent flow of the convert payload', () => {
 
   it('runs the python one-shot as it is', async () => {
     const convert = await (await fetch(`${server.url}/api/convert`)).json();
-    const result = spawnSync('python3', ['-c', convert.python_oneshot], { encoding: 'utf8', timeout: 20_000 });
+    const result = await run('python3', ['-c', convert.python_oneshot]);
     expect(result.stderr).toBe('');
     expect(result.stdout.trim()).toBe('True');
   });

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CANON_URL, FLOW_SITE_URL } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer();
 });

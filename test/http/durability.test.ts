@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer } from '../helpers/server.ts';
+import { startServer, startServerProcess } from '../helpers/server.ts';
 
 const oath = (url: string, name: string) =>
   fetch(`${url}/api/citizenship/oath`, {
@@ -19,7 +19,7 @@ const names = async (url: string) =>
 
 describe('a crash under load', () => {
   it('keeps every oath answered 201 after SIGKILL, and the store opens', async () => {
-    const server = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const server = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
     const acknowledged: string[] = [];
     let fortieth!: () => void;
     const fortyAcknowledged = new Promise<void>((resolve) => (fortieth = resolve));

@@ -2,10 +2,10 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, startServerProcess, type TestServer } from '../helpers/server.ts';
 import { rawClient } from '../hostile/raw.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ BODY_LIMIT_BYTES: '1024' });
 });
@@ -199,7 +199,8 @@ describe('bodies and errors', () => {
 
 describe('graceful shutdown', () => {
   it('finishes a request in flight after SIGTERM, then exits 0', async () => {
-    const own = await startServer();
+    // A signal to a process of its own: what a supervisor sends.
+    const own = await startServerProcess();
     const body = '{"name":"late"}';
     const client = await rawClient(own);
     // Node answers "100 Continue" as it hands the request to the gateway: from then on it is in flight.

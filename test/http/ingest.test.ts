@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentIso, recentLog } from '../helpers/log-dates.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
@@ -10,7 +10,7 @@ const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 const fixture = (name: string) =>
   recentLog(readFileSync(join(import.meta.dirname, '..', 'telemetry', 'log-formats', 'fixtures', name), 'utf8'));
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ INGEST_TOKEN: TOKEN });
 });

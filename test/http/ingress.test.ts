@@ -2,9 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mp3WithId3, mp4WithSampleEntry, wavWithInfo } from '../helpers/audio-files.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0', INGRESS_UPLOAD_LIMIT_BYTES: String(200 * 1024) });
 });

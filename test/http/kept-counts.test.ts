@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 
 // The scoreboard, the list's count and the drift metrics read counts PostgreSQL keeps in each
 // writing transaction; here two processes write at once, and every figure must equal count(*).
@@ -17,7 +17,7 @@ beforeAll(async () => {
   if (!available) return;
   const DATABASE_URL = await freshDatabase();
   db = new pg.Pool({ connectionString: DATABASE_URL });
-  [a, b] = await Promise.all([startServer(env(DATABASE_URL)), startServer(env(DATABASE_URL))]);
+  [a, b] = await Promise.all([startServerProcess(env(DATABASE_URL)), startServerProcess(env(DATABASE_URL))]);
 });
 afterAll(async () => {
   if (!available) return;

@@ -1,10 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { checkAnswer } from '../helpers/answers.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 let client: Client;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });

@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyReceiptInclusion } from '../../api/omip/verify.ts';
 import { verifyTreeHead } from '../../api/omip/signer.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 
 // A store grown on the embedded store through the HTTP API, moved by `npm run move-to-postgres`
 // (interrupted, resumed, and once in one go), then served by a server on PostgreSQL.
@@ -24,7 +25,7 @@ const contractible = {
     ...['a', 'b', 'c'].map((action) => ({ action, inputs: ['legacy_consensus'] })),
   ],
 };
-const run = randomUUID().slice(0, 8);
+const tag = randomUUID().slice(0, 8);
 
 const post = async (url: string, path: string, body: unknown, headers: Record<string, string> = {}) => {
   const res = await fetch(url + path, {
@@ -92,13 +93,13 @@ function move(env: Record<string, string>, args: string[], killOn?: RegExp): Pro
   return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
 }
 
-let embedded: ServerProcess;
+let embedded: TestServer;
 let dataDir: string;
 let before: Awaited<ReturnType<typeof shown>>;
 const oaths: Record<string, any>[] = [];
 const keyed = {
   key: randomUUID(),
-  body: { name: `keyed-${run}`, class: 'crawler', purpose: 'replayed after the move' },
+  body: { name: `keyed-${tag}`, class: 'crawler', purpose: 'replayed after the move' },
 };
 let keyedAnswer: Record<string, any>;
 
@@ -111,7 +112,7 @@ beforeAll(async () => {
     oaths.push(
       (
         await post(url, '/api/citizenship/oath', {
-          name: `moved-${run}-${i}`,
+          name: `moved-${tag}-${i}`,
           class: ['agent', 'crawler', 'bot'][i % 3],
           purpose: 'be moved',
         })
@@ -128,7 +129,7 @@ beforeAll(async () => {
     );
     expect(verified.status).toBe(201);
     await post(url, '/api/intelligence/message', {
-      name: `anon-${run}-${i}`,
+      name: `anon-${tag}-${i}`,
       kind: i % 2 ? 'message' : 'question',
       message: `anonymous ${i}`,
     });
@@ -201,7 +202,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     oaths.push(
       (
         await post(reopened.url, '/api/citizenship/oath', {
-          name: `late-${run}`,
+          name: `late-${tag}`,
           purpose: 'joined between two runs of the move',
         })
       ).body,
@@ -298,7 +299,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
         { Authorization: `Bearer ${o.passportNumber}` },
       );
       expect(verified.status).toBe(201);
-      expect(verified.body.message).toMatchObject({ verified: true, name: `moved-${run}-17` });
+      expect(verified.body.message).toMatchObject({ verified: true, name: `moved-${tag}-17` });
       expect(
         (
           await post(
@@ -312,7 +313,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
 
       // Moved names stay taken: the move keyed them as the service keys its own.
       const copycat = await post(server.url, '/api/citizenship/oath', {
-        name: `moved-${run}-3`,
+        name: `moved-${tag}-3`,
         purpose: 'take a moved name',
       });
       expect(copycat.status).toBe(409);
@@ -333,9 +334,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
         expect(answer.root_hash).toBe(before.log.root);
         expect(verifyReceiptInclusion(answer)).toBe(true);
       }
-      const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], {
-        encoding: 'utf8',
-      });
+      const verify = await run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url]);
       expect(verify.stdout).toMatch(/^OK 5 receipts/);
 
       // The moved totals go on counting.

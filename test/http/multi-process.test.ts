@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const available = await postgresAvailable();
@@ -16,7 +16,7 @@ beforeAll(async () => {
   const DATABASE_URL = await freshDatabase();
   // Each process saves its bot ledger every TELEMETRY_FLUSH_MS, and shows its own live counts plus what the other saved.
   const env = { DATABASE_URL, WRITE_RATE_LIMIT: '40', TELEMETRY_FLUSH_MS: '100' };
-  [a, b] = await Promise.all([startServer(env), startServer(env)]);
+  [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
 });
 afterAll(async () => {
   if (!available) return;

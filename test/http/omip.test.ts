@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,9 +6,10 @@ import { verifyReceiptInclusion } from '../../api/omip/verify.ts';
 import { verifyConsistency } from '../../api/omip/merkle.ts';
 import { verifyTreeHead } from '../../api/omip/signer.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });
 });
@@ -256,10 +256,8 @@ describe('dual exchange and the receipt log', () => {
     expect(unknown.headers.get('content-type')).toBe('application/problem+json');
   });
 
-  it('npm run verify-receipts checks the whole live log', () => {
-    const result = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url], {
-      encoding: 'utf8',
-    });
+  it('npm run verify-receipts checks the whole live log', async () => {
+    const result = await run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url]);
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^OK \d+ receipts/);
   });
@@ -289,7 +287,7 @@ describe('dual exchange and the receipt log', () => {
     const res = await fetch(`${again.url}/api/omip/receipts/${encodeURIComponent(made.receipt.id)}`);
     expect(res.status).toBe(500);
     expect((await res.json()).code).toBe('RECEIPT_CORRUPT');
-    const verify = spawnSync('node_modules/.bin/node', ['api/cli/verify-receipts.ts', again.url], { encoding: 'utf8' });
+    const verify = await run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', again.url]);
     expect(verify.status).toBe(1);
     expect(verify.stderr).toMatch(/does not hash to its id/);
     await again.stop();
@@ -385,12 +383,12 @@ describe('primitives and health', () => {
 
 // Issue 13, findings 2 and 3: the rules hold against the caller, on both stores.
 const pgAvailable = await postgresAvailable();
-const stores: [string, boolean, () => Promise<ServerProcess>][] = [
+const stores: [string, boolean, () => Promise<TestServer>][] = [
   ['the embedded store', true, () => startServer({ WRITE_RATE_LIMIT: '0' })],
   ['PostgreSQL', pgAvailable, async () => startServer({ WRITE_RATE_LIMIT: '0', DATABASE_URL: await freshDatabase() })],
 ];
 describe.each(stores)('omip rules against the caller on %s', (_name, available, start) => {
-  let s: ServerProcess;
+  let s: TestServer;
   beforeAll(async () => {
     if (available) s = await start();
   });

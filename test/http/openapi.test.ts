@@ -5,9 +5,9 @@ import { OPERATIONS } from '../../api/operations/table.ts';
 import { checkAnswer } from '../routes/app.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
-let server: ServerProcess;
+let server: TestServer;
 let spec: Record<string, any>;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0', INGEST_TOKEN: 'openapi-test-token-0123456789abcdefgh' });

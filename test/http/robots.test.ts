@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { robotsVersion } from '../../api/telemetry/robots.ts';
 import { TEST_DIST } from '../helpers/env.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
 const CLAUDE =
@@ -14,7 +14,7 @@ const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefo
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const BLOG = 'User-agent: GPTBot\nDisallow: /members/\n\nUser-agent: *\nAllow: /\n';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'robots-dir-'));
   writeFileSync(join(dir, 'blog.example.txt'), BLOG);

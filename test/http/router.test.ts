@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRouter } from '../../api/http/router.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const router = createRouter([
   { method: 'GET', path: '/api/things', handler: 'list' },
@@ -40,7 +40,7 @@ describe('createRouter', () => {
 });
 
 describe('the gateway asks the router before it reads a body', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ WRITE_RATE_LIMIT: '0' });
   });

@@ -1,7 +1,8 @@
 import { get } from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { run } from '../helpers/run.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
@@ -10,7 +11,7 @@ const CLAUDE_USER =
 const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
 const FIREFOX = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ WRITE_RATE_LIMIT: '0' });
 });
@@ -256,13 +257,12 @@ describe('documents (spec 2.9)', () => {
   });
 
   it('the invite_curl of a species works as it is', async () => {
-    const { spawnSync } = await import('node:child_process');
     const w = await json('/bot-wall.json');
     const curl = (w.species[0].invite_curl as string).replace(/http:\/\/127\.0\.0\.1:\d+/, server.url);
     // Twice: names are unique, so the text makes a new one each time it runs.
-    for (const run of [1, 2]) {
-      const result = spawnSync('bash', ['-c', curl], { encoding: 'utf8' });
-      expect(JSON.parse(result.stdout), `run ${run}`).toMatchObject({ ok: true, passportNumber: expect.any(String) });
+    for (const round of [1, 2]) {
+      const result = await run('bash', ['-c', curl]);
+      expect(JSON.parse(result.stdout), `run ${round}`).toMatchObject({ ok: true, passportNumber: expect.any(String) });
     }
   });
 });

@@ -7,7 +7,7 @@ import { component, createSignature, webcrypto } from 'http-message-sig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helpers, jwkToKeyID, signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4: the agent publishes it too, and it must never verify.
@@ -42,7 +42,7 @@ async function keyOf(privateJwk?: JsonWebKey): Promise<Key> {
 
 let directory: Server;
 const directoryHits: string[] = [];
-let server: ServerProcess;
+let server: TestServer;
 let agent: string;
 let key: Key;
 let jwksKey: Key;

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentLog } from '../helpers/log-dates.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const fixtures = join(import.meta.dirname, '..', 'telemetry', 'log-formats', 'fixtures');
 const dir = mkdtempSync(join(tmpdir(), 'ingest-logs-'));
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ INGEST_TOKEN: TOKEN });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 
 const TOKEN = 'metrics-token-0123456789abcdefghijkl';
 
@@ -51,7 +51,7 @@ const value = (samples: Sample[], name: string, labels: Record<string, string> =
     .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
     .reduce((n, s) => n + s.value, 0);
 
-let server: ServerProcess;
+let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ METRICS_TOKEN: TOKEN, WRITE_RATE_LIMIT: '2' });
 });

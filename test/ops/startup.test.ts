@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
-import { startServer } from '../helpers/server.ts';
+import { startServerProcess } from '../helpers/server.ts';
 
 /** `node api/main.ts` run to its end: exit code and every line it printed. */
 function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
@@ -27,7 +27,7 @@ function runToEnd(env: Record<string, string>): Promise<{ code: number | null; l
 
 describe('one writer per data folder', () => {
   it('a second process on the same DATA_DIR refuses to start with one line naming the holder, and writes nothing there', async () => {
-    const first = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const first = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
     try {
       const before = readdirSync(first.dataDir).sort();
       const second = await runToEnd({ PORT: '0', DATA_DIR: first.dataDir });
@@ -44,7 +44,7 @@ describe('one writer per data folder', () => {
   });
 
   it('the lock dies with its process: after kill -9 the next start takes the folder at once', async () => {
-    const first = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const first = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
     const oath = await fetch(`${first.url}/api/citizenship/oath`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
@@ -52,7 +52,7 @@ describe('one writer per data folder', () => {
     });
     expect(oath.status).toBe(201);
     await first.stop('SIGKILL');
-    const again = await startServer({ DATA_DIR: first.dataDir });
+    const again = await startServerProcess({ DATA_DIR: first.dataDir });
     try {
       const list = (await (await fetch(`${again.url}/api/citizens`)).json()) as { citizens: { name: string }[] };
       expect(list.citizens.map((c) => c.name)).toContain('lock-holder');

@@ -9,7 +9,7 @@ import { funnelStepOf } from '../../api/operations/paths.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
-import { startServer, type ServerProcess } from '../helpers/server.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A webhook receiver on loopback: what it was sent, and how many requests it held at once. */
@@ -243,7 +243,7 @@ describe('alerts from telemetry', () => {
 });
 
 describe('alerts from the running server', () => {
-  let server: ServerProcess;
+  let server: TestServer;
   beforeAll(async () => {
     server = await startServer({ ALERT_WEBHOOK_URL: hook.url });
   });
