@@ -23,6 +23,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'service',
+          isolate: false,
           include: ['test/**/*.test.ts'],
           exclude: ASTRO_PROCESSES,
           sequence: { groupOrder: 0 },

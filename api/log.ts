@@ -25,8 +25,13 @@ function lineBuffer(sink: LogSink) {
     pending = '';
     sink.write(chunk, callback);
   };
-  setInterval(flush, FLUSH_MS).unref();
+  const timer = setInterval(flush, FLUSH_MS).unref();
   return {
+    /** Writes what is left and stops the timer (a server closed inside a process that goes on). */
+    end() {
+      clearInterval(timer);
+      flush();
+    },
     write(line: string) {
       pending += line;
       if (pending.length >= BUFFER_BYTES) flush();
@@ -47,6 +52,8 @@ export interface Logging {
   logger: Logger;
   /** Writes the request line in the shape pino gives it, without pino's serializer: four known fields need none. */
   requestLog: (line: RequestLine) => void;
+  /** Writes the lines still buffered and stops flushing. */
+  end: () => void;
 }
 
 /** Structured JSON lines (flush before exit). Secrets never reach them: callers log chosen fields, never a request or a body. */
@@ -59,5 +66,5 @@ export function createLogging(level: string, sink: LogSink = process.stdout): Lo
           `{"level":30,"time":${Date.now()},"method":${JSON.stringify(l.method)},"path":${JSON.stringify(l.path)},"status":${l.status},"ms":${l.ms},"msg":"request"}\n`,
         )
     : () => {};
-  return { logger, requestLog };
+  return { logger, requestLog, end: buffer.end };
 }

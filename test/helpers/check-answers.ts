@@ -9,7 +9,9 @@ import { checkAnswer } from './answers.ts';
 const operationPaths = OPERATIONS.map(
   (op) => new RegExp(`^${op.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}/?$`),
 );
-const original = globalThis.fetch;
+// Files may share a worker (vitest's isolate: false): wrap the platform's fetch once, not a wrapper.
+const ORIGINAL = Symbol.for('agentnode.test.fetch');
+const original: typeof fetch = ((globalThis as any)[ORIGINAL] ??= globalThis.fetch);
 
 globalThis.fetch = async function checkedFetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const response = await original(input, init);
