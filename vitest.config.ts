@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // These files start Astro processes (builds, the dev server) that share the project's .astro/
-// folder: run alone, after the rest, one at a time.
+// folder: one at a time, beside the rest.
 const ASTRO_PROCESSES = [
   'test/ops/dev.test.ts',
   'test/documents/links.test.ts',
@@ -16,7 +16,7 @@ export default defineConfig({
     setupFiles: ['test/helpers/check-answers.ts'],
     testTimeout: 30_000,
     hookTimeout: 120_000,
-    // Servers are child processes; two cores do not gain from more parallel files.
+    // Most servers run in the test's own process (test/helpers/server.ts): one worker a core.
     maxWorkers: 2,
     projects: [
       {
@@ -35,7 +35,7 @@ export default defineConfig({
           name: 'astro-processes',
           include: ASTRO_PROCESSES,
           fileParallelism: false,
-          sequence: { groupOrder: 1 },
+          sequence: { groupOrder: 0 },
         },
       },
     ],

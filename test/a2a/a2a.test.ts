@@ -5,14 +5,13 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkAnswer } from '../routes/app.ts';
-import { FLOW_PORT } from '../helpers/env.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
 
 let server: TestServer;
 let a2a: A2aClient;
 beforeAll(async () => {
   // The card names the build's own address, so the server listens there.
-  server = await startServer({ WRITE_RATE_LIMIT: '0', PORT: String(FLOW_PORT) });
+  server = await startServer({ WRITE_RATE_LIMIT: '0', ...(await ownAddress()) });
   // The official client, from the card URL alone: it must pick an interface that works.
   a2a = await new ClientFactory().createFromUrl(server.url);
 });

@@ -6,16 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ContentError, loadContent } from '../../api/content/load.ts';
 import { canonicalUrlOf } from '../../api/documents/property.ts';
 import { placeholderUrls } from '../../api/schemas/content.ts';
-import { CANON_URL, FLOW_PORT, FLOW_SITE_URL } from '../helpers/env.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { CANON_URL } from '../helpers/env.ts';
+import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
 
 // Issue 13, finding 9: documents link only to what answers GET, name the method of a POST route,
 // mark URI templates, and publish no placeholder or scheme-swapped URL.
 
 let server: TestServer;
 beforeAll(async () => {
-  // On the port the test build's SITE_URL names, so every published link can be followed.
-  server = await startServer({ PORT: String(FLOW_PORT), WRITE_RATE_LIMIT: '0' });
+  // Documents name the address they are served from, so every published link can be followed.
+  server = await startServer({ ...(await ownAddress()), WRITE_RATE_LIMIT: '0' });
 });
 afterAll(async () => {
   await server.stop();
@@ -25,12 +25,12 @@ const getJson = async (path: string) => (await (await fetch(server.url + path)).
 /** The documents that carry links, as agents read them. */
 const DOCS = ['/api/convert', '/agents/kit.json', '/whats-next.json', '/api/ingress', '/.well-known/property.json'];
 /** This build serves the canonical site's documents too: follow {canon_url} links here. */
-const local = (url: string) => url.replace(CANON_URL, FLOW_SITE_URL);
+const local = (url: string) => url.replace(CANON_URL, server.url);
 
 /** Every absolute URL of a document, except those whose object names a POST method beside them. */
 function followable(value: unknown, out: string[] = []): string[] {
   if (typeof value === 'string') {
-    if (/^https?:\/\//.test(value) && (value.startsWith(FLOW_SITE_URL) || value.startsWith(CANON_URL))) out.push(value);
+    if (/^https?:\/\//.test(value) && (value.startsWith(server.url) || value.startsWith(CANON_URL))) out.push(value);
   } else if (Array.isArray(value)) value.forEach((v) => followable(v, out));
   else if (value !== null && typeof value === 'object') {
     const o = value as Record<string, unknown>;
@@ -73,7 +73,7 @@ describe('every link a document publishes answers GET', () => {
 
   it('names the method wherever a POST route appears', async () => {
     const whatsNext = await getJson('/whats-next.json');
-    expect(whatsNext.join.oath).toEqual({ method: 'POST', url: `${FLOW_SITE_URL}/api/citizenship/oath` });
+    expect(whatsNext.join.oath).toEqual({ method: 'POST', url: `${server.url}/api/citizenship/oath` });
     const llms = await (await fetch(`${server.url}/llms.txt`)).text();
     const linked = [...llms.matchAll(/\]\(([^)]+)\)/g)].map((m) => new URL(m[1]!).pathname);
     expect(linked).not.toContain('/api/citizenship/oath');
@@ -90,7 +90,7 @@ describe('every link a document publishes answers GET', () => {
     const { tools } = await getJson('/api/convert');
     const receipt = tools.find((t: any) => t.name === 'get_receipt');
     expect(receipt.url).toBeUndefined();
-    expect(receipt.url_template).toBe(`${FLOW_SITE_URL}/api/omip/receipts/{id}`);
+    expect(receipt.url_template).toBe(`${server.url}/api/omip/receipts/{id}`);
     for (const t of tools) if (t.url !== undefined) expect(t.url).not.toMatch(/[{}]/);
     expect((await getJson('/agents/kit.json')).tools.find((t: any) => t.name === 'get_receipt').url_template).toBe(
       receipt.url_template,

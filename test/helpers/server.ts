@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { loadConfig } from '../../api/config.ts';
 import { startServer as startGateway } from '../../api/server.ts';
@@ -21,6 +22,19 @@ export interface TestServer {
   waitForLog(match: (line: string) => boolean, options?: { from?: number; timeoutMs?: number }): Promise<string>;
   /** Stops it as SIGTERM does (in flight requests finish); resolves with the exit code (0 in process). */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * PORT and SITE_URL of a loopback port free now, for a server whose documents must name the address
+ * it serves (agents follow their links; one-shots run as written). A fixed port would be shared by
+ * test files running side by side.
+ */
+export async function ownAddress(): Promise<{ PORT: string; SITE_URL: string }> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return { PORT: String(port), SITE_URL: `http://127.0.0.1:${port}` };
 }
 
 /** A server in a process of its own, for tests that signal, kill, or read the process. */

@@ -2,15 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FLOW_PORT } from '../helpers/env.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
 import { run } from '../helpers/run.ts';
 
 // This server listens on the port the test build's documents name, so the one-shots run as written.
 let server: TestServer;
 const passports: string[] = [];
 beforeAll(async () => {
-  server = await startServer({ PORT: String(FLOW_PORT), WRITE_RATE_LIMIT: '0' });
+  server = await startServer({ ...(await ownAddress()), WRITE_RATE_LIMIT: '0' });
 });
 afterAll(async () => {
   await server.stop();
