@@ -160,6 +160,9 @@ export function createAlerts(o: AlertOptions) {
       }
       f.failed += n;
       if (f.failed < o.spoofThreshold) return false;
+      // Past the threshold, every failure of a spoofed family (a flood, each of its requests) would
+      // raise the alert already raised this window: not due, nothing is built for it.
+      if (!dueAgain(raised.get(`spoofing\n${family}`), ms, o.windowMs)) return false;
       return raise(
         'spoofing',
         family,
