@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
 import {
+  MAX_STRING_BYTES,
   readJSONMembers,
   readLines,
   syncDir,
@@ -42,6 +43,12 @@ export interface SnapshotData {
   receipts: EncodedRecords<ReceiptEntry>;
   /** Drift windows, as [entityId, deltas]. */
   windows: Sized<[string, number[]]>;
+  /**
+   * What the two words each citizen carries are (the store's stamp for its name-key hashes), or
+   * null: a snapshot writes the words only with it, and gives it back so a reader can tell whether
+   * they are still what it would compute.
+   */
+  nameKeys: string | null;
 }
 
 /** What a read gives back: the long lists already in their compact in-memory form. */
@@ -62,32 +69,50 @@ export const emptyData = (): LoadedData => ({
   idempotency: [],
   receipts: new RecordList(receiptCodec),
   windows: [],
+  nameKeys: null,
 });
 
 const FORMAT = 'agentnode-embedded-snapshot';
-const VERSION = 2;
+/**
+ * 3: records in blocks (a line holds the encodings of as many whole records as fit in
+ * BLOCK_BYTES), and the citizens' name-key hashes. 2 (still read): a record a line, no hashes.
+ */
+const VERSION = 3;
 /** The order of the record lines after the header. */
-const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
+const SECTIONS = ['citizens', 'nameKeys', 'messages', 'idempotency', 'receipts', 'windows'] as const;
+const SECTIONS_V2 = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 type Section = (typeof SECTIONS)[number];
 /**
- * Sections whose lines are the in-memory encoding of a record as a JSON string of base64 (see
- * records.ts): a start copies them into memory without parsing a JSON object per record, which
- * took most of the time of a start. The others are a JSON value a line.
+ * Sections whose lines are the in-memory encoding of records, in blocks, as a JSON string of base64
+ * (see records.ts): a start copies them into memory without parsing a JSON object per record, and
+ * with one base64 call a block. `nameKeys` holds the citizens' words (two little-endian 32-bit
+ * words a citizen, in the citizens' order), as base64 too. The others are a JSON value a line.
  */
 const ENCODED = new Set<Section>(['citizens', 'messages', 'receipts']);
 const isEncoded = (section: Section): section is 'citizens' | 'messages' | 'receipts' => ENCODED.has(section);
+/** The bytes of records a line holds at most: a 64 KiB line, decoded in well under a millisecond. */
+const BLOCK_BYTES = 48 * 1024;
+/** Blocks short enough that a reader with the same string limit can read a line (tests set a tiny one). */
+const blockBytes = (options: ChunkOptions) =>
+  Math.max(8, Math.min(BLOCK_BYTES, Math.floor(((options.maxStringBytes ?? MAX_STRING_BYTES) - 2) / 32) * 24));
 interface Header {
   format: typeof FORMAT;
   version: number;
   seq: number;
+  /** Records in each section (for `nameKeys`, citizens whose words follow: all of them, or none). */
   counts: Record<Section, number>;
   drift: Drift;
   telemetry: object | null;
+  /** What the citizens' words are, when the snapshot carries them. */
+  nameKeys?: string;
 }
 
-/** The snapshot as lines: a header (sequence, counts, the small values), then a record a line. */
-export function* snapshotLines(data: SnapshotData): Generator<string> {
-  const counts = Object.fromEntries(SECTIONS.map((s) => [s, data[s].length])) as Record<Section, number>;
+/** The snapshot as lines: a header (sequence, counts, the small values), then the records in blocks or a line each. */
+export function* snapshotLines(data: SnapshotData, options: ChunkOptions = {}): Generator<string> {
+  const words = data.nameKeys === null ? null : data.citizens.words();
+  const counts = Object.fromEntries(
+    SECTIONS.map((s) => [s, s === 'nameKeys' ? (words ? data.citizens.length : 0) : data[s].length]),
+  ) as Record<Section, number>;
   const header: Header = {
     format: FORMAT,
     version: VERSION,
@@ -95,17 +120,39 @@ export function* snapshotLines(data: SnapshotData): Generator<string> {
     counts,
     drift: data.drift,
     telemetry: data.telemetry,
+    ...(words ? { nameKeys: data.nameKeys! } : {}),
   };
   yield JSON.stringify(header);
+  const bytes = blockBytes(options);
   for (const section of SECTIONS) {
+    if (section === 'nameKeys') {
+      if (words) yield* quoted(wordBlocks(words, bytes));
+      continue;
+    }
+    if (isEncoded(section)) {
+      // A view: it cannot move while it is written.
+      yield* quoted(data[section].blocks(bytes));
+      continue;
+    }
     let n = 0;
-    for (const line of isEncoded(section) ? quoted(data[section].encoded()) : jsonLines(data[section])) {
+    for (const line of jsonLines(data[section])) {
       yield line;
       n++;
     }
     // A list that moved while it was written would leave the header's count wrong: never silently.
     if (n !== counts[section])
       throw new Error(`snapshot: ${section} changed while written (${n} of ${counts[section]})`);
+  }
+}
+
+/** Words as base64 blocks of little-endian 32-bit words, whole pairs, at most `bytes` bytes a block. */
+function* wordBlocks(words: Uint32Array, bytes: number): Generator<string> {
+  const perBlock = Math.max(2, Math.floor(bytes / 8) * 2);
+  const block = Buffer.allocUnsafe(perBlock * 4);
+  for (let from = 0; from < words.length; from += perBlock) {
+    const to = Math.min(words.length, from + perBlock);
+    for (let i = from; i < to; i++) block.writeUInt32LE(words[i]!, 4 * (i - from));
+    yield block.toString('base64', 0, 4 * (to - from));
   }
 }
 
@@ -116,8 +163,8 @@ function* quoted(lines: Iterable<string>): Generator<string> {
   for (const line of lines) yield `"${line}"`;
 }
 
-/** Puts one record into the loaded data. */
-function take(data: LoadedData, section: Section, value: unknown): void {
+/** Puts one record of a section written a JSON value a record (any section, in the old format) into the loaded data. */
+function take(data: LoadedData, section: (typeof SECTIONS_V2)[number], value: unknown): void {
   switch (section) {
     case 'citizens':
       data.citizens.insert(value as CitizenRecord, true);
@@ -134,6 +181,86 @@ function take(data: LoadedData, section: Section, value: unknown): void {
     case 'windows':
       data.windows.push(value as [string, number[]]);
       return;
+  }
+}
+
+/**
+ * Reads a snapshot's lines, one at a time, into the data they hold (SnapshotFile.read gives it a
+ * file's lines a chunk at a time). Version 3 and version 2 (a record a line: a block of one).
+ */
+export class SnapshotReader {
+  readonly data: LoadedData = emptyData();
+  header: Header | undefined;
+  readonly #path: string;
+  #sections: readonly Section[] = SECTIONS;
+  #section = 0;
+  #left = 0;
+  /** Citizens whose words were read. */
+  #worded = 0;
+
+  constructor(path: string) {
+    this.#path = path;
+  }
+
+  line(line: string, lineNo: number): void {
+    const header = this.header;
+    if (!header) {
+      const read = JSON.parse(line) as Header;
+      if (read.format !== FORMAT || (read.version !== VERSION && read.version !== 2))
+        throw new Error(`${this.#path}: not a snapshot this version reads`);
+      if (read.version === 2) this.#sections = SECTIONS_V2;
+      else if (read.counts.nameKeys !== 0 && (read.counts.nameKeys !== read.counts.citizens || !read.nameKeys))
+        throw new Error(`${this.#path}: name keys for ${read.counts.nameKeys} of ${read.counts.citizens} citizens`);
+      this.header = read;
+      this.data.seq = read.seq;
+      this.data.drift = { ...emptyDrift(), ...read.drift };
+      this.data.telemetry = read.telemetry ?? null;
+      this.#left = read.counts[this.#sections[0]!];
+      for (const list of ['citizens', 'messages', 'receipts'] as const) this.data[list].reserve(read.counts[list]);
+      return;
+    }
+    this.#nextSection();
+    if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
+    const name = this.#sections[this.#section]!;
+    let n = 1;
+    if (name === 'nameKeys' || isEncoded(name)) {
+      // A JSON string whose text needs no unescaping: base64 between quotes.
+      if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
+        throw new Error(`${this.#path}: line ${lineNo} is not a block of encoded records`);
+      n = name === 'nameKeys' ? this.#words(line.slice(1, -1), lineNo) : this.data[name].pushBlock(line.slice(1, -1));
+    } else take(this.data, name as (typeof SECTIONS_V2)[number], JSON.parse(line));
+    if (n > this.#left) throw new Error(`${this.#path}: line ${lineNo} holds more records than the header counts`);
+    this.#left -= n;
+  }
+
+  /** The data, once every line was given; throws if the lines ended before the records the header counts. */
+  finish(): LoadedData {
+    if (!this.header) throw new Error(`${this.#path}: empty snapshot`);
+    this.#nextSection();
+    if (this.#left !== 0) throw new Error(`${this.#path}: the snapshot ends before the records its header counts`);
+    if (this.#worded > 0) this.data.nameKeys = this.header.nameKeys!;
+    return this.data;
+  }
+
+  #nextSection(): void {
+    while (this.#left === 0 && this.#section < this.#sections.length - 1)
+      this.#left = this.header!.counts[this.#sections[++this.#section]!];
+  }
+
+  /** Sets the words of the next citizens from a block; how many citizens it covered. */
+  #words(base64: string, lineNo: number): number {
+    const bytes = Buffer.from(base64, 'base64');
+    if (bytes.length === 0 || bytes.length % 8 !== 0)
+      throw new Error(`${this.#path}: line ${lineNo} is not a block of name keys`);
+    const citizens = this.data.citizens;
+    citizens.carryWords();
+    const n = bytes.length / 8;
+    if (this.#worded + n > citizens.length)
+      throw new Error(`${this.#path}: line ${lineNo} holds more name keys than citizens`);
+    for (let i = 0; i < n; i++)
+      citizens.setWords(this.#worded + i, bytes.readUInt32LE(8 * i), bytes.readUInt32LE(8 * i + 4));
+    this.#worded += n;
+    return n;
   }
 }
 
@@ -180,7 +307,7 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   }
 
   async write(data: SnapshotData): Promise<void> {
-    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data), this.#options);
+    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data, this.#options), this.#options);
     // An old-format snapshot is left only by a start that read it (or a crash just after this write).
     await unlink(this.legacyPath).then(
       () => syncDir(dirname(this.path)),
@@ -190,40 +317,9 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   }
 
   async #readLines(): Promise<LoadedData> {
-    const data = emptyData();
-    let header: Header | undefined;
-    let section = 0;
-    let left = 0;
-    this.lastRead = await readLines(
-      this.path,
-      (line, lineNo) => {
-        if (!header) {
-          header = JSON.parse(line) as Header;
-          if (header.format !== FORMAT || header.version !== VERSION)
-            throw new Error(`${this.path}: not a snapshot this version reads`);
-          data.seq = header.seq;
-          data.drift = { ...emptyDrift(), ...header.drift };
-          data.telemetry = header.telemetry ?? null;
-          left = header.counts[SECTIONS[0]];
-          return;
-        }
-        while (left === 0 && section < SECTIONS.length - 1) left = header.counts[SECTIONS[++section]!];
-        if (left === 0) throw new Error(`${this.path}: line ${lineNo} is past the records the header counts`);
-        const name = SECTIONS[section]!;
-        // An encoded line is a JSON string whose text needs no unescaping: base64 between quotes.
-        if (isEncoded(name)) {
-          if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
-            throw new Error(`${this.path}: line ${lineNo} is not an encoded record`);
-          data[name].pushEncoded(line.slice(1, -1));
-        } else take(data, name, JSON.parse(line));
-        left--;
-      },
-      this.#options,
-    );
-    if (!header) throw new Error(`${this.path}: empty snapshot`);
-    while (left === 0 && section < SECTIONS.length - 1) left = header.counts[SECTIONS[++section]!];
-    if (left !== 0) throw new Error(`${this.path}: the snapshot ends before the records its header counts`);
-    return data;
+    const reader = new SnapshotReader(this.path);
+    this.lastRead = await readLines(this.path, (line, lineNo) => reader.line(line, lineNo), this.#options);
+    return reader.finish();
   }
 
   /** The old format: `{"seq":..,"citizens":[..],"messages":[..],..}`, a member or element at a time. */
@@ -231,9 +327,9 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     const data = emptyData();
     this.lastRead = await readJSONMembers(
       this.legacyPath,
-      new Set(SECTIONS),
+      new Set(SECTIONS_V2),
       (key, value) => {
-        if ((SECTIONS as readonly string[]).includes(key)) take(data, key as Section, value);
+        if ((SECTIONS_V2 as readonly string[]).includes(key)) take(data, key as (typeof SECTIONS_V2)[number], value);
         else if (key === 'seq') data.seq = value as number;
         else if (key === 'drift') data.drift = { ...emptyDrift(), ...(value as Drift) };
         else if (key === 'telemetry') data.telemetry = (value as object | null) ?? null;
