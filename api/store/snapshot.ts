@@ -1,5 +1,5 @@
-import { unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
 import {
@@ -49,6 +49,12 @@ export interface SnapshotData {
    * they are still what it would compute.
    */
   nameKeys: string | null;
+  /**
+   * For a delta: the sequence of the snapshot (or delta) it follows. A delta holds only what was
+   * written since then: the records added, the idempotency records and drift windows written (the
+   * latest of each), and the small values (drift, telemetry) whole.
+   */
+  from?: number;
 }
 
 /** What a read gives back: the long lists already in their compact in-memory form. */
@@ -75,11 +81,11 @@ export const emptyData = (): LoadedData => ({
 const FORMAT = 'agentnode-embedded-snapshot';
 /**
  * 3: records in blocks (a line holds the encodings of as many whole records as fit in
- * BLOCK_BYTES), and the citizens' name-key hashes. 2 (still read): a record a line, no hashes.
+ * BLOCK_BYTES), the citizens' name-key hashes, and deltas. 2 (still read): a record a line, no hashes.
  */
 const VERSION = 3;
-/** The order of the record lines after the header. */
-const SECTIONS = ['citizens', 'nameKeys', 'messages', 'idempotency', 'receipts', 'windows'] as const;
+/** The order of the record lines after the header (the citizens' words before them, so a delta's citizens go in with theirs). */
+const SECTIONS = ['nameKeys', 'citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 const SECTIONS_V2 = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 type Section = (typeof SECTIONS)[number];
 /**
@@ -105,6 +111,8 @@ interface Header {
   telemetry: object | null;
   /** What the citizens' words are, when the snapshot carries them. */
   nameKeys?: string;
+  /** A delta's: the sequence it follows. */
+  from?: number;
 }
 
 /** The snapshot as lines: a header (sequence, counts, the small values), then the records in blocks or a line each. */
@@ -121,6 +129,7 @@ export function* snapshotLines(data: SnapshotData, options: ChunkOptions = {}): 
     drift: data.drift,
     telemetry: data.telemetry,
     ...(words ? { nameKeys: data.nameKeys! } : {}),
+    ...(data.from === undefined ? {} : { from: data.from }),
   };
   yield JSON.stringify(header);
   const bytes = blockBytes(options);
@@ -186,39 +195,30 @@ function take(data: LoadedData, section: (typeof SECTIONS_V2)[number], value: un
 
 /**
  * Reads a snapshot's lines, one at a time, into the data they hold (SnapshotFile.read gives it a
- * file's lines a chunk at a time). Version 3 and version 2 (a record a line: a block of one).
+ * file's lines a chunk at a time): version 3, and version 2 (a record a line: a block of one).
+ * Given the data a snapshot read (`into`), it reads a delta that follows it into that data.
  */
 export class SnapshotReader {
-  readonly data: LoadedData = emptyData();
+  readonly data: LoadedData;
   header: Header | undefined;
   readonly #path: string;
+  readonly #delta: boolean;
   #sections: readonly Section[] = SECTIONS;
   #section = 0;
   #left = 0;
-  /** Citizens whose words were read. */
-  #worded = 0;
+  /** The citizens' words (read before them), or zeros for a list that carries words when the file has none. */
+  #words: Uint32Array | undefined;
+  #wordsRead = 0;
+  #citizensRead = 0;
 
-  constructor(path: string) {
+  constructor(path: string, into?: LoadedData) {
     this.#path = path;
+    this.#delta = into !== undefined;
+    this.data = into ?? emptyData();
   }
 
   line(line: string, lineNo: number): void {
-    const header = this.header;
-    if (!header) {
-      const read = JSON.parse(line) as Header;
-      if (read.format !== FORMAT || (read.version !== VERSION && read.version !== 2))
-        throw new Error(`${this.#path}: not a snapshot this version reads`);
-      if (read.version === 2) this.#sections = SECTIONS_V2;
-      else if (read.counts.nameKeys !== 0 && (read.counts.nameKeys !== read.counts.citizens || !read.nameKeys))
-        throw new Error(`${this.#path}: name keys for ${read.counts.nameKeys} of ${read.counts.citizens} citizens`);
-      this.header = read;
-      this.data.seq = read.seq;
-      this.data.drift = { ...emptyDrift(), ...read.drift };
-      this.data.telemetry = read.telemetry ?? null;
-      this.#left = read.counts[this.#sections[0]!];
-      for (const list of ['citizens', 'messages', 'receipts'] as const) this.data[list].reserve(read.counts[list]);
-      return;
-    }
+    if (!this.header) return this.#header(JSON.parse(line) as Header);
     this.#nextSection();
     if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
     const name = this.#sections[this.#section]!;
@@ -227,10 +227,46 @@ export class SnapshotReader {
       // A JSON string whose text needs no unescaping: base64 between quotes.
       if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
         throw new Error(`${this.#path}: line ${lineNo} is not a block of encoded records`);
-      n = name === 'nameKeys' ? this.#words(line.slice(1, -1), lineNo) : this.data[name].pushBlock(line.slice(1, -1));
+      const block = line.slice(1, -1);
+      if (name === 'nameKeys') n = this.#readWords(block, lineNo);
+      else if (name === 'citizens') {
+        n = this.data.citizens.addBlock(block, this.#delta || undefined, this.#words, this.#citizensRead);
+        this.#citizensRead += n;
+      } else n = this.data[name].addBlock(block, name === 'messages' && this.#delta ? false : undefined);
     } else take(this.data, name as (typeof SECTIONS_V2)[number], JSON.parse(line));
     if (n > this.#left) throw new Error(`${this.#path}: line ${lineNo} holds more records than the header counts`);
     this.#left -= n;
+  }
+
+  #header(read: Header): void {
+    if (read.format !== FORMAT || (read.version !== VERSION && read.version !== 2))
+      throw new Error(`${this.#path}: not a snapshot this version reads`);
+    if (this.#delta !== (read.from !== undefined))
+      throw new Error(`${this.#path}: ${this.#delta ? 'not a delta' : 'a delta, not a snapshot'}`);
+    // A delta follows exactly the state read so far; a gap means a file is missing, and records with it.
+    if (this.#delta && read.from !== this.data.seq)
+      throw new Error(`${this.#path}: a delta from ${read.from}, where what was read ends at ${this.data.seq}`);
+    if (read.version === 2) this.#sections = SECTIONS_V2;
+    else if (read.counts.nameKeys !== 0 && (read.counts.nameKeys !== read.counts.citizens || !read.nameKeys))
+      throw new Error(`${this.#path}: name keys for ${read.counts.nameKeys} of ${read.counts.citizens} citizens`);
+    this.header = read;
+    const data = this.data;
+    const keyed = read.version !== 2 && read.counts.nameKeys > 0;
+    if (!this.#delta) {
+      if (keyed) data.citizens.carryWords();
+      data.nameKeys = keyed ? read.nameKeys! : null;
+    } else if (data.citizens.carriesWords && (!keyed || read.nameKeys !== data.nameKeys)) {
+      // Words of another making (or none): the store computes them all again.
+      data.nameKeys = null;
+      if (!keyed) this.#words = new Uint32Array(2 * read.counts.citizens);
+    }
+    if (keyed) this.#words = new Uint32Array(2 * read.counts.nameKeys);
+    data.seq = read.seq;
+    data.drift = { ...emptyDrift(), ...read.drift };
+    data.telemetry = read.telemetry ?? null;
+    for (const list of ['citizens', 'messages', 'receipts'] as const)
+      data[list].reserve(data[list].length + read.counts[list]);
+    this.#left = read.counts[this.#sections[0]!];
   }
 
   /** The data, once every line was given; throws if the lines ended before the records the header counts. */
@@ -238,7 +274,6 @@ export class SnapshotReader {
     if (!this.header) throw new Error(`${this.#path}: empty snapshot`);
     this.#nextSection();
     if (this.#left !== 0) throw new Error(`${this.#path}: the snapshot ends before the records its header counts`);
-    if (this.#worded > 0) this.data.nameKeys = this.header.nameKeys!;
     return this.data;
   }
 
@@ -247,30 +282,34 @@ export class SnapshotReader {
       this.#left = this.header!.counts[this.#sections[++this.#section]!];
   }
 
-  /** Sets the words of the next citizens from a block; how many citizens it covered. */
-  #words(base64: string, lineNo: number): number {
+  /** Keeps the words of the next citizens, from a block; how many citizens it covered. */
+  #readWords(base64: string, lineNo: number): number {
     const bytes = Buffer.from(base64, 'base64');
     if (bytes.length === 0 || bytes.length % 8 !== 0)
       throw new Error(`${this.#path}: line ${lineNo} is not a block of name keys`);
-    const citizens = this.data.citizens;
-    citizens.carryWords();
     const n = bytes.length / 8;
-    if (this.#worded + n > citizens.length)
-      throw new Error(`${this.#path}: line ${lineNo} holds more name keys than citizens`);
-    for (let i = 0; i < n; i++)
-      citizens.setWords(this.#worded + i, bytes.readUInt32LE(8 * i), bytes.readUInt32LE(8 * i + 4));
-    this.#worded += n;
+    const words = this.#words!;
+    if (2 * (this.#wordsRead + n) > words.length)
+      throw new Error(`${this.#path}: line ${lineNo} holds more name keys than the header counts`);
+    for (let i = 0; i < 2 * n; i++) words[2 * this.#wordsRead + i] = bytes.readUInt32LE(4 * i);
+    this.#wordsRead += n;
     return n;
   }
 }
 
+/** A delta's file: `snapshot-<its sequence, 12 digits>.jsonl`. */
+const DELTA = /^snapshot-(\d{12,})\.jsonl$/;
+const deltaName = (seq: number) => `snapshot-${String(seq).padStart(12, '0')}.jsonl`;
+
 /**
  * lowdb's adapter for the embedded store's snapshot, streaming: JSON Lines (`snapshot.jsonl`), a
- * header then a record a line (citizens, messages and receipts in their in-memory encoding, as
- * base64 strings), read and written a chunk at a time; written durably (temp file,
- * fsync, rename, fsync of the folder; lowdb's own JSONFile renames but never fsyncs, and reads and
- * writes the whole file as one string). A snapshot of the old format (`snapshot.json`, one JSON
- * object) is read a member at a time too, and removed once a new one is written.
+ * header then the records (citizens, messages and receipts in their in-memory encoding, in base64
+ * blocks), read and written a chunk at a time; written durably (temp file, fsync, rename, fsync of
+ * the folder; lowdb's own JSONFile renames but never fsyncs, and reads and writes the whole file as
+ * one string). Deltas (`snapshot-<seq>.jsonl`, what was written since the file before) follow it;
+ * a read reads the snapshot then each delta, and writing a snapshot removes them. A snapshot of
+ * the old format (`snapshot.json`, one JSON object) is read a member at a time too, and removed
+ * once a new one is written.
  */
 export class SnapshotFile implements Adapter<SnapshotData> {
   readonly path: string;
@@ -281,6 +320,10 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   lastWrite: ChunkStats | undefined;
   /** The last read came from a snapshot of the old format, which the next write replaces. */
   readLegacy = false;
+  /** The deltas after the snapshot, by file name, with their bytes. */
+  readonly deltas = new Map<string, number>();
+  /** Deltas a snapshot written after them covers (a crash came before their removal). */
+  #stale: string[] = [];
 
   constructor(path: string, legacyPath: string, options: ChunkOptions = {}) {
     this.path = path;
@@ -288,7 +331,35 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     this.#options = options;
   }
 
+  /** Bytes of the deltas after the snapshot. */
+  get deltaBytes(): number {
+    let bytes = 0;
+    for (const b of this.deltas.values()) bytes += b;
+    return bytes;
+  }
+
   async read(): Promise<LoadedData | null> {
+    const data = await this.#readSnapshot();
+    const dir = dirname(this.path);
+    const names = (await readdir(dir)).filter((f) => DELTA.test(f)).sort();
+    this.deltas.clear();
+    this.#stale = [];
+    if (names.length === 0) return data;
+    const into = data ?? emptyData();
+    for (const name of names) {
+      if (Number(DELTA.exec(name)![1]) <= into.seq) {
+        this.#stale.push(name);
+        continue;
+      }
+      const reader = new SnapshotReader(join(dir, name), into);
+      await readLines(join(dir, name), (line, lineNo) => reader.line(line, lineNo), this.#options);
+      reader.finish();
+      this.deltas.set(name, (await stat(join(dir, name))).size);
+    }
+    return into;
+  }
+
+  async #readSnapshot(): Promise<LoadedData | null> {
     try {
       const data = await this.#readLines();
       this.readLegacy = false;
@@ -306,14 +377,32 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     }
   }
 
+  /** Writes the whole state as the snapshot, then removes the deltas it covers. */
   async write(data: SnapshotData): Promise<void> {
+    if (data.from !== undefined) throw new TypeError('a delta goes to writeDelta');
     this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data, this.#options), this.#options);
     // An old-format snapshot is left only by a start that read it (or a crash just after this write).
-    await unlink(this.legacyPath).then(
-      () => syncDir(dirname(this.path)),
-      () => undefined,
-    );
+    const covered = [...this.deltas.keys(), ...this.#stale].map((name) => join(dirname(this.path), name));
+    this.deltas.clear();
+    this.#stale = [];
+    for (const path of [this.legacyPath, ...covered])
+      await unlink(path).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    await syncDir(dirname(this.path));
     this.readLegacy = false;
+  }
+
+  /** Writes a delta (`data.from` set: what was written since the snapshot or delta at that sequence). */
+  async writeDelta(data: SnapshotData): Promise<void> {
+    if (data.from === undefined) throw new TypeError('a delta says what it follows');
+    const name = deltaName(data.seq);
+    this.lastWrite = await writeLinesDurably(
+      join(dirname(this.path), name),
+      snapshotLines(data, this.#options),
+      this.#options,
+    );
+    this.deltas.set(name, this.lastWrite.bytes);
   }
 
   async #readLines(): Promise<LoadedData> {

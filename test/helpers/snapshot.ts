@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SNAPSHOT_FILE, SnapshotReader } from '../../api/store/snapshot.ts';
 
@@ -10,17 +10,32 @@ export interface SnapshotOnDisk {
   bytes: number;
 }
 
-/** A test data folder's snapshot (JSON Lines: a header, then each section's records), read as the store reads it, or null when there is none. */
+/**
+ * A test data folder's snapshot and its deltas (JSON Lines: a header, then each section's records),
+ * read as the store reads them, or null when there is none. The header is the last file's, its
+ * counts those of all the records; the bytes are those of every file.
+ */
 export function snapshotOnDisk(dir: string): SnapshotOnDisk | null {
   const path = join(dir, SNAPSHOT_FILE);
   if (!existsSync(path)) return null;
-  const text = readFileSync(path, 'utf8');
-  const reader = new SnapshotReader(path);
-  text
-    .split('\n')
-    .filter((l) => l !== '')
-    .forEach((line, i) => reader.line(line, i + 1));
-  const data = reader.finish();
+  const deltas = readdirSync(dir)
+    .filter((f) => /^snapshot-\d+\.jsonl$/.test(f))
+    .sort();
+  let reader: SnapshotReader | undefined;
+  let bytes = 0;
+  for (const file of [SNAPSHOT_FILE, ...deltas]) {
+    const text = readFileSync(join(dir, file), 'utf8');
+    bytes += Buffer.byteLength(text);
+    const into = reader?.finish();
+    // A delta the snapshot already covers (left by a crash) is skipped, as the store skips it.
+    if (into && Number(/\d+/.exec(file)![0]) <= into.seq) continue;
+    reader = new SnapshotReader(join(dir, file), into);
+    text
+      .split('\n')
+      .filter((l) => l !== '')
+      .forEach((line, i) => reader!.line(line, i + 1));
+  }
+  const data = reader!.finish();
   const records = {
     citizens: [...data.citizens],
     messages: [...data.messages],
@@ -28,5 +43,6 @@ export function snapshotOnDisk(dir: string): SnapshotOnDisk | null {
     receipts: [...data.receipts],
     windows: data.windows,
   };
-  return { header: reader.header as SnapshotOnDisk['header'], records, bytes: Buffer.byteLength(text) };
+  const counts = Object.fromEntries(SECTIONS.map((s) => [s, records[s].length])) as SnapshotOnDisk['header']['counts'];
+  return { header: { ...(reader!.header as SnapshotOnDisk['header']), counts }, records, bytes };
 }

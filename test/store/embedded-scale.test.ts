@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -252,7 +252,7 @@ describe('compact records', () => {
     ]);
     expect(blocks.length).toBeLessThan(200 / 3);
     const back = new RecordList(citizenCodec);
-    expect(blocks.reduce((n, b) => n + back.pushBlock(b), 0)).toBe(200);
+    expect(blocks.reduce((n, b) => n + back.addBlock(b), 0)).toBe(200);
     expect([...back].map((c) => JSON.stringify(c))).toEqual(records.map((c) => JSON.stringify(c)));
   });
 
@@ -579,5 +579,104 @@ describe('the ceiling', () => {
     const store = await openEmbeddedStore({ dir: fresh(), logger });
     expect(store.capacity().maxBytes).toBe(Math.floor(getHeapStatistics().heap_size_limit / 2));
     await store.close();
+  });
+});
+
+describe('deltas (what was written since the last snapshot, in its form)', () => {
+  const deltaFiles = (dir: string) =>
+    readdirSync(dir)
+      .filter((f) => /^snapshot-\d+\.jsonl$/.test(f))
+      .sort();
+  /** A store with a snapshot of `populate(200)`, then more of everything folded into deltas. */
+  async function withDeltas() {
+    const dir = fresh();
+    let store = await openEmbeddedStore({ dir, logger });
+    await populate(store, 200);
+    await store.compact();
+    await store.close();
+    store = await openEmbeddedStore({ dir, logger, compactEvery: 15 });
+    // An id older than every citizen's, used last: its record goes in before the others, in memory and on a start.
+    const early = citizen({ memberId: '00000000-0000-7000-8000-000000000000', name: 'early-bird' });
+    await populate(store, 40);
+    await store.citizens.add(early);
+    await store.drift.record(
+      'entity-a',
+      [0.3],
+      8,
+      {
+        decision_id: 'd2',
+        entity_id: 'entity-a',
+        verdict: 'PERSIST',
+        delta_t: 0.1,
+        delta_window: 0.2,
+        failed_predicates: [],
+        contraction_attempts: 0,
+        fail_closed: false,
+        at: new Date().toISOString(),
+      },
+      { keyHash: 'k-drift', fingerprint: 'f', status: 200, sealed: 's', createdAt: new Date().toISOString() },
+    );
+    for (let i = 0; i < 30; i++) await store.citizens.add(citizen());
+    return { dir, store, early };
+  }
+
+  it('hold only what is new, and a start reads the snapshot and its deltas into the same state', async () => {
+    const { dir, store, early } = await withDeltas();
+    const before = await observed(store);
+    await store.close();
+    const files = deltaFiles(dir);
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    // Each follows the one before it, and none holds the snapshot's records again.
+    const headers = files.map(
+      (f) =>
+        JSON.parse(readFileSync(join(dir, f), 'utf8').split('\n')[0]!) as never as {
+          from: number;
+          seq: number;
+          counts: Record<string, number>;
+        },
+    );
+    const base = JSON.parse(readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n')[0]!) as { seq: number };
+    headers.forEach((h, i) => expect(h.from).toBe(i === 0 ? base.seq : headers[i - 1]!.seq));
+    expect(headers.reduce((n, h) => n + h.counts.citizens!, 0)).toBeLessThanOrEqual(40 + 1 + 30);
+    expect(Math.max(...headers.map((h) => h.counts.citizens!))).toBeLessThan(40);
+
+    lines.length = 0;
+    const again = await openEmbeddedStore({ dir, logger });
+    expect(logged()).toMatch(/"nameKeys":"read"/);
+    expect(await observed(again)).toEqual(before);
+    expect(before.citizens.at(-1)!.memberId).toBe(early.memberId);
+    expect((await again.citizens.holding('EARLY-BIRD'))?.memberId).toBe(early.memberId);
+    expect(await again.idempotency.get('k-drift', new Date())).toMatchObject({ fingerprint: 'f' });
+    expect(await again.drift.window('entity-a')).toEqual([0.1, 0.2, 0.1, 0.2, 0.3]);
+    // A rewrite of everything folds the deltas in and removes them.
+    await again.compact();
+    expect(deltaFiles(dir)).toEqual([]);
+    expect(await observed(again)).toEqual(before);
+    await again.close();
+    const third = await openEmbeddedStore({ dir, logger });
+    expect(await observed(third)).toEqual(before);
+    await third.close();
+  });
+
+  it('refuses to start without one of them, and ignores (then removes) one the snapshot already covers', async () => {
+    const { dir, store } = await withDeltas();
+    await store.close();
+    const files = deltaFiles(dir);
+    const middle = join(dir, files[1]!);
+    const kept = readFileSync(middle);
+    rmSync(middle);
+    await expect(openEmbeddedStore({ dir, logger })).rejects.toThrow(/a delta from \d+, where what was read ends at/);
+    writeFileSync(middle, kept);
+    // A crash after a rewrite, before its deltas were removed: they are older than the snapshot.
+    const again = await openEmbeddedStore({ dir, logger });
+    const before = await observed(again);
+    await again.compact();
+    await again.close();
+    writeFileSync(middle, kept);
+    const third = await openEmbeddedStore({ dir, logger });
+    expect(await observed(third)).toEqual(before);
+    await third.compact();
+    expect(deltaFiles(dir)).toEqual([]);
+    await third.close();
   });
 });

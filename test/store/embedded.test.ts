@@ -216,19 +216,31 @@ describe('embedded store on disk', () => {
     await reopened.close();
   });
 
-  it('compacts only once the journal is as large as the snapshot, so the register size does not make writes dearer', async () => {
+  it('folds the journal into deltas of what is new, and rewrites the whole register only once they hold as much as the snapshot', async () => {
     const dir = fresh();
-    const compactions = () => (logger.flush(), lines.join('').split('store compacted').length - 1);
-    const before = compactions();
+    logger.flush();
+    const from = lines.length;
     const store = await openEmbeddedStore({ dir, logger, compactEvery: 10 });
     for (let i = 0; i < 320; i++) await store.citizens.add(citizen());
     await store.close();
-    // Every 10 entries would be 32 compactions; waiting for the journal to reach the snapshot's size
-    // widens the gap each time by a factor (a journal entry of an oath takes about 2.5 times the
-    // bytes of its record in the snapshot, so about 1.4: 10, 14, 20, ... entries).
-    const made = compactions() - before;
-    expect(made).toBeGreaterThanOrEqual(3);
-    expect(made).toBeLessThanOrEqual(12);
+    logger.flush();
+    const compactions = lines
+      .slice(from)
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"msg":"store compacted"'))
+      .map((l) => JSON.parse(l) as { into: string; bytes: number; snapshotBytes: number });
+    const wholes = compactions.filter((c) => c.into === 'snapshot');
+    const deltas = compactions.filter((c) => c.into === 'delta');
+    // A rewrite of everything waits until the deltas hold as much as the snapshot: the snapshot
+    // about doubles each time (10, 20, 40, ... citizens), so its cost a write stays the same.
+    expect(wholes.length).toBeGreaterThanOrEqual(3);
+    expect(wholes.length).toBeLessThanOrEqual(8);
+    // The other compactions (every 10 entries here) each write only what is new.
+    expect(deltas.length).toBeGreaterThan(15);
+    const written = deltas.reduce((n, d) => n + d.bytes, 0);
+    expect(written).toBeLessThan(2 * wholes.at(-1)!.snapshotBytes + deltas.length * 1024);
+    expect(Math.max(...deltas.map((d) => d.bytes))).toBeLessThan(wholes.at(-1)!.snapshotBytes);
     const reopened = await openEmbeddedStore({ dir, logger });
     expect((await reopened.citizens.stats()).total).toBe(320);
     await reopened.close();
