@@ -19,7 +19,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createLogging } from '../api/log.ts';
 import type { Message } from '../api/schemas/citizenship.ts';
 import { openEmbeddedStore } from '../api/store/embedded.ts';
-import type { CitizenRecord } from '../api/store/types.ts';
+import type { CitizenRecord, Store } from '../api/store/types.ts';
 import { emptyData, SnapshotFile } from '../api/store/snapshot.ts';
 import { freePort, spawnNode } from './lib.ts';
 
@@ -42,6 +42,13 @@ const HEAP_MB = process.env.BENCH_SCALE_HEAP_MB;
  * reads before a rewrite folds them in (the slowest start the rule allows).
  */
 const JOURNAL = Number(process.env.BENCH_SCALE_JOURNAL ?? 0);
+
+/**
+ * BENCH_SCALE_TAIL=n (with BENCH_SCALE_DIR): n more oaths written to the journal in this process,
+ * uncompacted, before the restarts: the longest tail the rule leaves is just under 1/32 of the
+ * snapshot's bytes (a start compacts a longer one, but only after replaying it).
+ */
+const TAIL = Number(process.env.BENCH_SCALE_TAIL ?? 0);
 
 /** A citizen and its wall shout, shaped as takeOath makes them. */
 function oathOf(name: string): { citizen: CitizenRecord; shout: Message } {
@@ -88,14 +95,19 @@ async function seed(dataDir: string, n: number): Promise<void> {
   const { logger } = createLogging('silent', { write: () => true });
   const store = await openEmbeddedStore({ dir: dataDir, logger });
   await store.compact();
-  for (let i = 0; i < JOURNAL; i += 256)
+  await oaths(store, JOURNAL, 'more');
+  await store.close();
+}
+
+/** `n` oaths through a store in this process, 256 at a time. */
+async function oaths(store: Store, n: number, prefix: string): Promise<void> {
+  for (let i = 0; i < n; i += 256)
     await Promise.all(
-      Array.from({ length: Math.min(256, JOURNAL - i) }, (_, k) => {
-        const { citizen, shout } = oathOf(`tail-${i + k}`);
+      Array.from({ length: Math.min(256, n - i) }, (_, k) => {
+        const { citizen, shout } = oathOf(`${prefix}-${process.pid}-${i + k}`);
         return store.citizens.add(citizen, shout);
       }),
     );
-  await store.close();
 }
 
 interface Running {
@@ -243,7 +255,20 @@ async function restartsOf(dataDir: string): Promise<void> {
       `seeded ${dataDir}: a snapshot of ${SEED.toLocaleString('en')} citizens, then ${JOURNAL.toLocaleString('en')} oaths through the store; on disk ${JSON.stringify(disk(dataDir))}`,
     );
   }
+  if (TAIL > 0) {
+    const { logger } = createLogging('silent', { write: () => true });
+    const store = await openEmbeddedStore({ dir: dataDir, logger, compactEvery: Infinity, compactBytes: Infinity });
+    await oaths(store, TAIL, 'tail');
+    await store.close();
+    console.log(`${TAIL.toLocaleString('en')} oaths added to the journal; on disk ${JSON.stringify(disk(dataDir))}`);
+  }
   const root = mkdtempSync(join(tmpdir(), 'bench-scale-restarts-'));
+  // A start of an empty folder: what any start costs.
+  const empty = await start(join(root, 'empty'), root, 9);
+  console.log(
+    `start of an empty store: first answer ${(empty.startMs / 1000).toFixed(2)} s, process CPU ${cpuSeconds(empty.child.pid!).toFixed(2)} s, RSS ${rssMb(empty.child.pid!).toFixed(0)} MB`,
+  );
+  await stop(empty);
   for (let run = 0; run < 3; run++) {
     const server = await start(dataDir, root, run);
     const opened = logLines(server.log, 'store opened').at(-1)!;
@@ -252,6 +277,8 @@ async function restartsOf(dataDir: string): Promise<void> {
     );
     await stop(server);
   }
+  // BENCH_SCALE_COMPACT=0 leaves the folder as it was (its deltas too), to restart it again.
+  if (process.env.BENCH_SCALE_COMPACT === '0') return;
   const opened = logLines(join(root, 'server-0.log'), 'store opened').at(-1)!;
   await compactionUnderWrites(dataDir, opened.citizens!);
 }

@@ -475,14 +475,17 @@ export class RecordList<T> implements EncodedRecords<T> {
     return this.#allocated - free + this.#positions.byteLength + (this.#words?.byteLength ?? 0);
   }
 
-  /** Room for `n` records without growing (a snapshot's reader knows how many come). */
+  /**
+   * Room for `n` records without growing (a snapshot's reader knows how many come): exactly for an
+   * empty list, else at least half as much again, as growing does (deltas reserve one after another).
+   */
   reserve(n: number): void {
     if (n <= this.#positions.length) return;
-    const next = new Float64Array(n);
+    const next = new Float64Array(this.#length === 0 ? n : Math.max(n, Math.ceil(this.#positions.length * 1.5)));
     next.set(this.#positions.subarray(0, this.#length));
     this.#positions = next;
     if (!this.#words) return;
-    const words = new Uint32Array(2 * n);
+    const words = new Uint32Array(2 * next.length);
     words.set(this.#words.subarray(0, 2 * this.#length));
     this.#words = words;
   }
