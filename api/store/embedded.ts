@@ -693,8 +693,10 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       )
       .finally(() => (compacting = undefined));
   }
-  // An old-format snapshot is written anew at once; a journal left long by earlier runs is compacted now.
-  maybeCompact(migrating);
+  // An old-format snapshot is written anew at once, and so is one whose name keys this start had to
+  // compute (no keys, or keys of another Unicode, ICU or confusables table), so the next reads them;
+  // a journal left long by earlier runs is compacted now.
+  maybeCompact(migrating || (!memory.nameKeysRead && memory.citizens.length > 0));
 
   /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses or the store is full. */
   async function commit(op: string, v: unknown): Promise<void> {

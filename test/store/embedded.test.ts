@@ -474,6 +474,20 @@ describe('name keys carried by the snapshot (issue 27: a start reads their hashe
     expect(old.refused).toEqual(carried.refused);
   });
 
+  it('writes a snapshot whose keys a start computed anew at once, so the next start reads them', async () => {
+    const { dir, holders } = await grown();
+    const old = await rewritten(dir, async (path) => versionTwo(path, await data(dir)));
+    const first = await seen(old);
+    expect(first.nameKeys).toBe('computed');
+    // seen() tried oaths on a copy; this start only opens and closes (a close waits for the rewrite).
+    await (await openEmbeddedStore({ dir: old, logger })).close();
+    const header = JSON.parse(readFileSync(snapshotPath(old), 'utf8').split('\n')[0]!) as { version: number };
+    expect(header.version).toBe(3);
+    const next = await seen(old);
+    expect(next.nameKeys).toBe('read');
+    expect(next.holders).toEqual(holders);
+  });
+
   it('computes them again when they were made under another stamp (another Unicode, ICU or confusables table), and uses what it reads under its own', async () => {
     const { dir, holders } = await grown();
     const read = await data(dir);
