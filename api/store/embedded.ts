@@ -357,7 +357,7 @@ export const heapLimitBytes = (): number => getHeapStatistics().heap_size_limit;
  * again beside its own, and a snapshot written and read a chunk at a time adds little to that.
  */
 export const defaultMaxBytes = (): number => Math.floor(heapLimitBytes() / 2);
-/** A delta is written once the journal holds this fraction of the snapshot (see maybeCompact). */
+/** A delta is written once the journal holds 1/DELTA_SHARE of the snapshot (see maybeCompact). */
 const DELTA_SHARE = 32;
 /** Past this share of its ceiling the store warns (log and /readyz). */
 export const NEAR_CEILING = 0.9;
