@@ -61,9 +61,12 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Starts a server child process on a free port (stdout discarded) and waits until it answers. Its
- * reverse-DNS lookups (crawler claims, ingested log records) go to a responder on loopback
- * (DNS_SERVERS, test/helpers/dns-responder.ts), never to the machine's resolver.
+ * Starts a server child process on a free port (stdout discarded) and waits until it is ready: its
+ * /readyz answers, and not 503 (the service answers 503 STARTING until its store is open; a bare
+ * server answers anything). A bench that loaded it before measured 503s, copied a 503's headers
+ * into a bare twin, and (before api/telemetry/tick-shape.ts) left node's nextTick megamorphic
+ * for the rest of the run. Its reverse-DNS lookups (crawler claims, ingested log records) go to a
+ * responder on loopback (DNS_SERVERS, test/helpers/dns-responder.ts), never to the machine's resolver.
  */
 export async function startChild(
   args: string[],
@@ -81,19 +84,17 @@ export async function startChild(
     { pinned },
   );
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (child.exitCode !== null) throw new Error(`${args.join(' ')} exited with ${child.exitCode}`);
-    if (
-      await fetch(url).then(
-        () => true,
-        () => false,
-      )
-    )
-      return { url, child };
+    const status = await fetch(`${url}/readyz`).then(
+      async (answer) => (await answer.arrayBuffer(), answer.status),
+      () => 0,
+    );
+    if (status !== 0 && status !== 503) return { url, child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill();
-  throw new Error(`${args.join(' ')} did not answer on ${url}`);
+  throw new Error(`${args.join(' ')} was not ready on ${url} within 120 s`);
 }
 
 export interface LoadOptions {
@@ -129,7 +130,12 @@ export async function load(url: string, options: LoadOptions): Promise<Figures> 
   });
   const after = cpuSeconds(options.pid);
   if (result.non2xx > 0 || result.errors > 0)
-    console.warn(`  ${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+    console.warn(
+      `  ${url}: ${result.non2xx} non-2xx (${Object.entries(result.statusCodeStats ?? {})
+        .filter(([code]) => !code.startsWith('2'))
+        .map(([code, { count }]) => `${count} × ${code}`)
+        .join(', ')}), ${result.errors} errors`,
+    );
   const cpuUs =
     before !== null && after !== null && result.requests.total > 0
       ? ((after - before) * 1e6) / result.requests.total

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadContent } from '../api/content/load.ts';
 import { createClassifier } from '../api/telemetry/classify.ts';
-import { compare, load, startBareTwin, startChild } from './lib.ts';
+import { compare, load, median, startBareTwin, startChild } from './lib.ts';
 import { funnelStepOf } from '../api/operations/paths.ts';
 
 // 1. Classification cost per User-Agent, uncached, on a realistic mix built from reference data
@@ -96,19 +96,25 @@ const c =
   })();
 console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
 
-// What counting adds to one request, in process: telemetry.observe for a crawler and a browser.
+// What counting adds to one request, in process: telemetry.observe for a crawler and a browser,
+// counted as the server counts (its robots.txt judge and alerts, as createEngine makes them).
 {
   const { createTelemetry, telemetryRulesOf } = await import('../api/telemetry/telemetry.ts');
+  const { createRobotsJudge } = await import('../api/telemetry/robots.ts');
+  const { createAlerts } = await import('../api/telemetry/alerts.ts');
   const { openMemoryStore } = await import('../api/store/index.ts');
   const { default: pino } = await import('pino');
   const content = await loadContent('content');
+  const silent = pino({ level: 'silent' });
   const t = await createTelemetry({
     funnelStepOf,
     ...telemetryRulesOf(content),
+    robots: createRobotsJudge(readFileSync('dist/client/robots.txt', 'utf8')),
+    alerts: createAlerts({ logger: silent, windowMs: 3_600_000, spoofThreshold: 50, maxQueue: 100, timeoutMs: 5000 }),
     resolver: { reverse: async () => [], resolve: async () => [] },
     fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: openMemoryStore().telemetry,
-    logger: pino({ level: 'silent' }),
+    logger: silent,
     flushMs: 3_600_000,
   });
   const request = (userAgent: string) => ({
@@ -133,33 +139,50 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
   ] as const) {
     const r = { ...request(ua), remoteAddress: name.startsWith('Googlebot') ? '66.249.66.1' : '127.0.0.1' };
     for (let i = 0; i < 20_000; i++) t.observe(r);
-    const start = process.hrtime.bigint();
-    for (let i = 0; i < 200_000; i++) t.observe(r);
-    console.log(
-      `telemetry.observe, ${name}: ${(Number(process.hrtime.bigint() - start) / 1000 / 200_000).toFixed(2)} µs per request`,
-    );
+    // CPU time, not wall time: on a shared machine the process is also descheduled. Median of 7.
+    const runs: number[] = [];
+    for (let k = 0; k < 7; k++) {
+      const start = process.cpuUsage();
+      for (let i = 0; i < 200_000; i++) t.observe(r);
+      const used = process.cpuUsage(start);
+      runs.push((used.user + used.system) / 200_000);
+    }
+    console.log(`telemetry.observe, ${name}: ${median(runs).toFixed(2)} µs of CPU per request (median of 7)`);
   }
   await t.close();
 }
 
 if (!SKIP_GATEWAY) {
-  const GPTBOT =
-    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+  const USER_AGENTS: [string, string][] = [
+    [
+      'GPTBot',
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    ],
+  ];
+  // BENCH_BROWSER=1: a browser's read too, to tell the gateway's cost for every request from counting a crawler's.
+  if (process.env.BENCH_BROWSER === '1')
+    USER_AGENTS.push([
+      'a browser',
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+    ]);
   const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-tel-')) });
   const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
   try {
-    const run = (url: string, pid: number | undefined) =>
-      load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': GPTBOT }, pid });
-    const r = await compare(
-      'GET /api/convert as GPTBot, 32 connections',
-      ROUNDS,
-      () => run(`${gateway.url}/api/convert`, gateway.child.pid),
-      () => run(`${bare.url}/`, bare.child.pid),
-    );
-    const cpu = r.cpuRatio === undefined ? undefined : 1 / r.cpuRatio;
-    console.log(
-      `gateway CPU per request = ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ 1.1×: ${cpu !== undefined && cpu <= 1.1 ? 'met' : 'NOT met'}`,
-    );
+    for (const [name, userAgent] of USER_AGENTS) {
+      const run = (url: string, pid: number | undefined) =>
+        load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': userAgent }, pid });
+      const r = await compare(
+        `GET /api/convert as ${name}, 32 connections`,
+        ROUNDS,
+        () => run(`${gateway.url}/api/convert`, gateway.child.pid),
+        () => run(`${bare.url}/`, bare.child.pid),
+      );
+      // Issue 29: the gateway serves at least 0.9 of the twin's requests per CPU second (CPU per request ≤ 1/0.9).
+      const share = r.cpuRatio;
+      console.log(
+        `gateway CPU per request (${name}) = ${share === undefined ? '?' : (1 / share).toFixed(2)}× the bare server's: ${share?.toFixed(2) ?? '?'} of its requests per CPU second; target ≥ 0.9: ${share !== undefined && share >= 0.9 ? 'met' : 'NOT met'}`,
+      );
+    }
   } finally {
     gateway.child.kill('SIGTERM');
     bare.child.kill('SIGTERM');

@@ -22,8 +22,8 @@ import { chooseEncoding } from '../http/encoding.ts';
 import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
 import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
-import { closing, lingerAs, LINGER_MS, whenLingerSlot } from './lingering.ts';
-import { clientKey, type ClientResolver } from '../http/client.ts';
+import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
+import type { ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
 import { referralOf, type ObservedRequest } from '../telemetry/observed.ts';
@@ -73,16 +73,22 @@ export interface GatewayOptions {
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT']);
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const STATIC_ALLOW = 'GET, HEAD, OPTIONS';
-function sendProblem(req: IncomingMessage, res: ServerResponse, problem: HttpProblem, instance: string): void {
+function sendProblem(
+  req: IncomingMessage,
+  res: ServerResponse,
+  client: string,
+  problem: HttpProblem,
+  instance: string,
+): void {
   if (res.headersSent) return void res.destroy();
   if (res.destroyed) return;
-  whenLingerSlot(req, () => {
+  whenLingerSlot(req, client, () => {
     // It may have waited: the client may have left, or (never yet) another answer gone first.
     if (res.destroyed || res.headersSent) return;
     const body = JSON.stringify(problem.body(instance));
     res.writeHead(
       problem.status,
-      closing(req, {
+      closing(req, client, {
         'Content-Type': PROBLEM_TYPE,
         'Content-Length': String(Buffer.byteLength(body)),
         ...securityHeaders(PROBLEM_TYPE),
@@ -109,10 +115,10 @@ function wireAnswer(answer: RouteAnswer): SharedAnswer {
   };
 }
 
-function sendAnswer(req: IncomingMessage, res: ServerResponse, answer: SharedAnswer): void {
-  whenLingerSlot(req, () => {
+function sendAnswer(req: IncomingMessage, res: ServerResponse, client: string, answer: SharedAnswer): void {
+  whenLingerSlot(req, client, () => {
     if (res.destroyed || res.headersSent) return;
-    res.writeHead(answer.status, closing(req, answer.headers));
+    res.writeHead(answer.status, closing(req, client, answer.headers));
     res.end(req.method === 'HEAD' ? undefined : answer.body);
   });
 }
@@ -238,8 +244,8 @@ export function createGateway(options: GatewayOptions) {
     const query = url.indexOf('?');
     const rawPath = query === -1 ? url : url.slice(0, query);
     // The client (behind a trusted proxy, the one it forwarded); the socket is gone by the time a closed request is reported.
-    const remoteAddress = options.clientOf(req.socket.remoteAddress ?? '', req.headers);
-    lingerAs(req, clientKey(remoteAddress));
+    const client = options.clientOf.ofRequest(req.socket, req.headers);
+    const remoteAddress = client.address;
     let reported = false;
     const report = () => {
       if (reported) return;
@@ -306,7 +312,7 @@ export function createGateway(options: GatewayOptions) {
           : null;
       if (sharedKey) shared!.answers.reading(req, res);
       const kept = sharedKey ? shared!.answers.get(sharedKey) : undefined;
-      if (kept) return sendAnswer(req, res, kept);
+      if (kept) return sendAnswer(req, res, client.key, kept);
 
       const file = files.get(path);
       if (file) {
@@ -326,7 +332,7 @@ export function createGateway(options: GatewayOptions) {
             if (continueFirst) res.writeContinue();
             await readBody(req, rules.limit, uploads.idleMs);
           }
-          return notFound(req, res, path);
+          return notFound(req, res, client.key, path);
         }
         // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
@@ -336,7 +342,7 @@ export function createGateway(options: GatewayOptions) {
           });
         secureRender(res);
         if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
-        return await render(req, res, () => notFound(req, res, path), locals);
+        return await render(req, res, () => notFound(req, res, client.key, path), locals);
       }
       // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
       if ('refuse' in route) throw route.refuse;
@@ -360,15 +366,21 @@ export function createGateway(options: GatewayOptions) {
       }
       const answer = wireAnswer(await route.handler(request));
       if (sharedKey) shared!.answers.set(sharedKey, answer);
-      return sendAnswer(req, res, answer);
+      return sendAnswer(req, res, client.key, answer);
     } catch (error) {
       // Nobody is left to answer: the request is reported as 499 and is no error of the server's.
       if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished))
         return void logger.debug({ path: rawPath, method }, 'client closed request');
       const problem = problemOf(error);
-      if (problem) return sendProblem(req, res, problem, rawPath);
+      if (problem) return sendProblem(req, res, client.key, problem, rawPath);
       logger.error({ err: error, path: rawPath, method }, 'unhandled error');
-      sendProblem(req, res, new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'), rawPath);
+      sendProblem(
+        req,
+        res,
+        client.key,
+        new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'),
+        rawPath,
+      );
     }
   };
 
@@ -396,11 +408,12 @@ export function createGateway(options: GatewayOptions) {
     return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType };
   }
 
-  function notFound(req: IncomingMessage, res: ServerResponse, path: string): void {
+  function notFound(req: IncomingMessage, res: ServerResponse, client: string, path: string): void {
     if (path.startsWith('/api/') || !options.notFoundPage) {
       return sendProblem(
         req,
         res,
+        client,
         new HttpProblem('NOT_FOUND', `Nothing is served at ${path}. See /llms.txt for every document.`),
         path,
       );

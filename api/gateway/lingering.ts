@@ -48,11 +48,6 @@ const lingeringByClient = new Map<string, Set<Socket>>();
 const waiting = new Map<() => void, string>();
 const waitingByClient = new Map<string, number>();
 
-/** The client key (api/http/client.ts) each request is counted under, as the gateway resolved it. */
-const clientOfRequest = new WeakMap<IncomingMessage, string>();
-export const lingerAs = (req: IncomingMessage, key: string) => void clientOfRequest.set(req, key);
-const keyOf = (req: IncomingMessage) => clientOfRequest.get(req) ?? req.socket.remoteAddress ?? '';
-
 /** Whether an answer sent now leaves its request's body unread (and so closes with a linger). */
 function leavesBodyUnread(req: IncomingMessage): boolean {
   // A request without a body may not be 'complete' yet when it is refused at once: it keeps its connection.
@@ -66,11 +61,10 @@ const mayLinger = (key: string) =>
 /**
  * Runs `send` (which writes the answer to `req`) now, or, when the answer would linger past a cap,
  * once a lingering connection closes or LINGER_MS has passed. Nothing is sent if the client leaves
- * meanwhile.
+ * meanwhile. `key`: the request's client key (api/http/client.ts), as the gateway resolved it.
  */
-export function whenLingerSlot(req: IncomingMessage, send: () => void): void {
+export function whenLingerSlot(req: IncomingMessage, key: string, send: () => void): void {
   if (!leavesBodyUnread(req)) return send();
-  const key = keyOf(req);
   const mine = waitingByClient.get(key) ?? 0;
   if (mayLinger(key) || mine >= LINGER_MAX_WAITING_PER_CLIENT || waiting.size >= LINGER_MAX_WAITING) return send();
   waitingByClient.set(key, mine + 1);
@@ -97,9 +91,9 @@ function handOverSlot(): void {
 }
 
 /** Headers of an answer, plus `Connection: close` and a lingering close when the request body was left unread. */
-export function closing(req: IncomingMessage, headers: Record<string, string>): Record<string, string> {
+export function closing(req: IncomingMessage, key: string, headers: Record<string, string>): Record<string, string> {
   if (!leavesBodyUnread(req)) return headers;
-  lingerAfterAnswer(req);
+  lingerAfterAnswer(req, key);
   return { ...headers, Connection: 'close' };
 }
 
@@ -110,7 +104,7 @@ export function closing(req: IncomingMessage, headers: Record<string, string>): 
  * most LINGER_BYTES, for at most LINGER_MS, at the shared LINGER_BYTES_PER_SECOND,
  * LINGER_MAX_CONNECTIONS at once and LINGER_MAX_PER_CLIENT from one client), then close.
  */
-function lingerAfterAnswer(req: IncomingMessage): void {
+function lingerAfterAnswer(req: IncomingMessage, key: string): void {
   const socket = req.socket as Socket & { destroySoon?: () => void };
   socket.destroySoon = function lingeringClose(this: Socket) {
     // The HTTP parser would read the rest of the body byte by byte: nothing in it is wanted.
@@ -132,7 +126,7 @@ function lingerAfterAnswer(req: IncomingMessage): void {
     if (!flow.held) this.resume();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
-    addLingering(this, keyOf(req));
+    addLingering(this, key);
     this.once('close', () => {
       // Closed by its client or its time, not for a cap: the slot it leaves is a waiting answer's.
       if (forgetLingering(this)) handOverSlot();

@@ -14,7 +14,8 @@ const unmapped = (address: string) =>
  * connections): its IPv4 address, or for IPv6 its /64, which one host can rotate through.
  */
 export function clientKey(address: string): string {
-  if (!isIPv6(address)) return address;
+  // Every IPv6 form has a colon: an IPv4 address (almost every client) skips isIPv6's long pattern.
+  if (!address.includes(':') || !isIPv6(address)) return address;
   const v4 = unmapped(address);
   if (v4 !== address) return v4;
   const [head = '', tail = ''] = address.split('::');
@@ -51,11 +52,25 @@ function hopsOf(headers: Readonly<Record<string, string | string[] | undefined>>
   }
 }
 
+/** A request's client: its address (what verification and the wall read) and its key (what every per-client limit counts). */
+export interface Client {
+  address: string;
+  key: string;
+}
+
+type Headers = Readonly<Record<string, string | string[] | undefined>>;
+
 export interface ClientResolver {
   /** The client of a request: the socket's peer, or, when that peer is a trusted proxy, the address it forwarded. */
-  (socketAddress: string, headers: Readonly<Record<string, string | string[] | undefined>>): string;
+  (socketAddress: string, headers: Headers): string;
   /** Whether a peer is a trusted proxy (its connections are its clients', not its own). */
   trusts(address: string): boolean;
+  /**
+   * The client of a request on `socket`, with its key: the same answer as the call, but a peer that
+   * is no trusted proxy is resolved once per connection (a keep-alive connection's requests are all
+   * its peer's), not per request.
+   */
+  ofRequest(socket: { remoteAddress?: string | undefined }, headers: Headers): Client;
 }
 
 /**
@@ -82,6 +97,20 @@ export function createClientResolver(
     return client;
   }) as ClientResolver;
   resolve.trusts = (address) => trust.length > 0 && trusted(plainAddress(address) || address, 0);
+  // A socket's peer never changes: its address, key and whether it is a trusted proxy, once.
+  const peers = new WeakMap<object, Client & { proxy: boolean }>();
+  resolve.ofRequest = (socket, headers) => {
+    let peer = peers.get(socket);
+    if (!peer) {
+      const written = socket.remoteAddress ?? '';
+      const address = plainAddress(written) || written;
+      peer = { address, key: clientKey(address), proxy: trust.length > 0 && trusted(address, 0) };
+      peers.set(socket, peer);
+    }
+    if (!peer.proxy) return peer;
+    const address = resolve(socket.remoteAddress ?? '', headers);
+    return { address, key: clientKey(address) };
+  };
   return resolve;
 }
 

@@ -177,22 +177,22 @@ export const LEDGER_SKEW_MS = 5 * 60_000;
  */
 export function ledgerRange(now: Date): { from: number; to: number } {
   const ms = now.getTime();
-  return {
-    from: Math.min(
-      Math.floor(ms / DAY) * DAY - (L.days - 1) * DAY,
-      Math.floor(ms / HOUR) * HOUR - (L.hours - 1) * HOUR,
-    ),
-    to: ms + LEDGER_SKEW_MS,
-  };
+  return { from: rangeFrom(ms), to: ms + LEDGER_SKEW_MS };
 }
+// The retention read directly: LEDGER_LIMITS' getters are a call each on every counted request.
+const rangeFrom = (ms: number) =>
+  Math.min(
+    Math.floor(ms / DAY) * DAY - (retention.days - 1) * DAY,
+    Math.floor(ms / HOUR) * HOUR - (retention.hours - 1) * HOUR,
+  );
 
 /** A record's time as the ledger counts it at `now`: null outside ledgerRange; one ahead of `now` counts as `now`. */
 export function ledgerTime(at: Date, now: Date): Date | null {
   const t = at.getTime();
-  const { from, to } = ledgerRange(now);
+  const ms = now.getTime();
   // NaN (an invalid date) fails both comparisons.
-  if (!(t >= from && t <= to)) return null;
-  return t > now.getTime() ? now : at;
+  if (!(t >= rangeFrom(ms) && t <= ms + LEDGER_SKEW_MS)) return null;
+  return t > ms ? now : at;
 }
 
 const hourKey = (ms: number) => `${new Date(ms).toISOString().slice(0, 13)}:00:00Z`;

@@ -1,3 +1,5 @@
+// First: keeps node's nextTick entries fast while the parser below loads (see tick-shape.ts).
+import './tick-shape.ts';
 import DeviceDetector from 'node-device-detector';
 
 // A browser/app parser's view of a User-Agent (Matomo device-detector's client list, through its

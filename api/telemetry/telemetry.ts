@@ -267,7 +267,8 @@ export async function createTelemetry(o: TelemetryOptions) {
         bait,
         disallowed: bait,
         robots,
-        ...(step ? { step } : {}),
+        // Always present (undefined when none): one shape of event, no spread per request.
+        step,
       },
       now(),
     );
@@ -285,6 +286,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     path: string,
     verification: Outcome | null,
   ): void {
+    // Almost every counted request is a known family's, verified or pending, on an allowed path: nothing to raise.
+    if (seen && !disallowed && verification !== 'failed') return;
     const alerts = o.alerts!;
     const row = name === null ? undefined : ledger.families[name];
     if (!row) return;
