@@ -569,6 +569,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     () => 0,
   );
   const memory = new Memory(db.data as LoadedData);
+  // Keys computed for a snapshot's citizens (not for a journal's, which a start always computes).
+  const snapshotKeysComputed = !memory.nameKeysRead && memory.citizens.length > 0;
   // The lists now belong to memory; lowdb's data is set again for each snapshot.
   db.data = emptyData();
   const journal = new Journal(dir, options.observer, options.chunks);
@@ -696,7 +698,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // An old-format snapshot is written anew at once, and so is one whose name keys this start had to
   // compute (no keys, or keys of another Unicode, ICU or confusables table), so the next reads them;
   // a journal left long by earlier runs is compacted now.
-  maybeCompact(migrating || (!memory.nameKeysRead && memory.citizens.length > 0));
+  maybeCompact(migrating || snapshotKeysComputed);
 
   /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses or the store is full. */
   async function commit(op: string, v: unknown): Promise<void> {
