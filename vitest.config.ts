@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // These files start Astro processes (builds, the dev server) that share the project's .astro/
-// folder: one at a time, beside the rest.
+// folder: run alone, after the rest, one at a time.
 const ASTRO_PROCESSES = [
   'test/ops/dev.test.ts',
   'test/documents/links.test.ts',
@@ -35,7 +35,7 @@ export default defineConfig({
           name: 'astro-processes',
           include: ASTRO_PROCESSES,
           fileParallelism: false,
-          sequence: { groupOrder: 0 },
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/lingering.ts';
+import { crawlerAgents } from '../test/helpers/crawler-agents.ts';
 import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
 
@@ -279,31 +280,7 @@ function wavHead(dataBytes: number): Buffer {
 }
 
 const SIXTY_KB = 'z'.repeat(60_000);
-const crawlerAgents = [
-  ...[
-    'Googlebot',
-    'bingbot',
-    'GPTBot',
-    'ClaudeBot',
-    'PerplexityBot',
-    'Applebot',
-    'DuckDuckBot',
-    'YandexBot',
-    'Baiduspider',
-    'CCBot',
-    'Bytespider',
-    'Amazonbot',
-    'AhrefsBot',
-    'SemrushBot',
-    'MJ12bot',
-    'DotBot',
-    'PetalBot',
-    'SeznamBot',
-    'facebookexternalhit',
-    'Twitterbot',
-  ],
-  ...Array.from({ length: 200 }, (_, i) => `XyzBot-${i}`),
-].map((name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`);
+const crawlers = crawlerAgents(200);
 const INVISIBLE = ['\u202E', '\u200B', '\u200D', '\u2066', '\uFEFF'];
 /** BENCH_HOSTILE_ONLY=2,3,9: only the attacks of those rows of issue 14. */
 const ONLY = process.env.BENCH_HOSTILE_ONLY
@@ -575,7 +552,7 @@ const attacks: Attack[] = [
         4,
         (i) =>
           exchange({
-            head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\n\r\n`,
+            head: `GET /deep/${i.toString(16)}${'a'.repeat(15_000)} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlers[i % crawlers.length]}\r\n\r\n`,
           }),
         RATE,
       ),
@@ -650,7 +627,7 @@ const attacks: Attack[] = [
     prepare: () =>
       pool(n(2000), 16, (i) =>
         exchange({
-          head: `GET /${'w'.repeat(2000)}/${i % 16} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlerAgents[i % crawlerAgents.length]}\r\nConnection: close\r\n\r\n`,
+          head: `GET /${'w'.repeat(2000)}/${i % 16} HTTP/1.1\r\nHost: x\r\nUser-Agent: ${crawlers[i % crawlers.length]}\r\nConnection: close\r\n\r\n`,
         }),
       ),
     run: stalledReaders,

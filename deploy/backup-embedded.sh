@@ -9,15 +9,18 @@
 #
 # Why not `tar` of the live folder: the store appends to journal-*.jsonl and, now and then,
 # compacts: it starts a new journal, writes its snapshot (snapshot.jsonl; snapshot.json in the
-# earlier format, which the first new snapshot removes), a temp file renamed over the old one, and
-# then deletes the journals the snapshot now holds. A copy that takes the snapshot before the
+# earlier format, which the first new snapshot removes) or a delta of what is new since it
+# (snapshot-<seq>.jsonl, removed by the next snapshot), a temp file renamed into place, and
+# then deletes the journals the snapshot or delta now holds. A copy that takes the snapshot before the
 # journals can get the old snapshot and miss the deleted journals, losing writes; tar takes files
 # in directory order (or by name with --sort=name), and exits 1 ("file changed as we read it",
 # "File removed before we read it") in the ordinary course. So this script:
 #   1. copies the journals first, each only up to its last whole line (a journal is preallocated
 #      with zeros, and its last line may be half-written while it is read); a journal deleted by a
 #      compaction meanwhile is skipped, since the snapshot taken next holds it;
-#   2. copies every other file but temporary ones (the signing key);
+#   2. copies every other file but temporary ones (the deltas, the signing key); a delta removed
+#      meanwhile is skipped, since only a snapshot that holds it removes it, and that one is taken
+#      next (a delta the snapshot holds is ignored at a start);
 #   3. copies the snapshot last: a rename replaces it whole, so the copy is one snapshot or the
 #      next, and either holds everything the journals it deleted held (an earlier-format
 #      snapshot.json first, then snapshot.jsonl: the old one is removed only once the new one is
@@ -71,7 +74,12 @@ for file in "$dir"/* "$dir"/.[!.]*; do
   case "$name" in
     journal-*.jsonl | snapshot.json | snapshot.jsonl | *.tmp | .readyz) continue ;;
   esac
-  cp -p "$file" "$stage/$name"
+  if ! cp -p "$file" "$stage/$name" 2>/dev/null; then
+    # A delta removed meanwhile: the snapshot copied next holds it.
+    if [[ $name == snapshot-*.jsonl && ! -e $file ]]; then continue; fi
+    echo "cannot read $file" >&2
+    exit 1
+  fi
 done
 
 # 3. The snapshot, last: the earlier format first, then the current one.

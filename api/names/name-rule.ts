@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import unhomoglyph from 'unhomoglyph';
 import { DomainError } from '../problems/domain.ts';
 import { codePointOf } from './characters.ts';
@@ -54,6 +56,24 @@ export interface NameKeys {
 export function nameKeys(name: string): NameKeys {
   const n = oneSpace(name.normalize('NFKC'));
   return { folded: oneSpace(skeleton(fold(n))), shaped: oneSpace(skeleton(fold(skeleton(n)))) };
+}
+
+/** Bumped by hand when nameKeys changes in a way the digest below might not show. */
+const NAME_KEYS_RULE = 1;
+let stamp: string | undefined;
+/**
+ * What the keys of a name depend on: this rule, Unicode's and ICU's data (NFKC, NFD, case) and the
+ * confusables table, with a digest of the keys of every character the table maps. Keys kept by
+ * another process (the embedded store's snapshot carries hashes of them) are used only under the
+ * same stamp, and computed anew otherwise. Computed once, on first use (a few milliseconds).
+ */
+export function nameKeysStamp(): string {
+  if (stamp) return stamp;
+  const table = createRequire(import.meta.url)('unhomoglyph/data.json') as Record<string, string>;
+  const keys = nameKeys(`${Object.keys(table).join(' ')} ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789 ß ς Σ ﬁ Ⅸ ＷＡＬＬ`);
+  const digest = createHash('sha256').update(`${keys.folded}\n${keys.shaped}`).digest('hex').slice(0, 16);
+  const { unicode, icu } = process.versions;
+  return (stamp = `name keys ${NAME_KEYS_RULE}; unicode ${unicode}; icu ${icu}; confusables ${digest}`);
 }
 
 /** The name the wall's shouts go by ("<name> took the oath"); no citizen or message may take it, or a look-alike. */

@@ -1,8 +1,9 @@
-import { unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
 import type { Message } from '../schemas/citizenship.ts';
 import {
+  MAX_STRING_BYTES,
   readJSONMembers,
   readLines,
   syncDir,
@@ -42,6 +43,18 @@ export interface SnapshotData {
   receipts: EncodedRecords<ReceiptEntry>;
   /** Drift windows, as [entityId, deltas]. */
   windows: Sized<[string, number[]]>;
+  /**
+   * What the two words each citizen carries are (the store's stamp for its name-key hashes), or
+   * null: a snapshot writes the words only with it, and gives it back so a reader can tell whether
+   * they are still what it would compute.
+   */
+  nameKeys: string | null;
+  /**
+   * For a delta: the sequence of the snapshot (or delta) it follows. A delta holds only what was
+   * written since then: the records added, the idempotency records and drift windows written (the
+   * latest of each), and the small values (drift, telemetry) whole.
+   */
+  from?: number;
 }
 
 /** What a read gives back: the long lists already in their compact in-memory form. */
@@ -62,32 +75,52 @@ export const emptyData = (): LoadedData => ({
   idempotency: [],
   receipts: new RecordList(receiptCodec),
   windows: [],
+  nameKeys: null,
 });
 
 const FORMAT = 'agentnode-embedded-snapshot';
-const VERSION = 2;
-/** The order of the record lines after the header. */
-const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
+/**
+ * 3: records in blocks (a line holds the encodings of as many whole records as fit in
+ * BLOCK_BYTES), the citizens' name-key hashes, and deltas. 2 (still read): a record a line, no hashes.
+ */
+const VERSION = 3;
+/** The order of the record lines after the header (the citizens' words before them, so a delta's citizens go in with theirs). */
+const SECTIONS = ['nameKeys', 'citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
+const SECTIONS_V2 = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 type Section = (typeof SECTIONS)[number];
 /**
- * Sections whose lines are the in-memory encoding of a record as a JSON string of base64 (see
- * records.ts): a start copies them into memory without parsing a JSON object per record, which
- * took most of the time of a start. The others are a JSON value a line.
+ * Sections whose lines are the in-memory encoding of records, in blocks, as a JSON string of base64
+ * (see records.ts): a start copies them into memory without parsing a JSON object per record, and
+ * with one base64 call a block. `nameKeys` holds the citizens' words (two little-endian 32-bit
+ * words a citizen, in the citizens' order), as base64 too. The others are a JSON value a line.
  */
 const ENCODED = new Set<Section>(['citizens', 'messages', 'receipts']);
 const isEncoded = (section: Section): section is 'citizens' | 'messages' | 'receipts' => ENCODED.has(section);
+/** The bytes of records a line holds at most: a 64 KiB line, decoded in well under a millisecond. */
+const BLOCK_BYTES = 48 * 1024;
+/** Blocks short enough that a reader with the same string limit can read a line (tests set a tiny one). */
+const blockBytes = (options: ChunkOptions) =>
+  Math.max(8, Math.min(BLOCK_BYTES, Math.floor(((options.maxStringBytes ?? MAX_STRING_BYTES) - 2) / 32) * 24));
 interface Header {
   format: typeof FORMAT;
   version: number;
   seq: number;
+  /** Records in each section (for `nameKeys`, citizens whose words follow: all of them, or none). */
   counts: Record<Section, number>;
   drift: Drift;
   telemetry: object | null;
+  /** What the citizens' words are, when the snapshot carries them. */
+  nameKeys?: string;
+  /** A delta's: the sequence it follows. */
+  from?: number;
 }
 
-/** The snapshot as lines: a header (sequence, counts, the small values), then a record a line. */
-export function* snapshotLines(data: SnapshotData): Generator<string> {
-  const counts = Object.fromEntries(SECTIONS.map((s) => [s, data[s].length])) as Record<Section, number>;
+/** The snapshot as lines: a header (sequence, counts, the small values), then the records in blocks or a line each. */
+export function* snapshotLines(data: SnapshotData, options: ChunkOptions = {}): Generator<string> {
+  const words = data.nameKeys === null ? null : data.citizens.words();
+  const counts = Object.fromEntries(
+    SECTIONS.map((s) => [s, s === 'nameKeys' ? (words ? data.citizens.length : 0) : data[s].length]),
+  ) as Record<Section, number>;
   const header: Header = {
     format: FORMAT,
     version: VERSION,
@@ -95,17 +128,40 @@ export function* snapshotLines(data: SnapshotData): Generator<string> {
     counts,
     drift: data.drift,
     telemetry: data.telemetry,
+    ...(words ? { nameKeys: data.nameKeys! } : {}),
+    ...(data.from === undefined ? {} : { from: data.from }),
   };
   yield JSON.stringify(header);
+  const bytes = blockBytes(options);
   for (const section of SECTIONS) {
+    if (section === 'nameKeys') {
+      if (words) yield* quoted(wordBlocks(words, bytes));
+      continue;
+    }
+    if (isEncoded(section)) {
+      // A view: it cannot move while it is written.
+      yield* quoted(data[section].blocks(bytes));
+      continue;
+    }
     let n = 0;
-    for (const line of isEncoded(section) ? quoted(data[section].encoded()) : jsonLines(data[section])) {
+    for (const line of jsonLines(data[section])) {
       yield line;
       n++;
     }
     // A list that moved while it was written would leave the header's count wrong: never silently.
     if (n !== counts[section])
       throw new Error(`snapshot: ${section} changed while written (${n} of ${counts[section]})`);
+  }
+}
+
+/** Words as base64 blocks of little-endian 32-bit words, whole pairs, at most `bytes` bytes a block. */
+function* wordBlocks(words: Uint32Array, bytes: number): Generator<string> {
+  const perBlock = Math.max(2, Math.floor(bytes / 8) * 2);
+  const block = Buffer.allocUnsafe(perBlock * 4);
+  for (let from = 0; from < words.length; from += perBlock) {
+    const to = Math.min(words.length, from + perBlock);
+    for (let i = from; i < to; i++) block.writeUInt32LE(words[i]!, 4 * (i - from));
+    yield block.toString('base64', 0, 4 * (to - from));
   }
 }
 
@@ -116,8 +172,8 @@ function* quoted(lines: Iterable<string>): Generator<string> {
   for (const line of lines) yield `"${line}"`;
 }
 
-/** Puts one record into the loaded data. */
-function take(data: LoadedData, section: Section, value: unknown): void {
+/** Puts one record of a section written a JSON value a record (any section, in the old format) into the loaded data. */
+function take(data: LoadedData, section: (typeof SECTIONS_V2)[number], value: unknown): void {
   switch (section) {
     case 'citizens':
       data.citizens.insert(value as CitizenRecord, true);
@@ -138,12 +194,122 @@ function take(data: LoadedData, section: Section, value: unknown): void {
 }
 
 /**
+ * Reads a snapshot's lines, one at a time, into the data they hold (SnapshotFile.read gives it a
+ * file's lines a chunk at a time): version 3, and version 2 (a record a line: a block of one).
+ * Given the data a snapshot read (`into`), it reads a delta that follows it into that data.
+ */
+export class SnapshotReader {
+  readonly data: LoadedData;
+  header: Header | undefined;
+  readonly #path: string;
+  readonly #delta: boolean;
+  #sections: readonly Section[] = SECTIONS;
+  #section = 0;
+  #left = 0;
+  /** The citizens' words (read before them), or zeros for a list that carries words when the file has none. */
+  #words: Uint32Array | undefined;
+  #wordsRead = 0;
+  #citizensRead = 0;
+
+  constructor(path: string, into?: LoadedData) {
+    this.#path = path;
+    this.#delta = into !== undefined;
+    this.data = into ?? emptyData();
+  }
+
+  line(line: string, lineNo: number): void {
+    if (!this.header) return this.#header(JSON.parse(line) as Header);
+    this.#nextSection();
+    if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
+    const name = this.#sections[this.#section]!;
+    let n = 1;
+    if (name === 'nameKeys' || isEncoded(name)) {
+      // A JSON string whose text needs no unescaping: base64 between quotes.
+      if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
+        throw new Error(`${this.#path}: line ${lineNo} is not a block of encoded records`);
+      const block = line.slice(1, -1);
+      if (name === 'nameKeys') n = this.#readWords(block, lineNo);
+      else if (name === 'citizens') {
+        n = this.data.citizens.addBlock(block, this.#delta || undefined, this.#words, this.#citizensRead);
+        this.#citizensRead += n;
+      } else n = this.data[name].addBlock(block, name === 'messages' && this.#delta ? false : undefined);
+    } else take(this.data, name as (typeof SECTIONS_V2)[number], JSON.parse(line));
+    if (n > this.#left) throw new Error(`${this.#path}: line ${lineNo} holds more records than the header counts`);
+    this.#left -= n;
+  }
+
+  #header(read: Header): void {
+    if (read.format !== FORMAT || (read.version !== VERSION && read.version !== 2))
+      throw new Error(`${this.#path}: not a snapshot this version reads`);
+    if (this.#delta !== (read.from !== undefined))
+      throw new Error(`${this.#path}: ${this.#delta ? 'not a delta' : 'a delta, not a snapshot'}`);
+    // A delta follows exactly the state read so far; a gap means a file is missing, and records with it.
+    if (this.#delta && read.from !== this.data.seq)
+      throw new Error(`${this.#path}: a delta from ${read.from}, where what was read ends at ${this.data.seq}`);
+    if (read.version === 2) this.#sections = SECTIONS_V2;
+    else if (read.counts.nameKeys !== 0 && (read.counts.nameKeys !== read.counts.citizens || !read.nameKeys))
+      throw new Error(`${this.#path}: name keys for ${read.counts.nameKeys} of ${read.counts.citizens} citizens`);
+    this.header = read;
+    const data = this.data;
+    const keyed = read.version !== 2 && read.counts.nameKeys > 0;
+    if (!this.#delta) {
+      if (keyed) data.citizens.carryWords();
+      data.nameKeys = keyed ? read.nameKeys! : null;
+    } else if (data.citizens.carriesWords && (!keyed || read.nameKeys !== data.nameKeys)) {
+      // Words of another making (or none): the store computes them all again.
+      data.nameKeys = null;
+      if (!keyed) this.#words = new Uint32Array(2 * read.counts.citizens);
+    }
+    if (keyed) this.#words = new Uint32Array(2 * read.counts.nameKeys);
+    data.seq = read.seq;
+    data.drift = { ...emptyDrift(), ...read.drift };
+    data.telemetry = read.telemetry ?? null;
+    for (const list of ['citizens', 'messages', 'receipts'] as const)
+      data[list].reserve(data[list].length + read.counts[list]);
+    this.#left = read.counts[this.#sections[0]!];
+  }
+
+  /** The data, once every line was given; throws if the lines ended before the records the header counts. */
+  finish(): LoadedData {
+    if (!this.header) throw new Error(`${this.#path}: empty snapshot`);
+    this.#nextSection();
+    if (this.#left !== 0) throw new Error(`${this.#path}: the snapshot ends before the records its header counts`);
+    return this.data;
+  }
+
+  #nextSection(): void {
+    while (this.#left === 0 && this.#section < this.#sections.length - 1)
+      this.#left = this.header!.counts[this.#sections[++this.#section]!];
+  }
+
+  /** Keeps the words of the next citizens, from a block; how many citizens it covered. */
+  #readWords(base64: string, lineNo: number): number {
+    const bytes = Buffer.from(base64, 'base64');
+    if (bytes.length === 0 || bytes.length % 8 !== 0)
+      throw new Error(`${this.#path}: line ${lineNo} is not a block of name keys`);
+    const n = bytes.length / 8;
+    const words = this.#words!;
+    if (2 * (this.#wordsRead + n) > words.length)
+      throw new Error(`${this.#path}: line ${lineNo} holds more name keys than the header counts`);
+    for (let i = 0; i < 2 * n; i++) words[2 * this.#wordsRead + i] = bytes.readUInt32LE(4 * i);
+    this.#wordsRead += n;
+    return n;
+  }
+}
+
+/** A delta's file: `snapshot-<its sequence, 12 digits>.jsonl`. */
+const DELTA = /^snapshot-(\d{12,})\.jsonl$/;
+const deltaName = (seq: number) => `snapshot-${String(seq).padStart(12, '0')}.jsonl`;
+
+/**
  * lowdb's adapter for the embedded store's snapshot, streaming: JSON Lines (`snapshot.jsonl`), a
- * header then a record a line (citizens, messages and receipts in their in-memory encoding, as
- * base64 strings), read and written a chunk at a time; written durably (temp file,
- * fsync, rename, fsync of the folder; lowdb's own JSONFile renames but never fsyncs, and reads and
- * writes the whole file as one string). A snapshot of the old format (`snapshot.json`, one JSON
- * object) is read a member at a time too, and removed once a new one is written.
+ * header then the records (citizens, messages and receipts in their in-memory encoding, in base64
+ * blocks), read and written a chunk at a time; written durably (temp file, fsync, rename, fsync of
+ * the folder; lowdb's own JSONFile renames but never fsyncs, and reads and writes the whole file as
+ * one string). Deltas (`snapshot-<seq>.jsonl`, what was written since the file before) follow it;
+ * a read reads the snapshot then each delta, and writing a snapshot removes them. A snapshot of
+ * the old format (`snapshot.json`, one JSON object) is read a member at a time too, and removed
+ * once a new one is written.
  */
 export class SnapshotFile implements Adapter<SnapshotData> {
   readonly path: string;
@@ -154,6 +320,10 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   lastWrite: ChunkStats | undefined;
   /** The last read came from a snapshot of the old format, which the next write replaces. */
   readLegacy = false;
+  /** The deltas after the snapshot, by file name, with their bytes. */
+  readonly deltas = new Map<string, number>();
+  /** Deltas a snapshot written after them covers (a crash came before their removal). */
+  #stale: string[] = [];
 
   constructor(path: string, legacyPath: string, options: ChunkOptions = {}) {
     this.path = path;
@@ -161,7 +331,35 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     this.#options = options;
   }
 
+  /** Bytes of the deltas after the snapshot. */
+  get deltaBytes(): number {
+    let bytes = 0;
+    for (const b of this.deltas.values()) bytes += b;
+    return bytes;
+  }
+
   async read(): Promise<LoadedData | null> {
+    const data = await this.#readSnapshot();
+    const dir = dirname(this.path);
+    const names = (await readdir(dir)).filter((f) => DELTA.test(f)).sort();
+    this.deltas.clear();
+    this.#stale = [];
+    if (names.length === 0) return data;
+    const into = data ?? emptyData();
+    for (const name of names) {
+      if (Number(DELTA.exec(name)![1]) <= into.seq) {
+        this.#stale.push(name);
+        continue;
+      }
+      const reader = new SnapshotReader(join(dir, name), into);
+      await readLines(join(dir, name), (line, lineNo) => reader.line(line, lineNo), this.#options);
+      reader.finish();
+      this.deltas.set(name, (await stat(join(dir, name))).size);
+    }
+    return into;
+  }
+
+  async #readSnapshot(): Promise<LoadedData | null> {
     try {
       const data = await this.#readLines();
       this.readLegacy = false;
@@ -179,51 +377,38 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     }
   }
 
+  /** Writes the whole state as the snapshot, then removes the deltas it covers. */
   async write(data: SnapshotData): Promise<void> {
-    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data), this.#options);
+    if (data.from !== undefined) throw new TypeError('a delta goes to writeDelta');
+    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data, this.#options), this.#options);
     // An old-format snapshot is left only by a start that read it (or a crash just after this write).
-    await unlink(this.legacyPath).then(
-      () => syncDir(dirname(this.path)),
-      () => undefined,
-    );
+    const covered = [...this.deltas.keys(), ...this.#stale].map((name) => join(dirname(this.path), name));
+    this.deltas.clear();
+    this.#stale = [];
+    for (const path of [this.legacyPath, ...covered])
+      await unlink(path).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    await syncDir(dirname(this.path));
     this.readLegacy = false;
   }
 
-  async #readLines(): Promise<LoadedData> {
-    const data = emptyData();
-    let header: Header | undefined;
-    let section = 0;
-    let left = 0;
-    this.lastRead = await readLines(
-      this.path,
-      (line, lineNo) => {
-        if (!header) {
-          header = JSON.parse(line) as Header;
-          if (header.format !== FORMAT || header.version !== VERSION)
-            throw new Error(`${this.path}: not a snapshot this version reads`);
-          data.seq = header.seq;
-          data.drift = { ...emptyDrift(), ...header.drift };
-          data.telemetry = header.telemetry ?? null;
-          left = header.counts[SECTIONS[0]];
-          return;
-        }
-        while (left === 0 && section < SECTIONS.length - 1) left = header.counts[SECTIONS[++section]!];
-        if (left === 0) throw new Error(`${this.path}: line ${lineNo} is past the records the header counts`);
-        const name = SECTIONS[section]!;
-        // An encoded line is a JSON string whose text needs no unescaping: base64 between quotes.
-        if (isEncoded(name)) {
-          if (line.charCodeAt(0) !== 0x22 || line.charCodeAt(line.length - 1) !== 0x22)
-            throw new Error(`${this.path}: line ${lineNo} is not an encoded record`);
-          data[name].pushEncoded(line.slice(1, -1));
-        } else take(data, name, JSON.parse(line));
-        left--;
-      },
+  /** Writes a delta (`data.from` set: what was written since the snapshot or delta at that sequence). */
+  async writeDelta(data: SnapshotData): Promise<void> {
+    if (data.from === undefined) throw new TypeError('a delta says what it follows');
+    const name = deltaName(data.seq);
+    this.lastWrite = await writeLinesDurably(
+      join(dirname(this.path), name),
+      snapshotLines(data, this.#options),
       this.#options,
     );
-    if (!header) throw new Error(`${this.path}: empty snapshot`);
-    while (left === 0 && section < SECTIONS.length - 1) left = header.counts[SECTIONS[++section]!];
-    if (left !== 0) throw new Error(`${this.path}: the snapshot ends before the records its header counts`);
-    return data;
+    this.deltas.set(name, this.lastWrite.bytes);
+  }
+
+  async #readLines(): Promise<LoadedData> {
+    const reader = new SnapshotReader(this.path);
+    this.lastRead = await readLines(this.path, (line, lineNo) => reader.line(line, lineNo), this.#options);
+    return reader.finish();
   }
 
   /** The old format: `{"seq":..,"citizens":[..],"messages":[..],..}`, a member or element at a time. */
@@ -231,9 +416,9 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     const data = emptyData();
     this.lastRead = await readJSONMembers(
       this.legacyPath,
-      new Set(SECTIONS),
+      new Set(SECTIONS_V2),
       (key, value) => {
-        if ((SECTIONS as readonly string[]).includes(key)) take(data, key as Section, value);
+        if ((SECTIONS_V2 as readonly string[]).includes(key)) take(data, key as (typeof SECTIONS_V2)[number], value);
         else if (key === 'seq') data.seq = value as number;
         else if (key === 'drift') data.drift = { ...emptyDrift(), ...(value as Drift) };
         else if (key === 'telemetry') data.telemetry = (value as object | null) ?? null;

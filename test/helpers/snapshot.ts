@@ -1,14 +1,6 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { citizenCodec, messageCodec, receiptCodec, type RecordCodec } from '../../api/store/records.ts';
-import { SNAPSHOT_FILE } from '../../api/store/snapshot.ts';
-
-/** Sections written in the store's compact encoding (a base64 JSON string a line), and their codecs. */
-const ENCODED: Record<string, RecordCodec<unknown>> = {
-  citizens: citizenCodec,
-  messages: messageCodec,
-  receipts: receiptCodec,
-} as never;
+import { SNAPSHOT_FILE, SnapshotReader } from '../../api/store/snapshot.ts';
 
 /** The order of the record lines after the header, as the store writes them. */
 const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
@@ -18,23 +10,39 @@ export interface SnapshotOnDisk {
   bytes: number;
 }
 
-/** A test data folder's snapshot (JSON Lines: a header, then each section's records), or null when there is none. */
+/**
+ * A test data folder's snapshot and its deltas (JSON Lines: a header, then each section's records),
+ * read as the store reads them, or null when there is none. The header is the last file's, its
+ * counts those of all the records; the bytes are those of every file.
+ */
 export function snapshotOnDisk(dir: string): SnapshotOnDisk | null {
   const path = join(dir, SNAPSHOT_FILE);
   if (!existsSync(path)) return null;
-  const text = readFileSync(path, 'utf8');
-  const lines = text.split('\n').filter((l) => l !== '');
-  const header = JSON.parse(lines[0]!) as SnapshotOnDisk['header'];
-  const records = {} as SnapshotOnDisk['records'];
-  let at = 1;
-  for (const section of SECTIONS) {
-    const codec = ENCODED[section];
-    records[section] = lines
-      .slice(at, at + header.counts[section])
-      .map((l) =>
-        codec ? codec.decode(Buffer.from(JSON.parse(l) as string, 'base64'), 0) : (JSON.parse(l) as unknown),
-      );
-    at += header.counts[section];
+  const deltas = readdirSync(dir)
+    .filter((f) => /^snapshot-\d+\.jsonl$/.test(f))
+    .sort();
+  let reader: SnapshotReader | undefined;
+  let bytes = 0;
+  for (const file of [SNAPSHOT_FILE, ...deltas]) {
+    const text = readFileSync(join(dir, file), 'utf8');
+    bytes += Buffer.byteLength(text);
+    const into = reader?.finish();
+    // A delta the snapshot already covers (left by a crash) is skipped, as the store skips it.
+    if (into && Number(/\d+/.exec(file)![0]) <= into.seq) continue;
+    reader = new SnapshotReader(join(dir, file), into);
+    text
+      .split('\n')
+      .filter((l) => l !== '')
+      .forEach((line, i) => reader!.line(line, i + 1));
   }
-  return { header, records, bytes: Buffer.byteLength(text) };
+  const data = reader!.finish();
+  const records = {
+    citizens: [...data.citizens],
+    messages: [...data.messages],
+    idempotency: data.idempotency,
+    receipts: [...data.receipts],
+    windows: data.windows,
+  };
+  const counts = Object.fromEntries(SECTIONS.map((s) => [s, records[s].length])) as SnapshotOnDisk['header']['counts'];
+  return { header: { ...(reader!.header as SnapshotOnDisk['header']), counts }, records, bytes };
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LEDGER_LIMITS, LEDGER_SKEW_MS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
 import { RANGES, toWallView, type RangeKey } from '../../src/lib/bot-wall-view.ts';
+import { crawlerAgents } from '../helpers/crawler-agents.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
@@ -18,32 +19,7 @@ import { pool } from './probe.ts';
 const MB = 1024 * 1024;
 const WALL_MAX = 0.6 * MB;
 const SAVED_MAX = 0.6 * MB;
-const REAL = [
-  'Googlebot',
-  'bingbot',
-  'GPTBot',
-  'ClaudeBot',
-  'PerplexityBot',
-  'Applebot',
-  'DuckDuckBot',
-  'YandexBot',
-  'Baiduspider',
-  'CCBot',
-  'Bytespider',
-  'Amazonbot',
-  'AhrefsBot',
-  'SemrushBot',
-  'MJ12bot',
-  'DotBot',
-  'PetalBot',
-  'SeznamBot',
-  'facebookexternalhit',
-  'Twitterbot',
-];
-const INVENTED = 200;
-const userAgents = [...REAL, ...Array.from({ length: INVENTED }, (_, i) => `XyzBot-${i}`)].map(
-  (name) => `Mozilla/5.0 (compatible; ${name}/1.0; +https://crawler.example/${name})`,
-);
+const userAgents = crawlerAgents(200);
 const REQUESTS = 3000;
 /** A distinct path of ~15 KB (request headers may take 16 KiB in all). */
 const longPath = () => `/deep/${randomBytes(7400).toString('hex')}`;

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -215,6 +215,47 @@ describe('compact records', () => {
     expect(new KeyIndex(index.size / 2).bytes).toBe(index.bytes / 2);
   });
 
+  it('carry two words a record in step with the records, however they are inserted, and refuse a record without them', () => {
+    const wordsOf = (id: string) => [parseInt(id.slice(0, 8), 16), parseInt(id.slice(9, 13), 16)] as const;
+    fc.assert(
+      fc.property(fc.array(fc.uuid(), { maxLength: 3000 }), (ids) => {
+        const list = new RecordList(citizenCodec);
+        list.carryWords();
+        // Ids out of order: inserts move records (and their words) along.
+        for (const id of ids) list.insert(citizen({ memberId: id }), true, ...wordsOf(id));
+        const view = list.view();
+        const words = view.words()!;
+        list.insert(citizen({ memberId: '00000000-0000-0000-0000-000000000000' }), true, 7, 7);
+        expect(words.length).toBe(2 * view.length);
+        for (let i = 0; i < view.length; i++) {
+          expect([list.wordAt(i + 1, 0), list.wordAt(i + 1, 1)]).toEqual(wordsOf(view.idAt(i)));
+          expect([words[2 * i], words[2 * i + 1]]).toEqual(wordsOf(view.idAt(i)));
+        }
+        expect(() => list.push(citizen())).toThrow(TypeError);
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  it('go into blocks of whole records, a record too long for one alone, and come back from them', () => {
+    const list = new RecordList(citizenCodec);
+    const records = Array.from({ length: 200 }, (_, i) =>
+      i === 50
+        ? ({ ...citizen(), extra: 'kept as JSON text' } as CitizenRecord)
+        : citizen({ purpose: i === 100 ? 'long '.repeat(400) : `purpose ${i}` }),
+    );
+    for (const c of records) list.push(c);
+    const blocks = [...list.blocks(600)];
+    const sizes = blocks.map((b) => Buffer.from(b, 'base64').length);
+    expect(sizes.filter((n) => n > 600)).toEqual([
+      citizenCodec.end(list.locate(100).buf, list.locate(100).at) - list.locate(100).at,
+    ]);
+    expect(blocks.length).toBeLessThan(200 / 3);
+    const back = new RecordList(citizenCodec);
+    expect(blocks.reduce((n, b) => n + back.addBlock(b), 0)).toBe(200);
+    expect([...back].map((c) => JSON.stringify(c))).toEqual(records.map((c) => JSON.stringify(c)));
+  });
+
   it('hold a citizen and its wall shout in a few hundred bytes', () => {
     const cl = new RecordList(citizenCodec);
     const ml = new RecordList(messageCodec);
@@ -255,8 +296,12 @@ describe('snapshot in chunks', () => {
     await file.write(data);
     const size = statSync(join(dir, 'snapshot.jsonl')).size;
     expect(size).toBeGreaterThan(40 * 1024);
-    // One chunk a line or so: far more chunks than the tens a 256 KiB chunk would make.
-    expect(file.lastWrite!.chunks).toBeGreaterThan(600);
+    // Records go in blocks no longer than the string limit, several a block...
+    const written = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
+    expect(Math.max(...written.map((l) => l.length))).toBeLessThanOrEqual(1024);
+    expect(written.length).toBeLessThan(601 / 3);
+    // ...and a chunk a line (each is longer than 64 bytes): far more chunks than the one a 256 KiB chunk would make.
+    expect(file.lastWrite!.chunks).toBeGreaterThan(size / 1024);
     expect(file.lastWrite!.bytes).toBe(size);
     const back = (await file.read())!;
     expect(file.lastRead!.chunks).toBeGreaterThanOrEqual(Math.ceil(size / 64));
@@ -286,15 +331,26 @@ describe('snapshot in chunks', () => {
     }
   });
 
-  it('refuses a snapshot that ends before the records its header counts', async () => {
+  it('refuses a snapshot that ends before the records its header counts, or holds more', async () => {
     const dir = fresh();
     const file = new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json'));
     const data = emptyData();
     for (let i = 0; i < 5; i++) data.citizens.push(citizen());
     await file.write(data);
-    const text = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
-    writeFileSync(join(dir, 'snapshot.jsonl'), text.slice(0, 4).join('\n'));
+    const [header, block] = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
+    // One block holds the five: keep three of them.
+    const bytes = Buffer.from(JSON.parse(block!) as string, 'base64');
+    let end = 0;
+    for (let i = 0; i < 3; i++) end = citizenCodec.end(bytes, end);
+    writeFileSync(
+      join(dir, 'snapshot.jsonl'),
+      `${header}\n${JSON.stringify(bytes.subarray(0, end).toString('base64'))}\n`,
+    );
     await expect(file.read()).rejects.toThrow(/ends before/);
+    const fewer = header!.replace('"citizens":5', '"citizens":4');
+    expect(fewer).not.toBe(header);
+    writeFileSync(join(dir, 'snapshot.jsonl'), `${fewer}\n${block}\n`);
+    await expect(file.read()).rejects.toThrow(/more records than the header counts/);
   });
 });
 
@@ -523,5 +579,104 @@ describe('the ceiling', () => {
     const store = await openEmbeddedStore({ dir: fresh(), logger });
     expect(store.capacity().maxBytes).toBe(Math.floor(getHeapStatistics().heap_size_limit / 2));
     await store.close();
+  });
+});
+
+describe('deltas (what was written since the last snapshot, in its form)', () => {
+  const deltaFiles = (dir: string) =>
+    readdirSync(dir)
+      .filter((f) => /^snapshot-\d+\.jsonl$/.test(f))
+      .sort();
+  /** A store with a snapshot of `populate(200)`, then more of everything folded into deltas. */
+  async function withDeltas() {
+    const dir = fresh();
+    let store = await openEmbeddedStore({ dir, logger });
+    await populate(store, 200);
+    await store.compact();
+    await store.close();
+    store = await openEmbeddedStore({ dir, logger, compactEvery: 15 });
+    // An id older than every citizen's, used last: its record goes in before the others, in memory and on a start.
+    const early = citizen({ memberId: '00000000-0000-7000-8000-000000000000', name: 'early-bird' });
+    await populate(store, 40);
+    await store.citizens.add(early);
+    await store.drift.record(
+      'entity-a',
+      [0.3],
+      8,
+      {
+        decision_id: 'd2',
+        entity_id: 'entity-a',
+        verdict: 'PERSIST',
+        delta_t: 0.1,
+        delta_window: 0.2,
+        failed_predicates: [],
+        contraction_attempts: 0,
+        fail_closed: false,
+        at: new Date().toISOString(),
+      },
+      { keyHash: 'k-drift', fingerprint: 'f', status: 200, sealed: 's', createdAt: new Date().toISOString() },
+    );
+    for (let i = 0; i < 30; i++) await store.citizens.add(citizen());
+    return { dir, store, early };
+  }
+
+  it('hold only what is new, and a start reads the snapshot and its deltas into the same state', async () => {
+    const { dir, store, early } = await withDeltas();
+    const before = await observed(store);
+    await store.close();
+    const files = deltaFiles(dir);
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    // Each follows the one before it, and none holds the snapshot's records again.
+    const headers = files.map(
+      (f) =>
+        JSON.parse(readFileSync(join(dir, f), 'utf8').split('\n')[0]!) as never as {
+          from: number;
+          seq: number;
+          counts: Record<string, number>;
+        },
+    );
+    const base = JSON.parse(readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n')[0]!) as { seq: number };
+    headers.forEach((h, i) => expect(h.from).toBe(i === 0 ? base.seq : headers[i - 1]!.seq));
+    expect(headers.reduce((n, h) => n + h.counts.citizens!, 0)).toBeLessThanOrEqual(40 + 1 + 30);
+    expect(Math.max(...headers.map((h) => h.counts.citizens!))).toBeLessThan(40);
+
+    lines.length = 0;
+    const again = await openEmbeddedStore({ dir, logger });
+    expect(logged()).toMatch(/"nameKeys":"read"/);
+    expect(await observed(again)).toEqual(before);
+    expect(before.citizens.at(-1)!.memberId).toBe(early.memberId);
+    expect((await again.citizens.holding('EARLY-BIRD'))?.memberId).toBe(early.memberId);
+    expect(await again.idempotency.get('k-drift', new Date())).toMatchObject({ fingerprint: 'f' });
+    expect(await again.drift.window('entity-a')).toEqual([0.1, 0.2, 0.1, 0.2, 0.3]);
+    // A rewrite of everything folds the deltas in and removes them.
+    await again.compact();
+    expect(deltaFiles(dir)).toEqual([]);
+    expect(await observed(again)).toEqual(before);
+    await again.close();
+    const third = await openEmbeddedStore({ dir, logger });
+    expect(await observed(third)).toEqual(before);
+    await third.close();
+  });
+
+  it('refuses to start without one of them, and ignores (then removes) one the snapshot already covers', async () => {
+    const { dir, store } = await withDeltas();
+    await store.close();
+    const files = deltaFiles(dir);
+    const middle = join(dir, files[1]!);
+    const kept = readFileSync(middle);
+    rmSync(middle);
+    await expect(openEmbeddedStore({ dir, logger })).rejects.toThrow(/a delta from \d+, where what was read ends at/);
+    writeFileSync(middle, kept);
+    // A crash after a rewrite, before its deltas were removed: they are older than the snapshot.
+    const again = await openEmbeddedStore({ dir, logger });
+    const before = await observed(again);
+    await again.compact();
+    await again.close();
+    writeFileSync(middle, kept);
+    const third = await openEmbeddedStore({ dir, logger });
+    expect(await observed(third)).toEqual(before);
+    await third.compact();
+    expect(deltaFiles(dir)).toEqual([]);
+    await third.close();
   });
 });

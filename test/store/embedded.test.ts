@@ -1,5 +1,7 @@
 import {
   closeSync,
+  cpSync,
+  existsSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -16,6 +18,7 @@ import { createLogging } from '../../api/log.ts';
 import { nameKeys } from '../../api/names/name-rule.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
 import { Journal, PREALLOCATE_BYTES } from '../../api/store/journal.ts';
+import { SnapshotFile, type LoadedData } from '../../api/store/snapshot.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 
@@ -213,19 +216,31 @@ describe('embedded store on disk', () => {
     await reopened.close();
   });
 
-  it('compacts only once the journal is as large as the snapshot, so the register size does not make writes dearer', async () => {
+  it('folds the journal into deltas of what is new, and rewrites the whole register only once they hold as much as the snapshot', async () => {
     const dir = fresh();
-    const compactions = () => (logger.flush(), lines.join('').split('store compacted').length - 1);
-    const before = compactions();
+    logger.flush();
+    const from = lines.length;
     const store = await openEmbeddedStore({ dir, logger, compactEvery: 10 });
     for (let i = 0; i < 320; i++) await store.citizens.add(citizen());
     await store.close();
-    // Every 10 entries would be 32 compactions; waiting for the journal to reach the snapshot's size
-    // widens the gap each time by a factor (a journal entry of an oath takes about 2.5 times the
-    // bytes of its record in the snapshot, so about 1.4: 10, 14, 20, ... entries).
-    const made = compactions() - before;
-    expect(made).toBeGreaterThanOrEqual(3);
-    expect(made).toBeLessThanOrEqual(12);
+    logger.flush();
+    const compactions = lines
+      .slice(from)
+      .join('')
+      .split('\n')
+      .filter((l) => l.includes('"msg":"store compacted"'))
+      .map((l) => JSON.parse(l) as { into: string; bytes: number; snapshotBytes: number });
+    const wholes = compactions.filter((c) => c.into === 'snapshot');
+    const deltas = compactions.filter((c) => c.into === 'delta');
+    // A rewrite of everything waits until the deltas hold as much as the snapshot: the snapshot
+    // about doubles each time (10, 20, 40, ... citizens), so its cost a write stays the same.
+    expect(wholes.length).toBeGreaterThanOrEqual(3);
+    expect(wholes.length).toBeLessThanOrEqual(8);
+    // The other compactions (every 10 entries here) each write only what is new.
+    expect(deltas.length).toBeGreaterThan(15);
+    const written = deltas.reduce((n, d) => n + d.bytes, 0);
+    expect(written).toBeLessThan(2 * wholes.at(-1)!.snapshotBytes + deltas.length * 1024);
+    expect(Math.max(...deltas.map((d) => d.bytes))).toBeLessThan(wholes.at(-1)!.snapshotBytes);
     const reopened = await openEmbeddedStore({ dir, logger });
     expect((await reopened.citizens.stats()).total).toBe(320);
     await reopened.close();
@@ -329,5 +344,183 @@ describe('the name index (issue 27: hashes to places, not a map of key strings)'
     expect((await store.citizens.holding(pair[0]))?.memberId).toBe(held.memberId);
     expect((await store.citizens.stats()).total).toBe(2);
     await store.close();
+  });
+});
+
+describe('name keys carried by the snapshot (issue 27: a start reads their hashes instead of computing them)', () => {
+  const held = ['Snow-Goose', 'PayPal', 'Мария', 'ΑΘΗΝΑ', '山田太郎', 'Zoë', 'ｗｉｄｅ　ｎａｍｅ', 'l1ly'];
+  // Look-alikes of held names (case, width, confusable letters, scripts) and names that are free.
+  const probes = [
+    'snow-goose',
+    'ＳＮＯＷ-ＧＯＯＳＥ',
+    'PayPaI',
+    'paypal',
+    'мария',
+    'αθηνα',
+    '山田太郎',
+    'ZOË',
+    'Zoe',
+    'wide name',
+    'lily',
+    'I1Iy',
+    'heron',
+    'Snow-Goos',
+  ];
+  const snapshotPath = (dir: string) => join(dir, 'snapshot.jsonl');
+  /** A data folder whose snapshot, written by the store, holds the held names (and more), with their keys. */
+  async function grown(): Promise<{ dir: string; holders: (string | null)[] }> {
+    const dir = fresh();
+    const store = await openEmbeddedStore({ dir, logger });
+    for (const name of held) await store.citizens.add(citizen({ name }));
+    for (let i = 0; i < 50; i++) await store.citizens.add(citizen({ name: `filler-${i}` }));
+    await store.compact();
+    const holders = await Promise.all(probes.map(async (p) => (await store.citizens.holding(p))?.name ?? null));
+    await store.close();
+    return { dir, holders };
+  }
+  /** The snapshot's data as the store reads it. */
+  async function data(dir: string) {
+    return (await new SnapshotFile(snapshotPath(dir), join(dir, 'snapshot.json')).read())!;
+  }
+  /** The same folder's state, its snapshot written again by `write`, in a fresh folder. */
+  async function rewritten(dir: string, write: (path: string) => Promise<void> | void): Promise<string> {
+    const copy = fresh();
+    await write(snapshotPath(copy));
+    expect(existsSync(snapshotPath(copy))).toBe(true);
+    expect(readdirSync(dir).filter((f) => f.startsWith('journal-') && statSync(join(dir, f)).size > 0)).toEqual([]);
+    return copy;
+  }
+  /** How a start on `dir` sees each probe: the name holding it, and whether an oath by it is refused (tried on a copy). */
+  async function seen(dir: string) {
+    const copy = fresh();
+    cpSync(dir, copy, { recursive: true });
+    logger.flush();
+    lines.length = 0;
+    const store = await openEmbeddedStore({ dir: copy, logger });
+    logger.flush();
+    const opened = lines
+      .join('')
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { nameKeys?: string })
+      .findLast((l) => l.nameKeys);
+    const holders = await Promise.all(probes.map(async (p) => (await store.citizens.holding(p))?.name ?? null));
+    const refused: boolean[] = [];
+    for (const name of probes)
+      refused.push(
+        await store.citizens.add(citizen({ name })).then(
+          () => false,
+          (error: { code?: string }) => error.code === 'NAME_TAKEN',
+        ),
+      );
+    await store.close();
+    return { nameKeys: opened?.nameKeys, holders, refused };
+  }
+  /** Writes a snapshot of version 2 (a record a line, no name keys), as the store wrote them before. */
+  function versionTwo(path: string, d: LoadedData): void {
+    const quoted = (blocks: Iterable<string>) => [...blocks].map((b) => JSON.stringify(b));
+    const header = {
+      format: 'agentnode-embedded-snapshot',
+      version: 2,
+      seq: d.seq,
+      counts: {
+        citizens: d.citizens.length,
+        messages: d.messages.length,
+        idempotency: d.idempotency.length,
+        receipts: d.receipts.length,
+        windows: d.windows.length,
+      },
+      drift: d.drift,
+      telemetry: d.telemetry,
+    };
+    // A block of at most one byte holds one record: a record a line.
+    const text = [
+      JSON.stringify(header),
+      ...quoted(d.citizens.blocks(1)),
+      ...quoted(d.messages.blocks(1)),
+      ...d.idempotency.map((r) => JSON.stringify(r)),
+      ...quoted(d.receipts.blocks(1)),
+      ...d.windows.map((w) => JSON.stringify(w)),
+    ];
+    writeFileSync(path, `${text.join('\n')}\n`);
+  }
+
+  it('opens with the hashes it carries and holds every name exactly as a start that computes them', async () => {
+    const { dir, holders } = await grown();
+    // Ten look-alikes held; 'lily', 'Zoe', 'heron' and 'Snow-Goos' free.
+    expect(holders.filter((h) => h !== null).length).toBe(10);
+    const read = await data(dir);
+    expect(read.citizens.carriesWords).toBe(true);
+    expect(read.nameKeys).toMatch(/^keyHash of folded: and shaped: entries; name keys 1; unicode /);
+
+    const withoutKeys = await rewritten(dir, (path) =>
+      new SnapshotFile(path, `${path}.old`).write({ ...read, nameKeys: null }),
+    );
+    const versionTwoDir = await rewritten(dir, async (path) => versionTwo(path, await data(dir)));
+    // A header, and a line for each of the 58 citizens.
+    expect(readFileSync(snapshotPath(versionTwoDir), 'utf8').split('\n').length).toBeGreaterThan(58);
+
+    const carried = await seen(dir);
+    const computed = await seen(withoutKeys);
+    const old = await seen(versionTwoDir);
+    expect(carried.nameKeys).toBe('read');
+    expect(computed.nameKeys).toBe('computed');
+    expect(old.nameKeys).toBe('computed');
+    expect(carried.holders).toEqual(holders);
+    expect(computed.holders).toEqual(holders);
+    expect(old.holders).toEqual(holders);
+    expect(carried.refused).toEqual(holders.map((h) => h !== null));
+    expect(computed.refused).toEqual(carried.refused);
+    expect(old.refused).toEqual(carried.refused);
+  });
+
+  it('writes a snapshot whose keys a start computed anew at once, so the next start reads them', async () => {
+    const { dir, holders } = await grown();
+    const old = await rewritten(dir, async (path) => versionTwo(path, await data(dir)));
+    const first = await seen(old);
+    expect(first.nameKeys).toBe('computed');
+    // seen() tried oaths on a copy; this start only opens and closes (a close waits for the rewrite).
+    await (await openEmbeddedStore({ dir: old, logger })).close();
+    const header = JSON.parse(readFileSync(snapshotPath(old), 'utf8').split('\n')[0]!) as { version: number };
+    expect(header.version).toBe(3);
+    const next = await seen(old);
+    expect(next.nameKeys).toBe('read');
+    expect(next.holders).toEqual(holders);
+  });
+
+  it('computes them again when they were made under another stamp (another Unicode, ICU or confusables table), and uses what it reads under its own', async () => {
+    const { dir, holders } = await grown();
+    const read = await data(dir);
+    const foreign = await rewritten(dir, (path) =>
+      new SnapshotFile(path, `${path}.old`).write({ ...read, nameKeys: `${read.nameKeys} (another machine)` }),
+    );
+    const again = await seen(foreign);
+    expect(again.nameKeys).toBe('computed');
+    expect(again.holders).toEqual(holders);
+    // Under its own stamp a start trusts what it reads (that is the point): zeroed hashes hide every
+    // held name from a lookup, so the ones above were read, not computed.
+    for (let i = 0; i < read.citizens.length; i++) read.citizens.setWords(i, 0, 0);
+    const zeroed = await rewritten(dir, (path) => new SnapshotFile(path, `${path}.old`).write(read));
+    const trusted = await seen(zeroed);
+    expect(trusted.nameKeys).toBe('read');
+    expect(trusted.holders).toEqual(probes.map(() => null));
+  });
+
+  it('carries the keys of oaths replayed from the journal, and of a compaction after them, into the next start', async () => {
+    const { dir, holders } = await grown();
+    const store = await openEmbeddedStore({ dir, logger });
+    await store.citizens.add(citizen({ name: 'Heron' }));
+    await store.close();
+    // The journal tail: computed at the start, then written with the rest by a compaction.
+    const replayed = await seen(dir);
+    expect(replayed.holders).toEqual(holders.map((h, i) => h ?? (probes[i] === 'heron' ? 'Heron' : null)));
+    const compacting = await openEmbeddedStore({ dir, logger });
+    await compacting.compact();
+    await compacting.close();
+    const read = await data(dir);
+    expect(read.nameKeys).not.toBeNull();
+    const after = await seen(dir);
+    expect(after.nameKeys).toBe('read');
+    expect(after.holders).toEqual(replayed.holders);
   });
 });
