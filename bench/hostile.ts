@@ -4,6 +4,7 @@ import { connect, type Socket } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/lingering.ts';
+import { wavHead } from '../test/helpers/audio-files.ts';
 import { crawlerAgents } from '../test/helpers/crawler-agents.ts';
 import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
@@ -252,32 +253,8 @@ const ATTACKER_LINK = 'attacker on a 1 Gbit/s link';
  */
 const FLOOD_MS = Number(process.env.BENCH_HOSTILE_FLOOD_SECONDS ?? 20) * 1000;
 const attackerLink = () => createBandwidth(125_000_000);
-/** A WAV header with a title for a 50 MB data chunk that follows. */
-function wavHead(dataBytes: number): Buffer {
-  const le32 = (v: number) => {
-    const b = Buffer.alloc(4);
-    b.writeUInt32LE(v);
-    return b;
-  };
-  const le16 = (v: number) => {
-    const b = Buffer.alloc(2);
-    b.writeUInt16LE(v);
-    return b;
-  };
-  const chunk = (id: string, data: Buffer) =>
-    Buffer.concat([Buffer.from(id), le32(data.length), data, data.length % 2 ? Buffer.alloc(1) : Buffer.alloc(0)]);
-  const fmt = chunk('fmt ', Buffer.concat([le16(1), le16(1), le32(8000), le32(8000), le16(1), le16(8)]));
-  const info = chunk(
-    'LIST',
-    Buffer.concat([
-      Buffer.from('INFO'),
-      chunk('INAM', Buffer.from('Big upload\0')),
-      chunk('IART', Buffer.from('Bench\0')),
-    ]),
-  );
-  const head = Buffer.concat([Buffer.from('WAVE'), fmt, info, Buffer.from('data'), le32(dataBytes)]);
-  return Buffer.concat([Buffer.from('RIFF'), le32(head.length + dataBytes), head]);
-}
+/** A WAV head with a title for a 49 MB data chunk that follows. */
+const bigWavHead = (dataBytes: number) => wavHead({ title: 'Big upload', artist: 'Bench' }, dataBytes);
 
 const SIXTY_KB = 'z'.repeat(60_000);
 const crawlers = crawlerAgents(200);
@@ -473,8 +450,8 @@ const attacks: Attack[] = [
         const rest = megabytes(49);
         let first = true;
         return exchange({
-          head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${wavHead(49 * MB).length + 49 * MB}\r\n\r\n`,
-          body: () => (first ? ((first = false), wavHead(49 * MB)) : rest()),
+          head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/wav\r\nContent-Length: ${bigWavHead(49 * MB).length + 49 * MB}\r\n\r\n`,
+          body: () => (first ? ((first = false), bigWavHead(49 * MB)) : rest()),
           localAddress: address(200_000 + i),
           timeoutMs: 120_000,
         });
