@@ -33,6 +33,10 @@ function lineBuffer(sink: LogSink) {
       flush();
     },
     write(line: string) {
+      // Reading a character makes V8 flatten the line (a template's dozen pieces) now, while they
+      // are in cache: handed to the sink as a tree of ~1,000 pieces, 8 KiB took 15-18 µs to
+      // encode, flat lines 4-5 µs (pino once did the same with `flatstr`).
+      line.charCodeAt(0);
       pending += line;
       if (pending.length >= BUFFER_BYTES) flush();
     },
@@ -45,7 +49,10 @@ export interface RequestLine {
   method: string;
   path: string;
   status: number;
-  ms: number;
+  /** How long it took, in milliseconds (written to one decimal). */
+  durationMs: number;
+  /** When the request was finished, in milliseconds since the epoch (the gateway has read the clock already). */
+  time: number;
 }
 
 export interface Logging {
@@ -61,6 +68,41 @@ const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 /** A JSON string literal: a usual method or path skips JSON.stringify (a runtime call: ~110 ns on a short path here, ~55 this way). */
 const jsonString = (text: string) => (PLAIN.test(text) ? `"${text}"` : JSON.stringify(text));
 
+/** The `"method":…,"path":…` part of a line, kept for the last method and path (a crawler's next request is mostly the same). */
+let lastMethod = '';
+let lastPath = '';
+let lastTarget = '';
+function targetJson(method: string, path: string): string {
+  if (method !== lastMethod || path !== lastPath) {
+    lastMethod = method;
+    lastPath = path;
+    lastTarget = `"method":${jsonString(method)},"path":${jsonString(path)}`;
+  }
+  return lastTarget;
+}
+
+/**
+ * A duration to one decimal, the very text JSON writes for Math.round(ms * 10) / 10, made from
+ * integers: writing a fraction cost ~80 ns a line, most of the line's cost.
+ */
+export function tenths(ms: number): string {
+  const t = Math.round(ms * 10);
+  const whole = Math.floor(t / 10);
+  const tenth = t - whole * 10;
+  return tenth === 0 ? `${whole}` : `${whole}.${tenth}`;
+}
+
+/** The time's text, kept for the last millisecond (tens of lines a millisecond share it). */
+let lastTime = NaN;
+let lastTimeText = '';
+function timeText(time: number): string {
+  if (time !== lastTime) {
+    lastTime = time;
+    lastTimeText = `${time}`;
+  }
+  return lastTimeText;
+}
+
 /** Structured JSON lines (flush before exit). Secrets never reach them: callers log chosen fields, never a request or a body. */
 export function createLogging(level: string, sink: LogSink = process.stdout): Logging {
   const buffer = lineBuffer(sink);
@@ -68,7 +110,7 @@ export function createLogging(level: string, sink: LogSink = process.stdout): Lo
   const requestLog = logger.isLevelEnabled('info')
     ? (l: RequestLine) =>
         buffer.write(
-          `{"level":30,"time":${Date.now()},"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":${l.ms},"msg":"request"}\n`,
+          `{"level":30,"time":${timeText(l.time)},${targetJson(l.method, l.path)},"status":${l.status},"ms":${tenths(l.durationMs)},"msg":"request"}\n`,
         )
     : () => {};
   return { logger, requestLog, end: buffer.end };

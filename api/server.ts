@@ -42,6 +42,7 @@ import {
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
+import { closeStalledConnections } from './gateway/stalled-connections.ts';
 import { createSharedAnswers } from './gateway/shared-answers.ts';
 import { lockFolder, LockHeld, waitForLock, type HostLock } from './ops/host-lock.ts';
 import { securityHeaders } from './http/security-headers.ts';
@@ -202,7 +203,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
-  server.timeout = config.SEND_TIMEOUT_MS;
+  const stalled = closeStalledConnections(server, config.SEND_TIMEOUT_MS);
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
   const connections = limitConnections(server, config.MAX_CONNECTIONS_PER_CLIENT, clientOf.trusts);
   server.on('connect', refuseConnect);
@@ -220,6 +221,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     return await serve();
   } catch (error) {
     await dataLock?.release();
+    stalled.stop();
     await new Promise((resolve) => server.close(resolve));
     throw error;
   }
@@ -266,7 +268,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
     const observe = (r: ObservedRequest) => {
       // Path without query string, no address, no headers: nothing secret reaches the log.
-      requestLog({ method: r.method, path: r.path, status: r.status, ms: Math.round(r.durationMs * 10) / 10 });
+      requestLog({
+        method: r.method,
+        path: r.path,
+        status: r.status,
+        durationMs: r.durationMs,
+        time: r.time ?? Date.now(),
+      });
       telemetry.observe(r);
       metrics?.observe(r);
       options.observe?.(r);
@@ -325,6 +333,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         clearInterval(sweeper);
         metricsServer?.server.close();
         server.close(() => {
+          stalled.stop();
           void engine
             .close()
             .then(() => dataLock?.release())

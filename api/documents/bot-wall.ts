@@ -4,7 +4,14 @@ import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
 import { crawlToReferral } from '../telemetry/referrals.ts';
-import { BAIT_BROWSER, farmScore, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
+import {
+  BAIT_BROWSER,
+  farmScore,
+  LEDGER_LIMITS,
+  recentOf,
+  type FamilyRow,
+  type TelemetrySnapshot,
+} from '../telemetry/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)
@@ -272,7 +279,7 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
         verification: f.verified + f.failed === 0 ? 'not verifiable' : { verified: f.verified, unverified: f.failed },
         hourly: Object.fromEntries(hourlyOf(f, now).map((h) => [h.hour, h.requests])),
       })),
-    recent: [...s.recent].reverse(),
+    recent: recentOf(s).reverse(),
     invite,
     definitions: {
       presence: c.convert.definitions.presence,

@@ -422,3 +422,26 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
   };
 }
 export type Classifier = ReturnType<typeof createClassifier>;
+
+/**
+ * A classifier that first compares a request's User-Agent with the last one on its connection: a
+ * keep-alive connection's requests mostly repeat it, and comparing (~10 ns) costs far less than
+ * hashing a fresh 100-character string for the cache (~150 ns a request). The answer is the
+ * classifier's either way; a User-Agent longer than UA_PREFIX_CHARS is not kept.
+ */
+export function classifyOnConnection(classify: Classifier) {
+  const last = new WeakMap<object, { userAgent: string; answer: Classification }>();
+  return (userAgent: string, connection: object | undefined): Classification => {
+    if (connection === undefined) return classify(userAgent);
+    const seen = last.get(connection);
+    if (seen !== undefined && seen.userAgent === userAgent) return seen.answer;
+    const answer = classify(userAgent);
+    if (userAgent.length > UA_PREFIX_CHARS) return answer;
+    if (seen === undefined) last.set(connection, { userAgent, answer });
+    else {
+      seen.userAgent = userAgent;
+      seen.answer = answer;
+    }
+    return answer;
+  };
+}

@@ -11,11 +11,15 @@ export interface ObservedRequest {
   /** The status answered, or 499 when the client went away before the answer was sent. */
   status: number;
   durationMs: number;
+  /** When it was finished (or its client left), in milliseconds since the epoch; counted at the clock's time when absent. */
+  time?: number;
   /** The client address as the socket saw it; never stored or logged in clear. */
   remoteAddress: string;
-  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
+  /** The connection it came on, as an identity only (telemetry reuses the last answer for the same User-Agent on it). */
+  connection?: object;
   /** Where the request says it came from: its Referer (cut to REFERER_MAX_CHARS) and its target's utm_source; only when it has either. Never stored: telemetry keeps the operator and the table's host. */
   referral?: { referer?: string; utmSource?: string };
+  /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
   signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }
 

@@ -4,7 +4,13 @@ import type { ObservedRequest } from './observed.ts';
 import type { TelemetryStore } from '../store/types.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Content } from '../content/load.ts';
-import { classificationOf, createClassifier, type Classification, type Classifier } from './classify.ts';
+import {
+  classificationOf,
+  classifyOnConnection,
+  createClassifier,
+  type Classification,
+  type Classifier,
+} from './classify.ts';
 import type { AddressRanges } from './address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import { referralRule, type ReferralRule } from './referrals.ts';
@@ -110,17 +116,17 @@ function hostName(host: string): string {
   return lastHostName;
 }
 
-/** The current time, one Date per millisecond (a Date a request was a tenth of counting's cost). */
+/** A time as a Date, one Date per millisecond (a Date a request was a tenth of counting's cost). */
 let clockMs = NaN;
 let clock = new Date(0);
-function wallClock(): Date {
-  const ms = Date.now();
+function dateAt(ms: number): Date {
   if (ms !== clockMs) {
     clockMs = ms;
     clock = new Date(ms);
   }
   return clock;
 }
+const wallClock = () => dateAt(Date.now());
 
 /**
  * The gateway's telemetry: one call per finished request, counted in memory and saved in batches
@@ -133,6 +139,7 @@ export async function createTelemetry(o: TelemetryOptions) {
   // The stores keep the ledger as a document; this module alone knows its shape.
   const store = o.store as TelemetryStore<TelemetrySnapshot>;
   const now = o.now ?? wallClock;
+  const classifyOn = classifyOnConnection(o.classify);
   const isBait = underAny(o.baitPaths);
   // Hashed addresses of recent claims that need a lookup key (bounded: cleared when full).
   const ipKeys = new Map<string, string>();
@@ -270,7 +277,8 @@ export async function createTelemetry(o: TelemetryOptions) {
         // Always present (undefined when none): one shape of event, no spread per request.
         step,
       },
-      now(),
+      // A live request's time is the server's clock (the gateway read it when the answer was finished).
+      live ? at : now(),
     );
     dirty ||= counted;
     if (counted && o.alerts && classification.bot)
@@ -359,20 +367,21 @@ export async function createTelemetry(o: TelemetryOptions) {
       return telemetry.ingestBatch(lines).counted;
     },
     observe(r: ObservedRequest): void {
-      const claimed = o.classify(r.userAgent);
+      const claimed = classifyOn(r.userAgent, r.connection);
       const signed = bySignature(r, claimed);
       const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
       const bait = isBait(path);
       if (classification.operator) return;
-      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, now());
+      const at = r.time === undefined ? now() : dateAt(r.time);
+      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, at);
       if (!classification.bot && !bait) return;
       countRequest(
         r,
         classification,
         bait,
         path,
-        now(),
+        at,
         signed ? signed.verification : byAddress(classification, r.remoteAddress),
         true,
       );

@@ -43,6 +43,33 @@ describe('slow and stalled clients', () => {
     expect(stalled.received().split('HTTP/1.1 200').length - 1).toBeLessThan(asked);
   });
 
+  it('a reader that takes bytes slowly, never stopping as long as SEND_TIMEOUT_MS, is not closed', async () => {
+    const socket = connect({ port: Number(new URL(server.url).port), host: '127.0.0.1', localAddress: '127.0.0.25' });
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    socket.pause();
+    // Far more than the kernel's buffers hold: the server's writes wait on this reader all along.
+    socket.write('GET /api/convert HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n'.repeat(1000));
+    // Answers sent, as the request log counts them (its lines are written at least every 200 ms).
+    const answered = () => server.logs.filter((l) => l.includes('"path":"/api/convert","status":200')).length;
+    let taken = 0;
+    let midway = 0;
+    const started = Date.now();
+    // 64 KiB every 100 ms, for three times SEND_TIMEOUT_MS.
+    while (Date.now() - started < 3 * SEND_TIMEOUT_MS) {
+      await new Promise((r) => setTimeout(r, 100));
+      taken += (socket.read(64 * 1024) as Buffer | null)?.length ?? 0;
+      if (!midway && Date.now() - started > 1.5 * SEND_TIMEOUT_MS) midway = answered();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    // Still answering long after a stall would have been ended: the server kept the connection.
+    expect(answered()).toBeGreaterThan(midway);
+    expect(closed).toBe(false);
+    expect(taken).toBeGreaterThan(0);
+    socket.destroy();
+  });
+
   it(`a client past ${PER_CLIENT} open connections is answered 429 TOO_MANY_CONNECTIONS and closed, not reset; others are not held back`, async () => {
     const held = await Promise.all(Array.from({ length: PER_CLIENT }, () => idle('127.0.0.21')));
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogging } from '../../api/log.ts';
+import { createLogging, tenths } from '../../api/log.ts';
 
 describe('the request log line', () => {
   it('is the JSON a serializer would write, whatever the path holds', () => {
@@ -17,20 +17,35 @@ describe('the request log line', () => {
       '/%22quoted%22',
       '',
     ];
-    for (const path of paths) requestLog({ method: 'GET', path, status: 200, ms: 0.1 });
-    requestLog({ method: 'M"X', path: '/', status: 501, ms: 12.3 });
+    // Each path twice in a row (the second line reuses the first's text), then a method on the last path.
+    const sent = [
+      ...paths.flatMap((path) => [path, path]).map((path) => ({ method: 'GET', path })),
+      { method: 'M"X', path: '' },
+      { method: 'GET', path: '' },
+    ];
+    const time = Date.parse('2026-11-24T12:00:00Z');
+    const duration = (i: number) => i * 0.37;
+    sent.forEach(({ method, path }, i) =>
+      requestLog({ method, path, status: 200, durationMs: duration(i), time: time + i }),
+    );
     end();
     const lines = chunks.join('').trimEnd().split('\n');
-    expect(lines).toHaveLength(paths.length + 1);
+    expect(lines).toHaveLength(sent.length);
     lines.forEach((line, i) => {
-      const method = i < paths.length ? 'GET' : 'M"X';
-      const path = i < paths.length ? paths[i]! : '/';
+      const { method, path } = sent[i]!;
       const parsed = JSON.parse(line) as Record<string, unknown>;
       // The fields as given, and the very text JSON.stringify makes of them.
-      expect(parsed).toMatchObject({ level: 30, method, path, msg: 'request' });
+      expect(parsed).toMatchObject({ level: 30, time: time + i, method, path, msg: 'request' });
+      expect(parsed.ms).toBe(Math.round(duration(i) * 10) / 10);
       expect(line).toBe(
         `{"level":30,"time":${parsed.time as number},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${parsed.status as number},"ms":${parsed.ms as number},"msg":"request"}`,
       );
     });
+  });
+
+  it('writes a duration to one decimal exactly as JSON writes it rounded', () => {
+    const durations = [0, 0.04, 0.05, 0.95, 0.96, 1, 9.95, 9.96, 12.34, 99.99, 1234.56, 86_400_000.06];
+    for (let i = 0; i < 10_000; i++) durations.push(Math.random() * 10 ** (i % 7));
+    for (const ms of durations) expect([ms, tenths(ms)]).toEqual([ms, JSON.stringify(Math.round(ms * 10) / 10)]);
   });
 });

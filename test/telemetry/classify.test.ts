@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
-import { createClassifier, UA_PREFIX_CHARS, type Classifier } from '../../api/telemetry/classify.ts';
+import {
+  classifyOnConnection,
+  createClassifier,
+  UA_PREFIX_CHARS,
+  type Classifier,
+} from '../../api/telemetry/classify.ts';
 import { createPersonClientCheck } from '../../api/telemetry/person-client.ts';
 import { productTokens } from '../../api/telemetry/tokens.ts';
 import type { BotFamily, GeneratedBotFamily } from '../../api/schemas/bot-families.ts';
@@ -202,5 +207,34 @@ describe('classification', () => {
 
   it('has search engines among its families', () => {
     expect(families.filter((f) => f.kind === 'search').length).toBeGreaterThanOrEqual(20);
+  });
+});
+
+describe('the answer kept per connection', () => {
+  it("gives the classifier's answer, asking it again only when the User-Agent on that connection changes", () => {
+    const asked: string[] = [];
+    const onConnection = classifyOnConnection((ua) => (asked.push(ua), classify(ua)));
+    const [a, b] = [{}, {}];
+    const gpt = UAS[0]![0];
+    const browser =
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    // The same text in a string of its own, as each request's header is.
+    const again = (ua: string) => ` ${ua}`.slice(1);
+    for (const [ua, connection] of [
+      [gpt, a],
+      [again(gpt), a],
+      [browser, a],
+      [again(browser), a],
+      [gpt, b],
+      [gpt, undefined],
+      [gpt, undefined],
+    ] as const)
+      expect(onConnection(ua, connection)).toBe(classify(ua));
+    expect(asked).toEqual([gpt, browser, gpt, gpt, gpt]);
+    // Longer than what is classified: never kept.
+    const long = `${gpt} ${'x'.repeat(UA_PREFIX_CHARS)}`;
+    onConnection(long, a);
+    onConnection(long, a);
+    expect(asked.slice(5)).toEqual([long, long]);
   });
 });

@@ -14,6 +14,7 @@ import {
   ledgerTime,
   mergeSnapshots,
   OTHER_FAMILIES,
+  recentOf,
   reviveSnapshot,
   settle,
   type LedgerEvent,
@@ -178,6 +179,20 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
       for (const h of Object.keys(r.hosts)) expect(h.length).toBeLessThanOrEqual(LEDGER_LIMITS.hostChars);
     }
     expect(s.observedRequests).toBe(300 * 60);
+  });
+
+  it('holds at most twice LEDGER_LIMITS.recent requests, and the wall shows the last of them, newest first', () => {
+    const s = emptySnapshot(new Date());
+    const at = new Date('2026-11-21T10:00:00Z');
+    for (let i = 0; i < 1000; i++) {
+      live(s, event({ at, path: `/p/${i}` }));
+      expect(s.recent.length).toBeLessThan(2 * LEDGER_LIMITS.recent);
+    }
+    const last = Array.from({ length: LEDGER_LIMITS.recent }, (_, i) => `/p/${1000 - LEDGER_LIMITS.recent + i}`);
+    expect(recentOf(s).map((r) => r.path)).toEqual(last);
+    const wall = buildBotWall(content, s, links, at);
+    expect((wall.recent as { path: string }[]).map((r) => r.path)).toEqual([...last].reverse());
+    expect(mergeSnapshots(s, [s]).recent).toHaveLength(LEDGER_LIMITS.recent);
   });
 
   it('stays within the worst-case sizes the README states (saved ledger 600 KB, /bot-wall.json 650 KB)', () => {
