@@ -304,7 +304,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger,
     });
 
-    handle = (req, res, continueFirst) => void gateway(req, res, continueFirst);
+    handle = gateway;
     const metricsServer =
       metrics && config.METRICS_PORT !== undefined
         ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics))

@@ -23,7 +23,7 @@ import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
 import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
-import type { ClientResolver } from '../http/client.ts';
+import type { Client, ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
 import type { SharedAnswer, SharedAnswers } from './shared-answers.ts';
 import { referralOf, type ObservedRequest } from '../telemetry/observed.ts';
@@ -236,7 +236,7 @@ export function createGateway(options: GatewayOptions) {
    * 100-continue`), so the client waits for "100 Continue" before it sends its body; it is sent only
    * once every rule on the headers has passed, and a refused client never sends the body at all.
    */
-  return async function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): Promise<void> {
+  return function gateway(req: IncomingMessage, res: ServerResponse, continueFirst = false): void {
     const started = performance.now();
     const method = req.method ?? 'GET';
     // Everything below (and Astro) reads the origin-form; a foreign authority is refused in the try below, never echoed.
@@ -328,67 +328,99 @@ export function createGateway(options: GatewayOptions) {
           headers: { Allow: STATIC_ALLOW },
         });
       }
-
-      const route = options.route(method, path);
-      if (!route) {
-        if (path.startsWith('/api/') && !options.renderApi) {
-          // Body rules hold on every path: an oversized body is 413 even where nothing is served.
-          if (BODY_METHODS.has(method)) {
-            const rules = checkBody(req, options.bodyPolicy(undefined));
-            if (continueFirst) res.writeContinue();
-            await readBody(req, rules.limit, uploads.idleMs);
-          }
-          return notFound(req, res, client.key, path);
-        }
-        // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
-        if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
-        if (method !== 'GET' && method !== 'HEAD')
-          throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, {
-            headers: { Allow: STATIC_ALLOW },
-          });
-        secureRender(res);
-        if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
-        return await render(req, res, () => notFound(req, res, client.key, path), locals);
-      }
-      // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
-      if ('refuse' in route) throw route.refuse;
-
-      const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = {
-        method,
-        target: url,
-        headers: req.headers,
-        body: NO_BODY,
-        client: remoteAddress,
-        params: route.params,
-      };
-      if (BODY_METHODS.has(method)) {
-        const rules = checkBody(req, options.bodyPolicy(route.operation?.bodyLimit));
-        if (rules.upload)
-          request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
-        else {
-          if (continueFirst) res.writeContinue();
-          request.body = await readBody(req, rules.limit, uploads.idleMs);
-        }
-      }
-      const answer = wireAnswer(await route.handler(request));
-      if (sharedKey) shared!.answers.set(sharedKey, answer);
-      return sendAnswer(req, res, client.key, answer);
-    } catch (error) {
-      // Nobody is left to answer: the request is reported as 499 and is no error of the server's.
-      if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished))
-        return void logger.debug({ path: rawPath, method }, 'client closed request');
-      const problem = problemOf(error);
-      if (problem) return sendProblem(req, res, client.key, problem, rawPath);
-      logger.error({ err: error, path: rawPath, method }, 'unhandled error');
-      sendProblem(
-        req,
-        res,
-        client.key,
-        new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'),
-        rawPath,
+      // Everything else may wait (a body, a route, Astro): a prebuilt read never enters an async function.
+      answer(req, res, { method, path, url, client, sharedKey, continueFirst }).catch((error: unknown) =>
+        fail(req, res, client.key, rawPath, method, error),
       );
+    } catch (error) {
+      fail(req, res, client.key, rawPath, method, error);
     }
   };
+
+  /** What the request's headers and path did not answer: engine routes, on-demand pages, 404s. */
+  async function answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    r: {
+      method: string;
+      path: string;
+      url: string;
+      client: Client;
+      sharedKey: string | null;
+      continueFirst: boolean;
+    },
+  ): Promise<void> {
+    const { method, path, url, client, sharedKey, continueFirst } = r;
+    const remoteAddress = client.address;
+    const route = options.route(method, path);
+    if (!route) {
+      if (path.startsWith('/api/') && !options.renderApi) {
+        // Body rules hold on every path: an oversized body is 413 even where nothing is served.
+        if (BODY_METHODS.has(method)) {
+          const rules = checkBody(req, options.bodyPolicy(undefined));
+          if (continueFirst) res.writeContinue();
+          await readBody(req, rules.limit, uploads.idleMs);
+        }
+        return notFound(req, res, client.key, path);
+      }
+      // Astro's pages are read-only; a WHATWG Request (which Astro makes) refuses TRACE and CONNECT.
+      if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
+      if (method !== 'GET' && method !== 'HEAD')
+        throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a page: use GET.`, {
+          headers: { Allow: STATIC_ALLOW },
+        });
+      secureRender(res);
+      if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
+      return await render(req, res, () => notFound(req, res, client.key, path), locals);
+    }
+    // A method the path does not take (TRACE and CONNECT too) is refused before any body is read.
+    if ('refuse' in route) throw route.refuse;
+
+    const request: { -readonly [K in keyof RouteRequest]: RouteRequest[K] } = {
+      method,
+      target: url,
+      headers: req.headers,
+      body: NO_BODY,
+      client: remoteAddress,
+      params: route.params,
+    };
+    if (BODY_METHODS.has(method)) {
+      const rules = checkBody(req, options.bodyPolicy(route.operation?.bodyLimit));
+      if (rules.upload)
+        request.upload = await receiveUpload(req, res, rules.mediaType, rules.limit, remoteAddress, continueFirst);
+      else {
+        if (continueFirst) res.writeContinue();
+        request.body = await readBody(req, rules.limit, uploads.idleMs);
+      }
+    }
+    const answer = wireAnswer(await route.handler(request));
+    if (sharedKey) shared!.answers.set(sharedKey, answer);
+    return sendAnswer(req, res, client.key, answer);
+  }
+
+  /** A request that failed: its problem answered, or nothing when its client left first. */
+  function fail(
+    req: IncomingMessage,
+    res: ServerResponse,
+    client: string,
+    rawPath: string,
+    method: string,
+    error: unknown,
+  ): void {
+    // Nobody is left to answer: the request is reported as 499 and is no error of the server's.
+    if (error instanceof ClientClosed || (res.destroyed && !res.writableFinished))
+      return void logger.debug({ path: rawPath, method }, 'client closed request');
+    const problem = problemOf(error);
+    if (problem) return sendProblem(req, res, client, problem, rawPath);
+    logger.error({ err: error, path: rawPath, method }, 'unhandled error');
+    sendProblem(
+      req,
+      res,
+      client,
+      new HttpProblem('INTERNAL', 'The server failed to answer. Nothing was changed.'),
+      rawPath,
+    );
+  }
 
   /**
    * An upload, checked before a byte of it is read (the client's write limit, the upload slots),

@@ -1,6 +1,14 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 
+/**
+ * Bytes handed to the connection that the kernel has not taken yet: a slow reader takes a large
+ * answer a piece at a time, and only this count moves meanwhile (node's own socket timeout reads it
+ * too, as its handle's `writeQueueSize`).
+ */
+const queued = (socket: Socket) =>
+  (socket as Socket & { _handle?: { writeQueueSize?: number } | null })._handle?.writeQueueSize ?? 0;
+
 /** How often connections are looked at, at most (a stall is ended between `ms` and `ms` plus this). */
 const SWEEP_MS = 1000;
 
@@ -20,8 +28,7 @@ export function closeStalledConnections(server: Server, ms: number): { stop(): v
   const sweep = () => {
     const now = performance.now();
     for (const [socket, seen] of open) {
-      // bytesWritten counts what the socket still holds too: a reader that takes nothing stops it moving.
-      const bytes = socket.bytesRead + (socket.bytesWritten ?? 0);
+      const bytes = socket.bytesRead + (socket.bytesWritten ?? 0) - queued(socket);
       if (bytes !== seen.bytes) {
         seen.bytes = bytes;
         seen.since = now;
