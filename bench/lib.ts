@@ -184,13 +184,15 @@ export async function compare(
       `ratio ${ratio.toFixed(3)} (median of ${rounds} rounds, ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}${pinning ? '; servers pinned to one CPU' : ''})`,
   );
   // Server CPU per request, baseline over candidate: the req/s ratio a CPU-bound server would reach.
+  // Per pair too, as for req/s: the machine's speed drifts between pairs by more than the gap measured.
   let cpuRatio: number | undefined;
   if (c.every((f) => f.cpuUs !== undefined) && b.every((f) => f.cpuUs !== undefined)) {
     const cc = median(c.map((f) => f.cpuUs!));
     const bc = median(b.map((f) => f.cpuUs!));
-    cpuRatio = bc / cc;
+    const pairs = c.map((f, i) => b[i]!.cpuUs! / f.cpuUs!);
+    cpuRatio = median(pairs);
     console.log(
-      `  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)}`,
+      `  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)} (median of the rounds' ratios, ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})`,
     );
   }
   return { candidate: cand, baseline: base, ratio, cpuRatio };

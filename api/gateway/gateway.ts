@@ -254,30 +254,31 @@ export function createGateway(options: GatewayOptions) {
       reported = true;
       const finished = performance.now();
       try {
+        const headers = req.headers;
+        const signatureInput = header(req, 'signature-input');
+        const signature = header(req, 'signature');
+        // Every field present (undefined when the request has none): one shape for every request.
         const observed: ObservedRequest = {
           method,
           path: rawPath,
-          host: req.headers.host ?? '',
-          userAgent: req.headers['user-agent'] ?? '',
+          query: query === -1 ? undefined : url.slice(query),
+          host: headers.host ?? '',
+          userAgent: headers['user-agent'] ?? '',
           // 'close' without 'finish': the client left before the answer was sent.
           status: res.writableFinished ? res.statusCode : CLIENT_CLOSED,
           durationMs: finished - started,
           time: wallTime(finished),
           remoteAddress,
           connection: socket,
+          referral:
+            headers.referer === undefined && query === -1
+              ? undefined
+              : referralOf(headers.referer, query === -1 ? '' : url.slice(query + 1)),
+          signature:
+            signatureInput === undefined || signature === undefined
+              ? undefined
+              : { signature, signatureInput, signatureAgent: header(req, 'signature-agent'), target: url },
         };
-        if (query !== -1) observed.query = url.slice(query);
-        const signatureInput = header(req, 'signature-input');
-        const signature = header(req, 'signature');
-        if (signatureInput !== undefined && signature !== undefined)
-          observed.signature = {
-            signature,
-            signatureInput,
-            signatureAgent: header(req, 'signature-agent'),
-            target: url,
-          };
-        const referral = referralOf(req.headers.referer, query === -1 ? '' : url.slice(query + 1));
-        if (referral) observed.referral = referral;
         options.observe(observed);
       } catch (error) {
         logger.error({ err: error }, 'request observer failed');
