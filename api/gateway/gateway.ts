@@ -330,7 +330,7 @@ export function createGateway(options: GatewayOptions) {
         });
       }
       // Everything else may wait (a body, a route, Astro): a prebuilt read never enters an async function.
-      answer(req, res, { method, path, url, client, sharedKey, continueFirst }).catch((error: unknown) =>
+      answerDynamic(req, res, { method, path, url, client, sharedKey, continueFirst }).catch((error: unknown) =>
         fail(req, res, client.key, rawPath, method, error),
       );
     } catch (error) {
@@ -339,7 +339,7 @@ export function createGateway(options: GatewayOptions) {
   };
 
   /** What the request's headers and path did not answer: engine routes, on-demand pages, 404s. */
-  async function answer(
+  async function answerDynamic(
     req: IncomingMessage,
     res: ServerResponse,
     r: {
