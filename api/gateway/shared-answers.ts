@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 
 /** One answer kept to be sent again: its bytes are one Buffer every socket shares. */
@@ -19,20 +20,28 @@ export interface SharedAnswer {
 export function createSharedAnswers({ ttlMs = 1000, max = 64 } = {}) {
   const kept = new LRUCache<string, SharedAnswer>({ max, ttl: ttlMs, ttlAutopurge: false });
   let sending = 0;
+  // A pipelined answer still queued (no socket of its own yet) when its connection closes never
+  // emits 'close': its connection's one listener ends it (one per connection, not per queued answer).
+  const pending = new WeakMap<Socket, Set<() => void>>();
   return {
     /** Counts `res` as a reader until it is finished or its client left. */
     reading(req: IncomingMessage, res: ServerResponse): void {
       sending++;
-      let done = false;
-      // A pipelined answer still queued (no socket of its own yet) when its connection closes never emits 'close'.
+      const socket = req.socket;
+      let waiting = pending.get(socket);
+      if (!waiting) {
+        const set = (waiting = new Set());
+        pending.set(socket, set);
+        socket.once('close', () => {
+          for (const finish of set) finish();
+        });
+      }
       const finished = () => {
-        if (done) return;
-        done = true;
+        if (!waiting.delete(finished)) return;
         sending--;
-        req.socket.off('close', finished);
       };
+      waiting.add(finished);
       res.once('close', finished);
-      req.socket.once('close', finished);
     },
     /** The kept answer of `key`, when someone else is still being sent one. */
     get: (key: string) => (sending > 1 ? kept.get(key) : undefined),
