@@ -257,11 +257,12 @@ export function createGateway(options: GatewayOptions) {
         const headers = req.headers;
         const signatureInput = header(req, 'signature-input');
         const signature = header(req, 'signature');
+        const queryText = query === -1 ? undefined : url.slice(query);
         // Every field present (undefined when the request has none): one shape for every request.
         const observed: ObservedRequest = {
           method,
           path: rawPath,
-          query: query === -1 ? undefined : url.slice(query),
+          query: queryText,
           host: headers.host ?? '',
           userAgent: headers['user-agent'] ?? '',
           // 'close' without 'finish': the client left before the answer was sent.
@@ -271,9 +272,9 @@ export function createGateway(options: GatewayOptions) {
           remoteAddress,
           connection: socket,
           referral:
-            headers.referer === undefined && query === -1
+            headers.referer === undefined && queryText === undefined
               ? undefined
-              : referralOf(headers.referer, query === -1 ? '' : url.slice(query + 1)),
+              : referralOf(headers.referer, queryText ?? ''),
           signature:
             signatureInput === undefined || signature === undefined
               ? undefined

@@ -49,39 +49,38 @@ export function staticManifestOf(json: unknown): StaticManifest {
 }
 
 /**
- * Names in lower case, as HTTP/2 writes them (HTTP/1.1 names are case-insensitive): node lower-cases
- * every name it sends to look for Connection, Content-Length and the like, a new string per header
- * per answer for a capitalised one (a tenth of a microsecond and more on a static read).
+ * Header names in lower case, as HTTP/2 writes them (HTTP/1.1 names are case-insensitive): node
+ * lower-cases every name it sends to look for Connection, Content-Length and the like, a new string
+ * per header per answer for a capitalised one (a tenth of a microsecond and more on a static read).
  */
-const lowerNames = (list: string[]) => list.map((v, i) => (i % 2 === 0 ? v.toLowerCase() : v));
-
 function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
+  const security = securityHeaderList(file.type).map((v, i) => (i % 2 === 0 ? v.toLowerCase() : v));
   const common = (etag: string) => [
-    'ETag',
+    'etag',
     etag,
-    'Cache-Control',
+    'cache-control',
     file.cacheControl,
-    'Vary',
+    'vary',
     'Accept-Encoding',
-    ...securityHeaderList(file.type),
+    ...security,
   ];
   const withBody = (body: Buffer, etag: string, coding?: string) => [
-    'Content-Type',
+    'content-type',
     file.type,
     ...common(etag),
-    ...(coding ? ['Content-Encoding', coding] : []),
-    'Content-Length',
+    ...(coding ? ['content-encoding', coding] : []),
+    'content-length',
     String(body.length),
   ];
   return {
-    identity: lowerNames(withBody(file.body, file.etags.identity)),
-    ...(file.gzip ? { gzip: lowerNames(withBody(file.gzip, file.etags.gzip!, 'gzip')) } : {}),
-    ...(file.br ? { br: lowerNames(withBody(file.br, file.etags.br!, 'br')) } : {}),
+    identity: withBody(file.body, file.etags.identity),
+    ...(file.gzip ? { gzip: withBody(file.gzip, file.etags.gzip!, 'gzip') } : {}),
+    ...(file.br ? { br: withBody(file.br, file.etags.br!, 'br') } : {}),
     // A 304 has no body and sends no Content-Type (RFC 9110 15.4.5): clients such as Prism's proxy parse a body by it.
     notModified: {
-      identity: lowerNames(common(file.etags.identity)),
-      ...(file.gzip ? { gzip: lowerNames(common(file.etags.gzip!)) } : {}),
-      ...(file.br ? { br: lowerNames(common(file.etags.br!)) } : {}),
+      identity: common(file.etags.identity),
+      ...(file.gzip ? { gzip: common(file.etags.gzip!) } : {}),
+      ...(file.br ? { br: common(file.etags.br!) } : {}),
     },
   };
 }
