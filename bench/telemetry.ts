@@ -19,6 +19,13 @@ const lines = (file: string) =>
   readFileSync(join('test/telemetry/fixtures', file), 'utf8')
     .split('\n')
     .filter((l) => l !== '' && !l.startsWith('#'));
+/**
+ * A User-Agent as the server receives it: node's HTTP parser makes every header value a flat
+ * one-byte (latin1) string of its own. Lines sliced from a fixture file holding one non-ASCII
+ * character are two-byte strings and views of the whole file, on which V8's string and RegExp
+ * work measured 2.5 times slower (lowerTokens 2.0 against 0.8 µs): the wrong strings to time.
+ */
+const asReceived = (ua: string) => Buffer.from(ua, 'utf8').toString('latin1');
 
 const { botFamilies, botFamiliesGenerated } = await loadContent('content');
 const tables = { humanClients: botFamilies.human_clients, generated: botFamiliesGenerated.families };
@@ -46,14 +53,16 @@ const rotating = Array.from(
   (_, i) => `Mozilla/5.0 (compatible; RotatingCrawler/${i}.${i % 97}; +https://rot${i}.example/bot)`,
 );
 
-const SETS: [string, string[], number][] = [
-  // name, User-Agents, share of the mix
-  ['browsers and apps', browsers, 0.5],
-  ['named bots', named, 0.25],
-  ['unnamed bots', unnamed, 0.1],
-  ['rotating bots', rotating, 0.1],
-  ['long (2-8 KB)', long, 0.05],
-];
+const SETS: [string, string[], number][] = (
+  [
+    // name, User-Agents, share of the mix
+    ['browsers and apps', browsers, 0.5],
+    ['named bots', named, 0.25],
+    ['unnamed bots', unnamed, 0.1],
+    ['rotating bots', rotating, 0.1],
+    ['long (2-8 KB)', long, 0.05],
+  ] as const
+).map(([name, uas, share]) => [name, uas.map(asReceived), share]);
 
 /** Per-call times in µs, each call on a classifier that caches nothing (every call is a miss). */
 function timings(uas: string[], n: number): number[] {

@@ -1,0 +1,45 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { isbot as isbotItself, list } from 'isbot';
+import { describe, expect, it } from 'vitest';
+import { isbot, splitIsbotList } from '../../api/telemetry/isbot-split.ts';
+
+const fixtures = new URL('fixtures/', import.meta.url);
+/** Every User-Agent of the fixtures (a tab-separated line's last column), as written and as node's parser hands it over. */
+const userAgents = readdirSync(fixtures)
+  .filter((f) => /\.(txt|tsv)$/.test(f))
+  .flatMap((f) => readFileSync(new URL(f, fixtures), 'utf8').split('\n'))
+  .filter((l) => l !== '' && !l.startsWith('#'))
+  .map((l) => l.split('\t').at(-1)!)
+  .flatMap((ua) => [ua, Buffer.from(ua).toString('latin1')]);
+
+describe('isbot split in two RegExps', () => {
+  it('answers as isbot on every User-Agent of the fixtures', () => {
+    expect(userAgents.length).toBeGreaterThan(20_000);
+    expect(userAgents.filter((ua) => isbot(ua) !== isbotItself(ua))).toEqual([]);
+    // Both answers occur: the comparison is not one of two constants.
+    expect(userAgents.some(isbot)).toBe(true);
+    expect(userAgents.some((ua) => !isbot(ua))).toBe(true);
+  });
+
+  it('answers as isbot where each anchored pattern starts the string, and where it does not', () => {
+    const { anchored } = splitIsbotList(list);
+    expect(anchored.length).toBeGreaterThan(50);
+    // The literal head of each anchored pattern ("^wget" gives "wget"), at the start and further in.
+    const heads = anchored.map((p) => /^\^([a-z][a-z \-_.]*)/.exec(p)?.[1]).filter((h) => h !== undefined);
+    expect(heads.length).toBeGreaterThan(50);
+    const strings = heads.flatMap((h) => [h, `${h}/1.2 (x)`, `Mozilla/5.0 (X11) ${h}/1.2`, h.toUpperCase()]);
+    expect(strings.filter((ua) => isbot(ua) !== isbotItself(ua))).toEqual([]);
+    expect(strings.filter(isbot).length).toBeGreaterThan(heads.length);
+  });
+
+  it('keeps a pattern whose ^ anchors only its first branch among the unanchored ones', () => {
+    expect(splitIsbotList(['^abc', '^ab|cd', '^a(b|c)', '^[|]x', 'x|^y'])).toEqual({
+      anchored: ['^abc', '^a(b|c)', '^[|]x'],
+      anywhere: ['^ab|cd', 'x|^y'],
+    });
+  });
+
+  it('answers false for the empty string, as isbot does', () => {
+    expect(isbot('')).toBe(false);
+  });
+});
