@@ -1,7 +1,9 @@
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { get } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import autocannon from 'autocannon';
 import { sharedDnsResponder } from '../test/helpers/dns-responder.ts';
 
@@ -202,15 +204,28 @@ export async function compare(
 const TRANSPORT_HEADERS = new Set(['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding']);
 
 /**
- * A bare node:http server sending the same bytes as `url` answers with an identity body: the same
- * file, and the same response headers (security headers, ETag, Cache-Control...), so the comparison
- * measures the gateway's work per request, not the size of its answer.
+ * A bare node:http server sending the same bytes as `url` answers with an identity body: that very
+ * body (the gateway rewrites a document's links to the address it serves from, so the build's file
+ * can differ) and the same response headers (security headers, ETag, Cache-Control...), so the
+ * comparison measures the gateway's work per request, not the size of its answer.
  */
-export async function startBareTwin(url: string, file: string): Promise<{ url: string; child: ChildProcess }> {
-  const answer = await fetch(url, { headers: { 'Accept-Encoding': 'identity' } });
-  await answer.arrayBuffer();
-  const headers = Object.fromEntries([...answer.headers].filter(([name]) => !TRANSPORT_HEADERS.has(name)));
-  return startChild(['bench/bare-server.ts', file, answer.headers.get('content-type') ?? 'application/octet-stream'], {
-    BARE_HEADERS: JSON.stringify(headers),
-  });
+export async function startBareTwin(url: string): Promise<{ url: string; child: ChildProcess }> {
+  // node:http, not fetch: its rawHeaders keep the names as sent, in their order.
+  const { headers, body } = await new Promise<{ headers: [string, string][]; body: Buffer }>((resolve, reject) =>
+    get(url, { headers: { 'Accept-Encoding': 'identity' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const pairs: [string, string][] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) pairs.push([res.rawHeaders[i]!, res.rawHeaders[i + 1]!]);
+        resolve({
+          headers: pairs.filter(([name]) => !TRANSPORT_HEADERS.has(name.toLowerCase())),
+          body: Buffer.concat(chunks),
+        });
+      });
+    }).on('error', reject),
+  );
+  const file = join(mkdtempSync(join(tmpdir(), 'bare-twin-')), 'body');
+  writeFileSync(file, body);
+  return startChild(['bench/bare-server.ts', file], { BARE_HEADERS: JSON.stringify(headers) });
 }

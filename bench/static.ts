@@ -27,7 +27,7 @@ const gateway = await startChild(['api/main.ts'], {
   HOST: '127.0.0.1',
   DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-')),
 });
-const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
+const bare = await startBareTwin(`${gateway.url}/api/convert`);
 try {
   for (const [name, userAgent, target] of AGENTS) {
     const run = (url: string, pid: number | undefined) =>

@@ -176,7 +176,7 @@ if (!SKIP_GATEWAY) {
       'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
     ]);
   const gateway = await startChild(['api/main.ts'], { DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-tel-')) });
-  const bare = await startBareTwin(`${gateway.url}/api/convert`, 'dist/client/api/convert');
+  const bare = await startBareTwin(`${gateway.url}/api/convert`);
   try {
     for (const [name, userAgent] of USER_AGENTS) {
       const run = (url: string, pid: number | undefined) =>
