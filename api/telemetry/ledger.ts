@@ -116,10 +116,11 @@ export const RETENTION_BOUNDS = {
   hours: { min: 24, max: 336, default: 48 },
   days: { min: 7, max: 400, default: 8 },
 } as const;
-const retention: { hours: number; days: number } = {
+export const DEFAULT_RETENTION = {
   hours: RETENTION_BOUNDS.hours.default,
   days: RETENTION_BOUNDS.days.default,
-};
+} as const;
+const retention: { hours: number; days: number } = { ...DEFAULT_RETENTION };
 
 /**
  * Sets how many hourly and daily buckets every family and referral row keeps (the operator's

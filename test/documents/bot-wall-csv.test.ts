@@ -7,6 +7,7 @@ import type { Classification } from '../../api/telemetry/classify.ts';
 import {
   count,
   countReferral,
+  DEFAULT_RETENTION,
   emptySnapshot,
   LEDGER_LIMITS,
   RETENTION_BOUNDS,
@@ -133,7 +134,7 @@ describe('GET /bot-wall.csv, built', () => {
 });
 
 describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
-  afterAll(() => setLedgerRetention({ hours: RETENTION_BOUNDS.hours.default, days: RETENTION_BOUNDS.days.default }));
+  afterAll(() => setLedgerRetention(DEFAULT_RETENTION));
 
   it('takes values within the bounds and refuses the rest at start-up', () => {
     expect(loadConfig({}).LEDGER_HOURS).toBe(48);

@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { loadConfig } from '../../api/config.ts';
 import { startServer as startGateway } from '../../api/server.ts';
+import { DEFAULT_RETENTION, setLedgerRetention } from '../../api/telemetry/ledger.ts';
 import { sharedDnsResponder } from './dns-responder.ts';
 import { CANON_URL, FLOW_SITE_URL, TEST_DIST } from './env.ts';
 
@@ -126,6 +127,9 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
         await running.close();
         running.logger.info('stopped');
         running.logger.flush();
+        // The ledger's retention is process-wide (one ledger a process): a server started here with
+        // LEDGER_HOURS or LEDGER_DAYS set it, and the next test file of this worker must find the defaults.
+        setLedgerRetention(DEFAULT_RETENTION);
         return 0;
       })()),
   };

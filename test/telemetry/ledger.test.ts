@@ -15,7 +15,9 @@ import {
   mergeSnapshots,
   OTHER_FAMILIES,
   recentOf,
+  DEFAULT_RETENTION,
   reviveSnapshot,
+  setLedgerRetention,
   settle,
   type LedgerEvent,
   type TelemetrySnapshot,
@@ -24,6 +26,8 @@ import {
 let content: Content;
 beforeAll(async () => {
   content = await loadContent('content');
+  // The default retention these tests count against (it is process-wide, and files share a worker).
+  setLedgerRetention(DEFAULT_RETENTION);
 });
 const links = { site: 'https://site.example', canon: 'https://canon.example' };
 const bot = (family: string, cls: Classification['class'] = 'Eater'): Classification => ({
