@@ -4,7 +4,7 @@ import { createLogging, tenths } from '../../api/log.ts';
 describe('the request log line', () => {
   it('is the JSON a serializer would write, whatever the path holds', () => {
     const chunks: string[] = [];
-    const { requestLog, end } = createLogging('info', { write: (chunk: string) => void chunks.push(chunk) });
+    const { requestLog, end } = createLogging('info', { write: (chunk) => void chunks.push(String(chunk)) });
     const paths = [
       '/api/convert',
       '/a"b',
@@ -41,6 +41,32 @@ describe('the request log line', () => {
         `{"level":30,"time":${parsed.time as number},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${parsed.status as number},"ms":${parsed.ms as number},"msg":"request"}`,
       );
     });
+  });
+
+  it('keeps every line whole and in order: request lines, pino lines, and lines longer than a chunk', () => {
+    const chunks: string[] = [];
+    const { logger, requestLog, end } = createLogging('info', { write: (chunk) => void chunks.push(String(chunk)) });
+    const long = `/${'x'.repeat(20_000)}`;
+    const sent: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const path = i % 1000 === 7 ? long : `/docs/${i}`;
+      requestLog({ method: 'GET', path, status: 200 + (i % 300), durationMs: i / 7, time: 1_800_000_000_000 + i });
+      sent.push(path);
+      if (i % 500 === 3) {
+        logger.info({ n: i, note: 'é'.repeat(i % 5) }, 'between');
+        sent.push('between');
+      }
+    }
+    end();
+    // Many chunks, each of whole lines.
+    expect(chunks.length).toBeGreaterThan(30);
+    for (const c of chunks) expect(c.endsWith('\n')).toBe(true);
+    const lines = chunks
+      .join('')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { path?: string; msg: string });
+    expect(lines.map((l) => (l.msg === 'request' ? l.path : l.msg))).toEqual(sent);
   });
 
   it('writes a duration to one decimal exactly as JSON writes it rounded', () => {
