@@ -24,7 +24,8 @@ describe('the request log line', () => {
       { method: 'GET', path: '' },
     ];
     const time = Date.parse('2026-11-24T12:00:00Z');
-    const duration = (i: number) => i * 0.37;
+    // Under 100 ms (a line's end made once) and over it.
+    const duration = (i: number) => (i % 2 === 0 ? i * 0.37 : i * 37.3);
     sent.forEach(({ method, path }, i) =>
       requestLog({ method, path, status: 200, durationMs: duration(i), time: time + i }),
     );
