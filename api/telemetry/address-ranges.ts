@@ -14,6 +14,32 @@ function v4(ip: string): number {
   return ((Number(p[0]) << 24) >>> 0) + (Number(p[1]) << 16) + (Number(p[2]) << 8) + Number(p[3]);
 }
 
+/**
+ * An IPv4 address as a number, or -1 when `ip` is no address isIP reads as IPv4 (four decimal
+ * octets, no leading zero): one pass over the characters, no strings made, as every counted
+ * request of a family checked by its ranges asks.
+ */
+export function ipv4Number(ip: string): number {
+  let n = 0;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c === 46) {
+      if (digits === 0 || dots === 3) return -1;
+      n = n * 256 + octet;
+      octet = 0;
+      digits = 0;
+      dots++;
+    } else if (c >= 48 && c <= 57 && !(digits > 0 && octet === 0)) {
+      octet = octet * 10 + c - 48;
+      if (++digits > 3 || octet > 255) return -1;
+    } else return -1;
+  }
+  return dots === 3 && digits > 0 ? n * 256 + octet : -1;
+}
+
 /** The 8 groups of an IPv6 address (with :: expanded; an embedded IPv4 tail becomes two groups). */
 export function v6Groups(ip: string): number[] {
   let text = ip.toLowerCase().split('%')[0]!;

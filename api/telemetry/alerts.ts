@@ -54,7 +54,10 @@ export const dueAgain = (last: number | undefined, now: number, windowMs: number
 export function createAlerts(o: AlertOptions) {
   const now = o.now ?? (() => new Date());
   const raised = new Map<string, number>();
-  const failures = new Map<string, { since: number; failed: number }>();
+  /** Per family: when its window began, its failures in it, and before when a spoofing alert cannot be due. */
+  const failures = new Map<string, { since: number; failed: number; quietUntil: number }>();
+  // A Date only where one is written: a flood of spoofed requests reads the clock as a number.
+  const nowMs = o.now ? () => o.now!().getTime() : Date.now;
   const queue: Alert[] = [];
   let inFlight = 0;
   const stats = { raised: 0, sent: 0, failed: 0, dropped: 0 };
@@ -151,18 +154,22 @@ export function createAlerts(o: AlertOptions) {
     /** Failed verifications of a family; a spoofing alert once they reach the threshold within a window. */
     failed(family: string, operator: string | null, n = 1): boolean {
       if (n <= 0) return false;
-      const ms = now().getTime();
+      const ms = nowMs();
       let f = failures.get(family);
       if (!f || ms - f.since >= o.windowMs) {
         if (!f && !room(failures, (v) => v.since, ms)) return false;
-        f = { since: ms, failed: 0 };
+        f = { since: ms, failed: 0, quietUntil: 0 };
         failures.set(family, f);
       }
       f.failed += n;
-      if (f.failed < o.spoofThreshold) return false;
       // Past the threshold, every failure of a spoofed family (a flood, each of its requests) would
-      // raise the alert already raised this window: not due, nothing is built for it.
-      if (!dueAgain(raised.get(`spoofing\n${family}`), ms, o.windowMs)) return false;
+      // raise the alert already raised this window: not due, a comparison and nothing built for it.
+      if (f.failed < o.spoofThreshold || ms < f.quietUntil) return false;
+      const last = raised.get(`spoofing\n${family}`);
+      if (!dueAgain(last, ms, o.windowMs)) {
+        f.quietUntil = last! + o.windowMs;
+        return false;
+      }
       return raise(
         'spoofing',
         family,

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
-import { addressRanges, networkOf } from '../../api/telemetry/address-ranges.ts';
+import { isIP } from 'node:net';
+import { addressRanges, ipv4Number, networkOf } from '../../api/telemetry/address-ranges.ts';
 import { createVerifier, rangesOf, verifyByDns, type Outcome, type Resolver } from '../../api/telemetry/verify.ts';
 import type { BotFamily, BotIpRanges } from '../../api/schemas/bot-families.ts';
 
@@ -103,6 +104,46 @@ describe('published address ranges', () => {
     // Every family whose claim is checked by ranges is named by some list.
     const listed = new Set(Object.values(shipped.lists).flatMap((l) => l.families));
     for (const f of families.filter((f) => f.verify === 'ip-ranges')) expect(listed.has(f.family), f.family).toBe(true);
+  });
+
+  it('reads an IPv4 address exactly where isIP does, without making a string', () => {
+    const dotted = (a: number) => [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255].join('.');
+    const odd = [
+      '0.0.0.0',
+      '255.255.255.255',
+      '256.1.1.1',
+      '1.2.3.256',
+      '01.2.3.4',
+      '1.2.3.00',
+      '1.2.3',
+      '1.2.3.4.5',
+      '1..3.4',
+    ];
+    odd.push(
+      '.1.2.3',
+      '1.2.3.',
+      ' 1.2.3.4',
+      '1.2.3.4 ',
+      '1.2.3.4/8',
+      '::ffff:1.2.3.4',
+      '\u0661.2.3.4',
+      '1234.1.1.1',
+      '',
+      '.',
+    );
+    const random = Array.from({ length: 5000 }, (_, i) =>
+      dotted(Math.floor(Math.random() * 2 ** 32) >>> (i % 3 === 0 ? 8 : 0)),
+    );
+    // Strings near addresses: a character changed somewhere.
+    const near = random.slice(0, 2000).map((a, i) => {
+      const at = i % a.length;
+      return a.slice(0, at) + '0.9a '[i % 5] + a.slice(at + 1);
+    });
+    for (const ip of [...odd, ...random, ...near]) {
+      const expected = isIP(ip) === 4 ? ip.split('.').reduce((n, o) => n * 256 + Number(o), 0) : -1;
+      expect([ip, ipv4Number(ip)]).toEqual([ip, expected]);
+    }
+    expect([...random, ...near].filter((ip) => ipv4Number(ip) >= 0).length).toBeGreaterThan(5000);
   });
 
   it('keys networks by /24 and /64', () => {
