@@ -11,8 +11,8 @@ import { funnelStepOf } from '../api/operations/paths.ts';
 //    (docs/benchmarks.md says what each set is). 2. A crawler's GET /api/convert through the
 //    gateway against a bare node:http server with the same bytes, by server CPU per request.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-// Ten pairs: the ratio sits near its target, and six left its median moving by ±0.02 from run to run.
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+// Twenty pairs: the ratio sits near its target, and ten left its median moving by ±0.02-0.03 from run to run.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const SKIP_GATEWAY = process.env.BENCH_SKIP_GATEWAY === '1';
 
 const lines = (file: string) =>
