@@ -1,30 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createIdempotency, type Keep } from '../../api/http/idempotency.ts';
+import { createIdempotency } from '../../api/http/idempotency.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../../api/store/errors.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import type { IdempotencyStore } from '../../api/store/types.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { writes } from '../helpers/writes.ts';
 
 // Issue 26: what the Idempotency-Key does when the store stops answering in the middle of a write.
 const body = new TextEncoder().encode('{"name":"x"}');
-const writes =
-  (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) =>
-  async (keep: Keep | undefined) => {
-    await store.feed.add(
-      {
-        id: randomUUID(),
-        name: 'n',
-        kind: 'message',
-        message: 'm',
-        verified: false,
-        wall: false,
-        createdAt: new Date().toISOString(),
-      },
-      keep?.(answer),
-    );
-    return answer;
-  };
 
 describe('Idempotency-Key when the store does not answer', () => {
   it('releases a claim whose release failed once the store answers again, so the retry runs instead of waiting out the claim', async () => {

@@ -12,27 +12,10 @@ import {
 import { openMemoryStore } from '../../api/store/index.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../api/store/types.ts';
 import { startServer } from '../helpers/server.ts';
+import { writes } from '../helpers/writes.ts';
 
 const body = new TextEncoder().encode('{"name":"x"}');
 const keyHash = (route: string, key: string) => createHash('sha256').update(`${route}\n${key}`).digest('hex');
-/** A route that writes: its answer goes into the store with the write, as the real routes do. */
-const writes =
-  (store: ReturnType<typeof openMemoryStore>, answer: { status: number; body: unknown }) =>
-  async (keep: Keep | undefined) => {
-    await store.feed.add(
-      {
-        id: randomUUID(),
-        name: 'n',
-        kind: 'message',
-        message: 'm',
-        verified: false,
-        wall: false,
-        createdAt: new Date().toISOString(),
-      },
-      keep?.(answer),
-    );
-    return answer;
-  };
 
 describe('Idempotency-Key rules', () => {
   it('answers 409 while the first request with the key is still running, then replays it', async () => {
