@@ -3,7 +3,7 @@ import { createIsbotFromList, list } from 'isbot';
 // isbot's own answer, from its own list, compiled as two RegExps instead of one. In isbot's single
 // alternation V8 tries every `^...` pattern (78 of 206) at every position of the string and fails
 // each there; gathered under one leading `^` they are tried at position 0 only. The same answer
-// (test/telemetry/isbot-split.test.ts compares both on every User-Agent of our fixtures) in 85% of
+// (test/telemetry/isbot-split.test.ts compares both on every User-Agent of our fixtures) in about 88% of
 // the time on a browser's string, the case that always reaches isbot.
 
 /** Whether a pattern has a `|` outside groups and classes (then its `^` anchors only its first branch). */
