@@ -14,6 +14,9 @@ export interface Router<H> {
   match(method: string, path: string): RouteMatch<H>;
 }
 
+/** The parameters of an exact path: none, one frozen object for all. */
+const NO_PARAMS: Record<string, string> = Object.freeze({});
+
 interface Template<H> {
   pattern: RegExp;
   names: string[];
@@ -48,12 +51,21 @@ export function createRouter<H>(entries: readonly RouteEntry<H>[]): Router<H> {
     const allow = [...byMethod.keys()];
     return { allow: allow.includes('GET') ? [...allow, 'HEAD'] : allow, others: [...byMethod.values()] };
   };
+  // An exact path's answers made once (callers only read them): every counted request looks up its
+  // funnel step here, and two objects a lookup were garbage a request.
+  const exactAnswers = new Map<string, { byMethod: Map<string, RouteMatch<H>>; refusal: RouteMatch<H> }>();
+  for (const [path, byMethod] of exact) {
+    const answers = new Map<string, RouteMatch<H>>();
+    for (const method of byMethod.keys()) answers.set(method, found(byMethod, method, NO_PARAMS));
+    if (!answers.has('HEAD') && answers.has('GET')) answers.set('HEAD', answers.get('GET'));
+    exactAnswers.set(path, { byMethod: answers, refusal: found(byMethod, '', NO_PARAMS) });
+  }
 
   return {
     match(method, path) {
       const key = path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-      const byMethod = exact.get(key);
-      if (byMethod) return found(byMethod, method, {});
+      const answers = exactAnswers.get(key);
+      if (answers) return answers.byMethod.get(method) ?? answers.refusal;
       for (const t of templates.values()) {
         const m = t.pattern.exec(key);
         if (!m) continue;

@@ -28,6 +28,16 @@ describe('createRouter', () => {
     expect(router.match('DELETE', '/api/things')).toEqual({ allow: ['GET', 'POST', 'HEAD'], others: ['list', 'add'] });
   });
 
+  it('answers an exact path from answers made once (no object a lookup), with parameters no caller can change', () => {
+    const list = router.match('GET', '/api/things');
+    expect(router.match('GET', '/api/things/')).toBe(list);
+    expect(router.match('HEAD', '/things.json')).toBe(router.match('GET', '/things.json'));
+    expect(router.match('PUT', '/api/write')).toBe(router.match('PATCH', '/api/write'));
+    expect(Object.isFrozen((list as { params: object }).params)).toBe(true);
+    // A template's parameters are the request's own.
+    expect(router.match('GET', '/api/things/a')).not.toBe(router.match('GET', '/api/things/a'));
+  });
+
   it('leaves unknown paths to the caller and refuses two handlers for one method and path', () => {
     expect(router.match('GET', '/api/nothing')).toBeUndefined();
     expect(() =>
