@@ -101,7 +101,12 @@ function readable(path: string): string {
 function underAny(prefixes: string[]): (path: string) => boolean {
   const exact = new Set(prefixes);
   const starts = prefixes.map((p) => (p.endsWith('/') ? p : `${p}/`));
-  return (path) => exact.has(path) || starts.some((p) => path.startsWith(p));
+  // A loop, not starts.some(): its callback was a closure made per counted request.
+  return (path) => {
+    if (exact.has(path)) return true;
+    for (const p of starts) if (path.startsWith(p)) return true;
+    return false;
+  };
 }
 
 /** The host without its port; the last answer is remembered (requests mostly name one host). */
