@@ -47,8 +47,8 @@ export interface RequestLine {
   status: number;
   /** How long it took, in milliseconds (written to one decimal). */
   durationMs: number;
-  /** When the request was finished, in milliseconds since the epoch (the gateway has read the clock already). */
-  time: number;
+  /** When the request was finished, in milliseconds since the epoch (the gateway has read the clock already); now when absent. */
+  time?: number | undefined;
 }
 
 export interface Logging {
@@ -88,9 +88,10 @@ function lineTail(ms: number): string {
  */
 let last = { time: NaN, method: '', path: '', status: 0, head: '' };
 function lineHead(l: RequestLine): string {
-  if (l.time !== last.time || l.status !== last.status || l.path !== last.path || l.method !== last.method) {
-    const head = `{"level":30,"time":${l.time},"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":`;
-    last = { time: l.time, method: l.method, path: l.path, status: l.status, head };
+  const time = l.time ?? Date.now();
+  if (time !== last.time || l.status !== last.status || l.path !== last.path || l.method !== last.method) {
+    const head = `{"level":30,"time":${time},"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":`;
+    last = { time, method: l.method, path: l.path, status: l.status, head };
   }
   return last.head;
 }

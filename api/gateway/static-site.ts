@@ -253,13 +253,16 @@ export async function loadStaticSite(
   return files;
 }
 
+/** What a path must be decoded or resolved for. A module constant: a literal is a new RegExp each time it runs. */
+const TO_RESOLVE = /[%\\\0]|\.\.|\/\.|\/\//;
+
 /**
  * Turns a raw request path into a lookup key, or null when it cannot name a built file
  * (undecodable, NUL, backslash or a `..` segment: nothing may leave the build folder).
  */
 export function normalisePath(rawPath: string): string | null {
   // Most paths have nothing to decode or resolve: they are their own key.
-  if (rawPath.startsWith('/') && !/[%\\\0]|\.\.|\/\.|\/\//.test(rawPath)) return rawPath;
+  if (rawPath.startsWith('/') && !TO_RESOLVE.test(rawPath)) return rawPath;
   let decoded: string;
   try {
     decoded = decodeURIComponent(rawPath);

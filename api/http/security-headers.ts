@@ -19,11 +19,15 @@ export const COMMON_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
 };
 
-const isHtml = (contentType: string) => /^\s*text\/html\b/i.test(contentType);
+// Module constants, not literals in the functions: a literal is a new RegExp each time it runs, and these run per answer.
+const HTML = /^\s*text\/html\b/i;
+const TEXT = /^\s*text\//i;
+const CHARSET = /;\s*charset=/i;
+const isHtml = (contentType: string) => HTML.test(contentType);
 
 /** A text media type without a charset gets `; charset=utf-8` (every text this service writes is UTF-8). */
 export function withCharset(contentType: string): string {
-  if (!/^\s*text\//i.test(contentType) || /;\s*charset=/i.test(contentType)) return contentType;
+  if (!TEXT.test(contentType) || CHARSET.test(contentType)) return contentType;
   return `${contentType.trim()}; charset=utf-8`;
 }
 

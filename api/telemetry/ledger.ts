@@ -399,6 +399,7 @@ function timeKeys(at: Date): void {
  * a bait hit, or is dated outside ledgerRange(now) (not counted; one up to LEDGER_SKEW_MS ahead
  * counts as `now`). No bucket is ever ahead of `now`, and the buckets kept are those of the
  * clock's last LEDGER_LIMITS.hours hours and LEDGER_LIMITS.days days, whatever the records say.
+ * It reads `e` and keeps none of it (telemetry reuses one event for every request).
  */
 export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean {
   const c = e.classification;
