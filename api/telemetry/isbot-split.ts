@@ -2,9 +2,10 @@ import { createIsbotFromList, list } from 'isbot';
 
 // isbot's own answer, from its own list, compiled as two RegExps instead of one. In isbot's single
 // alternation V8 tries every `^...` pattern (78 of 206) at every position of the string and fails
-// each there; gathered under one leading `^` they are tried at position 0 only. The same answer
-// (test/telemetry/isbot-split.test.ts compares both on every User-Agent of our fixtures) in about 88% of
-// the time on a browser's string, the case that always reaches isbot.
+// each there; gathered under one leading `^` they are tried at position 0 only, and the rest are
+// gathered by first character. The same answer (test/telemetry/isbot-split.test.ts compares both
+// on every User-Agent of our fixtures) in about 78% of the time on a browser's string, the case
+// that always reaches isbot.
 
 /** Whether a pattern has a `|` outside groups and classes (then its `^` anchors only its first branch). */
 function topLevelAlternation(pattern: string): boolean {
@@ -30,9 +31,27 @@ export function splitIsbotList(patterns: readonly string[]): { anchored: string[
   return { anchored, anywhere };
 }
 
+/** A pattern that starts with a plain character no quantifier follows, and has no `|` at its top level. */
+const startsPlain = (p: string) => /^[a-z0-9 ](?![?*+{])/.test(p) && !topLevelAlternation(p);
+
+/**
+ * The patterns that start with the same plain character gathered behind it (`abuse|advisor` is
+ * `a(?:buse|dvisor)`, the same RegExp): V8 then checks each position against 23 first characters,
+ * not 110 patterns. The others as they are.
+ */
+export function byFirstCharacter(patterns: readonly string[]): string[] {
+  const groups = new Map<string, string[]>();
+  const others: string[] = [];
+  for (const p of patterns) {
+    if (!startsPlain(p)) others.push(p);
+    else groups.set(p[0]!, [...(groups.get(p[0]!) ?? []), p.slice(1)]);
+  }
+  return [...[...groups].map(([first, tails]) => `${first}(?:${tails.join('|')})`), ...others];
+}
+
 const { anchored, anywhere } = splitIsbotList(list);
 const atStart = createIsbotFromList([`^(?:${anchored.map((p) => p.slice(1)).join('|')})`]);
-const inside = createIsbotFromList(anywhere);
+const inside = createIsbotFromList(byFirstCharacter(anywhere));
 
 /** isbot(userAgent), the same answer sooner. */
 export const isbot = (userAgent: string): boolean => atStart(userAgent) || inside(userAgent);

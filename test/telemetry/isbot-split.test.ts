@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
-import { isbot, splitIsbotList } from '../../api/telemetry/isbot-split.ts';
+import { byFirstCharacter, isbot, splitIsbotList } from '../../api/telemetry/isbot-split.ts';
 
 const fixtures = new URL('fixtures/', import.meta.url);
 /** Every User-Agent of the fixtures (a tab-separated line's last column), as written and as node's parser hands it over. */
@@ -37,6 +37,24 @@ describe('isbot split in two RegExps', () => {
       anchored: ['^abc', '^a(b|c)', '^[|]x'],
       anywhere: ['^ab|cd', 'x|^y'],
     });
+  });
+
+  it('gathers patterns by a first character only where the RegExp stays the same', () => {
+    // Not a quantified first character, not a pattern with a top-level |, nothing that is no plain character.
+    expect(byFirstCharacter(['abc', 'abd', 'a?x', 'ab|cd', 'b', '\\bperl', '(?<!x)bot', 'a{2}', 'a'])).toEqual([
+      'a(?:bc|bd|)',
+      'b(?:)',
+      'a?x',
+      'ab|cd',
+      '\\bperl',
+      '(?<!x)bot',
+      'a{2}',
+    ]);
+    for (const ua of ['xabcx', 'xabdx', 'b', 'cd', 'x', 'aax', 'perl', 'a'])
+      expect([ua, new RegExp(byFirstCharacter(['abc', 'abd', 'ab|cd', 'b', 'a?x']).join('|')).test(ua)]).toEqual([
+        ua,
+        /abc|abd|ab|cd|b|a?x/.test(ua),
+      ]);
   });
 
   it('answers false for the empty string, as isbot does', () => {
