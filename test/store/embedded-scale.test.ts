@@ -17,6 +17,7 @@ import {
 import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/records.ts';
 import { emptyData, SnapshotFile } from '../../api/store/snapshot.ts';
 import { citizen, message } from './contract.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const lines: string[] = [];
 const { logger } = createLogging('info', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
@@ -49,7 +50,8 @@ async function everything(store: Store): Promise<{ citizens: CitizenRecord[]; me
 }
 
 /** A store with some of everything: citizens (one with a home page), shouts, questions, keyed writes, drift, receipts. */
-async function populate(store: Store, n: number) {
+/** `n` citizens with wall messages, keys and questions, then a receipt and drift; `after(i)` runs after each citizen. */
+async function populate(store: Store, n: number, after?: (i: number) => Promise<void>) {
   for (let i = 0; i < n; i++) {
     const c = citizen({
       class: CITIZEN_CLASSES[i % CITIZEN_CLASSES.length]!,
@@ -72,6 +74,7 @@ async function populate(store: Store, n: number) {
       await store.feed.add(
         message({ kind: 'question', verified: true, citizenId: c.memberId, message: `question ${i} ✓ ünïcode` }),
       );
+    await after?.(i);
   }
   await store.receipts.append(
     (prev, index) => ({ id: `receipt-${index}`, receipt: { prev, index, note: 'x'.repeat(40) } }),
@@ -597,7 +600,16 @@ describe('deltas (what was written since the last snapshot, in its form)', () =>
     store = await openEmbeddedStore({ dir, logger, compactEvery: 15 });
     // An id older than every citizen's, used last: its record goes in before the others, in memory and on a start.
     const early = citizen({ memberId: '00000000-0000-7000-8000-000000000000', name: 'early-bird' });
-    await populate(store, 40);
+    // A delta every 15 writes, but none starts while one is being written: on a busy machine the
+    // thresholds passed during a slow one were skipped, and two deltas came where the test wants
+    // three. Each batch waits for its delta.
+    const deltasWritten = () => lines.filter((l) => l.includes('"into":"delta"')).length;
+    const before = deltasWritten();
+    // Citizens 0-14 and 15-29 are past 15 writes each (a question every seventh adds one).
+    await populate(store, 40, async (i) => {
+      if (i === 14 || i === 29)
+        await waitFor(deltasWritten, { until: (n) => n >= before + (i === 14 ? 1 : 2), what: `delta after ${i}` });
+    });
     await store.citizens.add(early);
     await store.drift.record(
       'entity-a',
