@@ -9,15 +9,10 @@ export interface AddressRanges {
 /** The IPv4-mapped form (::ffff:1.2.3.4) is the IPv4 address. */
 export const plainAddress = (ip: string) => (ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip);
 
-function v4(ip: string): number {
-  const p = ip.split('.');
-  return ((Number(p[0]) << 24) >>> 0) + (Number(p[1]) << 16) + (Number(p[2]) << 8) + Number(p[3]);
-}
-
 /**
  * An IPv4 address as a number, or -1 when `ip` is no address isIP reads as IPv4 (four decimal
  * octets, no leading zero): one pass over the characters, no strings made, as every counted
- * request of a family checked by its ranges asks.
+ * request of a family checked by its ranges asks (no split, no isIP first).
  */
 export function ipv4Number(ip: string): number {
   let n = 0;
@@ -45,7 +40,7 @@ export function v6Groups(ip: string): number[] {
   let text = ip.toLowerCase().split('%')[0]!;
   const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (tail) {
-    const n = v4(tail[1]!);
+    const n = ipv4Number(tail[1]!);
     text = `${text.slice(0, tail.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
   }
   const [head, rest] = text.split('::') as [string, string | undefined];
@@ -102,7 +97,7 @@ export function addressRanges(prefixes: string[]): AddressRanges {
     if (kind === 4) {
       const bits = bitsText === undefined ? 32 : Number(bitsText);
       const size = 2 ** (32 - bits);
-      const start = Math.floor(v4(net) / size) * size;
+      const start = Math.floor(ipv4Number(net) / size) * size;
       four.push([start, start + size - 1]);
     } else if (kind === 6) {
       const bits = BigInt(bitsText === undefined ? 128 : Number(bitsText));
@@ -117,10 +112,9 @@ export function addressRanges(prefixes: string[]): AddressRanges {
     size: s4.length + s6.length,
     has(ip: string): boolean {
       const plain = plainAddress(ip);
-      const kind = isIP(plain);
-      if (kind === 4) return within(s4, e4, v4(plain));
-      if (kind === 6) return s6.length > 0 && within(s6, e6, v6(plain));
-      return false;
+      const four = ipv4Number(plain);
+      if (four >= 0) return within(s4, e4, four);
+      return s6.length > 0 && isIP(plain) === 6 && within(s6, e6, v6(plain));
     },
   };
 }
