@@ -165,6 +165,15 @@ const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 /** Words that name a bot only together with the word before them ("Speedy Spider"). */
 const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 
+// The RegExps of the uncached path, as module constants: a literal in a function is a new RegExp
+// object each time it runs.
+const STARTS_WITH_LETTER = /^[a-z]/i;
+const VERSION_WORD = /^v\d/i;
+const NUMBERISH = /^[\d.x_-]+$/;
+const COMPATIBLE = /compatible/i;
+const BROWSER_STRING = /^(mozilla|opera)\//i;
+const ADDRESS_HOST = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i;
+
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
 const NAME_STOP = new Set([
   ...[...PLATFORM_WORDS].filter((w) => !GENERIC_NAMES.has(w)),
@@ -198,8 +207,8 @@ function nameAt(t: Tokens, ua: string, i: number): string {
       next === undefined ||
       ua.charCodeAt(end) !== 32 ||
       t.starts[j + 1] !== end + 1 ||
-      !/^[A-Za-z]/.test(next) ||
-      /^v\d/i.test(next) ||
+      !STARTS_WITH_LETTER.test(next) ||
+      VERSION_WORD.test(next) ||
       NAME_STOP.has(t.lower[j + 1]!)
     )
       break;
@@ -253,13 +262,13 @@ const BROWSER_WORDS = new Set([
   'trident',
 ]);
 const plausible = (lower: string) =>
-  lower.length >= 2 && !NOT_NAMES.has(lower) && !/^[\d.x_-]+$/.test(lower) && !lower.startsWith('+');
+  lower.length >= 2 && !NOT_NAMES.has(lower) && !NUMBERISH.test(lower) && !lower.startsWith('+');
 
 /** The platform comment of a browser-looking string ("(Linux; Android 9; Google TV Build/...)"), where device models are; "" when none. */
 function platformText(ua: string): string {
   const m = PLATFORM.exec(ua);
   // A comment with "compatible" or an address is a bot's, not a device's.
-  return m && !/compatible/i.test(m[1]!) && !CONTACT.test(m[1]!) ? m[1]! : '';
+  return m && !COMPATIBLE.test(m[1]!) && !CONTACT.test(m[1]!) ? m[1]! : '';
 }
 const PLATFORM = /^Mozilla\/[\d.]+ (\([^)]*)\)/;
 /** How many of a string's tokens sit in its platform comment. */
@@ -282,15 +291,15 @@ function selfName(t: Tokens, ua: string): string | null {
     t.lower[compatible + 1] !== 'msie'
   )
     return nameAt(t, ua, compatible + 1);
-  if (!/^(mozilla|opera)\//i.test(ua)) {
+  if (!BROWSER_STRING.test(ua)) {
     const i = t.lower.findIndex(plausible);
-    if (i >= 0 && /^[a-z]/i.test(t.original[i]!)) return nameAt(t, ua, i);
+    if (i >= 0 && STARTS_WITH_LETTER.test(t.original[i]!)) return nameAt(t, ua, i);
   } else {
     const last = t.lower.findLastIndex((w) => BROWSER_WORDS.has(w));
-    const i = last < 0 ? -1 : t.lower.findIndex((w, k) => k > last && plausible(w) && /^[a-z]/.test(w));
+    const i = last < 0 ? -1 : t.lower.findIndex((w, k) => k > last && plausible(w) && STARTS_WITH_LETTER.test(w));
     if (i >= 0 && ua.lastIndexOf(')') < t.starts[i]!) return nameAt(t, ua, i);
   }
-  const host = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i.exec(ua);
+  const host = ADDRESS_HOST.exec(ua);
   return host ? host[1]!.slice(0, 64) : null;
 }
 
