@@ -43,7 +43,14 @@ const copied = (s: string) => ` ${s}`.slice(1);
 /** The classification cache holds at most this many bytes of keys and answers. */
 export const CLASSIFY_CACHE_BYTES = 4 * 1024 * 1024;
 
-const HUMAN: Classification = Object.freeze({ bot: false, family: null, class: null, known: null, verify: 'none' });
+/** No bot: a person's browser or app. */
+export const HUMAN: Classification = Object.freeze({
+  bot: false,
+  family: null,
+  class: null,
+  known: null,
+  verify: 'none',
+});
 const UNNAMED: Classification = Object.freeze({
   bot: true,
   family: 'unnamed bot',

@@ -8,6 +8,7 @@ import {
   classificationOf,
   classifyOnConnection,
   createClassifier,
+  HUMAN,
   type Classification,
   type Classifier,
 } from './classify.ts';
@@ -249,7 +250,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     path: '',
     status: 0,
     host: '',
-    classification: { bot: false, family: null, class: null, known: null, verify: 'none' },
+    classification: HUMAN,
     verification: null,
     bait: false,
     disallowed: false,
