@@ -1,13 +1,10 @@
 import { isIP, isIPv6 } from 'node:net';
 import parseForwarded from 'forwarded-parse';
 import proxyaddr from 'proxy-addr';
+import { prefix64, unmapped } from '../net/address.ts';
 
 /** The header a trusted proxy writes the client into: X-Forwarded-For (nginx's default) or RFC 7239 Forwarded. */
 export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
-
-/** An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) as the IPv4 address it is; any other as given. */
-const unmapped = (address: string) =>
-  address.toLowerCase().startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 
 /**
  * The unit one client is counted as by every per-client limit (writes, uploads, lingering,
@@ -17,17 +14,7 @@ export function clientKey(address: string): string {
   // Every IPv6 form has a colon: an IPv4 address (almost every client) skips isIPv6's long pattern.
   if (!address.includes(':') || !isIPv6(address)) return address;
   const v4 = unmapped(address);
-  if (v4 !== address) return v4;
-  const [head = '', tail = ''] = address.split('::');
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = address.includes('::')
-    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
-    : left;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
+  return v4 !== address ? v4 : prefix64(address);
 }
 
 /** An address as the socket or a proxy wrote it, plain: IPv4-mapped IPv6 as IPv4, no brackets or port; '' when it is none. */

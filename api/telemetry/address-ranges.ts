@@ -1,53 +1,10 @@
 import { isIP } from 'node:net';
+import { ipv4Number, prefix64, unmapped, v6Groups } from '../net/address.ts';
 
 /** A set of IPv4 and IPv6 prefixes, answered by binary search over merged intervals. */
 export interface AddressRanges {
   has(ip: string): boolean;
   readonly size: number;
-}
-
-/** The IPv4-mapped form (::ffff:1.2.3.4) is the IPv4 address. */
-export const plainAddress = (ip: string) => (ip.startsWith('::ffff:') && isIP(ip.slice(7)) === 4 ? ip.slice(7) : ip);
-
-/**
- * An IPv4 address as a number, or -1 when `ip` is no address isIP reads as IPv4 (four decimal
- * octets, no leading zero): one pass over the characters, no strings made, as every counted
- * request of a family checked by its ranges asks (no split, no isIP first).
- */
-export function ipv4Number(ip: string): number {
-  let n = 0;
-  let octet = 0;
-  let digits = 0;
-  let dots = 0;
-  for (let i = 0; i < ip.length; i++) {
-    const c = ip.charCodeAt(i);
-    if (c === 46) {
-      if (digits === 0 || dots === 3) return -1;
-      n = n * 256 + octet;
-      octet = 0;
-      digits = 0;
-      dots++;
-    } else if (c >= 48 && c <= 57 && !(digits > 0 && octet === 0)) {
-      octet = octet * 10 + c - 48;
-      if (++digits > 3 || octet > 255) return -1;
-    } else return -1;
-  }
-  return dots === 3 && digits > 0 ? n * 256 + octet : -1;
-}
-
-/** The 8 groups of an IPv6 address (with :: expanded; an embedded IPv4 tail becomes two groups). */
-export function v6Groups(ip: string): number[] {
-  let text = ip.toLowerCase().split('%')[0]!;
-  const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (tail) {
-    const n = ipv4Number(tail[1]!);
-    text = `${text.slice(0, tail.index)}${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`;
-  }
-  const [head, rest] = text.split('::') as [string, string | undefined];
-  const h = head ? head.split(':') : [];
-  const r = rest !== undefined && rest !== '' ? rest.split(':') : [];
-  const fill = rest === undefined ? [] : Array<string>(8 - h.length - r.length).fill('0');
-  return [...h, ...fill, ...r].map((g) => parseInt(g, 16));
 }
 
 const v6 = (ip: string): bigint => v6Groups(ip).reduce((n, g) => (n << 16n) | BigInt(g), 0n);
@@ -111,7 +68,7 @@ export function addressRanges(prefixes: string[]): AddressRanges {
   return {
     size: s4.length + s6.length,
     has(ip: string): boolean {
-      const plain = plainAddress(ip);
+      const plain = unmapped(ip);
       const four = ipv4Number(plain);
       if (four >= 0) return within(s4, e4, four);
       return s6.length > 0 && isIP(plain) === 6 && within(s6, e6, v6(plain));
@@ -121,13 +78,9 @@ export function addressRanges(prefixes: string[]): AddressRanges {
 
 /** The network an address belongs to for caching: its /24 (IPv4) or /64 (IPv6). */
 export function networkOf(ip: string): string {
-  const plain = plainAddress(ip);
+  const plain = unmapped(ip);
   const kind = isIP(plain);
   if (kind === 4) return `${plain.slice(0, plain.lastIndexOf('.'))}.0/24`;
-  if (kind === 6)
-    return `${v6Groups(plain)
-      .slice(0, 4)
-      .map((g) => g.toString(16))
-      .join(':')}::/64`;
+  if (kind === 6) return prefix64(plain);
   return plain;
 }

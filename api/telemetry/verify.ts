@@ -1,7 +1,8 @@
 import { Resolver as DnsResolver } from 'node:dns/promises';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, BotIpRanges } from '../schemas/bot-families.ts';
-import { addressRanges, networkOf, plainAddress, type AddressRanges } from './address-ranges.ts';
+import { unmapped } from '../net/address.ts';
+import { addressRanges, networkOf, type AddressRanges } from './address-ranges.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
 export interface Resolver {
@@ -63,7 +64,7 @@ export async function verifyByDns(
 ): Promise<Outcome> {
   const suffixes = family.rdns ?? [];
   if (suffixes.length === 0) return 'unverifiable';
-  const address = plainAddress(ip);
+  const address = unmapped(ip);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'ETIMEOUT' })), timeoutMs);
@@ -75,7 +76,7 @@ export async function verifyByDns(
       const host = name.toLowerCase().replace(/\.$/, '');
       if (!suffixes.some((s) => host.endsWith(s))) continue;
       const forward = await Promise.race([resolver.resolve(host), timeout]);
-      if (forward.map(plainAddress).includes(address)) return 'verified';
+      if (forward.map(unmapped).includes(address)) return 'verified';
     }
     return 'failed';
   } catch (error) {
@@ -135,7 +136,7 @@ export function createVerifier(o: VerifierOptions) {
       // Outside the list: where the operator also documents host names, DNS decides (lists lag);
       // otherwise the list is the operator's word and the claim fails.
       if (!family.rdns?.length) return list ? 'failed' : 'unverifiable';
-      const address = plainAddress(ip);
+      const address = unmapped(ip);
       const key = `${family.family}\n${address}`;
       const known = byAddress.get(key);
       if (known) return known;

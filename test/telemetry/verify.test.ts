@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { isIP } from 'node:net';
-import { addressRanges, ipv4Number, networkOf } from '../../api/telemetry/address-ranges.ts';
+import { addressRanges, networkOf } from '../../api/telemetry/address-ranges.ts';
+import { ipv4Number } from '../../api/net/address.ts';
 import { createVerifier, rangesOf, verifyByDns, type Outcome, type Resolver } from '../../api/telemetry/verify.ts';
 import type { BotFamily, BotIpRanges } from '../../api/schemas/bot-families.ts';
 
