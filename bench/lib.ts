@@ -152,6 +152,27 @@ export const median = (xs: number[]) => {
 };
 
 /**
+ * A 95% interval for the median of `xs`, free of any assumption on their distribution: the order
+ * statistics x(j) and x(n+1-j) for the largest j with P(Binomial(n, 1/2) < j) ≤ 2.5% (each sample
+ * falls below the true median with probability 1/2). For 20 pairs, the 6th and 15th smallest.
+ * Undefined below 6 samples (no such interval reaches 95%).
+ */
+export function medianInterval(xs: number[]): [number, number] | undefined {
+  const n = xs.length;
+  const sorted = [...xs].sort((a, b) => a - b);
+  let atMost = 0; // P(X <= k), X ~ Binomial(n, 1/2)
+  let term = 0.5 ** n; // P(X = k)
+  let j = 0;
+  for (let k = 0; k < Math.floor(n / 2); k++) {
+    atMost += term;
+    if (atMost > 0.025) break;
+    j = k + 1; // P(X < j) <= 2.5%
+    term = (term * (n - k)) / (k + 1);
+  }
+  return j === 0 ? undefined : [sorted[j - 1]!, sorted[n - j]!];
+}
+
+/**
  * Warms both up, runs them back to back `rounds` times (which goes first alternates), and
  * reports median req/s and p99 of each and the median of the per-round ratios: a pair measured
  * seconds apart shares the machine's drift, which a ratio of medians over the whole run does not.
@@ -188,16 +209,18 @@ export async function compare(
   // Server CPU per request, baseline over candidate: the req/s ratio a CPU-bound server would reach.
   // Per pair too, as for req/s: the machine's speed drifts between pairs by more than the gap measured.
   let cpuRatio: number | undefined;
+  let cpuInterval: [number, number] | undefined;
   if (c.every((f) => f.cpuUs !== undefined) && b.every((f) => f.cpuUs !== undefined)) {
     const cc = median(c.map((f) => f.cpuUs!));
     const bc = median(b.map((f) => f.cpuUs!));
     const pairs = c.map((f, i) => b[i]!.cpuUs! / f.cpuUs!);
     cpuRatio = median(pairs);
+    cpuInterval = medianInterval(pairs);
     console.log(
-      `  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)} (median of the rounds' ratios, ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})`,
+      `  server CPU per request: candidate ${cc.toFixed(1)} µs, baseline ${bc.toFixed(1)} µs, ratio ${cpuRatio.toFixed(3)} (median of the rounds' ratios, ${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)}${cpuInterval ? `; 95% interval of the median ${cpuInterval[0].toFixed(3)}-${cpuInterval[1].toFixed(3)}` : ''})`,
     );
   }
-  return { candidate: cand, baseline: base, ratio, cpuRatio };
+  return { candidate: cand, baseline: base, ratio, cpuRatio, cpuInterval };
 }
 
 /** Headers the transport writes by itself (or that differ per answer): not part of what a twin copies. */

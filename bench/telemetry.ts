@@ -188,9 +188,19 @@ if (!SKIP_GATEWAY) {
         () => run(`${bare.url}/`, bare.child.pid),
       );
       // Issue 29: the gateway serves at least 0.9 of the twin's requests per CPU second (CPU per request ≤ 1/0.9).
+      // The interval says whether the run can tell: when it straddles 0.9, the verdict is this run's noise.
       const share = r.cpuRatio;
+      const interval = r.cpuInterval;
+      const sure =
+        interval === undefined
+          ? ''
+          : interval[0] >= 0.9
+            ? '; the whole 95% interval of the median is above it'
+            : interval[1] < 0.9
+              ? '; the whole 95% interval of the median is below it'
+              : `; the 95% interval of the median (${interval[0].toFixed(3)}-${interval[1].toFixed(3)}) straddles it: this run cannot tell`;
       console.log(
-        `gateway CPU per request (${name}) = ${share === undefined ? '?' : (1 / share).toFixed(2)}× the bare server's: ${share?.toFixed(2) ?? '?'} of its requests per CPU second; target ≥ 0.9: ${share !== undefined && share >= 0.9 ? 'met' : 'NOT met'}`,
+        `gateway CPU per request (${name}) = ${share === undefined ? '?' : (1 / share).toFixed(2)}× the bare server's: ${share?.toFixed(2) ?? '?'} of its requests per CPU second; target ≥ 0.9: ${share !== undefined && share >= 0.9 ? 'met' : 'NOT met'}${sure}`,
       );
     }
   } finally {
