@@ -11,8 +11,9 @@ import { funnelStepOf } from '../api/operations/paths.ts';
 //    (docs/benchmarks.md says what each set is). 2. A crawler's GET /api/convert through the
 //    gateway against a bare node:http server with the same bytes, by server CPU per request.
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
-// Twenty pairs: the ratio sits near its target, and ten left its median moving by ±0.02-0.03 from run to run.
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+// Sixty pairs (~6 minutes): a pair's ratio moves by ~0.055 on a 2-core machine, so twenty pairs left
+// the median's 95% interval ±0.04 wide, straddling the 0.9 target in most runs; sixty narrow it to ~±0.025.
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
 const SKIP_GATEWAY = process.env.BENCH_SKIP_GATEWAY === '1';
 
 const lines = (file: string) =>
