@@ -14,6 +14,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 // Sixty pairs (~6 minutes): a pair's ratio moves by ~0.055 on a 2-core machine, so twenty pairs left
 // the median's 95% interval ±0.04 wide, straddling the 0.9 target in most runs; sixty narrow it to ~±0.025.
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 60);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 60);
 const SKIP_GATEWAY = process.env.BENCH_SKIP_GATEWAY === '1';
 
 const lines = (file: string) =>
@@ -180,8 +181,13 @@ if (!SKIP_GATEWAY) {
   const bare = await startBareTwin(`${gateway.url}/api/convert`);
   try {
     for (const [name, userAgent] of USER_AGENTS) {
-      const run = (url: string, pid: number | undefined) =>
-        load(url, { seconds: SECONDS, connections: 32, headers: { 'User-Agent': userAgent }, pid });
+      const run = (url: string, pid: number | undefined, seconds = SECONDS) =>
+        load(url, { seconds, connections: 32, headers: { 'User-Agent': userAgent }, pid });
+      // A long-running server's steady state: the gateway's CPU a request kept falling for about a
+      // minute of load (26 -> 24.5 µs), and with compare's one 3-second warm-up the first twenty pairs'
+      // median sat 0.03-0.05 below the next forty's. Both sides get the same minute.
+      await run(`${gateway.url}/api/convert`, undefined, WARMUP_SECONDS);
+      await run(`${bare.url}/`, undefined, WARMUP_SECONDS);
       const r = await compare(
         `GET /api/convert as ${name}, 32 connections`,
         ROUNDS,
