@@ -173,7 +173,7 @@ export function medianInterval(xs: number[]): [number, number] | undefined {
 }
 
 /**
- * Warms both up, runs them back to back `rounds` times (which goes first alternates), and
+ * Warms both up (`warmups` untimed runs of each), runs them back to back `rounds` times (which goes first alternates), and
  * reports median req/s and p99 of each and the median of the per-round ratios: a pair measured
  * seconds apart shares the machine's drift, which a ratio of medians over the whole run does not.
  */
@@ -182,13 +182,17 @@ export async function compare(
   rounds: number,
   candidate: () => Promise<Figures>,
   baseline: () => Promise<Figures>,
+  warmups = 1,
 ) {
   const c: Figures[] = [];
   const b: Figures[] = [];
-  // One untimed run of each first: a dynamic route's first seconds run before the JIT has warmed
-  // Astro's render path (here POST /api/omip/score took 600 µs of CPU a request, then 270).
-  await candidate();
-  await baseline();
+  // Untimed runs of each first (one unless the caller asks for more): a dynamic route's first seconds
+  // run before the JIT has warmed Astro's render path (here POST /api/omip/score took 600 µs of CPU a
+  // request, then 270).
+  for (let i = 0; i < warmups; i++) {
+    await candidate();
+    await baseline();
+  }
   for (let i = 0; i < rounds; i++) {
     if (i % 2 === 0) {
       c.push(await candidate());

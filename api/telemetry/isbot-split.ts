@@ -44,7 +44,11 @@ export function byFirstCharacter(patterns: readonly string[]): string[] {
   const others: string[] = [];
   for (const p of patterns) {
     if (!startsPlain(p)) others.push(p);
-    else groups.set(p[0]!, [...(groups.get(p[0]!) ?? []), p.slice(1)]);
+    else {
+      const tails = groups.get(p[0]!);
+      if (tails) tails.push(p.slice(1));
+      else groups.set(p[0]!, [p.slice(1)]);
+    }
   }
   return [...[...groups].map(([first, tails]) => `${first}(?:${tails.join('|')})`), ...others];
 }
