@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 // These files start Astro processes (builds, the dev server) that share the project's .astro/
 // folder: run alone, after the rest, one at a time.
 const ASTRO_PROCESSES = [
-  'test/ops/dev.test.ts',
+  'test/operator/dev.test.ts',
   'test/documents/links.test.ts',
   'test/build/content-errors.test.ts',
   'test/build/concurrent-start.test.ts',

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { StartupError } from './startup-error.ts';
 import { checkTrustList } from './http/client.ts';
-import { RETENTION_BOUNDS } from './telemetry/ledger.ts';
+import { RETENTION_BOUNDS } from './telemetry/ledger/ledger.ts';
 
 const Port = z.coerce.number().int().min(0).max(65535);
 const Origin = z

@@ -9,7 +9,7 @@ import { ContentError, loadContent, parseDoctrine } from './content/load.ts';
 import type { RenderHandler } from './gateway/gateway.ts';
 import { HttpProblem } from './http/problem.ts';
 import { startServer, type RunningServer, type Site } from './server.ts';
-import { openMemoryStore } from './store/embedded.ts';
+import { openMemoryStore } from './store/embedded/embedded-store.ts';
 
 // `npm run dev`: the whole service (engine routes, live telemetry, /bot-wall) with Astro's dev server
 // behind the gateway instead of the build, so an edit to content/ shows on the next reload. Memory

@@ -5,18 +5,18 @@ import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
 import { StartupError } from './startup-error.ts';
-import { createAlerts } from './telemetry/alerts.ts';
-import { createRobotsJudge, readRobotsDir } from './telemetry/robots.ts';
+import { createAlerts } from './telemetry/alerts/alerts.ts';
+import { createRobotsJudge, readRobotsDir } from './telemetry/robots/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { createOmip } from './omip/service.ts';
 import { funnelStepOf } from './operations/paths.ts';
-import { databaseAnswers, folderWritable, storeCeiling, type Metrics, type ReadinessCheck } from './ops/index.ts';
+import { databaseAnswers, folderWritable, storeCeiling, type Metrics, type ReadinessCheck } from './operator/index.ts';
 import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
-import { systemResolver, type Resolver } from './telemetry/verify.ts';
-import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth.ts';
+import { systemResolver, type Resolver } from './telemetry/verification/verify.ts';
+import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(

@@ -38,13 +38,13 @@ import {
   operationNamer,
   readyz,
   startMetricsServer,
-} from './ops/index.ts';
+} from './operator/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { limitConnections } from './gateway/connections.ts';
 import { closeStalledConnections } from './gateway/stalled-connections.ts';
 import { createSharedAnswers } from './gateway/shared-answers.ts';
-import { lockFolder, LockHeld, waitForLock, type HostLock } from './ops/host-lock.ts';
+import { lockFolder, LockHeld, waitForLock, type HostLock } from './operator/host-lock.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { PROBLEM_TYPE, HttpProblem } from './http/problem.ts';
 import type { Lookup } from './operations/dispatch.ts';

@@ -66,7 +66,7 @@ export function freePort(): Promise<number> {
  * Starts a server child process on a free port (stdout discarded) and waits until it is ready: its
  * /readyz answers, and not 503 (the service answers 503 STARTING until its store is open; a bare
  * server answers anything). A bench that loaded it before measured 503s, copied a 503's headers
- * into a bare twin, and (before api/telemetry/tick-shape.ts) left node's nextTick megamorphic
+ * into a bare twin, and (before api/telemetry/classification/tick-shape.ts) left node's nextTick megamorphic
  * for the rest of the run. Its reverse-DNS lookups (crawler claims, ingested log records) go to a
  * responder on loopback (DNS_SERVERS, test/helpers/dns-responder.ts), never to the machine's resolver.
  */

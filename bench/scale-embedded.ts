@@ -18,9 +18,9 @@ import { newId } from '../api/ids.ts';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createLogging } from '../api/log.ts';
 import type { Message } from '../api/schemas/citizenship.ts';
-import { openEmbeddedStore } from '../api/store/embedded.ts';
+import { openEmbeddedStore } from '../api/store/embedded/embedded-store.ts';
 import type { CitizenRecord, Store } from '../api/store/types.ts';
-import { emptyData, SnapshotFile } from '../api/store/snapshot.ts';
+import { emptyData, SnapshotFile } from '../api/store/embedded/snapshot.ts';
 import { freePort, spawnNode } from './lib.ts';
 
 // The embedded store grown by real oaths (unique names, 16 connections) to each size in

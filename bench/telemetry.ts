@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadContent } from '../api/content/load.ts';
-import { createClassifier } from '../api/telemetry/classify.ts';
+import { createClassifier } from '../api/telemetry/classification/classify.ts';
 import { compare, load, median, startBareTwin, startChild } from './lib.ts';
 import { funnelStepOf } from '../api/operations/paths.ts';
 
@@ -112,8 +112,8 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
 // counted as the server counts (its robots.txt judge and alerts, as createEngine makes them).
 {
   const { createTelemetry, telemetryRulesOf } = await import('../api/telemetry/telemetry.ts');
-  const { createRobotsJudge } = await import('../api/telemetry/robots.ts');
-  const { createAlerts } = await import('../api/telemetry/alerts.ts');
+  const { createRobotsJudge } = await import('../api/telemetry/robots/robots.ts');
+  const { createAlerts } = await import('../api/telemetry/alerts/alerts.ts');
   const { openMemoryStore } = await import('../api/store/index.ts');
   const { default: pino } = await import('pino');
   const content = await loadContent('content');

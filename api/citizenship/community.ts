@@ -1,4 +1,4 @@
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
+import type { TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
 import type { Store } from '../store/types.ts';
 
 /** GET /api/scoreboard: the catch meter (oaths + non-wall messages) beside presence. */

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import { resolve } from 'node:path';
 import { loadContent } from '../content/load.ts';
-import { createClassifier } from '../telemetry/classify.ts';
+import { createClassifier } from '../telemetry/classification/classify.ts';
 
 // npm run classify: User-Agents on standard input, one a line; one JSON line each on standard
 // output, {userAgent, bot, family, class, verify}: "why is this counted as X".

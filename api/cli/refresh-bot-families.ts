@@ -4,7 +4,11 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadContentFile } from '../content/load.ts';
 import { GeneratedBotFamiliesSchema, type GeneratedBotFamilies } from '../schemas/bot-families.ts';
-import { generatedFamilies, type CrawlerUserAgent, type DeviceDetectorBot } from '../telemetry/bot-lists.ts';
+import {
+  generatedFamilies,
+  type CrawlerUserAgent,
+  type DeviceDetectorBot,
+} from '../telemetry/classification/bot-lists.ts';
 
 // npm run refresh-bot-families: rewrites content/bot-families.generated.json from the lists the
 // field keeps, as installed (their versions are pinned in package.json): Matomo device-detector's

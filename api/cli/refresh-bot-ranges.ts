@@ -1,6 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { refreshRanges } from '../telemetry/ip-ranges.ts';
+import { refreshRanges } from '../telemetry/verification/ip-ranges.ts';
 
 // npm run refresh-bot-ranges: fetches every operator's published address list named in
 // content/bot-ip-ranges.yaml (Google, Bing, Apple, OpenAI, Perplexity, Common Crawl, DuckDuckGo,

@@ -68,7 +68,7 @@ export class ContentError extends Error {
 /**
  * YAML 1.2's core schema (no timestamps: a date stays the string the editor wrote), read by js-yaml:
  * five times faster than the `yaml` package on content/ (55 against 300 ms at a start), which stays
- * for the one tool that rewrites a file keeping its comments (api/telemetry/ip-ranges.ts).
+ * for the one tool that rewrites a file keeping its comments (api/telemetry/verification/ip-ranges.ts).
  */
 const parseYaml = (text: string): unknown => yaml.load(text, { schema: yaml.CORE_SCHEMA });
 

@@ -1,5 +1,5 @@
-import { crawlToReferral } from '../telemetry/referrals.ts';
-import { BAIT_BROWSER, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger.ts';
+import { crawlToReferral } from '../telemetry/referrals/referrals.ts';
+import { BAIT_BROWSER, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
 
 /** The ranges of GET /bot-wall.csv: hourly buckets for hours, daily for days, or the whole window. */
 export const CSV_RANGES = ['1h', '24h', '7d', '30d', 'all'] as const;

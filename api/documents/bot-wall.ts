@@ -3,7 +3,7 @@ import { oathDataWithFreshName, shellQuote } from './convert.ts';
 import { at, type Links } from './links.ts';
 import { PATH } from '../operations/paths.ts';
 import { BOT_CLASSES } from '../schemas/bot-families.ts';
-import { crawlToReferral } from '../telemetry/referrals.ts';
+import { crawlToReferral } from '../telemetry/referrals/referrals.ts';
 import {
   BAIT_BROWSER,
   farmScore,
@@ -11,7 +11,7 @@ import {
   recentOf,
   type FamilyRow,
   type TelemetrySnapshot,
-} from '../telemetry/ledger.ts';
+} from '../telemetry/ledger/ledger.ts';
 
 const top = (map: Record<string, number>, n: number) =>
   Object.entries(map)

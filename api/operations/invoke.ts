@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RouteHandler } from '../http/route.ts';
-import type { FunnelStep } from '../telemetry/ledger.ts';
+import type { FunnelStep } from '../telemetry/ledger/ledger.ts';
 import type { AnyOperation } from './operation.ts';
 import { TOOL_OPERATIONS } from './paths.ts';
 

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { KeepAnswer } from '../store/types.ts';
 import type { RouteAnswer, RouteRequest } from '../http/route.ts';
 import type { ProblemCode } from '../problems/table.ts';
-import type { FunnelStep } from '../telemetry/ledger.ts';
+import type { FunnelStep } from '../telemetry/ledger/ledger.ts';
 import type { OperationContext } from './context.ts';
 
 /** Who may call an operation, and with what. */

@@ -1,5 +1,5 @@
 import { createRouter, type RouteMatch } from '../http/router.ts';
-import type { FunnelStep } from '../telemetry/ledger.ts';
+import type { FunnelStep } from '../telemetry/ledger/ledger.ts';
 import type { AnyOperation } from './operation.ts';
 import { OPERATIONS, type OperationId } from './table.ts';
 

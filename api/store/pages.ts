@@ -1,5 +1,5 @@
 import { DomainError } from '../problems/domain.ts';
-import type { Records } from './records.ts';
+import type { Records } from './embedded/codec.ts';
 import type { Page, PageQuery } from './types.ts';
 
 /** Decodes records start..end-1, newest (last) first: a page decodes only its own records. */

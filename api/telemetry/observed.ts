@@ -1,4 +1,4 @@
-import { REFERER_MAX_CHARS, utmSourceOf } from './referrals.ts';
+import { REFERER_MAX_CHARS, utmSourceOf } from './referrals/referrals.ts';
 
 /** One finished request, as telemetry and the request log see it. */
 export interface ObservedRequest {

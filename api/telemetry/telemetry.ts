@@ -11,11 +11,11 @@ import {
   HUMAN,
   type Classification,
   type Classifier,
-} from './classify.ts';
-import type { AddressRanges } from './address-ranges.ts';
+} from './classification/classify.ts';
+import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
-import { referralRule, type ReferralRule } from './referrals.ts';
-import type { Alerts } from './alerts.ts';
+import { referralRule, type ReferralRule } from './referrals/referrals.ts';
+import type { Alerts } from './alerts/alerts.ts';
 import {
   count,
   countReferral,
@@ -32,10 +32,10 @@ import {
   type FunnelStep,
   type LedgerEvent,
   type TelemetrySnapshot,
-} from './ledger.ts';
-import type { RobotsJudge } from './robots.ts';
-import { createVerifier, rangesOf, type Outcome, type Resolver } from './verify.ts';
-import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth.ts';
+} from './ledger/ledger.ts';
+import type { RobotsJudge } from './robots/robots.ts';
+import { createVerifier, rangesOf, type Outcome, type Resolver } from './verification/verify.ts';
+import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 

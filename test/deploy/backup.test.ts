@@ -122,7 +122,7 @@ async function enrol(store: Store, name: string): Promise<Oath> {
 }
 
 // The store compacts its journal into the snapshot once this many entries were written since the
-// last snapshot (api/store/embedded.ts, compactEvery), counting those it replayed at start.
+// last snapshot (api/store/embedded/embedded-store.ts, compactEvery), counting those it replayed at start.
 const COMPACT_EVERY = 20_000;
 
 describe('backup and restore of the embedded store (deploy/backup-embedded.sh, deploy/restore-embedded.sh)', () => {

@@ -3,7 +3,7 @@ import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { buildBotWallCsv, csvField, rangeBeyondRetention } from '../../api/documents/bot-wall-csv.ts';
-import type { Classification } from '../../api/telemetry/classify.ts';
+import type { Classification } from '../../api/telemetry/classification/classify.ts';
 import {
   count,
   countReferral,
@@ -13,7 +13,7 @@ import {
   RETENTION_BOUNDS,
   setLedgerRetention,
   type TelemetrySnapshot,
-} from '../../api/telemetry/ledger.ts';
+} from '../../api/telemetry/ledger/ledger.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
 const content = await loadContent('content');

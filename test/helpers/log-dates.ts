@@ -1,5 +1,5 @@
 // The log fixtures (test/telemetry/log-formats/fixtures) are dated 2026-11-21 and 22. The ledger
-// counts only records of its own range at the server's clock (api/telemetry/ledger.ts, ledgerRange:
+// counts only records of its own range at the server's clock (api/telemetry/ledger/ledger.ts, ledgerRange:
 // the last 8 UTC days), so tests that send them to a running server move them to recent days first.
 
 const DAY = 86_400_000;

@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { loadConfig } from '../../api/config.ts';
 import { startServer as startGateway } from '../../api/server.ts';
-import { DEFAULT_RETENTION, setLedgerRetention } from '../../api/telemetry/ledger.ts';
+import { DEFAULT_RETENTION, setLedgerRetention } from '../../api/telemetry/ledger/ledger.ts';
 import { sharedDnsResponder } from './dns-responder.ts';
 import { CANON_URL, FLOW_SITE_URL, TEST_DIST } from './env.ts';
 

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SNAPSHOT_FILE, SnapshotReader } from '../../api/store/snapshot.ts';
+import { SNAPSHOT_FILE, SnapshotReader } from '../../api/store/embedded/snapshot.ts';
 
 /** The order of the record lines after the header, as the store writes them. */
 const SECTIONS = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;

@@ -4,7 +4,12 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LEDGER_LIMITS, LEDGER_SKEW_MS, OTHER_FAMILIES, type TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import {
+  LEDGER_LIMITS,
+  LEDGER_SKEW_MS,
+  OTHER_FAMILIES,
+  type TelemetrySnapshot,
+} from '../../api/telemetry/ledger/ledger.ts';
 import { RANGES, toWallView, type RangeKey } from '../../src/lib/bot-wall-view.ts';
 import { crawlerAgents } from '../helpers/crawler-agents.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';

@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { robotsVersion } from '../../api/telemetry/robots.ts';
+import { robotsVersion } from '../../api/telemetry/robots/robots.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 

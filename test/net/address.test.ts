@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { clientKey } from '../../api/http/client.ts';
 import { prefix64, unmapped, v6Groups } from '../../api/net/address.ts';
-import { networkOf } from '../../api/telemetry/address-ranges.ts';
+import { networkOf } from '../../api/telemetry/verification/address-ranges.ts';
 
 describe('IP address forms', () => {
   it('reads an IPv4-mapped IPv6 address as IPv4, in any case, and leaves every other address as given', () => {

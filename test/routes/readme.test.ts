@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { renderReadme } from '../../api/operations/readme.ts';
+import { renderReadme } from '../../api/operations/reference-doc.ts';
 
 describe('the reference and the README', () => {
-  it('lists the routes, problem codes and tools as the tables say (node api/cli/readme.ts rewrites them)', () => {
+  it('lists the routes, problem codes and tools as the tables say (node api/cli/reference-doc.ts rewrites them)', () => {
     const reference = readFileSync('docs/reference.md', 'utf8');
     expect(reference).toBe(renderReadme(reference));
     expect(reference).toContain('`/api/telemetry/ingest`');

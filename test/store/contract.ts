@@ -8,7 +8,7 @@ import {
   type Store,
 } from '../../api/store/types.ts';
 import type { Message } from '../../api/schemas/citizenship.ts';
-import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
+import type { TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
 
 let n = 0;
 // Time-ordered ids like UUIDv7, made deterministic for the test.

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { CITIZEN_CLASSES, type Message } from '../../api/schemas/citizenship.ts';
-import { readJSONMembers, StringLimitError } from '../../api/store/durable-file.ts';
+import { readJSONMembers, StringLimitError } from '../../api/store/embedded/durable-file.ts';
 import {
   openEmbeddedStore,
   StoreFullError,
@@ -14,8 +14,8 @@ import {
   type EmbeddedStore,
   type Store,
 } from '../../api/store/index.ts';
-import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/records.ts';
-import { emptyData, SnapshotFile } from '../../api/store/snapshot.ts';
+import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/embedded/codec.ts';
+import { emptyData, SnapshotFile } from '../../api/store/embedded/snapshot.ts';
 import { citizen, message } from './contract.ts';
 import { waitFor } from '../helpers/wait.ts';
 

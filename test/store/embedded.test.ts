@@ -17,8 +17,8 @@ import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { nameKeys } from '../../api/names/name-rule.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
-import { Journal, PREALLOCATE_BYTES } from '../../api/store/journal.ts';
-import { SnapshotFile, type LoadedData } from '../../api/store/snapshot.ts';
+import { Journal, PREALLOCATE_BYTES } from '../../api/store/embedded/journal.ts';
+import { SnapshotFile, type LoadedData } from '../../api/store/embedded/snapshot.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 

@@ -7,7 +7,7 @@ import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts.ts';
+import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_FILE, generatedTableText } from '../../api/cli/refresh-bot-families.ts';
-import { expandPattern } from '../../api/telemetry/bot-lists.ts';
+import { expandPattern } from '../../api/telemetry/classification/bot-lists.ts';
 
 describe('the generated bot table', () => {
   it('is exactly what npm run refresh-bot-families makes from the installed lists', async () => {

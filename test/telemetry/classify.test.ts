@@ -6,9 +6,9 @@ import {
   createClassifier,
   UA_PREFIX_CHARS,
   type Classifier,
-} from '../../api/telemetry/classify.ts';
-import { createPersonClientCheck } from '../../api/telemetry/person-client.ts';
-import { productTokens } from '../../api/telemetry/tokens.ts';
+} from '../../api/telemetry/classification/classify.ts';
+import { createPersonClientCheck } from '../../api/telemetry/classification/person-client.ts';
+import { productTokens } from '../../api/telemetry/classification/tokens.ts';
 import type { BotFamily, GeneratedBotFamily } from '../../api/schemas/bot-families.ts';
 
 let classify: Classifier;

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import type { TelemetryStore } from '../../api/store/types.ts';
-import type { TelemetrySnapshot } from '../../api/telemetry/ledger.ts';
-import { createClassifier } from '../../api/telemetry/classify.ts';
+import type { TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
+import { createClassifier } from '../../api/telemetry/classification/classify.ts';
 import { createTelemetry } from '../../api/telemetry/telemetry.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
-import type { Resolver } from '../../api/telemetry/verify.ts';
+import type { Resolver } from '../../api/telemetry/verification/verify.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 
 async function telemetry(resolver: Resolver) {

@@ -6,7 +6,7 @@ import {
   parseRangeBody,
   prefixesOf,
   refreshRanges,
-} from '../../api/telemetry/ip-ranges.ts';
+} from '../../api/telemetry/verification/ip-ranges.ts';
 
 const FILE = `# kept comment
 updated: "2020-01-01"

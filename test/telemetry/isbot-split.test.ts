@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
-import { byFirstCharacter, isbot, splitIsbotList } from '../../api/telemetry/isbot-split.ts';
+import { byFirstCharacter, isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
 
 const fixtures = new URL('fixtures/', import.meta.url);
 /** Every User-Agent of the fixtures (a tab-separated line's last column), as written and as node's parser hands it over. */

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
-import type { Classification } from '../../api/telemetry/classify.ts';
+import type { Classification } from '../../api/telemetry/classification/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import {
@@ -21,7 +21,7 @@ import {
   settle,
   type LedgerEvent,
   type TelemetrySnapshot,
-} from '../../api/telemetry/ledger.ts';
+} from '../../api/telemetry/ledger/ledger.ts';
 
 let content: Content;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
-import { createClassifier, type Classification, type Classifier } from '../../api/telemetry/classify.ts';
-import { createPersonClientCheck } from '../../api/telemetry/person-client.ts';
+import { createClassifier, type Classification, type Classifier } from '../../api/telemetry/classification/classify.ts';
+import { createPersonClientCheck } from '../../api/telemetry/classification/person-client.ts';
 
 // The goals of issue 29 on sets we assembled from others' lists (test/telemetry/fixtures/assemble.ts
 // says how; docs/benchmarks.md records the figures): named bots named, people's browsers and apps

@@ -10,12 +10,12 @@ import {
   LEDGER_LIMITS,
   mergeSnapshots,
   OTHER_OPERATORS,
-} from '../../api/telemetry/ledger.ts';
+} from '../../api/telemetry/ledger/ledger.ts';
 import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
 
 const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
 import { referralOf } from '../../api/telemetry/observed.ts';
-import { referralRule, utmSourceOf } from '../../api/telemetry/referrals.ts';
+import { referralRule, utmSourceOf } from '../../api/telemetry/referrals/referrals.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import { AiReferrersSchema } from '../../api/schemas/ai-referrers.ts';

@@ -6,7 +6,7 @@ import { buildRobots } from '../../api/documents/crawl.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import { BotWallSchema } from '../../api/schemas/responses.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import type { Classification } from '../../api/telemetry/classify.ts';
+import type { Classification } from '../../api/telemetry/classification/classify.ts';
 import {
   count,
   emptySnapshot,
@@ -14,8 +14,8 @@ import {
   mergeSnapshots,
   type LedgerEvent,
   type TelemetrySnapshot,
-} from '../../api/telemetry/ledger.ts';
-import { createRobotsJudge, robotsVersion } from '../../api/telemetry/robots.ts';
+} from '../../api/telemetry/ledger/ledger.ts';
+import { createRobotsJudge, robotsVersion } from '../../api/telemetry/robots/robots.ts';
 import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
 
 let content: Content;

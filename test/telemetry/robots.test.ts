@@ -14,7 +14,7 @@ import {
   ROBOTS_LIMITS,
   robotsVersion,
   selectRules,
-} from '../../api/telemetry/robots.ts';
+} from '../../api/telemetry/robots/robots.ts';
 
 /** The rule text deciding `path` for a crawler of `tokens`, or "allowed". */
 const verdict = (text: string, tokens: string[], path: string) => {

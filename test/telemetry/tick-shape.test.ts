@@ -16,6 +16,8 @@ describe("node's nextTick entries after the client parser loads", () => {
     // What the parser's load does alone: every entry made before a full collection gets a shape of its own.
     expect(tickShapesAfter('node-device-detector')).toBeGreaterThan(100);
     // As the service loads it.
-    expect(tickShapesAfter(new URL('../../api/telemetry/person-client.ts', import.meta.url).href)).toBe(1);
+    expect(tickShapesAfter(new URL('../../api/telemetry/classification/person-client.ts', import.meta.url).href)).toBe(
+      1,
+    );
   });
 });

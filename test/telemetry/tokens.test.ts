@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { lowerTokens, productTokens } from '../../api/telemetry/tokens.ts';
+import { lowerTokens, productTokens } from '../../api/telemetry/classification/tokens.ts';
 
 // The product tokens of a User-Agent, as the classifier reads them: split at whitespace and
 // ; ( ) , [ ] { } " ' < > |, the version after a slash left out, tokens starting with + dropped.

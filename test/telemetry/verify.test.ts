@@ -1,9 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { isIP } from 'node:net';
-import { addressRanges, networkOf } from '../../api/telemetry/address-ranges.ts';
+import { addressRanges, networkOf } from '../../api/telemetry/verification/address-ranges.ts';
 import { ipv4Number } from '../../api/net/address.ts';
-import { createVerifier, rangesOf, verifyByDns, type Outcome, type Resolver } from '../../api/telemetry/verify.ts';
+import {
+  createVerifier,
+  rangesOf,
+  verifyByDns,
+  type Outcome,
+  type Resolver,
+} from '../../api/telemetry/verification/verify.ts';
 import type { BotFamily, BotIpRanges } from '../../api/schemas/bot-families.ts';
 
 let families: BotFamily[];

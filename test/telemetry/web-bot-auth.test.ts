@@ -6,17 +6,25 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { helpers, jwkToKeyID, signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import type { BotFamily } from '../../api/schemas/bot-families.ts';
-import { createDirectoryCache, NEGATIVE_TTL_MAX_MS, type KeyLookup } from '../../api/telemetry/directory-cache.ts';
-import { httpDirectoryFetcher, mayConnectTo } from '../../api/telemetry/directory-fetch.ts';
-import { cimdKeys, keySetOf, TEST_KEY_THUMBPRINTS } from '../../api/telemetry/key-directory.ts';
-import { agentMember, parseSignatureAgent, type AgentMember } from '../../api/telemetry/signature-agent.ts';
+import {
+  createDirectoryCache,
+  NEGATIVE_TTL_MAX_MS,
+  type KeyLookup,
+} from '../../api/telemetry/web-bot-auth/directory-cache.ts';
+import { httpDirectoryFetcher, mayConnectTo } from '../../api/telemetry/web-bot-auth/directory-fetch.ts';
+import { cimdKeys, keySetOf, TEST_KEY_THUMBPRINTS } from '../../api/telemetry/web-bot-auth/key-directory.ts';
+import {
+  agentMember,
+  parseSignatureAgent,
+  type AgentMember,
+} from '../../api/telemetry/web-bot-auth/signature-agent.ts';
 import {
   createSignatureVerifier,
   ledgerOutcome,
   verifySignedRequest,
   type KeyResolver,
   type SignedRequest,
-} from '../../api/telemetry/web-bot-auth.ts';
+} from '../../api/telemetry/web-bot-auth/web-bot-auth.ts';
 
 // The draft's appendix and cloudflare/web-bot-auth's test_data, copied with their sources noted.
 const VECTORS = JSON.parse(readFileSync(new URL('fixtures/web-bot-auth-vectors.json', import.meta.url), 'utf8')) as {

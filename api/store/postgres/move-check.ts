@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type pg from 'pg';
-import type { EmbeddedHoldings } from '../embedded.ts';
+import type { EmbeddedHoldings } from '../embedded/embedded-store.ts';
 import type { Page, PageQuery, ReceiptEntry, Store } from '../types.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { EmbeddedHoldings } from '../embedded.ts';
+import type { EmbeddedHoldings } from '../embedded/embedded-store.ts';
 import type { Page, PageQuery, Store } from '../types.ts';
 
 /**

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { LogLine, Parsed } from './types.ts';
-import { REFERER_MAX_CHARS, utmSourceOf } from '../referrals.ts';
+import { REFERER_MAX_CHARS, utmSourceOf } from '../referrals/referrals.ts';
 
 /** The raw fields a parser found, before the common checks. */
 export interface RawLine {

@@ -1,7 +1,7 @@
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Adapter } from 'lowdb';
-import type { Message } from '../schemas/citizenship.ts';
+import type { Message } from '../../schemas/citizenship.ts';
 import {
   MAX_STRING_BYTES,
   readJSONMembers,
@@ -11,8 +11,8 @@ import {
   type ChunkOptions,
   type ChunkStats,
 } from './durable-file.ts';
-import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './records.ts';
-import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from './types.ts';
+import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './codec.ts';
+import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from '../types.ts';
 
 export interface Drift {
   samples: number;

@@ -7,12 +7,12 @@ import {
 } from 'http-message-sig';
 import { parseDictionary } from 'structured-headers';
 import { HTTP_MESSAGE_SIGNATURE_TAG } from 'web-bot-auth';
-import type { BotFamily } from '../schemas/bot-families.ts';
+import type { BotFamily } from '../../schemas/bot-families.ts';
 import { createDirectoryCache, type DirectoryCacheOptions, type KeyLookup } from './directory-cache.ts';
 import type { DirectoryFetcher } from './directory-fetch.ts';
 import { TEST_KEY_THUMBPRINTS } from './key-directory.ts';
 import { parseSignatureAgent, type AgentMember, type SignatureAgentHeader } from './signature-agent.ts';
-import type { Outcome } from './verify.ts';
+import type { Outcome } from '../verification/verify.ts';
 
 export { httpDirectoryFetcher, type DirectoryFetcher } from './directory-fetch.ts';
 

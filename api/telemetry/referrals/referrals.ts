@@ -1,4 +1,4 @@
-import type { AiReferrers } from '../schemas/ai-referrers.ts';
+import type { AiReferrers } from '../../schemas/ai-referrers.ts';
 
 /** Characters of a Referer header read at most; the gateway and the log readers cut it to this. */
 export const REFERER_MAX_CHARS = 512;

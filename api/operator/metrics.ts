@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ObservedRequest } from '../telemetry/observed.ts';
-import type { JournalObserver } from '../store/journal.ts';
-import type { TelemetrySnapshot } from '../telemetry/ledger.ts';
+import type { JournalObserver } from '../store/embedded/journal.ts';
+import type { TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
 
 /** What the metrics read when scraped; set once telemetry exists. */
 export interface MetricSources {

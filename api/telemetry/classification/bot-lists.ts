@@ -1,4 +1,4 @@
-import type { BotFamilies, BotFamily, GeneratedBotFamily } from '../schemas/bot-families.ts';
+import type { BotFamilies, BotFamily, GeneratedBotFamily } from '../../schemas/bot-families.ts';
 import { productTokens } from './tokens.ts';
 
 // From the lists the field keeps (Matomo device-detector's bots.yml, crawler-user-agents) to rows

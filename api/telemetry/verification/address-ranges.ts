@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { ipv4Number, prefix64, unmapped, v6Groups } from '../net/address.ts';
+import { ipv4Number, prefix64, unmapped, v6Groups } from '../../net/address.ts';
 
 /** A set of IPv4 and IPv6 prefixes, answered by binary search over merged intervals. */
 export interface AddressRanges {

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { parseDocument } from 'yaml';
-import { BotIpRangesSchema, type RANGE_FORMATS } from '../schemas/bot-families.ts';
+import { BotIpRangesSchema, type RANGE_FORMATS } from '../../schemas/bot-families.ts';
 
 type RangeFormat = (typeof RANGE_FORMATS)[number];
 

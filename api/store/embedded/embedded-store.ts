@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { Low } from 'lowdb';
 import type { Logger } from 'pino';
-import type { Message } from '../schemas/citizenship.ts';
-import { NameTaken, nameKeys, nameKeysStamp } from '../names/name-rule.ts';
+import type { Message } from '../../schemas/citizenship.ts';
+import { NameTaken, nameKeys, nameKeysStamp } from '../../names/name-rule.ts';
 import type { ChunkOptions } from './durable-file.ts';
-import { StoreFullError, StoreUnavailableError } from './errors.ts';
+import { StoreFullError, StoreUnavailableError } from '../errors.ts';
 import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
-import { pageLogNewestFirst, pageNewestFirst } from './pages.ts';
+import { pageLogNewestFirst, pageNewestFirst } from '../pages.ts';
 import {
   citizenClassAt,
   citizenNameAt,
@@ -19,7 +19,7 @@ import {
   M_VERIFIED,
   M_WALL,
   type RecordList,
-} from './records.ts';
+} from './codec.ts';
 import {
   emptyData,
   LEGACY_SNAPSHOT_FILE,
@@ -38,7 +38,7 @@ import {
   type IdempotencyRecord,
   type ReceiptEntry,
   type Store,
-} from './types.ts';
+} from '../types.ts';
 
 // The drift metrics keep this many recent samples.
 const RECENT_SAMPLES = 100;

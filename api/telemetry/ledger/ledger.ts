@@ -1,7 +1,7 @@
-import type { VerifyMethod } from '../schemas/bot-families.ts';
-import type { Classification } from './classify.ts';
-import type { Outcome } from './verify.ts';
-import type { RobotsVerdict } from './robots.ts';
+import type { VerifyMethod } from '../../schemas/bot-families.ts';
+import type { Classification } from '../classification/classify.ts';
+import type { Outcome } from '../verification/verify.ts';
+import type { RobotsVerdict } from '../robots/robots.ts';
 
 /** Everything counted for one family (the family a User-Agent claims). */
 export interface FamilyRow {

@@ -1,6 +1,6 @@
 import { isbot } from './isbot-split.ts';
 import { LRUCache } from 'lru-cache';
-import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../schemas/bot-families.ts';
+import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
 import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
 import { createPersonClientCheck, type PersonClientCheck } from './person-client.ts';
 import { lowerTokens, productTokens, type Tokens } from './tokens.ts';

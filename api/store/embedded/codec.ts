@@ -1,5 +1,5 @@
-import { CITIZEN_CLASSES, type Message } from '../schemas/citizenship.ts';
-import type { CitizenRecord, ReceiptEntry } from './types.ts';
+import { CITIZEN_CLASSES, type Message } from '../../schemas/citizenship.ts';
+import type { CitizenRecord, ReceiptEntry } from '../types.ts';
 
 /**
  * Compact lists of records. The embedded store holds every citizen and message in memory; as

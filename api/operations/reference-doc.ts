@@ -6,7 +6,7 @@ import { OPERATIONS } from './table.ts';
 
 /**
  * The reference's generated sections (docs/reference.md), made from the operation and problem tables. `node
- * api/cli/readme.ts` writes them between their markers; test/routes/readme.test.ts fails when the
+ * api/cli/reference-doc.ts` writes them between their markers; test/routes/readme.test.ts fails when the
  * page differs.
  */
 

@@ -1,7 +1,7 @@
 import { Resolver as DnsResolver } from 'node:dns/promises';
 import { LRUCache } from 'lru-cache';
-import type { BotFamily, BotIpRanges } from '../schemas/bot-families.ts';
-import { unmapped } from '../net/address.ts';
+import type { BotFamily, BotIpRanges } from '../../schemas/bot-families.ts';
+import { unmapped } from '../../net/address.ts';
 import { addressRanges, networkOf, type AddressRanges } from './address-ranges.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
