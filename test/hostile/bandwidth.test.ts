@@ -14,7 +14,7 @@ import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { rawClient, statusOf, type RawClient } from './raw.ts';
 
-// Issue 14 row 4: what the server reads of uploads is bounded in bytes a second, over all clients
+// What the server reads of uploads is bounded in bytes a second, over all clients
 // together, so a flood of uploads costs it a bounded share of its CPU; the clients wait (TCP).
 const RATE = 64 * 1024;
 let server: ServerProcess;
@@ -38,7 +38,7 @@ const upload = (seconds: number) =>
     body: new Uint8Array(wavWithInfo({ title: `Slow ${seconds}`, artist: 'A' }, seconds)),
   });
 
-describe('row 4: upload bandwidth', () => {
+describe('upload bandwidth', () => {
   it('reads two uploads at once no faster than UPLOAD_BYTES_PER_SECOND together, and does not take its own hold (longer than the idle timeout) for a stalled client', async () => {
     const started = performance.now();
     // Two bodies of 128,000 bytes of audio (8,000 bytes a second of WAV).
@@ -61,7 +61,7 @@ const serverSockets = () =>
     }
   }).length;
 
-describe('row 4: refused connections kept open to read what their clients still send', () => {
+describe('refused connections kept open to read what their clients still send', () => {
   /** A refused upload (declared past the 50 MB limit: 413 at once, its body left unread) from a half-open client, which keeps its side open after the server's FIN, so the server lingers until LINGER_MS (5 s) or a cap. */
   async function refused(localAddress: string): Promise<RawClient> {
     const client = await rawClient(server, { allowHalfOpen: true, localAddress });
@@ -170,7 +170,7 @@ describe('row 4: refused connections kept open to read what their clients still 
 /** Bytes the server process has read through read(2) and recv(2), its sockets' included (/proc/PID/io). */
 const serverRead = () => Number(/^rchar: (\d+)$/m.exec(readFileSync(`/proc/${server.child.pid}/io`, 'utf8'))![1]);
 
-describe('row 4: what refused clients still send', () => {
+describe('what refused clients still send', () => {
   it('is read no faster than LINGER_BYTES_PER_SECOND over all of them, past the one read that brought each request', async () => {
     const count = 200;
     const before = serverRead();

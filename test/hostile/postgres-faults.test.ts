@@ -5,7 +5,7 @@ import { clusterAvailable, startCluster, startRelay, type PgCluster, type Relay 
 import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// Issue 26: PostgreSQL restarting, failing over, partitioned or refusing connections is an
+// PostgreSQL restarting, failing over, partitioned or refusing connections is an
 // ordinary event. The service talks to a cluster this file owns, through a relay it controls.
 const available = clusterAvailable();
 
