@@ -4,7 +4,7 @@ import type { RouteHandler, RouteRequest } from '../http/route.ts';
 import type { Omip } from '../omip/service.ts';
 
 /**
- * What handlers work with: the domain services, built once by the composition root (api/app.ts).
+ * What handlers work with: the domain services, built once by createEngine (api/engine.ts).
  * Handlers in the operation table call these and nothing else, so the table imports no service.
  */
 export interface OperationContext {

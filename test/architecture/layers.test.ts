@@ -11,7 +11,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ['http'],
   ['operations', 'documents', 'mcp', 'a2a', 'openapi'],
   ['gateway'],
-  ['config.ts', 'app.ts', 'engine.ts', 'server.ts', 'main.ts', 'dev.ts', 'cli', 'operator'],
+  ['config.ts', 'engine.ts', 'server.ts', 'main.ts', 'dev.ts', 'cli', 'operator'],
 ];
 
 const walk = (dir: string): string[] =>
