@@ -190,8 +190,13 @@ describe('what refused clients still send', () => {
     }
     const answers = await Promise.all(clients.map((client) => client.until(/\r\n\r\n\{.*\}$/s)));
     expect(answers.map(statusOf)).toEqual(answers.map(() => 413));
-    // A rate is measured over time: a second in which the budget allows 8 MiB, and 200 clients offer 200 MB.
-    await sleep(1000);
+    // A rate is measured over time: until the server has read half a second of the budget past the
+    // first reads (200 clients offer 200 MB); reads that stopped never get there.
+    await waitFor(() => serverRead() - before, {
+      until: (n) => n >= 2 * count * 64 * 1024 + LINGER_BYTES_PER_SECOND / 2,
+      timeoutMs: 10_000,
+      what: 'half a second of the lingering budget read',
+    });
     const read = serverRead() - before;
     const seconds = (performance.now() - started) / 1000;
     // Each connection's first read (at most 64 KiB: its head and the start of its body) comes before its

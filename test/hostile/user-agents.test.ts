@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { controlled, type ControlledServer } from './control.ts';
 import { METRICS_TOKEN, metric, ordinary, pool, quantile } from './probe.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // Thousands of distinct 8 KB bot User-Agents. Only a prefix of each is classified
 // and the classification cache is bounded in bytes (UA_PREFIX_CHARS, CLASSIFY_CACHE_BYTES), so the
@@ -24,10 +25,10 @@ describe('distinct 8 KB bot User-Agents', () => {
   it(`${ATTACKS} of them leave the heap within a few MB and every one is answered`, async () => {
     // Idle: the same ordinary request on the same server, after a warm-up.
     let probe = ordinary(server);
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor(probe.count, { until: (n) => n >= 100, timeoutMs: 10_000, what: 'warm-up reads' });
     await probe.stop();
     probe = ordinary(server);
-    await new Promise((r) => setTimeout(r, 1500));
+    await waitFor(probe.count, { until: (n) => n >= 300, timeoutMs: 10_000, what: 'idle reads' });
     const idle = await probe.stop();
     await server.gc();
     const heapBefore = await metric(server, 'nodejs_heap_size_used_bytes');
