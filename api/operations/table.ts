@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { header, queryOf } from '../http/route.ts';
+import { queryOf } from '../http/route.ts';
 import { HttpProblem } from '../http/problem.ts';
+import { bearerToken } from '../http/bearer.ts';
 import { LEDGER_RANGES, rangeBeyondRetention } from '../telemetry/ledger/ranges.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
 import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
@@ -130,8 +131,7 @@ export const OPERATIONS = [
       mcp: true,
       a2a: true,
     },
-    handle: ({ body, request, keep }, ctx) =>
-      ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null, keep),
+    handle: ({ body, request, keep }, ctx) => ctx.citizenship.postMessage(body, bearerToken(request), keep),
   }),
   defineOperation({
     id: 'listFeed',
