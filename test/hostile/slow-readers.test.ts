@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { bodyOf, rawClient, statusOf } from './raw.ts';
+import { bodyOf, rawClient, statusOf, tcpState } from './raw.ts';
 
 let server: TestServer;
 const SEND_TIMEOUT_MS = 1500;
@@ -37,14 +37,17 @@ describe('slow and stalled clients', () => {
     stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(asked));
     const ordinary = await fetch(`${server.url}/bot-wall.json`);
     expect(ordinary.status).toBe(200);
-    await new Promise((r) => setTimeout(r, SEND_TIMEOUT_MS * 2));
-    // A paused socket cannot see its end: read what the server had sent before it gave up.
+    // A paused socket cannot see its end (the server's FIN waits behind answers it never takes): the
+    // kernel's state of the server's end says when the server closed it.
+    await waitFor(() => tcpState(stalled.socket, 'server'), {
+      until: (state) => state !== '01',
+      timeoutMs: SEND_TIMEOUT_MS * 2 + 2000,
+      intervalMs: 100,
+      what: 'the server closing the stalled reader',
+    });
+    // Read what the server had sent before it gave up.
     stalled.socket.resume();
-    const ended = await Promise.race([
-      stalled.closed.then(() => true),
-      new Promise((r) => setTimeout(() => r(false), 2000)),
-    ]);
-    expect(ended).toBe(true);
+    await stalled.closed;
     expect(stalled.received().split('HTTP/1.1 200').length - 1).toBeLessThan(asked);
     process.off('warning', onWarning);
     expect(warnings).not.toContain('MaxListenersExceededWarning');
@@ -75,13 +78,10 @@ describe('slow and stalled clients', () => {
     // Then all the rest at once: every answer arrives, so the connection was never closed.
     socket.on('data', take);
     socket.resume();
-    const ended = await Promise.race([
-      new Promise<string>((resolve) => socket.once('close', () => resolve('closed'))),
-      new Promise<string>((resolve) => {
-        const poll = setInterval(() => answers >= asked && (clearInterval(poll), resolve('all')), 20);
-      }),
-    ]);
-    expect([ended, answers]).toEqual(['all', asked]);
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    await waitFor(() => closed || answers >= asked, { what: 'every answer, or the connection closed' });
+    expect([closed, answers]).toEqual([false, asked]);
     socket.destroy();
   });
 
