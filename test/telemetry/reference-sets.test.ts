@@ -61,7 +61,7 @@ describe('reference sets', () => {
       expect(classify(ua), ua).toMatchObject({ bot: false });
   });
 
-  it('names the long tail of bots with no table entry', () => {
+  it('names bots the curated table does not list', () => {
     for (const [ua, family] of [
       ['Google-Ads-Qualify', 'Google-Ads-Qualify'],
       ['Mozilla/5.0 (compatible; Google-Sites-Thumbnails)', 'Google-Sites-Thumbnails'],
