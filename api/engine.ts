@@ -1,16 +1,32 @@
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
 import { StartupError } from './startup-error.ts';
+import { createA2aRoute } from './a2a/a2a.ts';
+import { createCitizenship } from './citizenship/citizenship.ts';
+import { livingLattice, scoreboard } from './citizenship/community.ts';
+import { buildKit, buildWhatsNext } from './documents/agent-docs.ts';
+import { buildAgentCard } from './documents/agent-card.ts';
+import { buildBotTraffic, buildBotWall } from './documents/bot-wall.ts';
+import { buildBotWallCsv } from './documents/bot-wall-csv.ts';
+import { buildConvertPayload } from './documents/convert.ts';
+import { at } from './documents/links.ts';
+import { buildHealth } from './documents/omip-health.ts';
+import { createIdempotency, type RouteHandler } from './http/index.ts';
+import { createMcpRoute } from './mcp/mcp.ts';
+import type { OperationContext } from './operations/context.ts';
+import { createOperationRoutes } from './operations/dispatch.ts';
+import { ingestAudio } from './operations/ingress-upload.ts';
+import { createInvoker } from './operations/invoke.ts';
+import { createLogIngest } from './operations/log-ingest.ts';
 import { createAlerts } from './telemetry/alerts/alerts.ts';
 import { createRobotsJudge, readRobotsDir } from './telemetry/robots/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { createOmip } from './omip/service.ts';
-import { funnelStepOf } from './operations/paths.ts';
+import { funnelStepOf, PATH } from './operations/paths.ts';
 import { databaseAnswers, folderWritable, storeCeiling, type Metrics, type ReadinessCheck } from './operator/index.ts';
 import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './store/index.ts';
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
@@ -93,9 +109,10 @@ async function robotsJudgeOf(own: string | undefined, content: Content, config: 
 }
 
 /**
- * The one composition root of the engine: from configuration, the store, telemetry, omip, the write
- * limiter, idempotency, the operation routes with their views and the MCP and A2A doors, each made
- * once. `api/server.ts` adds HTTP, the build and signals; `npm run dev` and the tests call this too.
+ * The one composition root: from configuration, the store, telemetry, omip, the write limiter,
+ * idempotency, the domain services behind the operation table (api/operations/table.ts), the routes
+ * made from it with their views, and the MCP and A2A doors that call the same routes, each made once.
+ * `api/server.ts` adds HTTP, the build and signals; `npm run dev` and the tests call this too.
  */
 export async function createEngine(config: Config, options: EngineOptions) {
   const { logger } = options;
@@ -140,7 +157,51 @@ export async function createEngine(config: Config, options: EngineOptions) {
     config.WRITE_RATE_LIMIT,
     rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }),
   );
-  const app = createApp({ store, telemetry, omip, content, links, logger, limiter, ingestToken: config.INGEST_TOKEN });
+  const now = () => new Date();
+  const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
+  // The MCP and A2A doors call the operations' handlers by id, from this map, once the routes fill it.
+  const handlers = new Map<string, RouteHandler>();
+  const invoke = createInvoker(handlers, (userAgent, step) => telemetry.step(userAgent, step));
+  const ctx: OperationContext = {
+    citizenship: createCitizenship(store, {
+      postMessage: at(links.site, PATH.postMessage),
+      listCitizens: at(links.site, PATH.listCitizens),
+    }),
+    omip,
+    views: {
+      scoreboard: async () => scoreboard(store, await telemetry.combined(), now()),
+      livingLattice: async () => livingLattice(store, await telemetry.combined(), now()),
+      botTraffic: async () => buildBotTraffic(content, await telemetry.combined(), now()),
+      botWall: async () => buildBotWall(content, await telemetry.combined(), links, now()),
+      botWallCsv: async (range) => buildBotWallCsv(await telemetry.combined(), range, now()),
+      health: async () => buildHealth(content, links, await omip.driftMetrics(), omip.primitives().length),
+    },
+    documents: {
+      convert: async () => buildConvertPayload(content, links),
+      kit: async () => buildKit(content, links),
+      whatsNext: async () => buildWhatsNext(content, links),
+    },
+    ingestLogs: createLogIngest({
+      token: config.INGEST_TOKEN,
+      count: (lines) => telemetry.ingestBatch(lines),
+      idempotency: writes.idempotency,
+      records: store.idempotency,
+    }),
+    // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
+    ingress: (request) => ingestAudio(request),
+    mcp: createMcpRoute({
+      invoke,
+      siteUrl: links.site,
+      name: content.site.name,
+      version: content.site.versionDate,
+      allowedOrigins: [new URL(links.site).origin, new URL(links.canon).origin],
+    }),
+    a2a: createA2aRoute({ invoke, card: buildAgentCard(content, links), links }),
+  };
+  const routes = createOperationRoutes(ctx, writes, logger, handlers);
+  // The routes the gateway calls, and data for server-rendered pages (Astro.locals.views): the same
+  // views the routes answer.
+  const app = { ...routes, views: { botWall: ctx.views.botWall } };
   return {
     content,
     store,
@@ -158,3 +219,6 @@ export async function createEngine(config: Config, options: EngineOptions) {
   };
 }
 export type Engine = Awaited<ReturnType<typeof createEngine>>;
+/** The engine's routes, as the gateway and the route tests call them. */
+export type App = Engine['app'];
+export type Views = App['views'];

@@ -197,7 +197,7 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
   }
 }
 
-/** The composition root: wires configuration, static site, renderer and observers into one server. */
+/** The HTTP server around the engine (api/engine.ts): static site, renderer, locks, signals, observers. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog, end: endLog } = createLogging(config.LOG_LEVEL, options.logDestination);
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;

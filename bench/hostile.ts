@@ -9,7 +9,7 @@ import { crawlerAgents } from '../test/helpers/crawler-agents.ts';
 import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
 
-// bench:hostile: one server, every attack of issue 14 this gateway bounds, one after the other.
+// bench:hostile: one server, every hostile-client attack this gateway bounds, one after the other.
 // For each: the server's RSS and heap growth (after a full collection, once it has settled) per
 // 10,000 hostile requests, and the p99 of an ordinary GET /api/convert during the attack against
 // the same server idle in the seconds just before it. Targets: growth <= 20 MB per 10,000; p99
@@ -259,7 +259,7 @@ const bigWavHead = (dataBytes: number) => wavHead({ title: 'Big upload', artist:
 const SIXTY_KB = 'z'.repeat(60_000);
 const crawlers = crawlerAgents(200);
 const INVISIBLE = ['\u202E', '\u200B', '\u200D', '\u2066', '\uFEFF'];
-/** BENCH_HOSTILE_ONLY=2,3,9: only the attacks of those rows of issue 14. */
+/** BENCH_HOSTILE_ONLY=2,3,9: only the attacks of those rows (the numbers each row prints). */
 const ONLY = process.env.BENCH_HOSTILE_ONLY
   ? new Set(process.env.BENCH_HOSTILE_ONLY.split(',').map((r) => r.trim()))
   : null;
@@ -279,7 +279,7 @@ interface Attack {
 }
 
 /**
- * Row 26 (issue 26): readers that take the first chunk of the wall and then nothing. Prints the
+ * Row 26: readers that take the first chunk of the wall and then nothing. Prints the
  * server's peak RSS over the idle one while they hang, and how long until the server has closed
  * them all (SEND_TIMEOUT_MS; MAX_CONNECTIONS_PER_CLIENT answers the rest 429).
  */

@@ -25,7 +25,7 @@ import { freePort, spawnNode } from './lib.ts';
 
 // The embedded store grown by real oaths (unique names, 16 connections) to each size in
 // BENCH_SCALE_CITIZENS, restarted at each: size, RSS running and after the restart, oaths/s and p99
-// while growing, compactions and the longest write, restart time, disk (issue 27).
+// while growing, compactions and the longest write, restart time, disk.
 const SIZES = (process.env.BENCH_SCALE_CITIZENS ?? '10000,100000,1000000').split(',').map(Number);
 const CONNECTIONS = 16;
 /** With BENCH_SCALE_SEED=n, the store starts from a snapshot of n citizens (and their wall shouts) written here, not grown by oaths to n. */

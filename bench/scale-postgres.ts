@@ -6,7 +6,7 @@ import pg from 'pg';
 import { encodeCursor } from '../api/store/pages.ts';
 import { load, startChild, type Figures } from './lib.ts';
 
-// PostgreSQL reads as the store grows (issue 27): citizens, each with its wall shout, seeded with
+// PostgreSQL reads as the store grows: citizens, each with its wall shout, seeded with
 // generate_series up to each size of BENCH_SCALE_PG_CITIZENS; at each, one service process on the
 // database answers GET /api/citizens (the first page, and a page 90% of the way down) and
 // GET /api/scoreboard at 16 connections. BENCH_SCALE_PG_DB names a database to grow and keep

@@ -7,7 +7,7 @@ import { embeddedGrowth } from './scale-embedded.ts';
 import { postgresReads } from './scale-postgres.ts';
 
 // BENCH_SCALE picks the parts (comma-separated; all by default): `embedded` grows the embedded
-// store, `postgres` grows a PostgreSQL store and measures its reads (issue 27), `processes`
+// store, `postgres` grows a PostgreSQL store and measures its reads, `processes`
 // compares one and two gateway processes.
 const PARTS = new Set((process.env.BENCH_SCALE ?? 'embedded,postgres,processes').split(','));
 if (PARTS.has('embedded')) await embeddedGrowth();

@@ -32,7 +32,7 @@ const asReceived = (ua: string) => Buffer.from(ua, 'utf8').toString('latin1');
 const { botFamilies, botFamiliesGenerated } = await loadContent('content');
 const tables = { humanClients: botFamilies.human_clients, generated: botFamiliesGenerated.families };
 const reference = createClassifier(botFamilies.families, tables);
-// People's browsers and apps: our hand-assembled set and the assembled reference set (issue 29).
+// People's browsers and apps: our hand-assembled set and the assembled reference set.
 const browsers = [...lines('browsers.txt'), ...lines('people.txt')];
 const known = [
   ...lines('known-bots.tsv').map((l) => l.split('\t')[1]!),
@@ -45,7 +45,7 @@ const aiAgents = lines('ai-agents.tsv').map(
 );
 const named = [...known.filter((ua) => reference(ua).known), ...aiAgents];
 const unnamed = known.filter((ua) => reference(ua).bot && !reference(ua).known);
-// Long: browsers and bots padded to 2-8 KB with header junk (issue 14, row 9).
+// Long: browsers and bots padded to 2-8 KB with header junk (hostile row 9's kind).
 const long = [...browsers.slice(0, 40), ...named.slice(0, 40)].map(
   (ua, i) => `${ua} ${'X-Padding/1.0 '.repeat(150 + (i % 4) * 150)}`,
 );
@@ -193,7 +193,7 @@ if (!SKIP_GATEWAY) {
         () => run(`${bare.url}/`, bare.child.pid),
         Math.max(1, Math.ceil(WARMUP_SECONDS / SECONDS)),
       );
-      // Issue 29: the gateway serves at least 0.9 of the twin's requests per CPU second (CPU per request ≤ 1/0.9).
+      // Target: the gateway serves at least 0.9 of the twin's requests per CPU second (CPU per request ≤ 1/0.9).
       // The interval says whether the run can tell: when it straddles 0.9, the verdict is this run's noise.
       const share = r.cpuRatio;
       const interval = r.cpuInterval;

@@ -93,11 +93,11 @@ export function createCitizenship(store: Store, next: NextSteps, now: () => Date
     },
 
     /** A feed message, verified when it names its citizen with the passport; `keep` seals the answer into the same write. */
-    async postMessage(input: MessageRequest, authorization: string | null, keep?: KeepAnswer) {
+    async postMessage(input: MessageRequest, passport: string | null, keep?: KeepAnswer) {
       let citizen: CitizenRecord | null = null;
       if (input.citizenId !== undefined) {
         citizen = await store.citizens.get(input.citizenId);
-        checkPassport(authorization, citizen?.passportHash ?? null);
+        checkPassport(passport, citizen?.passportHash ?? null);
       } else if (input.name !== undefined) {
         // An anonymous message may not pass for a citizen, nor for the wall.
         if (isWallName(input.name)) throw new NameTaken(input.name, WALL_NAME);

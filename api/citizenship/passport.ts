@@ -1,6 +1,5 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { randomBytes } from '../ids.ts';
-import { bearerToken } from '../bearer.ts';
 import { PassportMismatch, PassportRequired } from '../problems/domain.ts';
 
 /** A new passport number: 256 random bits, shown once. */
@@ -9,9 +8,8 @@ export const newPassport = (): string => `pp_${Buffer.from(randomBytes(32)).toSt
 /** What is stored instead of the passport number. A random token needs no slow hash. */
 export const hashPassport = (passport: string): string => hash('sha256', passport, 'hex');
 
-/** Checks `Authorization: Bearer <passport>` against a stored hash: PassportRequired when absent, PassportMismatch when wrong. */
-export function checkPassport(authorization: string | null, storedHash: string | null): void {
-  const token = bearerToken(authorization);
+/** Checks the passport a request carries (its bearer token) against a stored hash: PassportRequired when absent, PassportMismatch when wrong. */
+export function checkPassport(token: string | null, storedHash: string | null): void {
   if (token === null) {
     throw new PassportRequired();
   }

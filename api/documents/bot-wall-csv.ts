@@ -1,25 +1,10 @@
 import { crawlToReferral } from '../telemetry/referrals/referrals.ts';
-import { BAIT_BROWSER, LEDGER_LIMITS, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
+import { BAIT_BROWSER, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
+import { RANGE_SPANS, type LedgerRange } from '../telemetry/ledger/ranges.ts';
 
-/** The ranges of GET /bot-wall.csv: hourly buckets for hours, daily for days, or the whole window. */
-export const CSV_RANGES = ['1h', '24h', '7d', '30d', 'all'] as const;
-export type CsvRange = (typeof CSV_RANGES)[number];
-const SPAN: Record<Exclude<CsvRange, 'all'>, { bucket: 'hourly' | 'daily'; n: number }> = {
-  '1h': { bucket: 'hourly', n: 1 },
-  '24h': { bucket: 'hourly', n: 24 },
-  '7d': { bucket: 'daily', n: 7 },
-  '30d': { bucket: 'daily', n: 30 },
-};
-
-/** Why a range cannot be answered: it reaches past the buckets kept (LEDGER_HOURS, LEDGER_DAYS); null when it can. */
-export function rangeBeyondRetention(range: CsvRange): string | null {
-  if (range === 'all') return null;
-  const { bucket, n } = SPAN[range];
-  const kept = bucket === 'hourly' ? LEDGER_LIMITS.hours : LEDGER_LIMITS.days;
-  return n <= kept
-    ? null
-    : `range=${range} needs ${n} ${bucket === 'hourly' ? 'hourly' : 'daily'} buckets; this server keeps ${kept} (${bucket === 'hourly' ? 'LEDGER_HOURS' : 'LEDGER_DAYS'})`;
-}
+/** The ranges of GET /bot-wall.csv: the ledger's own (api/telemetry/ledger/ranges.ts). */
+export { LEDGER_RANGES as CSV_RANGES, rangeBeyondRetention } from '../telemetry/ledger/ranges.ts';
+export type CsvRange = LedgerRange;
 
 /**
  * One CSV field as RFC 4180 writes it (quoted when it holds a comma, quote, CR or LF; quotes
@@ -44,7 +29,7 @@ function inRange(
   now: Date,
 ): number {
   if (range === 'all') return total;
-  const { bucket, n } = SPAN[range];
+  const { bucket, n } = RANGE_SPANS[range];
   const size = bucket === 'hourly' ? 3_600_000 : 86_400_000;
   const since = new Date(Math.floor(now.getTime() / size) * size - (n - 1) * size)
     .toISOString()

@@ -10,7 +10,7 @@ export interface CatalogEntry {
   canon?: boolean;
 }
 
-/** Every prebuilt document. Dynamic routes are added by the issues that build them. */
+/** Every prebuilt document. Dynamic routes are declared in the operation table. */
 export const DOCUMENTS: CatalogEntry[] = [
   { path: '/', title: 'Home', about: 'What the service is, with a link to every document.', type: 'html' },
   {

@@ -1,10 +1,10 @@
-import type { CsvRange } from '../documents/bot-wall-csv.ts';
+import type { LedgerRange } from '../telemetry/ledger/ranges.ts';
 import type { Citizenship } from '../citizenship/citizenship.ts';
 import type { RouteHandler, RouteRequest } from '../http/route.ts';
 import type { Omip } from '../omip/service.ts';
 
 /**
- * What handlers work with: the domain services, built once by the composition root (api/app.ts).
+ * What handlers work with: the domain services, built once by createEngine (api/engine.ts).
  * Handlers in the operation table call these and nothing else, so the table imports no service.
  */
 export interface OperationContext {
@@ -17,7 +17,7 @@ export interface OperationContext {
     botTraffic(): Promise<unknown>;
     botWall(): Promise<unknown>;
     /** GET /bot-wall.csv for a range whose buckets the ledger keeps. */
-    botWallCsv(range: CsvRange): Promise<string>;
+    botWallCsv(range: LedgerRange): Promise<string>;
     health(): Promise<unknown>;
   };
   /** Prebuilt documents, built again for the MCP tools and A2A skills that read them. */

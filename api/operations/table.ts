@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { header, queryOf } from '../http/route.ts';
+import { queryOf } from '../http/route.ts';
 import { HttpProblem } from '../http/problem.ts';
-import { CSV_RANGES, rangeBeyondRetention } from '../documents/bot-wall-csv.ts';
+import { bearerToken } from '../http/bearer.ts';
+import { LEDGER_RANGES, rangeBeyondRetention } from '../telemetry/ledger/ranges.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
 import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
 import { FORMATS } from '../telemetry/log-formats/types.ts';
@@ -53,7 +54,7 @@ const ok = (description: string, schema: z.ZodType) => ({ description, schema })
 
 /** `?range=` of GET /bot-wall.csv. */
 const CsvQuery = z.object({
-  range: z.enum(CSV_RANGES).default('24h').meta({
+  range: z.enum(LEDGER_RANGES).default('24h').meta({
     description:
       'Hourly buckets for 1h and 24h, daily for 7d and 30d (as far as LEDGER_HOURS and LEDGER_DAYS reach), or the whole window.',
   }),
@@ -130,8 +131,7 @@ export const OPERATIONS = [
       mcp: true,
       a2a: true,
     },
-    handle: ({ body, request, keep }, ctx) =>
-      ctx.citizenship.postMessage(body, header(request, 'authorization') ?? null, keep),
+    handle: ({ body, request, keep }, ctx) => ctx.citizenship.postMessage(body, bearerToken(request), keep),
   }),
   defineOperation({
     id: 'listFeed',
@@ -452,7 +452,7 @@ export const OPERATIONS = [
     // A CSV answer, not JSON: the handler writes it.
     raw: async (request, ctx) => {
       const parsed = CsvQuery.safeParse(Object.fromEntries(queryOf(request)));
-      if (!parsed.success) throw new HttpProblem('INVALID_QUERY', `range must be one of ${CSV_RANGES.join(', ')}.`);
+      if (!parsed.success) throw new HttpProblem('INVALID_QUERY', `range must be one of ${LEDGER_RANGES.join(', ')}.`);
       const beyond = rangeBeyondRetention(parsed.data.range);
       if (beyond) throw new HttpProblem('INVALID_QUERY', `${beyond}: ask a shorter range or range=all.`);
       const body = await ctx.views.botWallCsv(parsed.data.range);

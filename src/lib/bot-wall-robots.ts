@@ -4,20 +4,13 @@
  * `botTraffic.families[].robotsTxt` of /bot-wall.json; a document without it degrades to the older
  * counts (fetches, disallowed hits), never to an error. Pure and DOM-free, like the rest of the view.
  */
+import type { RobotsRuleCount } from '../../api/telemetry/ledger/ledger.ts';
 import { esc } from './charts.ts';
 
 export type Compliance = 'not judged' | 'compliant' | 'violating';
 
-export interface RobotsRuleView {
-  host: string;
-  version: string;
-  line: number;
-  rule: string;
-  agent: string;
-  requests: number;
-  afterFetch: number;
-  paths: { path: string; requests: number }[];
-}
+/** A broken rule as the ledger counts it, its paths as a list (the document's form). */
+export type RobotsRuleView = Omit<RobotsRuleCount, 'paths'> & { paths: { path: string; requests: number }[] };
 
 export interface RobotsTxtView {
   compliance: Compliance;

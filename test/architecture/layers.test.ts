@@ -5,13 +5,14 @@ import { describe, expect, it } from 'vitest';
 // The floors of api/, lowest first, as docs/architecture.md draws them: a module imports from its
 // own floor or below, never above. Keep the two in step.
 const FLOORS: readonly (readonly string[])[] = [
-  ['ids.ts', 'log.ts', 'startup-error.ts', 'bearer.ts', 'problems', 'names', 'schemas', 'content', 'net'],
+  ['ids.ts', 'log.ts', 'startup-error.ts', 'problems', 'names', 'schemas', 'content', 'net'],
   ['store'],
   ['citizenship', 'omip', 'ingress', 'telemetry'],
   ['http'],
-  ['operations', 'documents', 'mcp', 'a2a', 'openapi'],
+  ['operations'],
+  ['documents', 'mcp', 'a2a', 'openapi'],
   ['gateway'],
-  ['config.ts', 'app.ts', 'engine.ts', 'server.ts', 'main.ts', 'dev.ts', 'cli', 'operator'],
+  ['config.ts', 'engine.ts', 'server.ts', 'main.ts', 'dev.ts', 'cli', 'operator'],
 ];
 
 const walk = (dir: string): string[] =>
@@ -21,11 +22,11 @@ const walk = (dir: string): string[] =>
   });
 
 const files = walk('api');
-/** Every relative import of each module (values and types, static and `import()`), as repository paths. */
+/** Every import of each module by path (values and types, static and `import()`), as repository paths. */
 const imports = new Map(
   files.map((file) => {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(/(?:(?:import|export)[^'"`;]*?from\s+|import\()['"](\.[^'"]+)['"]/g)].map((m) =>
+    const targets = [...text.matchAll(/(?:(?:import|export)[^'"`;]*?from\s+|import\()['"]([./][^'"]*)['"]/g)].map((m) =>
       relative('.', resolve(dirname(file), m[1]!)),
     );
     return [file, targets] as const;
@@ -36,6 +37,13 @@ const floorOf = (file: string) => FLOORS.findIndex((floor) => floor.includes(rel
 describe('the layers of api/', () => {
   it('puts every module on a floor', () => {
     expect(files.filter((f) => floorOf(f) === -1)).toEqual([]);
+  });
+
+  it('imports nothing by path from outside api/ (packages by name only)', () => {
+    const outside = [...imports].flatMap(([file, targets]) =>
+      targets.filter((t) => !t.startsWith('api/')).map((t) => `${file} imports ${t}`),
+    );
+    expect(outside).toEqual([]);
   });
 
   it('imports only from its own floor or below', () => {

@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 /** A POST from one loopback address (so nginx sees distinct clients), with extra headers. */
 function post(
@@ -67,7 +68,7 @@ beforeAll(async () => {
   nginx = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  for (let i = 0; i < 100 && !(await listening(port)); i++) await new Promise((r) => setTimeout(r, 50));
+  await waitFor(() => listening(port), { intervalMs: 50, what: 'nginx listening' });
 }, 60_000);
 
 afterAll(async () => {

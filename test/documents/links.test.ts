@@ -9,7 +9,7 @@ import { placeholderUrls } from '../../api/schemas/content.ts';
 import { CANON_URL } from '../helpers/env.ts';
 import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 13, finding 9: documents link only to what answers GET, name the method of a POST route,
+// Documents link only to what answers GET, name the method of a POST route,
 // mark URI templates, and publish no placeholder or scheme-swapped URL.
 
 let server: TestServer;

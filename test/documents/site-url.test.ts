@@ -7,7 +7,7 @@ import { FLOW_SITE_URL } from '../helpers/env.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { run } from '../helpers/run.ts';
 
-// Issue 26: PORT changed because 4321 was busy, and the documents still sent agents to 4321. The
+// PORT changed because 4321 was busy, and the documents still sent agents to 4321. The
 // test build is made with SITE_URL = FLOW_SITE_URL; these servers run under another address.
 
 /** The documents whose links agents follow, and the page Astro renders on demand. */

@@ -14,6 +14,7 @@ import {
   type Chromium,
 } from '../../bench/browser.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const PERSON = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36';
 const SECRET = 'secret-conversation-7f3a';
@@ -74,12 +75,16 @@ describe('what AI sends back, from live traffic', () => {
   });
 
   it('never writes the Referer or the query to the data folder', async () => {
-    await new Promise((r) => setTimeout(r, 600));
     const files = (dir: string): string[] =>
       readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : [join(dir, n)]));
-    const all = files(server.dataDir)
-      .map((f) => readFileSync(f, 'latin1'))
-      .join('\n');
+    // Once the ledger with the referral is saved (TELEMETRY_FLUSH_MS).
+    const all = await waitFor(
+      () =>
+        files(server.dataDir)
+          .map((f) => readFileSync(f, 'latin1'))
+          .join('\n'),
+      { until: (text) => text.includes('utm_source=chatgpt.com'), what: 'the ledger saved to the data folder' },
+    );
     expect(all).toContain('utm_source=chatgpt.com');
     expect(all).not.toContain(SECRET);
     expect(all).not.toContain('private');

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createBandwidth, pauser } from '../../api/gateway/bandwidth.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 describe('createBandwidth', () => {
   it('lets a quarter of a second of bytes through at once, then makes the reader wait off its debt', () => {
@@ -41,7 +42,7 @@ describe('pauser', () => {
     expect(flow.held).toBe(true);
     flow.end('disk');
     expect(stream.isPaused()).toBe(true);
-    await new Promise((r) => setTimeout(r, 40));
+    await waitFor(() => !stream.isPaused(), { what: 'the stream resumed' });
     expect(stream.isPaused()).toBe(false);
     expect(flow.held).toBe(false);
   });

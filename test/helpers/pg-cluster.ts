@@ -149,6 +149,8 @@ export interface Relay {
   port: number;
   /** Connections open now. */
   open(): number;
+  /** Connections forwarded since the relay started. */
+  opened(): number;
   /** Applies to every connection (and ends the holds `cutAt` set). */
   set(mode: RelayMode): void;
   /**
@@ -178,6 +180,7 @@ export async function startRelay(target: number): Promise<Relay> {
   let mode: RelayMode = 'forward';
   let cut: { text: Buffer; hold: RelayMode } | null = null;
   const pairs = new Set<Pair>();
+  let opened = 0;
   const holdsToServer = (pair: Pair) => (pair.mode ?? mode) === 'hold';
   const holdsToClient = (pair: Pair) => ['hold', 'hold-answers'].includes(pair.mode ?? mode);
 
@@ -218,6 +221,7 @@ export async function startRelay(target: number): Promise<Relay> {
       upstreamGone: false,
     };
     pairs.add(pair);
+    opened++;
     client.on('data', (b: Buffer) => {
       if (cut && b.includes(cut.text)) {
         pair.mode = cut.hold;
@@ -245,6 +249,7 @@ export async function startRelay(target: number): Promise<Relay> {
   return {
     port: (server.address() as AddressInfo).port,
     open: () => pairs.size,
+    opened: () => opened,
     set(next) {
       mode = next;
       cut = null;

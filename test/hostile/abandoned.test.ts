@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { logLine, rawClient, statusOf } from './raw.ts';
 
-// Issue 14 rows 1 and 11: an answer nobody waits for is abandoned, logged 499, and is no error.
+// An answer nobody waits for is abandoned, logged 499, and is no error.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:' });
@@ -11,7 +11,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-describe('row 1: GET /mcp opens no endless stream', () => {
+describe('GET /mcp opens no endless stream', () => {
   it('answers 405 with Allow: POST at once, as the stateless Streamable HTTP transport may', async () => {
     const res = await fetch(`${server.url}/mcp`, {
       headers: { Accept: 'text/event-stream' },
@@ -38,7 +38,7 @@ describe('row 1: GET /mcp opens no endless stream', () => {
   });
 });
 
-describe('row 11: a client that hangs up mid-request', () => {
+describe('a client that hangs up mid-request', () => {
   it('is logged with status 499 and writes no error-level line', async () => {
     const from = server.logs.length;
     for (let i = 0; i < 20; i++) {

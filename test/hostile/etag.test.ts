@@ -6,7 +6,7 @@ import { noneMatch } from '../../api/gateway/static-site.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 25: /api/convert sent one strong ETag for its identity, gzip and br bodies, and a 304
+// /api/convert once sent one strong ETag for its identity, gzip and br bodies, and a 304
 // answered across codings. RFC 9110 8.8.3: a strong validator differs per representation.
 let server: TestServer;
 beforeAll(async () => {

@@ -8,7 +8,7 @@ import { METRICS_TOKEN, metric, pool } from './probe.ts';
 import { logLine } from './raw.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 
-// Issue 14 row 3: many keyed writes with unguessable keys. What a key keeps is bounded (a hash of
+// Many keyed writes with unguessable keys. What a key keeps is bounded (a hash of
 // the body for a route that changes nothing, the sealed answer of a write, at most 16 KiB) and
 // expired records leave memory at the next prune and disk at the next compaction. The server's
 // clock is moved from outside by preload.ts (a test hook, loaded only here). Before: 2,000 keys
@@ -57,7 +57,7 @@ const post = (path: string, key: string, body: unknown) =>
     body: JSON.stringify(body),
   });
 
-describe('row 3: keyed writes', () => {
+describe('keyed writes', () => {
   it('2,000 keys with 60 KB fingerprint documents: the data folder and the heap grow by a few hundred bytes a key', async () => {
     const KEYS = 2000;
     const diskBefore = dataBytes();
@@ -70,7 +70,7 @@ describe('row 3: keyed writes', () => {
     const disk = (dataBytes() - diskBefore) / KEYS;
     const heapGrowth = (await heap()) - heapBefore;
     console.log(
-      `row 3: ${KEYS} keys of 60 KB documents: ${disk.toFixed(0)} bytes a key on disk, heap ${(heapGrowth / MB).toFixed(1)} MB`,
+      `${KEYS} keys of 60 KB documents: ${disk.toFixed(0)} bytes a key on disk, heap ${(heapGrowth / MB).toFixed(1)} MB`,
     );
     expect(disk).toBeLessThan(600);
     expect(heapGrowth / KEYS).toBeLessThan(2000);
@@ -99,7 +99,7 @@ describe('row 3: keyed writes', () => {
     expect(young.status).toBe(200);
     const heapAfter = await heap();
     console.log(
-      `row 3: 1,000 keyed messages: heap +${((heapWith - heapBefore) / MB).toFixed(1)} MB, after the clock moved 24 h ${((heapAfter - heapWith) / MB).toFixed(1)} MB`,
+      `1,000 keyed messages: heap +${((heapWith - heapBefore) / MB).toFixed(1)} MB, after the clock moved 24 h ${((heapAfter - heapWith) / MB).toFixed(1)} MB`,
     );
     // The sealed answers left memory (the messages themselves stay in the feed).
     expect(heapWith - heapAfter).toBeGreaterThan(3 * MB);

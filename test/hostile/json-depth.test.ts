@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 14 row 6: a deeply nested document is a 422 on every route, never a 500 and a stack.
+// A deeply nested document is a 422 on every route, never a 500 and a stack.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
@@ -12,7 +12,7 @@ afterAll(async () => {
 
 const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 
-describe('row 6: JSON nesting depth', () => {
+describe('JSON nesting depth', () => {
   it.each([
     ['/api/omip/fingerprint', (d: string) => `{"document":${d}}`],
     ['/api/omip/score', (d: string) => `{"entity_id":"sovereign-a","plan":${d}}`],

@@ -16,7 +16,7 @@ import { startServer, type TestServer } from '../helpers/server.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
 
-// Issue 14 row 2: many requests with 15 KB paths from crawlers of more families than the ledger
+// Many requests with 15 KB paths from crawlers of more families than the ledger
 // keeps. The ledger is bounded in bytes (LEDGER_LIMITS): families past 128 fold into one
 // "(other families)" row, paths are cut to 128 characters and 16 a family. README "Limits" states
 // the worst case: about 0.55 MB saved and 0.6 MB for /bot-wall.json. Before, 10,000 such requests
@@ -69,7 +69,7 @@ function expectBounded(families: { family: string; paths: string[] }[]): void {
   }
 }
 
-describe('row 2: long paths from crawlers of many families', () => {
+describe('long paths from crawlers of many families', () => {
   it(`${REQUESTS} requests with 15 KB paths from ${userAgents.length} families keep /bot-wall.json, /bot-traffic.json and the saved ledger under the documented worst case, across a restart`, async () => {
     await pool(REQUESTS, 8, async (i) => {
       const res = await fetch(`${server.url}${longPath()}`, {
@@ -81,7 +81,7 @@ describe('row 2: long paths from crawlers of many families', () => {
 
     const wall = await (await fetch(`${server.url}/bot-wall.json`)).text();
     const traffic = await (await fetch(`${server.url}/bot-traffic.json`)).text();
-    console.log(`row 2: /bot-wall.json ${wall.length} bytes, /bot-traffic.json ${traffic.length} bytes`);
+    console.log(`/bot-wall.json ${wall.length} bytes, /bot-traffic.json ${traffic.length} bytes`);
     expect(wall.length).toBeLessThan(WALL_MAX);
     expect(traffic.length).toBeLessThan(WALL_MAX);
     const listed = (JSON.parse(traffic) as { families: { family: string; topPaths: { path: string }[] }[] }).families;
@@ -91,7 +91,7 @@ describe('row 2: long paths from crawlers of many families', () => {
     // A stop saves the ledger (as the 5 s flush does); what is on disk keeps the same bounds.
     await server.stop();
     const { ledger, bytes } = savedLedger();
-    console.log(`row 2: saved ledger ${bytes} bytes, ${Object.keys(ledger.families).length} families`);
+    console.log(`saved ledger ${bytes} bytes, ${Object.keys(ledger.families).length} families`);
     expect(bytes).toBeLessThan(SAVED_MAX);
     expect(ledger.observedRequests).toBeGreaterThanOrEqual(REQUESTS);
     expectBounded(Object.values(ledger.families).map((f) => ({ family: f.family, paths: Object.keys(f.paths) })));
@@ -114,12 +114,12 @@ describe('row 2: long paths from crawlers of many families', () => {
   });
 });
 
-// Issue 25, ingest clock: with the ingest token, 58 Googlebot records dated 9999 filled every hourly
+// The ingest clock: with the ingest token, 58 Googlebot records dated 9999 filled every hourly
 // (48) and daily (8) bucket of the ledger, which kept the newest: live Googlebot requests vanished
 // from the wall's 1 h, 24 h and 7 d ranges, also after a restart; records of 1970 were taken too.
 // Now the ledger keeps the server's clock: a record outside [UTC midnight 7 days before today,
 // now + 5 min] changes nothing and is counted as outOfRange; one up to 5 min ahead counts as now.
-describe('issue 25: the ingest clock', () => {
+describe('the ingest clock', () => {
   const TOKEN = 'hostile-ingest-token-0123456789abcdefghij';
   const GOOGLE = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
   const record = (time: string) => ({

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { bodyOf, rawClient, statusOf } from './raw.ts';
 
-// Issue 14 row 7: methods a path does not take are 405 with Allow; unknown ones 501; never a 500.
+// Methods a path does not take are 405 with Allow; unknown ones 501; never a 500.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:' });
@@ -18,7 +18,7 @@ async function exchange(method: string, path: string): Promise<string> {
   return client.received();
 }
 
-describe('row 7: methods', () => {
+describe('methods', () => {
   it.each([
     ['TRACE', '/nope', 'GET, HEAD, OPTIONS'],
     ['TRACE', '/bot-wall', 'GET, HEAD, OPTIONS'],

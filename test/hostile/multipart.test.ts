@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { wavWithInfo } from '../helpers/audio-files.ts';
 
-// Issue 14 row 5: multipart bodies have limits on parts, fields and field sizes, and many tiny parts
-// do not block the event loop. Issue 13 finding 8: a metadata part sent as a file is read.
+// Multipart bodies have limits on parts, fields and field sizes, and many tiny parts
+// do not block the event loop. A metadata part sent as a file is read.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:', WRITE_RATE_LIMIT: '0' });
@@ -22,7 +22,7 @@ const multipart = (body: Buffer | string) => ({
   body: typeof body === 'string' ? body : new Uint8Array(body),
 });
 
-describe('row 5: multipart limits', () => {
+describe('multipart limits', () => {
   it('refuses 300,000 tiny parts with 413 while the server keeps answering others', async () => {
     const body = Buffer.from(part('x', '1').repeat(300_000) + `--${BOUNDARY}--\r\n`);
     let slowest = 0;
@@ -68,7 +68,7 @@ describe('row 5: multipart limits', () => {
   });
 });
 
-describe('issue 13 finding 8: a metadata part sent as a file', () => {
+describe('a metadata part sent as a file', () => {
   it('is read like a metadata field (curl -F metadata=@meta.json;type=application/json)', async () => {
     const form = new FormData();
     form.set('file', new Blob([new Uint8Array(wavWithInfo({}, 1))], { type: 'audio/wav' }), 'untitled.wav');

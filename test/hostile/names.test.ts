@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, startServerProcess, type TestServer } from '../helpers/server.ts';
 
-// Issue 14 row 13: names and messages with bidirectional controls, zero-width characters or a
+// Names and messages with bidirectional controls, zero-width characters or a
 // leading BOM are refused with 422 naming the field and the code point, and nothing that lists
 // names or messages (citizens, the feed, the bot wall) ever carries one.
 let server: TestServer;
@@ -40,7 +40,7 @@ async function refused(res: Response, field: string, c: string): Promise<void> {
   expect(error!.message).toContain(codePoint(c));
 }
 
-describe('row 13: invisible characters in names and messages', () => {
+describe('invisible characters in names and messages', () => {
   it('refuses them in an oath name and purpose, and in a message and its name, 422 naming the field and code point', async () => {
     const oath = await (
       await post('/api/citizenship/oath', { name: 'plain-citizen', purpose: 'plain purpose' })
@@ -85,7 +85,7 @@ describe('row 13: invisible characters in names and messages', () => {
   });
 });
 
-// Issue 25, names: one rule on Unicode's own data, and names nobody can pass off.
+// Names: one rule on Unicode's own data, and names nobody can pass off.
 const oath = (name: string, headers: Record<string, string> = {}, url = server.url) =>
   fetch(`${url}/api/citizenship/oath`, {
     method: 'POST',
@@ -103,7 +103,7 @@ async function taken(res: Response, heldBy: string): Promise<void> {
   expect(problem).toMatchObject({ code: 'NAME_TAKEN', heldBy });
 }
 
-describe('issue 25: characters a name may not hold, by Unicode property', () => {
+describe('characters a name may not hold, by Unicode property', () => {
   // Each was accepted before: soft hyphen, grapheme joiner, invisible math operators, Mongolian
   // vowel separator, Hangul fillers, Khmer inherent vowel, deprecated format, VS16, a tag, a musical format.
   const ACCEPTED_BEFORE = [
@@ -217,7 +217,7 @@ describe('issue 25: characters a name may not hold, by Unicode property', () => 
   });
 });
 
-describe("issue 25: a name is one citizen's", () => {
+describe("a name is one citizen's", () => {
   it('refuses a second citizen the same name, in capitals, in full width, or in look-alike letters: 409 NAME_TAKEN, listed once', async () => {
     expect((await oath('Night-Owl')).status).toBe(201);
     for (const twin of [
@@ -302,7 +302,7 @@ async function race(urls: string[], name: string, racers = 8): Promise<void> {
   expect((await listed(urls[0])).filter((n) => n.toLowerCase() === name.toLowerCase())).toHaveLength(1);
 }
 
-describe('issue 25: oaths racing for one name', () => {
+describe('oaths racing for one name', () => {
   it('embedded store (journal on disk): one citizen per name, every other racer 409', async () => {
     const onDisk = await startServer({ WRITE_RATE_LIMIT: '0' });
     try {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { rawClient } from './raw.ts';
 
-// Issue 25, pipelining: a valid oath followed in the same TCP packet by a malformed request got
+// Pipelining: a valid oath followed in the same TCP packet by a malformed request got
 // only a 400 back, yet the citizen was created: its one-time passport was lost. node's parser
 // reported the second request ('clientError') and its default handler wrote 400 and destroyed the
 // socket while the oath's answer was still on its way. Now the 400 waits for the answers of the
@@ -68,7 +68,7 @@ const MALFORMED: [string, string, number][] = [
   ],
 ];
 
-describe('issue 25: a write pipelined before a malformed request', () => {
+describe('a write pipelined before a malformed request', () => {
   it.each(MALFORMED)(
     'an oath then %s in one packet: the oath’s 201 with its passport arrives, then the refusal, then the connection closes',
     async (_, malformed, status) => {

@@ -5,7 +5,7 @@ import { clusterAvailable, startCluster, startRelay, type PgCluster, type Relay 
 import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
-// Issue 26: PostgreSQL restarting, failing over, partitioned or refusing connections is an
+// PostgreSQL restarting, failing over, partitioned or refusing connections is an
 // ordinary event. The service talks to a cluster this file owns, through a relay it controls.
 const available = clusterAvailable();
 
@@ -144,17 +144,20 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
 
   it('keeps running when its idle connections are terminated (a restart or failover), and takes oaths again', async () => {
     await takesOaths();
+    const from = server.logs.length;
     expect(await cluster.terminateBackends(DATABASE)).toBeGreaterThan(0);
     // The pool hears of it on its idle connections: an unhandled 'error' ended the process.
-    await new Promise((r) => setTimeout(r, 300));
+    await server.waitForLog((line) => line.includes('an idle connection was lost'), { from });
     alive();
     await expectOrdinary([]);
   });
 
   it('answers 201 or 503 while its backends are terminated during an oath burst, and loses no acknowledged oath', async () => {
     const answers = await burst(async () => {
+      const made = relay.opened();
       await cluster.terminateBackends(DATABASE);
-      await new Promise((r) => setTimeout(r, 50));
+      // Again once the pool has connected anew.
+      await waitFor(relay.opened, { until: (n) => n > made, what: 'a connection made after the first termination' });
       await cluster.terminateBackends(DATABASE);
     });
     await expectOrdinary(answers);
@@ -167,8 +170,10 @@ describe.runIf(available)('PostgreSQL failures are ordinary events', () => {
 
   it('answers 201 or 503 when every connection is reset (TCP RST) during an oath burst', async () => {
     const answers = await burst(async () => {
+      const made = relay.opened();
       relay.reset();
-      await new Promise((r) => setTimeout(r, 50));
+      // Again once the pool has connected anew.
+      await waitFor(relay.opened, { until: (n) => n > made, what: 'a connection made after the first reset' });
       relay.reset();
     });
     await expectOrdinary(answers);

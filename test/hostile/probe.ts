@@ -14,7 +14,7 @@ export async function metric(server: TestServer, name: string): Promise<number> 
 }
 
 /** Times ordinary GET /api/convert requests, one after the other, until stopped; returns the sorted latencies (ms). */
-export function ordinary(server: TestServer): { stop: () => Promise<number[]> } {
+export function ordinary(server: TestServer): { count: () => number; stop: () => Promise<number[]> } {
   const latencies: number[] = [];
   let stopped = false;
   const loop = (async () => {
@@ -27,6 +27,8 @@ export function ordinary(server: TestServer): { stop: () => Promise<number[]> } 
     }
   })();
   return {
+    /** Requests timed so far. */
+    count: () => latencies.length,
     stop: async () => {
       stopped = true;
       await loop;

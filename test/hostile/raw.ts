@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import type { TestServer } from '../helpers/server.ts';
 
@@ -71,4 +72,29 @@ export function logLine(
   ms = 5000,
 ): Promise<string> {
   return server.waitForLog(match, { from, timeoutMs: ms });
+}
+
+/**
+ * The kernel's state of this IPv4 client's TCP connection, as /proc/net/tcp gives it ('01'
+ * ESTABLISHED, '08' CLOSE_WAIT: the server sent its FIN), or null once it is gone (a reset); with
+ * `side: 'server'`, of the server's end of it ('04' FIN_WAIT1: closed with answers still unsent). A
+ * paused socket emits nothing until it reads again, so a test that must not read asks the kernel.
+ */
+export function tcpState(socket: Socket, side: 'client' | 'server' = 'client'): string | null {
+  const hex = (n: number, width: number) => n.toString(16).toUpperCase().padStart(width, '0');
+  const end = (address: string, port: number) =>
+    `${address
+      .split('.')
+      .map(Number)
+      .reverse()
+      .map((n) => hex(n, 2))
+      .join('')}:${hex(port, 4)}`;
+  const client = end(socket.localAddress!, socket.localPort!);
+  const server = end(socket.remoteAddress!, socket.remotePort!);
+  const [local, remote] = side === 'client' ? [client, server] : [server, client];
+  const row = readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find((fields) => fields[1] === local && fields[2] === remote);
+  return row?.[3] ?? null;
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { bodyOf, rawClient, statusOf } from './raw.ts';
 
-// Issue 25, request targets: `GET http://host/api/citizens` (absolute form, which RFC 9112 3.2.2
+// Request targets: `GET http://host/api/citizens` (absolute form, which RFC 9112 3.2.2
 // says a server MUST accept) answered 404, and its POST form 405 repeating the foreign host in
 // `detail` and `instance`. Now an absolute-form target whose authority is the request's Host is
 // served as the origin-form it stands for (the gateway, the routes and Astro see only that); any
@@ -31,7 +31,7 @@ async function exchange(head: string, body = ''): Promise<string> {
 /** The body of a raw answer, as text. */
 const textOf = (answer: string) => answer.slice(answer.indexOf('\r\n\r\n') + 4);
 
-describe('issue 25: request targets', () => {
+describe('request targets', () => {
   it('serves an absolute-form GET whose authority is the Host as its origin form: engine routes, documents and pages', async () => {
     const origin = await exchange(`GET /api/citizens?limit=5 HTTP/1.1\r\nHost: ${host}`);
     const absolute = await exchange(`GET http://${host}/api/citizens?limit=5 HTTP/1.1\r\nHost: ${host}`);

@@ -5,11 +5,11 @@ import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { METRICS_TOKEN, metric, pool } from './probe.ts';
 
-// Issue 14 row 10: many client addresses claiming to be Googlebot. Reverse-DNS verification runs
+// Many client addresses claiming to be Googlebot. Reverse-DNS verification runs
 // at most RDNS_MAX_IN_FLIGHT (16) lookups at once and one per network (/24) at a time, and caches
 // failures by network, so rotating addresses inside a network costs one lookup, not one per
 // address (before: 2,000 addresses, 1,992 lookups). Lookups are counted by
-// agentnode_dns_lookups_total. Issue 26: they go to a DNS responder of the test's own on loopback
+// agentnode_dns_lookups_total. They go to a DNS responder of the test's own on loopback
 // (DNS_SERVERS), never to the machine's resolver; it knows one Googlebot address and answers
 // NXDOMAIN for the rest (a fast failure, the case the network cache and the in-flight cap bound).
 const VERIFIED = '127.10.200.1';
@@ -48,7 +48,7 @@ function claim(localAddress: string): Promise<number> {
   });
 }
 
-describe('issue 26: verification asks the resolver DNS_SERVERS names', () => {
+describe('verification asks the resolver DNS_SERVERS names', () => {
   it('a Googlebot claim from an address the loopback responder knows is looked up there, once, and verified', async () => {
     const before = dns.queries.length;
     expect(await claim(VERIFIED)).toBe(200);
@@ -77,7 +77,7 @@ describe('issue 26: verification asks the resolver DNS_SERVERS names', () => {
   });
 });
 
-describe('row 10: reverse-DNS lookups under address rotation', () => {
+describe('reverse-DNS lookups under address rotation', () => {
   it('2,000 addresses in 8 networks claiming Googlebot start at most one lookup a network, never more than 16 at once', async () => {
     const before = await metric(server, 'agentnode_dns_lookups_total');
     const ptrBefore = ptrQueries().length;
@@ -92,7 +92,7 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
     watching = false;
     await watcher;
     const started = (await metric(server, 'agentnode_dns_lookups_total')) - before;
-    console.log(`row 10: 2,000 addresses in 8 networks: ${started} lookups, at most ${maxInFlight} in flight`);
+    console.log(`2,000 addresses in 8 networks: ${started} lookups, at most ${maxInFlight} in flight`);
     expect([...statuses]).toEqual([200]);
     // Lookups run one per network at a time; a request arriving while its network's lookup runs
     // does not start another, and a failure closes the network for an hour.
@@ -123,7 +123,7 @@ describe('row 10: reverse-DNS lookups under address rotation', () => {
     await watcher;
     const both = (await metric(server, 'agentnode_dns_lookups_total')) - before;
     console.log(
-      `row 10: 2,000 networks: ${first} lookups in the first round, ${both - first} in the second, at most ${maxInFlight} in flight`,
+      `2,000 networks: ${first} lookups in the first round, ${both - first} in the second, at most ${maxInFlight} in flight`,
     );
     expect(first).toBeGreaterThan(0);
     // Requests never wait for a lookup, so without the cap every new network would add one in flight

@@ -11,7 +11,7 @@ import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/post
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { METRICS_TOKEN } from './probe.ts';
 
-// Issue 25, "protocol doors keep nothing secret": a message sent with a citizen's passport, refused
+// "Protocol doors keep nothing secret": a message sent with a citizen's passport, refused
 // or not, through HTTP, MCP or A2A, leaves the passport nowhere: no public read (A2A tasks
 // included), no log line, no file of the data folder, no PostgreSQL row. A2A shows a task only to
 // the caller that holds its id, and the methods it does not offer answer A2A's own error.
@@ -378,7 +378,7 @@ async function keepsNoSecret(env: Record<string, string>): Promise<void> {
   }
 }
 
-describe('no door keeps a passport (issue 25)', () => {
+describe('no door keeps a passport', () => {
   it('after accepted, wrong, refused and over-limit calls through HTTP, MCP and A2A, no public read, log line or data file holds a passport', async () => {
     await keepsNoSecret({});
   });

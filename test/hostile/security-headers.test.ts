@@ -5,7 +5,7 @@ import { TEST_DIST } from '../helpers/env.ts';
 import { HTML_CSP, OTHER_CSP } from '../../api/http/security-headers.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 
-// Issue 14 row 12: a baseline of security headers on every answer, whoever made it.
+// A baseline of security headers on every answer, whoever made it.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({ DATA_DIR: ':memory:' });
@@ -17,7 +17,7 @@ afterAll(async () => {
 const html =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-describe('row 12: security headers', () => {
+describe('security headers', () => {
   it('uses exactly the policies of the brief', () => {
     expect(HTML_CSP).toBe(html);
     expect(OTHER_CSP).toBe("default-src 'none'; frame-ancestors 'none'");

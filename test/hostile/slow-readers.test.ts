@@ -1,7 +1,8 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
-import { bodyOf, rawClient, statusOf } from './raw.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { bodyOf, rawClient, statusOf, tcpState } from './raw.ts';
 
 let server: TestServer;
 const SEND_TIMEOUT_MS = 1500;
@@ -36,14 +37,17 @@ describe('slow and stalled clients', () => {
     stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(asked));
     const ordinary = await fetch(`${server.url}/bot-wall.json`);
     expect(ordinary.status).toBe(200);
-    await new Promise((r) => setTimeout(r, SEND_TIMEOUT_MS * 2));
-    // A paused socket cannot see its end: read what the server had sent before it gave up.
+    // A paused socket cannot see its end (the server's FIN waits behind answers it never takes): the
+    // kernel's state of the server's end says when the server closed it.
+    await waitFor(() => tcpState(stalled.socket, 'server'), {
+      until: (state) => state !== '01',
+      timeoutMs: SEND_TIMEOUT_MS * 2 + 2000,
+      intervalMs: 100,
+      what: 'the server closing the stalled reader',
+    });
+    // Read what the server had sent before it gave up.
     stalled.socket.resume();
-    const ended = await Promise.race([
-      stalled.closed.then(() => true),
-      new Promise((r) => setTimeout(() => r(false), 2000)),
-    ]);
-    expect(ended).toBe(true);
+    await stalled.closed;
     expect(stalled.received().split('HTTP/1.1 200').length - 1).toBeLessThan(asked);
     process.off('warning', onWarning);
     expect(warnings).not.toContain('MaxListenersExceededWarning');
@@ -74,13 +78,10 @@ describe('slow and stalled clients', () => {
     // Then all the rest at once: every answer arrives, so the connection was never closed.
     socket.on('data', take);
     socket.resume();
-    const ended = await Promise.race([
-      new Promise<string>((resolve) => socket.once('close', () => resolve('closed'))),
-      new Promise<string>((resolve) => {
-        const poll = setInterval(() => answers >= asked && (clearInterval(poll), resolve('all')), 20);
-      }),
-    ]);
-    expect([ended, answers]).toEqual(['all', asked]);
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    await waitFor(() => closed || answers >= asked, { what: 'every answer, or the connection closed' });
+    expect([closed, answers]).toEqual([false, asked]);
     socket.destroy();
   });
 
@@ -101,10 +102,13 @@ describe('slow and stalled clients', () => {
       expect(statusOf(await other.until(/^HTTP\/1\.1 \d{3}/))).toBe(200);
       // A closed connection frees its place.
       held.pop()!.destroy();
-      await new Promise((r) => setTimeout(r, 100));
-      const again = await rawClient(server, { localAddress: '127.0.0.21' });
-      again.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
-      expect(statusOf(await again.until(/^HTTP\/1\.1 \d{3}/))).toBe(200);
+      const again = async () => {
+        const client = await rawClient(server, { localAddress: '127.0.0.21' });
+        client.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+        return statusOf(await client.until(/^HTTP\/1\.1 \d{3}/));
+      };
+      // Once the server has seen the close (429 until then).
+      expect(await waitFor(again, { until: (status) => status === 200, what: 'the place the close freed' })).toBe(200);
     } finally {
       for (const socket of held) socket.destroy();
     }
@@ -130,27 +134,28 @@ describe('slow and stalled clients', () => {
         }
       ).generatedAt;
     const alone = await read();
-    await new Promise((r) => setTimeout(r, 5));
+    // A millisecond later (the answer's time is in milliseconds), a reader alone gets a fresh one.
+    await waitFor(() => Date.now() > Date.parse(alone), { intervalMs: 1, what: 'the next millisecond' });
     expect(await read()).not.toBe(alone);
     const stalled = await rawClient(server, { localAddress: '127.0.0.24' });
     stalled.socket.pause();
     stalled.socket.write('GET /bot-wall.json HTTP/1.1\r\nHost: x\r\nAccept-Encoding: identity\r\n\r\n'.repeat(2000));
-    await new Promise((r) => setTimeout(r, 200));
-    // Two reads within the answer's second share it; a loaded machine may take longer, so a pair that
-    // took a second or more proves nothing and is tried again.
+    // Two reads within the answer's second share it, once the stalled reader's answers are being
+    // sent; a loaded machine may take longer, so a pair that took a second or more proves nothing.
     let first = '';
-    let shared = false;
-    for (let attempt = 0; attempt < 5 && !shared; attempt++) {
-      const started = Date.now();
-      first = await read();
-      const second = await read();
-      if (Date.now() - started < 900) {
-        expect(second).toBe(first);
-        shared = true;
-      }
-    }
-    expect(shared, 'two reads within a second, in five tries').toBe(true);
-    await new Promise((r) => setTimeout(r, 1100));
+    let firstAt = 0;
+    await waitFor(
+      async () => {
+        const started = Date.now();
+        first = await read();
+        firstAt = Date.now();
+        const second = await read();
+        return Date.now() - started < 900 && second === first;
+      },
+      { what: 'two reads within a second sharing one answer' },
+    );
+    // An answer more than a second old is not shared again (it was kept before the first read came back).
+    await waitFor(() => Date.now() - firstAt > 1010, { what: 'the shared answer a second old' });
     expect(await read()).not.toBe(first);
     stalled.socket.destroy();
   });

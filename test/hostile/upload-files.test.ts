@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ABANDONED_AFTER_MS, sweepAbandonedUploads, uploadFile } from '../../api/gateway/upload-files.ts';
 import { startServer } from '../helpers/server.ts';
 
-// Issue 14 row 4, the disk: an upload's temporary file is removed after its answer, but a process
+// The disk: an upload's temporary file is removed after its answer, but a process
 // killed mid-upload leaves it behind. What a killed process left is swept once nobody writes it.
 const folders: string[] = [];
 const folder = () => {
@@ -26,7 +26,7 @@ function plant(dir: string, ageMs: number): string {
   return path;
 }
 
-describe('row 4: upload files a killed process left', () => {
+describe('upload files a killed process left', () => {
   it('removes those nobody wrote for ABANDONED_AFTER_MS, and nothing else', async () => {
     const dir = folder();
     const abandoned = plant(dir, ABANDONED_AFTER_MS + 60_000);

@@ -6,7 +6,7 @@ import { wavWithInfo } from '../helpers/audio-files.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { bodyOf, rawClient, statusOf, type RawClient } from './raw.ts';
 
-// Issue 14 row 4: upload rules run before the body is read, uploads are capped, and a stalled one is dropped.
+// Upload rules run before the body is read, uploads are capped, and a stalled one is dropped.
 let server: TestServer;
 beforeAll(async () => {
   server = await startServer({
@@ -49,7 +49,7 @@ async function floodUpload(total: number): Promise<RawClient> {
   return client;
 }
 
-describe('row 4: uploads', () => {
+describe('uploads', () => {
   it('refuses a stalled upload with 408 after the idle time, not after 300 s', async () => {
     const client = await partialUpload(10 * MB, 64 * 1024);
     const started = Date.now();
@@ -116,7 +116,7 @@ describe('row 4: uploads', () => {
   });
 });
 
-describe('row 4: the lingering close reads on after its budget made it wait', () => {
+describe('the lingering close reads on after its budget made it wait', () => {
   let quiet: ServerProcess;
   beforeAll(async () => {
     quiet = await startServerProcess({ DATA_DIR: ':memory:' });
@@ -150,7 +150,7 @@ describe('row 4: the lingering close reads on after its budget made it wait', ()
   });
 });
 
-describe('row 4: a body where none is taken', () => {
+describe('a body where none is taken', () => {
   it('refuses a GET that declares a 100 MB body, of a document or a route, with 413 before reading it, not a 200 followed by reading it all', async () => {
     for (const path of ['/api/convert', '/api/omip/log']) {
       // Sent in chunks while no answer has come: an open connection the server would read in full for a 200 and keep-alive.
@@ -170,7 +170,7 @@ describe('row 4: a body where none is taken', () => {
   });
 });
 
-describe('row 4: Expect: 100-continue', () => {
+describe('Expect: 100-continue', () => {
   it('tells a client over its write limit 429 before it sends a byte of its body', async () => {
     // The tests above spent this address's budget.
     const client = await rawClient(server);
@@ -184,7 +184,7 @@ describe('row 4: Expect: 100-continue', () => {
   });
 });
 
-describe('row 4: memory per upload', () => {
+describe('memory per upload', () => {
   let big: ServerProcess;
   beforeAll(async () => {
     big = await startServerProcess({
@@ -245,7 +245,7 @@ describe('row 4: memory per upload', () => {
   });
 });
 
-describe('row 4: the overall cap', () => {
+describe('the overall cap', () => {
   let busy: TestServer;
   beforeAll(async () => {
     busy = await startServer({ DATA_DIR: ':memory:', UPLOAD_CONCURRENCY: '2', UPLOAD_CONCURRENCY_PER_CLIENT: '5' });

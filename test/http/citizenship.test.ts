@@ -83,7 +83,7 @@ describe('the agent flow of the convert payload', () => {
   });
 });
 
-describe('names (issue 13 finding 4, issue 14 row 13)', () => {
+describe('names', () => {
   it("a verified message carries its citizen's registered name: another is 422 NAME_MISMATCH, none takes it", async () => {
     const o = await oath('registered-name');
     const auth = { Authorization: `Bearer ${o.passportNumber}` };

@@ -136,7 +136,7 @@ describe('a disk that refuses writes', () => {
   }, 60_000);
 });
 
-describe('a keyed write and its idempotency record are one unit (issue 13, finding 6)', () => {
+describe('a keyed write and its idempotency record are one unit', () => {
   it('on a full disk, a keyed oath answered 503 kept nothing: its retry with the same key and body makes one citizen', async () => {
     const dir = tmpfs(256);
     const server = await startServer({ DATA_DIR: dir, WRITE_RATE_LIMIT: '0' });

@@ -7,7 +7,7 @@ import type { IdempotencyStore } from '../../api/store/types.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { writes } from '../helpers/writes.ts';
 
-// Issue 26: what the Idempotency-Key does when the store stops answering in the middle of a write.
+// What the Idempotency-Key does when the store stops answering in the middle of a write.
 const body = new TextEncoder().encode('{"name":"x"}');
 
 describe('Idempotency-Key when the store does not answer', () => {

@@ -87,7 +87,7 @@ describe('Idempotency-Key rules', () => {
   });
 });
 
-describe('unguessable Idempotency-Keys (issue 13, finding 5)', () => {
+describe('unguessable Idempotency-Keys', () => {
   const guessable = [
     'oath-1',
     'k',
@@ -143,7 +143,7 @@ describe('unguessable Idempotency-Keys (issue 13, finding 5)', () => {
   });
 });
 
-describe('a keyed write and its record are one unit (issue 13, finding 6)', () => {
+describe('a keyed write and its record are one unit', () => {
   it('keeps no record when the write that carries it fails, so the retry runs once', async () => {
     const store = openMemoryStore();
     const idempotency = createIdempotency(store.idempotency);
@@ -177,7 +177,7 @@ describe('a keyed write and its record are one unit (issue 13, finding 6)', () =
   });
 });
 
-describe('what a key keeps is bounded and leaves when it expires (issue 14, row 3)', () => {
+describe('what a key keeps is bounded and leaves when it expires', () => {
   it('keeps only the key to the body for a route that changes nothing, and runs it again on a repeat', async () => {
     const store = openMemoryStore();
     const idempotency = createIdempotency(store.idempotency);

@@ -157,7 +157,7 @@ describe('POST /api/ingress/audio with JSON metadata', () => {
   });
 });
 
-// Issue 13, findings 1 and 8, over HTTP.
+// The file's evidence against the caller's metadata, over HTTP.
 describe('the file holds against the caller, and every rejection says what was wrong', () => {
   const multipart = (file: Buffer, type: string, metadata: unknown) => {
     const form = new FormData();

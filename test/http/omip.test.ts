@@ -131,7 +131,7 @@ describe('project and fingerprint', () => {
     expect((await get('/api/omip/drift')).samples).toBe(before.samples);
   });
 
-  // Issue 13, finding 7: the fingerprint is of exactly the JSON the client sent.
+  // The fingerprint is of exactly the JSON the client sent.
   const raw = async (text: string) => {
     const res = await fetch(`${server.url}/api/omip/fingerprint`, {
       method: 'POST',
@@ -381,7 +381,7 @@ describe('primitives and health', () => {
   });
 });
 
-// Issue 13, findings 2 and 3: the rules hold against the caller, on both stores.
+// The rules hold against the caller, on both stores.
 const pgAvailable = await postgresAvailable();
 const stores: [string, boolean, () => Promise<TestServer>][] = [
   ['the embedded store', true, () => startServer({ WRITE_RATE_LIMIT: '0' })],

@@ -7,7 +7,7 @@ import { map, readCount, runPipeline } from '../../api/ingress/pipeline.ts';
 import { audioContainerOf, mpegFrameLength, wavDataChunk } from '../../api/ingress/sniff.ts';
 import { mp3WithId3, mp4WithSampleEntry, wavWithInfo } from '../helpers/audio-files.ts';
 
-// Issue 13, findings 1 and 8: the file's evidence holds against the caller, and every rejection
+// The file's evidence holds against the caller, and every rejection
 // says what was wrong.
 
 /** Deterministic "random" bytes (a 32-bit xorshift), so the test never flakes. */

@@ -5,7 +5,7 @@ import { scoreProposal, windowBindingOf } from '../../api/omip/score.ts';
 import type { Constitution } from '../../api/schemas/constitution.ts';
 import { PlanStepSchema, type Plan } from '../../api/schemas/omip.ts';
 
-// Issue 13, findings 2 and 3: the rules hold against the caller (DESIGN section 5).
+// The rules hold against the caller (DESIGN section 5).
 let constitution: Constitution;
 beforeAll(async () => {
   constitution = (await loadContent('content')).constitution;

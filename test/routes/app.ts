@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { App } from '../../api/app.ts';
+import type { App } from '../../api/engine.ts';
 import { loadConfig } from '../../api/config.ts';
 import { createEngine } from '../../api/engine.ts';
 import { checkAnswer } from '../helpers/answers.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../api/app.ts';
+import type { App } from '../../api/engine.ts';
 import { createTestApp, request } from './app.ts';
 
 // Moved from the child-process suite: the routes in process, over the memory store, no sleeps.

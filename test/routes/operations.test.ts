@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../api/app.ts';
+import type { App } from '../../api/engine.ts';
 import type { AnyOperation } from '../../api/operations/operation.ts';
 import { OPERATIONS } from '../../api/operations/table.ts';
 import { PROBLEMS } from '../../api/problems/table.ts';

@@ -268,7 +268,7 @@ describe('embedded store on disk', () => {
   });
 });
 
-describe('names stored before they were unique (issue 25)', () => {
+describe('names stored before they were unique', () => {
   it('keeps both citizens of a pair that already looked alike; the older holds the name and no third may join', async () => {
     const dir = fresh();
     const older = citizen({ name: 'example-agent' });
@@ -292,7 +292,7 @@ describe('names stored before they were unique (issue 25)', () => {
   });
 });
 
-describe('the name index (issue 27: hashes to places, not a map of key strings)', () => {
+describe('the name index: hashes to places, not a map of key strings', () => {
   it('holds every name across a compaction, a journal tail and a restart, and a replayed oath is no twin of itself', async () => {
     const dir = fresh();
     const store = await openEmbeddedStore({ dir, logger });
@@ -347,7 +347,7 @@ describe('the name index (issue 27: hashes to places, not a map of key strings)'
   });
 });
 
-describe('name keys carried by the snapshot (issue 27: a start reads their hashes instead of computing them)', () => {
+describe('name keys carried by the snapshot: a start reads their hashes instead of computing them', () => {
   const held = ['Snow-Goose', 'PayPal', 'Мария', 'ΑΘΗΝΑ', '山田太郎', 'Zoë', 'ｗｉｄｅ　ｎａｍｅ', 'l1ly'];
   // Look-alikes of held names (case, width, confusable letters, scripts) and names that are free.
   const probes = [

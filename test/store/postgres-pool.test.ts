@@ -6,7 +6,7 @@ import { startRelay } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { citizen } from './contract.ts';
 
-// Issue 26: the PostgreSQL store's own bounds, against the machine's PostgreSQL (the fault tests
+// The PostgreSQL store's own bounds, against the machine's PostgreSQL (the fault tests
 // with a cluster of their own are test/hostile/postgres-faults.test.ts).
 const available = await postgresAvailable();
 afterAll(async () => {

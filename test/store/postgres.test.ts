@@ -95,7 +95,7 @@ describe.runIf(available)('PostgreSQL: a write and its idempotency record are on
   });
 });
 
-describe.runIf(available)('PostgreSQL: names stored before they were unique (issue 25, migration 4)', () => {
+describe.runIf(available)('PostgreSQL: names stored before they were unique (migration 4)', () => {
   it('keys every stored citizen; of a pair that already looked alike both stay, the older holds the name, and no third may join', async () => {
     const url = await freshDatabase();
     const db = new pg.Pool({ connectionString: url });

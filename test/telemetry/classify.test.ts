@@ -83,7 +83,7 @@ const UAS: [string, string, string][] = [
   ['facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)', 'facebookexternalhit', 'Bot'],
   ['DuckDuckBot/1.1; (+http://duckduckgo.com/duckduckbot.html)', 'DuckDuckBot', 'Crawler'],
   ['Mozilla/5.0 (compatible; YandexBot/3.0; +http://yandex.com/bots)', 'YandexBot', 'Crawler'],
-  // The cases.
+  // Strings once misnamed.
   ['TelegramBot (like TwitterBot)', 'TelegramBot', 'Bot'],
   [
     'Mozilla/5.0 (compatible; Baiduspider-image/2.0; +http://www.baidu.com/search/spider.html)',

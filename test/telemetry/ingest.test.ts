@@ -56,7 +56,7 @@ describe('CDN log lines with a client address', () => {
     await t.close();
   });
 
-  it('caps reverse-DNS lookups in flight when 2,000 addresses claim to be Googlebot (issue 14, row 10)', async () => {
+  it('caps reverse-DNS lookups in flight when 2,000 addresses claim to be Googlebot', async () => {
     const pending: (() => void)[] = [];
     const resolver: Resolver = {
       reverse: () => new Promise((resolve) => pending.push(() => resolve([]))),

@@ -146,7 +146,7 @@ describe('the ledger', () => {
   });
 });
 
-describe('the ledger under a hostile client (issue 14, row 2)', () => {
+describe('the ledger under a hostile client', () => {
   /** Every bound at its worst: more families than allowed, each with more long paths and hosts than kept, over more hours and days than kept. */
   function worst(): TelemetrySnapshot {
     const s = emptySnapshot(new Date('2026-11-01T00:00:00Z'));
@@ -258,7 +258,7 @@ describe('the bot wall document', () => {
   });
 });
 
-describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
+describe("the ledger keeps the server's clock", () => {
   const now = new Date('2026-11-24T10:21:00Z');
   const GOOGLE = bot('Googlebot', 'Crawler');
   /** 58 records of year 9999, one an hour: 58 hourly buckets over 3 days. With 8 more days, every bucket of the old ledger. */

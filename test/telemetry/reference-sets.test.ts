@@ -4,7 +4,7 @@ import { loadContent } from '../../api/content/load.ts';
 import { createClassifier, type Classification, type Classifier } from '../../api/telemetry/classification/classify.ts';
 import { createPersonClientCheck } from '../../api/telemetry/classification/person-client.ts';
 
-// The goals of issue 29 on sets we assembled from others' lists (test/telemetry/fixtures/assemble.ts
+// The naming goals on sets we assembled from others' lists (test/telemetry/fixtures/assemble.ts
 // says how; docs/benchmarks.md records the figures): named bots named, people's browsers and apps
 // not taken for bots.
 let classify: Classifier;
@@ -47,7 +47,7 @@ describe('reference sets', () => {
     expect(flagged.length / uas.length).toBeLessThanOrEqual(0.001);
   });
 
-  it("never reads a device model or an app's name as a bot's (the issue's cases)", () => {
+  it("never reads a device model or an app's name as a bot's", () => {
     for (const ua of [
       'Mozilla/5.0 (Linux; Android 7.0; Discovery_XT) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/70.0.3538.110 Mobile Safari/537.36',
       'Mozilla/5.0 (Linux; Android 10; Google 2XL) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/88.0.4324.181 Mobile Safari/537.36',
@@ -61,7 +61,7 @@ describe('reference sets', () => {
       expect(classify(ua), ua).toMatchObject({ bot: false });
   });
 
-  it('names the long tail the issue found unnamed', () => {
+  it('names bots the curated table does not list', () => {
     for (const [ua, family] of [
       ['Google-Ads-Qualify', 'Google-Ads-Qualify'],
       ['Mozilla/5.0 (compatible; Google-Sites-Thumbnails)', 'Google-Sites-Thumbnails'],

@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { helpers, jwkToKeyID, signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import type { BotFamily } from '../../api/schemas/bot-families.ts';
+import { waitFor } from '../helpers/wait.ts';
 import {
   createDirectoryCache,
   NEGATIVE_TTL_MAX_MS,
@@ -185,10 +186,8 @@ const serveKeys =
   (_req: IncomingMessage, res: ServerResponse) =>
     void res.writeHead(200, { 'content-type': DIRECTORY_TYPE, ...headers }).end(JSON.stringify({ keys: keys() }));
 /** Waits, at most `ms`, until `done` holds (a background fetch on a loaded machine takes what it takes). */
-const until = async (done: () => boolean, ms = 5000) => {
-  for (const end = Date.now() + ms; !done() && Date.now() < end;)
-    await new Promise((resolve) => setTimeout(resolve, 10));
-};
+const until = (done: () => boolean, ms = 5000) =>
+  waitFor(done, { timeoutMs: ms, intervalMs: 10, what: 'a background fetch' });
 
 describe('the draft vectors', () => {
   const request = (v: (typeof VECTORS.requests)[number]): SignedRequest => {

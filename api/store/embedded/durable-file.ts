@@ -14,7 +14,7 @@ export async function syncDir(dir: string): Promise<void> {
 /**
  * Files are read and written a chunk at a time, never as one string: V8 strings stop at
  * 2^29 - 24 characters (about 512 MiB), and a store whose snapshot passed that could not start
- * (issue 27: a 1,043 MB snapshot, `RangeError: Invalid string length`).
+ * (a 1,043 MB snapshot gave `RangeError: Invalid string length`).
  */
 export interface ChunkOptions {
   /** Bytes read or written at a time. */

@@ -7,7 +7,7 @@ import { createHook } from 'node:async_hooks';
 // whose shapes are not alive gets shapes of its own, one per entry. Requests served in that window
 // (503 STARTING while the service starts under load) leave nextTick's caches megamorphic for the
 // life of the process: every entry is then built in the runtime, a tenth of a static read's CPU
-// (docs/benchmarks.md, "What regressed"). One entry kept alive keeps its shapes in the table.
+// (docs/decisions.md, "One nextTick entry kept alive"). One entry kept alive keeps its shapes in the table.
 let kept: object | undefined;
 const hook = createHook({
   init(_asyncId, type, _triggerAsyncId, resource) {

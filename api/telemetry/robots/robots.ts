@@ -9,7 +9,7 @@ import { join } from 'node:path';
  * Written here rather than taken from npm: robots-parser (the maintained one) compares reserved
  * characters unencoded on one side and encoded on the other, so RFC 9309 2.2.2's own example
  * (`/foo/bar?baz=https://foo.bar` against `…https%3A%2F%2Ffoo.bar`) does not match, and it returns
- * a line number but not the rule as written (docs/decisions.md, 2026-11-24).
+ * a line number but not the rule as written (docs/decisions.md, "robots.txt judged per crawler").
  */
 
 /** One Allow or Disallow line of a group. */

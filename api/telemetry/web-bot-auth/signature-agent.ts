@@ -1,4 +1,4 @@
-import { parseDictionary, parseItem, Token } from 'structured-headers';
+import { parseDictionary, parseItem, Token, type InnerList, type Item } from 'structured-headers';
 import { HTTP_MESSAGE_SIGNATURES_DIRECTORY } from 'web-bot-auth';
 
 /**
@@ -75,21 +75,37 @@ export function parseSignatureAgent(header: string): SignatureAgentHeader | null
       return null;
     }
   }
+  const members = readDictionary(header, MAX_AGENT_MEMBERS, (label, [value, params]) => {
+    if (typeof value !== 'string') return [];
+    const type = params.get('type') ?? 'directory';
+    const name = type instanceof Token ? type.toString() : type;
+    if (typeof name !== 'string' || !TYPES.has(name)) return [];
+    const member = agentMember(label, value, name as DiscoveryType);
+    return member ? [member] : [];
+  });
+  return members?.length ? { form: 'dictionary', members } : null;
+}
+
+/**
+ * A Structured Field Dictionary header (RFC 9651) read member by member: `read` turns a member into
+ * values (none to skip it), and no member is read once `max` values were taken. Null when the header
+ * is no dictionary. Signature-Agent and Signature-Input are both read this way.
+ */
+export function readDictionary<T>(
+  header: string,
+  max: number,
+  read: (key: string, member: Item | InnerList) => readonly T[],
+): T[] | null {
   let dictionary;
   try {
     dictionary = parseDictionary(header);
   } catch {
     return null;
   }
-  const members: AgentMember[] = [];
-  for (const [label, [value, params]] of dictionary) {
-    if (members.length >= MAX_AGENT_MEMBERS) break;
-    if (typeof value !== 'string') continue;
-    const type = params.get('type') ?? 'directory';
-    const name = type instanceof Token ? type.toString() : type;
-    if (typeof name !== 'string' || !TYPES.has(name)) continue;
-    const member = agentMember(label, value, name as DiscoveryType);
-    if (member) members.push(member);
+  const values: T[] = [];
+  for (const [key, member] of dictionary) {
+    if (values.length >= max) break;
+    values.push(...read(key, member));
   }
-  return members.length ? { form: 'dictionary', members } : null;
+  return values;
 }

@@ -5,13 +5,12 @@ import {
   type UntrustedSignatureCandidate,
   type Verifier,
 } from 'http-message-sig';
-import { parseDictionary } from 'structured-headers';
 import { HTTP_MESSAGE_SIGNATURE_TAG } from 'web-bot-auth';
 import type { BotFamily } from '../../schemas/bot-families.ts';
 import { createDirectoryCache, type DirectoryCacheOptions, type KeyLookup } from './directory-cache.ts';
 import type { DirectoryFetcher } from './directory-fetch.ts';
 import { TEST_KEY_THUMBPRINTS } from './key-directory.ts';
-import { parseSignatureAgent, type AgentMember, type SignatureAgentHeader } from './signature-agent.ts';
+import { parseSignatureAgent, readDictionary, type AgentMember, type SignatureAgentHeader } from './signature-agent.ts';
 import type { Outcome } from '../verification/verify.ts';
 
 export { httpDirectoryFetcher, type DirectoryFetcher } from './directory-fetch.ts';
@@ -71,16 +70,8 @@ export function webBotAuthSignatures(
   signatureInput: string,
   agents: SignatureAgentHeader | null,
 ): WebBotAuthSignature[] | null {
-  let inputs;
-  try {
-    inputs = parseDictionary(signatureInput);
-  } catch {
-    return null;
-  }
-  const found: WebBotAuthSignature[] = [];
-  for (const [label, [components, params]] of inputs) {
-    if (found.length >= MAX_SIGNATURES) break;
-    if (!Array.isArray(components) || params.get('tag') !== HTTP_MESSAGE_SIGNATURE_TAG) continue;
+  return readDictionary<WebBotAuthSignature>(signatureInput, MAX_SIGNATURES, (label, [components, params]) => {
+    if (!Array.isArray(components) || params.get('tag') !== HTTP_MESSAGE_SIGNATURE_TAG) return [];
     const members: AgentMember[] = [];
     let coversOtherHeaders = false;
     for (const [name, componentParams] of components) {
@@ -97,10 +88,9 @@ export function webBotAuthSignatures(
       if (member) members.push(member);
     }
     // One entry per member it covers (an outer signature may cover another signer's member too).
-    if (!members.length) found.push({ label, member: null, coversOtherHeaders });
-    for (const member of members) found.push({ label, member, coversOtherHeaders });
-  }
-  return found;
+    if (!members.length) return [{ label, member: null, coversOtherHeaders }];
+    return members.map((member) => ({ label, member, coversOtherHeaders }));
+  });
 }
 
 /** Looks up a key by (directory, keyid); `member` is null for a signature that names no directory. */
