@@ -9,6 +9,7 @@ import { buildConvertPayload } from './documents/convert.ts';
 import { at, type Links } from './documents/links.ts';
 import { createIdempotency, type RouteHandler, type WriteLimiter } from './http/index.ts';
 import { ingestAudio } from './operations/ingress-upload.ts';
+import type { AudioParser } from './ingress/audio-parser.ts';
 import { createMcpRoute } from './mcp/mcp.ts';
 import { buildHealth } from './documents/omip-health.ts';
 import type { Omip } from './omip/service.ts';
@@ -31,6 +32,8 @@ export interface AppDeps {
   logger: Logger;
   /** The write budget per client, shared with the gateway (which refuses an upload from a client with nothing left). */
   limiter: WriteLimiter;
+  /** The threads uploaded audio files are parsed on. */
+  audioParser: AudioParser;
   /** Token of the log-ingest route; the route answers 404 without one. */
   ingestToken?: string | undefined;
 }
@@ -72,7 +75,7 @@ export function createApp(deps: AppDeps) {
       records: store.idempotency,
     }),
     // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
-    ingress: (request) => ingestAudio(request),
+    ingress: (request) => ingestAudio(request, deps.audioParser),
     mcp: createMcpRoute({
       invoke,
       siteUrl: links.site,

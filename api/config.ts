@@ -84,6 +84,12 @@ export const ConfigSchema = z
       .int()
       .positive()
       .default(50 * 1024 * 1024),
+    /** Threads uploaded audio files are parsed on (so at most this many cores parse at once). */
+    AUDIO_PARSE_WORKERS: z.coerce.number().int().positive().default(1),
+    /** CPU one audio file's parse may spend, in ms; past it the parse is ended and the upload answered 422. */
+    AUDIO_PARSE_CPU_MS: z.coerce.number().int().positive().default(500),
+    /** Container elements (EBML elements, MP4 boxes, Ogg pages, ID3 frames...) an audio file may hold; more answer 422. */
+    AUDIO_MAX_ELEMENTS: z.coerce.number().int().positive().default(20_000),
     /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
     UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
     /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */

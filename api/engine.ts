@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createApp } from './app.ts';
+import { createAudioParser } from './ingress/audio-parser.ts';
 import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
@@ -140,7 +141,27 @@ export async function createEngine(config: Config, options: EngineOptions) {
     config.WRITE_RATE_LIMIT,
     rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }),
   );
-  const app = createApp({ store, telemetry, omip, content, links, logger, limiter, ingestToken: config.INGEST_TOKEN });
+  // Uploaded audio is parsed on a few threads of its own, each parse under a CPU budget.
+  const audioParser = createAudioParser(
+    {
+      workers: config.AUDIO_PARSE_WORKERS,
+      queue: config.UPLOAD_CONCURRENCY,
+      cpuMs: config.AUDIO_PARSE_CPU_MS,
+      maxElements: config.AUDIO_MAX_ELEMENTS,
+    },
+    (stopped) => logger.warn(stopped, 'audio parse stopped'),
+  );
+  const app = createApp({
+    store,
+    telemetry,
+    omip,
+    content,
+    links,
+    logger,
+    limiter,
+    audioParser,
+    ingestToken: config.INGEST_TOKEN,
+  });
   return {
     content,
     store,
@@ -152,6 +173,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
     readiness: [...(writable ? [writable] : []), ...(ceiling ? [ceiling] : [])],
     /** Saves the telemetry ledger, then closes the store. */
     close: async () => {
+      await audioParser.close();
       await telemetry.close();
       await store.close();
     },

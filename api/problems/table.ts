@@ -100,6 +100,11 @@ export const PROBLEMS = {
     when: 'Content-Type is not one the route takes.',
   },
   NOT_AUDIO: { status: 415, title: 'Not audio', when: 'An upload cannot be read as WAV, MP3, MP4/M4A, FLAC or Ogg.' },
+  AUDIO_TOO_COMPLEX: {
+    status: 422,
+    title: 'Audio too complex',
+    when: 'An upload holds more container elements than AUDIO_MAX_ELEMENTS, or its parse passes AUDIO_PARSE_CPU_MS of CPU.',
+  },
   VALIDATION_FAILED: {
     status: 422,
     title: 'Validation failed',
