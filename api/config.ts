@@ -131,6 +131,11 @@ export const ConfigSchema = z
       .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
     /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
     METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
+    /** 1: a missing data-folder signing key beside signed receipts is replaced (the rotation appended to the log) instead of refusing the start. */
+    LOG_SIGNING_KEY_ROTATE: z
+      .enum(['0', '1', ''])
+      .optional()
+      .transform((v) => v === '1'),
     /**
      * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
      * the same file; without it each data folder makes its own key at first start.

@@ -9,6 +9,7 @@ import { StartupError } from './startup-error.ts';
 import { createAlerts } from './telemetry/alerts/alerts.ts';
 import { createRobotsJudge, readRobotsDir } from './telemetry/robots/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
+import { buildKeyRotation, receiptId } from './omip/receipts.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { createOmip } from './omip/service.ts';
 import { funnelStepOf } from './operations/paths.ts';
@@ -18,6 +19,30 @@ import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver, type Resolver } from './telemetry/verification/verify.ts';
 import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
+
+/**
+ * The receipt log's key; a missing one beside signed receipts refuses the start unless
+ * LOG_SIGNING_KEY_ROTATE=1, and then the rotation is appended to the log before anything else.
+ */
+async function openSigner(config: Config, store: Store, logger: Logger) {
+  const signer = await openLogSigner(
+    config.DATA_DIR === ':memory:' ? null : config.DATA_DIR,
+    config.LOG_SIGNING_KEY_FILE,
+    {
+      rotate: config.LOG_SIGNING_KEY_ROTATE,
+      hasReceipts: async () => (await store.receipts.idsFrom(0)).length > 0,
+    },
+  );
+  if (signer.rotation) {
+    const rotation = signer.rotation;
+    const entry = await store.receipts.append((prev) => {
+      const receipt = buildKeyRotation(rotation, new Date().toISOString(), prev);
+      return { id: receiptId(receipt), receipt };
+    });
+    logger.warn({ ...rotation, receipt: entry.id, logIndex: entry.index }, 'receipt log signing key rotated');
+  }
+  return signer;
+}
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(
@@ -128,7 +153,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const omip = createOmip({
     store,
     constitution: content.constitution,
-    signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE),
+    signer: await openSigner(config, store, logger),
   });
   logger.info(
     { store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' },
