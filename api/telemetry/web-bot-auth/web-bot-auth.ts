@@ -11,7 +11,12 @@ import type { BotFamily } from '../../schemas/bot-families.ts';
 import { createDirectoryCache, type DirectoryCacheOptions, type KeyLookup } from './directory-cache.ts';
 import type { DirectoryFetcher } from './directory-fetch.ts';
 import { TEST_KEY_THUMBPRINTS } from './key-directory.ts';
-import { parseSignatureAgent, type AgentMember, type SignatureAgentHeader } from './signature-agent.ts';
+import {
+  parseSignatureAgent,
+  SIGNATURE_HEADER_MAX_CHARS,
+  type AgentMember,
+  type SignatureAgentHeader,
+} from './signature-agent.ts';
 import type { Outcome } from '../verification/verify.ts';
 
 export { httpDirectoryFetcher, type DirectoryFetcher } from './directory-fetch.ts';
@@ -72,6 +77,7 @@ export function webBotAuthSignatures(
   agents: SignatureAgentHeader | null,
 ): WebBotAuthSignature[] | null {
   let inputs;
+  if (signatureInput.length > SIGNATURE_HEADER_MAX_CHARS) return null;
   try {
     inputs = parseDictionary(signatureInput);
   } catch {
