@@ -156,6 +156,7 @@ export const PROBLEMS = {
     status: 503,
     title: 'Uploads busy',
     when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).',
+    headers: { 'Retry-After': '5' },
   },
   STARTING: {
     status: 503,
