@@ -84,6 +84,12 @@ export const ConfigSchema = z
       .int()
       .positive()
       .default(50 * 1024 * 1024),
+    /** Threads uploaded audio files are parsed on (so at most this many cores parse at once). */
+    AUDIO_PARSE_WORKERS: z.coerce.number().int().positive().default(1),
+    /** CPU one audio file's parse may spend, in ms; past it the parse is ended and the upload answered 422. */
+    AUDIO_PARSE_CPU_MS: z.coerce.number().int().positive().default(500),
+    /** Container elements (EBML elements, MP4 boxes, Ogg pages, ID3 frames...) an audio file may hold; more answer 422. */
+    AUDIO_MAX_ELEMENTS: z.coerce.number().int().positive().default(20_000),
     /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
     UPLOAD_CONCURRENCY: z.coerce.number().int().positive().default(8),
     /** Uploads read at once from one client address (an IPv6 /64); more answer 429. */
@@ -125,6 +131,11 @@ export const ConfigSchema = z
       .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
     /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
     METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
+    /** 1: a missing data-folder signing key beside signed receipts is replaced (the rotation appended to the log) instead of refusing the start. */
+    LOG_SIGNING_KEY_ROTATE: z
+      .enum(['0', '1', ''])
+      .optional()
+      .transform((v) => v === '1'),
     /**
      * An Ed25519 private key (PKCS#8 PEM) that signs the receipt log's tree heads. Give every process
      * the same file; without it each data folder makes its own key at first start.

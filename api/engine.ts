@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { createAudioParser } from './ingress/audio-parser.ts';
 import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
@@ -24,6 +25,7 @@ import { createLogIngest } from './operations/log-ingest.ts';
 import { createAlerts } from './telemetry/alerts/alerts.ts';
 import { createRobotsJudge, readRobotsDir } from './telemetry/robots/robots.ts';
 import { createWriteLimiter } from './http/rate-limit.ts';
+import { buildKeyRotation, receiptId } from './omip/receipts.ts';
 import { openLogSigner } from './omip/signer.ts';
 import { createOmip } from './omip/service.ts';
 import { funnelStepOf, PATH } from './operations/paths.ts';
@@ -33,6 +35,30 @@ import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver, type Resolver } from './telemetry/verification/verify.ts';
 import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
+
+/**
+ * The receipt log's key; a missing one beside signed receipts refuses the start unless
+ * LOG_SIGNING_KEY_ROTATE=1, and then the rotation is appended to the log before anything else.
+ */
+async function openSigner(config: Config, store: Store, logger: Logger) {
+  const signer = await openLogSigner(
+    config.DATA_DIR === ':memory:' ? null : config.DATA_DIR,
+    config.LOG_SIGNING_KEY_FILE,
+    {
+      rotate: config.LOG_SIGNING_KEY_ROTATE,
+      hasReceipts: async () => (await store.receipts.idsFrom(0)).length > 0,
+    },
+  );
+  if (signer.rotation) {
+    const rotation = signer.rotation;
+    const entry = await store.receipts.append((prev) => {
+      const receipt = buildKeyRotation(rotation, new Date().toISOString(), prev);
+      return { id: receiptId(receipt), receipt };
+    });
+    logger.warn({ ...rotation, receipt: entry.id, logIndex: entry.index }, 'receipt log signing key rotated');
+  }
+  return signer;
+}
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(
@@ -144,7 +170,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const omip = createOmip({
     store,
     constitution: content.constitution,
-    signer: await openLogSigner(config.DATA_DIR === ':memory:' ? null : config.DATA_DIR, config.LOG_SIGNING_KEY_FILE),
+    signer: await openSigner(config, store, logger),
   });
   logger.info(
     { store: config.DATABASE_URL ? 'postgresql' : config.DATA_DIR === ':memory:' ? 'memory' : 'embedded' },
@@ -156,6 +182,16 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const limiter = createWriteLimiter(
     config.WRITE_RATE_LIMIT,
     rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }),
+  );
+  // Uploaded audio is parsed on a few threads of its own, each parse under a CPU budget.
+  const audioParser = createAudioParser(
+    {
+      workers: config.AUDIO_PARSE_WORKERS,
+      queue: config.UPLOAD_CONCURRENCY,
+      cpuMs: config.AUDIO_PARSE_CPU_MS,
+      maxElements: config.AUDIO_MAX_ELEMENTS,
+    },
+    (stopped) => logger.warn(stopped, 'audio parse stopped'),
   );
   const now = () => new Date();
   const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
@@ -188,7 +224,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
       records: store.idempotency,
     }),
     // Uploads arrive streamed to a temporary file by the gateway; JSON metadata as the body.
-    ingress: (request) => ingestAudio(request),
+    ingress: (request) => ingestAudio(request, audioParser),
     mcp: createMcpRoute({
       invoke,
       siteUrl: links.site,
@@ -213,6 +249,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
     readiness: [...(writable ? [writable] : []), ...(ceiling ? [ceiling] : [])],
     /** Saves the telemetry ledger, then closes the store. */
     close: async () => {
+      await audioParser.close();
       await telemetry.close();
       await store.close();
     },

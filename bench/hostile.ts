@@ -4,7 +4,8 @@ import { connect, type Socket } from 'node:net';
 import { setPriority } from 'node:os';
 import { createBandwidth, type Bandwidth } from '../api/gateway/bandwidth.ts';
 import { LINGER_MS } from '../api/gateway/lingering.ts';
-import { wavHead } from '../test/helpers/audio-files.ts';
+import { readFileSync } from 'node:fs';
+import { CRAFTED_CONTAINERS, craftedContainer, wavHead, wavWithInfo } from '../test/helpers/audio-files.ts';
 import { crawlerAgents } from '../test/helpers/crawler-agents.ts';
 import { startDnsResponder } from '../test/helpers/dns-responder.ts';
 import { freePort, median, spawnNode } from './lib.ts';
@@ -656,6 +657,63 @@ async function measure(attack: Attack) {
   }
   return { idle, p99, control, statuses, seconds, sent, before, after };
 }
+/** CPU seconds the server process has used (every thread: the audio parse threads too), from /proc. */
+function serverCpu(): number {
+  const stat = readFileSync(`/proc/${server.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/**
+ * Issue 36: 4 MB audio files made of a container's smallest elements, two at a time (the per-client
+ * cap), against a real 4 MB WAV in the same run: the server's CPU per upload (all its threads, from
+ * /proc) and the ordinary GET /api/convert p99 meanwhile against idle just before. Targets: <= 1 s
+ * of CPU per crafted upload, p99 during < 100 ms.
+ */
+async function craftedAudio(): Promise<void> {
+  const uploads = n(10);
+  const wavSeconds = Math.floor((4 * MB) / 8000);
+  const files: [string, Buffer][] = [
+    ['a real 4 MB WAV (the baseline)', wavWithInfo({ title: 'Baseline', artist: 'Bench' }, wavSeconds)],
+    ...CRAFTED_CONTAINERS.map((kind): [string, Buffer] => [
+      `4 MB ${kind} of tiny elements`,
+      craftedContainer(kind, 4 * MB),
+    ]),
+    ['16 MB Matroska of 2-byte EBML Voids', craftedContainer('Matroska', 16 * MB)],
+  ];
+  console.log('');
+  console.log(
+    `| issue 36: upload (${uploads} of each, 2 at a time, each from its own address) | answers | server CPU per upload | × the real WAV's | ordinary p99 idle, just before | ordinary p99 during (× idle) |`,
+  );
+  console.log('|---|---|---|---|---|---|');
+  let baseline = 0;
+  let next = 0;
+  for (const [name, file] of files) {
+    const idle = await ordinary(2).stop();
+    const probe = ordinary();
+    await probe.ready;
+    const before = serverCpu();
+    const statuses = await pool(uploads, 2, () =>
+      exchange({
+        head: `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${file.length}\r\nConnection: close\r\n\r\n`,
+        body: file,
+        localAddress: address(10_000 + next++),
+        timeoutMs: 60_000,
+      }),
+    );
+    const perUpload = ((serverCpu() - before) / uploads) * 1000;
+    const p99 = await probe.stop();
+    if (baseline === 0) baseline = perUpload;
+    const answers = [...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([st, c]) => `${st}×${c}`)
+      .join(' ');
+    console.log(
+      `| ${name} | ${answers} | ${perUpload.toFixed(0)} ms | ${(perUpload / baseline).toFixed(1)}× | ${idle} ms | ${p99} ms (${(p99 / idle).toFixed(1)}×) |`,
+    );
+  }
+}
+
 const loop = (r: ServerReport) =>
   `${r.loopP99.toFixed(1)} / ${r.loopMax.toFixed(1)} ms, ${Math.round(r.cpuShare * 100)}% of a core`;
 try {
@@ -698,6 +756,7 @@ try {
         `${perTenThousand} | ${first.idle} ms | ${first.p99} ms (${(first.p99 / first.idle).toFixed(1)}×)${ofRounds(rounds.map((r) => r.p99 / r.idle))} | ${loop(after)} | ${mb(sent)} MB | ${control} | ${fives} |`,
     );
   }
+  if (ONLY === null || ONLY.has('36')) await craftedAudio();
   const end = await memory();
   console.log(`server at the end: RSS ${mb(end.rss)} MB, heap ${mb(end.heapUsed)} MB`);
 } finally {

@@ -440,12 +440,14 @@ export function createGateway(options: GatewayOptions) {
     const release = slots.acquire(client);
     if (continueFirst) res.writeContinue();
     const file = uploadFile(uploads.tmpDir);
+    const gone = new AbortController();
     res.once('close', () => {
+      gone.abort(new ClientClosed());
       release();
       void rm(file, { force: true });
     });
     const size = await streamBody(req, file, limit, uploads.idleMs, bandwidth);
-    return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType };
+    return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType, signal: gone.signal };
   }
 
   function notFound(req: IncomingMessage, res: ServerResponse, client: string, path: string): void {

@@ -19,4 +19,6 @@ export interface UploadedBody {
   contentType: string;
   /** The media type without parameters, lower case. */
   mediaType: string;
+  /** Aborts when the client goes: work for this upload (its parse) stops then. */
+  signal?: AbortSignal;
 }

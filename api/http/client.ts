@@ -26,11 +26,20 @@ function plainAddress(written: string): string {
   return isIP(address) ? address : '';
 }
 
+/** Characters of X-Forwarded-For or Forwarded read, from its end: some fifty hops. */
+export const PROXY_HEADER_MAX_CHARS = 2048;
+
 /** The hops a request's proxy header lists, nearest last (as proxies append), or [] when it has none or cannot be read. */
 function hopsOf(headers: Readonly<Record<string, string | string[] | undefined>>, name: ProxyHeader): string[] {
   const value = headers[name];
-  const text = Array.isArray(value) ? value.join(', ') : value;
+  let text = Array.isArray(value) ? value.join(', ') : value;
   if (!text) return [];
+  // Only the nearest hops matter (the walk stops at the first untrusted one): a longer header is
+  // read from its last whole hop within PROXY_HEADER_MAX_CHARS, so its cost stays that of a short one.
+  if (text.length > PROXY_HEADER_MAX_CHARS) {
+    const tail = text.slice(-PROXY_HEADER_MAX_CHARS);
+    text = tail.slice(tail.indexOf(',') + 1).trimStart();
+  }
   if (name === 'x-forwarded-for') return text.split(',');
   try {
     return parseForwarded(text).map((element) => element.for ?? '');

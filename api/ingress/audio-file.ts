@@ -1,7 +1,8 @@
-import { createReadStream } from 'node:fs';
+import { closeSync, createReadStream, openSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { parseBuffer, parseStream, type IAudioMetadata } from 'music-metadata';
 import { DomainError } from '../problems/domain.ts';
+import { bufferSource, scanContainer, type ByteSource } from './container-scan.ts';
 import { audioContainerOf, wavDataChunk } from './sniff.ts';
 
 // Encrypted MP4 sample entries (ISO/IEC 23001-7) and Apple's FairPlay protected audio.
@@ -10,6 +11,27 @@ const READABLE = 'Send WAV, AIFF, MP3, MP4/M4A, FLAC, Ogg, Matroska/WebM or ASF,
 const PARSE_OPTIONS = { duration: true, skipCovers: true };
 // Enough of a streamed upload to recognise its format and find a WAV data chunk.
 const HEAD_BYTES = 64 * 1024;
+/** Container elements (EBML elements, MP4 boxes, Ogg pages, ID3 frames...) a file may hold; AUDIO_MAX_ELEMENTS. */
+export const DEFAULT_MAX_ELEMENTS = 20_000;
+// The window the structure walk reads a file through.
+const SCAN_WINDOW = 256 * 1024;
+
+/** A file read by offset through a window of SCAN_WINDOW bytes (the walk's steps are small and forward). */
+function fileSource(fd: number, size: number): ByteSource {
+  const window = Buffer.alloc(SCAN_WINDOW);
+  let start = 0;
+  let filled = 0;
+  return {
+    size,
+    bytes(at, length) {
+      if (at < start || at + length > start + filled) {
+        start = at;
+        filled = at >= size ? 0 : readSync(fd, window, 0, Math.min(SCAN_WINDOW, size - at), at);
+      }
+      return window.subarray(at - start, Math.min(filled, at - start + length));
+    },
+  };
+}
 
 const noSamples = (detail: string) =>
   new DomainError('DURATION_INVALID', `${detail}: it holds no audio samples, so it has no duration.`);
@@ -37,14 +59,39 @@ function checkHasSamples(
  * Reads an uploaded audio file's tags and duration with music-metadata, as plain metadata fields
  * for the ingress pipeline. A body that starts with no audio signature is a 415.
  */
-export function readAudioFile(bytes: Uint8Array, mimeType: string): Promise<Record<string, unknown>> {
-  return readAudio(bytes, bytes.length, mimeType, () =>
-    parseBuffer(bytes, { mimeType, size: bytes.length }, PARSE_OPTIONS),
+export function readAudioFile(
+  bytes: Uint8Array,
+  mimeType: string,
+  maxElements = DEFAULT_MAX_ELEMENTS,
+): Promise<Record<string, unknown>> {
+  return readAudio(
+    bytes,
+    bytes.length,
+    mimeType,
+    (container) => checkStructure(bufferSource(bytes), container, maxElements),
+    () => parseBuffer(bytes, { mimeType, size: bytes.length }, PARSE_OPTIONS),
   );
 }
 
+/** Refuses (422 AUDIO_TOO_COMPLEX) a container with more elements than a parse is allowed to walk. */
+function checkStructure(source: ByteSource, container: string, maxElements: number): void {
+  const scan = scanContainer(source, container, maxElements);
+  if (scan?.overCap)
+    throw new DomainError(
+      'AUDIO_TOO_COMPLEX',
+      `The ${container} file holds more than ${maxElements} ${scan.unit}, the most this service reads in one upload: ` +
+        'a real recording of any length needs far fewer. Send the file as an encoder wrote it.',
+      { extra: { limit: maxElements } },
+    );
+}
+
 /** The same for an upload the gateway streamed to a file: read as a stream, never whole into memory. */
-export async function readAudioFileAt(path: string, size: number, mimeType: string): Promise<Record<string, unknown>> {
+export async function readAudioFileAt(
+  path: string,
+  size: number,
+  mimeType: string,
+  maxElements = DEFAULT_MAX_ELEMENTS,
+): Promise<Record<string, unknown>> {
   const head = new Uint8Array(Math.min(size, HEAD_BYTES));
   const handle = await open(path, 'r');
   try {
@@ -52,7 +99,15 @@ export async function readAudioFileAt(path: string, size: number, mimeType: stri
   } finally {
     await handle.close();
   }
-  return readAudio(head, size, mimeType, async () => {
+  const walk = (container: string) => {
+    const fd = openSync(path, 'r');
+    try {
+      checkStructure(fileSource(fd, size), container, maxElements);
+    } finally {
+      closeSync(fd);
+    }
+  };
+  return readAudio(head, size, mimeType, walk, async () => {
     const stream = createReadStream(path);
     try {
       return await parseStream(stream, { mimeType, size }, PARSE_OPTIONS);
@@ -66,6 +121,7 @@ async function readAudio(
   head: Uint8Array,
   size: number,
   mimeType: string,
+  checkStructureOf: (container: string) => void,
   parse: () => Promise<IAudioMetadata>,
 ): Promise<Record<string, unknown>> {
   if (size === 0) throw new DomainError('NOT_AUDIO', `The upload is empty. ${READABLE}`);
@@ -75,6 +131,7 @@ async function readAudio(
       'NOT_AUDIO',
       `The upload is not audio: it starts with no signature of an audio format this service reads (sent as ${mimeType}). ${READABLE}`,
     );
+  checkStructureOf(container);
   let metadata: IAudioMetadata;
   try {
     metadata = await parse();

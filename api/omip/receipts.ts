@@ -35,6 +35,27 @@ export function buildReceipt(
   };
 }
 
+/**
+ * The receipt a key rotation appends (LOG_SIGNING_KEY_ROTATE=1): the log itself says from which
+ * position on its heads are signed by another key, and which.
+ */
+export function buildKeyRotation(
+  rotation: { old_key_id: string | null; new_key_id: string },
+  at: string,
+  prev: string | null,
+) {
+  return {
+    type: 'omip.log-key-rotation',
+    version: 1,
+    old_key_id: rotation.old_key_id,
+    new_key_id: rotation.new_key_id,
+    reason:
+      'The signing key was missing and the operator started with LOG_SIGNING_KEY_ROTATE=1: tree heads signed before this receipt verify under the old key, later ones under the new.',
+    at,
+    prev,
+  };
+}
+
 export const receiptId = (receipt: Record<string, unknown>): string => fingerprintOf(receipt);
 
 /** RFC 9162 leaf of a receipt: H(0x00 || id). */

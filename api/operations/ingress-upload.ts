@@ -8,7 +8,7 @@ import { parseJson, validate } from '../http/json-body.ts';
 import type { RouteRequest } from '../http/route.ts';
 import { IngressMetadataSchema } from '../schemas/ingress.ts';
 import { normalise } from '../ingress/aliases.ts';
-import { readAudioFileAt } from '../ingress/audio-file.ts';
+import type { AudioParser } from '../ingress/audio-parser.ts';
 import { mergeEvidence } from '../ingress/evidence.ts';
 import { runPipeline } from '../ingress/pipeline.ts';
 
@@ -119,7 +119,7 @@ function readMultipart(upload: UploadedBody, scratch: string): Promise<Multipart
   });
 }
 
-async function metadataFromMultipart(upload: UploadedBody): Promise<Record<string, unknown>> {
+async function metadataFromMultipart(upload: UploadedBody, parser: AudioParser): Promise<Record<string, unknown>> {
   const scratch = `${upload.file}.file`;
   try {
     const { file, metadata: extra } = await readMultipart(upload, scratch);
@@ -128,7 +128,10 @@ async function metadataFromMultipart(upload: UploadedBody): Promise<Record<strin
     if (file) {
       // Metadata sent beside the file fills in or overrides its tags, but never clears its DRM evidence.
       return mergeEvidence(
-        await readAudioFileAt(file.path, file.size, file.mimeType || 'application/octet-stream'),
+        await parser.read(
+          { path: file.path, size: file.size, mimeType: file.mimeType || 'application/octet-stream' },
+          upload.signal,
+        ),
         fromJson,
       );
     }
@@ -143,11 +146,12 @@ async function metadataFromMultipart(upload: UploadedBody): Promise<Record<strin
 }
 
 /** POST /api/ingress/audio: metadata (JSON) or an audio file → SCRUB → MAP → SEAL. Writes nothing. */
-export async function ingestAudio(request: RouteRequest) {
+export async function ingestAudio(request: RouteRequest, parser: AudioParser) {
   const upload = request.upload;
   let raw: Record<string, unknown>;
-  if (upload?.mediaType === 'multipart/form-data') raw = await metadataFromMultipart(upload);
-  else if (upload) raw = await readAudioFileAt(upload.file, upload.size, upload.mediaType);
+  if (upload?.mediaType === 'multipart/form-data') raw = await metadataFromMultipart(upload, parser);
+  else if (upload)
+    raw = await parser.read({ path: upload.file, size: upload.size, mimeType: upload.mediaType }, upload.signal);
   else raw = validate(IngressMetadataSchema, parseJson(request.body));
   return runPipeline(normalise(raw));
 }

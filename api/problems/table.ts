@@ -100,6 +100,11 @@ export const PROBLEMS = {
     when: 'Content-Type is not one the route takes.',
   },
   NOT_AUDIO: { status: 415, title: 'Not audio', when: 'An upload cannot be read as WAV, MP3, MP4/M4A, FLAC or Ogg.' },
+  AUDIO_TOO_COMPLEX: {
+    status: 422,
+    title: 'Audio too complex',
+    when: 'An upload holds more container elements than AUDIO_MAX_ELEMENTS, or its parse passes AUDIO_PARSE_CPU_MS of CPU.',
+  },
   VALIDATION_FAILED: {
     status: 422,
     title: 'Validation failed',
@@ -151,6 +156,7 @@ export const PROBLEMS = {
     status: 503,
     title: 'Uploads busy',
     when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).',
+    headers: { 'Retry-After': '5' },
   },
   STARTING: {
     status: 503,

@@ -166,6 +166,18 @@ const ReceiptBody = {
   prev: Sha256Id.nullable(),
 };
 
+/** The receipt a signing-key rotation appends (LOG_SIGNING_KEY_ROTATE=1). */
+const KeyRotationBody = {
+  type: z.literal('omip.log-key-rotation'),
+  version: z.literal(1),
+  /** Hex SHA-256 of the replaced key's public key; null when nothing kept it. */
+  old_key_id: z.string().nullable(),
+  new_key_id: z.string(),
+  reason: z.string(),
+  at: Iso,
+  prev: Sha256Id.nullable(),
+};
+
 const TreeHead = z
   .object({ tree_size: z.number().int(), root_hash: z.string(), timestamp: Iso, signature: z.string() })
   .loose();
@@ -173,7 +185,7 @@ const TreeHead = z
 /** A dual-exchange receipt with its inclusion proof and the signed tree head (201 of POST /api/omip/dual-exchange, 200 of GET /api/omip/receipts/{id}). */
 export const ReceiptSchema = z
   .object({
-    receipt: z.object({ id: Sha256Id, ...ReceiptBody }),
+    receipt: z.union([z.object({ id: Sha256Id, ...ReceiptBody }), z.object({ id: Sha256Id, ...KeyRotationBody })]),
     logIndex: z.number().int(),
     tree_size: z.number().int(),
     root_hash: z.string(),
@@ -185,7 +197,12 @@ export const ReceiptSchema = z
 /** GET /api/omip/receipts. */
 export const ReceiptListSchema = z
   .object({
-    receipts: z.array(z.object({ id: Sha256Id, logIndex: z.number().int(), ...ReceiptBody })),
+    receipts: z.array(
+      z.union([
+        z.object({ id: Sha256Id, logIndex: z.number().int(), ...ReceiptBody }),
+        z.object({ id: Sha256Id, logIndex: z.number().int(), ...KeyRotationBody }),
+      ]),
+    ),
     nextCursor: NextCursor,
   })
   .register(apiSchemas, { id: 'ReceiptList' });

@@ -157,3 +157,79 @@ export function mp4WithSampleEntry(format: string, durationMs = 205_000): Buffer
   const ftyp = box('ftyp', Buffer.from('M4A '), u32be(0), Buffer.from('M4A isom'));
   return Buffer.concat([ftyp, moov, box('mdat')]);
 }
+
+/** The crafted containers of the hostile tests and bench: each a valid start followed by tiny elements. */
+export const CRAFTED_CONTAINERS = ['Matroska', 'MP4', 'FLAC', 'Ogg', 'ID3'] as const;
+export type CraftedContainer = (typeof CRAFTED_CONTAINERS)[number];
+
+/** An Ogg page of one packet (at most 255 bytes), its CRC left zero (readers do not check it). */
+function oggPage(packet: Buffer, sequence: number, headerType = 0): Buffer {
+  const head = Buffer.alloc(27);
+  head.write('OggS', 0, 'latin1');
+  head[5] = headerType;
+  head.writeUInt32LE(1, 14);
+  head.writeUInt32LE(sequence, 18);
+  head[26] = 1;
+  return Buffer.concat([head, Buffer.from([packet.length]), packet]);
+}
+
+/**
+ * A file of about `bytes` bytes that starts as `kind` and then holds nothing but the smallest
+ * elements its format has: 2-byte EBML Void elements, 8-byte MP4 `free` atoms, 4-byte FLAC padding
+ * blocks, 28-byte Ogg pages, 11-byte ID3 frames. What an attacker sends to make a parser loop.
+ */
+export function craftedContainer(kind: CraftedContainer, bytes: number): Buffer {
+  const fill = (head: Buffer, element: Buffer, tail: Buffer = Buffer.alloc(0)) => {
+    const count = Math.max(0, Math.floor((bytes - head.length - tail.length) / element.length));
+    return Buffer.concat([head, Buffer.alloc(count * element.length).fill(element), tail]);
+  };
+  switch (kind) {
+    case 'Matroska': {
+      const docType = Buffer.concat([Buffer.from([0x42, 0x82, 0x84]), Buffer.from('webm')]);
+      const ebml = Buffer.concat([Buffer.from([0x1a, 0x45, 0xdf, 0xa3, 0x80 | docType.length]), docType]);
+      // A Segment of unknown size, then Void elements (ID 0xEC, size 0).
+      const segment = Buffer.from([0x18, 0x53, 0x80, 0x67, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+      return fill(Buffer.concat([ebml, segment]), Buffer.from([0xec, 0x80]));
+    }
+    case 'MP4': {
+      const ftyp = box('ftyp', Buffer.from('M4A '), u32be(0), Buffer.from('M4A isom'));
+      return fill(ftyp, box('free'));
+    }
+    case 'FLAC': {
+      // STREAMINFO: 44.1 kHz stereo 16-bit, one second; then PADDING blocks of no bytes, the last flagged.
+      const streamInfo = Buffer.alloc(34);
+      streamInfo.writeUInt16BE(4096, 0);
+      streamInfo.writeUInt16BE(4096, 2);
+      streamInfo.writeUIntBE((44100 << 4) | (1 << 1) | 0, 10, 3);
+      streamInfo[13] = (15 << 4) | 0;
+      streamInfo.writeUInt32BE(44100, 14);
+      const head = Buffer.concat([Buffer.from('fLaC'), Buffer.from([0, 0, 0, 34]), streamInfo]);
+      return fill(head, Buffer.from([1, 0, 0, 0]), Buffer.from([0x81, 0, 0, 0]));
+    }
+    case 'Ogg': {
+      const opusHead = Buffer.concat([
+        Buffer.from('OpusHead'),
+        Buffer.from([1, 2]),
+        u16le(312),
+        u32le(48000),
+        u16le(0),
+        Buffer.from([0]),
+      ]);
+      const opusTags = Buffer.concat([Buffer.from('OpusTags'), u32le(0), u32le(0)]);
+      const head = Buffer.concat([oggPage(opusHead, 0, 2), oggPage(opusTags, 1)]);
+      const count = Math.max(0, Math.floor((bytes - head.length) / 28));
+      const pages = Buffer.alloc(count * 28);
+      for (let i = 0; i < count; i++) oggPage(Buffer.alloc(0), i + 2).copy(pages, i * 28);
+      return Buffer.concat([head, pages]);
+    }
+    case 'ID3': {
+      // One ID3v2.3 tag of 1-byte TXXX frames, then MPEG frames.
+      const mpegFrame = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.alloc(413)]);
+      const frame = Buffer.concat([Buffer.from('TXXX'), u32be(1), Buffer.alloc(2), Buffer.from([0])]);
+      const count = Math.max(0, Math.floor((bytes - 10 - 4 * mpegFrame.length) / frame.length));
+      const frames = Buffer.alloc(count * frame.length).fill(frame);
+      const header = Buffer.concat([Buffer.from('ID3'), Buffer.from([3, 0, 0]), syncsafe(frames.length)]);
+      return Buffer.concat([header, frames, mpegFrame, mpegFrame, mpegFrame, mpegFrame]);
+    }
+  }
+}

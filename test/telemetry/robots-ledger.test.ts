@@ -216,7 +216,8 @@ describe('the worst case', () => {
     for (let f = 0; f < 300; f++)
       for (let r = 0; r < 10; r++) {
         for (let p = 0; p < 6; p++)
-          request(s, judge, long(`Family-${f}-`, f), `/${r}${'r'.repeat(2000)}${long('/p', p)}`, 0, host);
+          // As long as a judged path may be (ROBOTS_LIMITS.pathChars): a longer one is not judged.
+          request(s, judge, long(`Family-${f}-`, f), `/${r}${'r'.repeat(2000)}/p${p}-${'x'.repeat(30)}`, 0, host);
         request(s, judge, long(`Family-${f}-`, f), '/robots.txt', 0, host);
       }
     for (const row of Object.values(s.families)) {

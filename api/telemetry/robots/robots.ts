@@ -39,7 +39,7 @@ export interface RobotsFile {
 }
 
 /** What a file is read of, at most (RFC 9309 2.5: a parser must read at least 500 KiB). */
-export const ROBOTS_LIMITS = { bytes: 512 * 1024, rulesPerFile: 10_000 } as const;
+export const ROBOTS_LIMITS = { bytes: 512 * 1024, rulesPerFile: 10_000, pathChars: 2048 } as const;
 
 /** The id of a robots.txt version: the first 12 characters of its SHA-256 in base64url. */
 export const robotsVersion = (text: string) => hash('sha256', text, 'base64url').slice(0, 12);
@@ -276,7 +276,9 @@ export function createRobotsJudge(
     judge(host: string | null, path: string, tokens: readonly string[]): RobotsVerdict | null {
       const h = host?.toLowerCase() ?? '';
       const file = host === null ? site : (files.get(h) ?? (mine.has(h) ? site : null));
-      if (!file) return null;
+      // A path longer than any a site links (2,048, the sitemaps' bound on a URL) is not judged:
+      // normalising a 14 KB percent-encoded one cost about 1 ms, twenty times a whole request.
+      if (!file || path.length > ROBOTS_LIMITS.pathChars) return null;
       const selection = selectionOf(file, tokens);
       const rule = decidingRule(selection.rules, path);
       return rule && !rule.allow ? selection.verdictOf(rule) : selection.allowed;
