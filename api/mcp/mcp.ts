@@ -4,6 +4,7 @@ import {
   isLegacyRequest,
   ProtocolError,
   ProtocolErrorCode,
+  ResourceNotFoundError,
   Server,
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
@@ -39,10 +40,17 @@ const TOOL_LIST = MCP_TOOLS.map((op) => {
 });
 const TOOL_NAMES = new Set(TOOL_LIST.map((t) => t.name));
 /**
- * The tool list changes only with a deploy: a client may keep it for an hour, and a shared cache may
- * too (it names no caller). 2026-07-28 asks for these hints on tools/list and server/discover.
+ * The lists change only with a deploy: a client may keep them for an hour, and a shared cache may too
+ * (they name no caller). 2026-07-28 asks for these hints on every cacheable result.
  */
 const CACHE_HINT = { ttlMs: 3_600_000, cacheScope: 'public' } as const;
+const CACHE_HINTS = {
+  'server/discover': CACHE_HINT,
+  'tools/list': CACHE_HINT,
+  'prompts/list': CACHE_HINT,
+  'resources/list': CACHE_HINT,
+  'resources/templates/list': CACHE_HINT,
+};
 
 type Caller = Parameters<Invoke>[2];
 
@@ -55,11 +63,23 @@ function serverFor(deps: McpDeps, caller: Caller): Server {
   const server = new Server(
     { name: deps.name, version: deps.version },
     {
-      capabilities: { tools: { listChanged: false } },
-      cacheHints: { 'tools/list': CACHE_HINT, 'server/discover': CACHE_HINT },
+      capabilities: {
+        tools: { listChanged: false },
+        prompts: { listChanged: false },
+        resources: { listChanged: false, subscribe: false },
+      },
+      cacheHints: CACHE_HINTS,
     },
   );
   server.setRequestHandler('tools/list', async () => ({ tools: TOOL_LIST }));
+  // No prompts and no resources: their lists are empty (and cacheable), as 2026-07-28 clients expect
+  // to read them; what an agent reads is behind the tools.
+  server.setRequestHandler('prompts/list', async () => ({ prompts: [] }));
+  server.setRequestHandler('resources/list', async () => ({ resources: [] }));
+  server.setRequestHandler('resources/templates/list', async () => ({ resourceTemplates: [] }));
+  server.setRequestHandler('resources/read', async ({ params }) => {
+    throw new ResourceNotFoundError(params.uri);
+  });
   server.setRequestHandler('tools/call', async ({ params }) => {
     if (!TOOL_NAMES.has(params.name))
       throw new ProtocolError(
