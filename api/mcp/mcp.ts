@@ -115,7 +115,7 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
     return transport.handleRequest(request);
   };
   return async (request) => {
-    const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins);
+    const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins, request.body);
     if (refused) return answerOf(refused);
     const web = webRequest(request, deps.siteUrl);
     const caller = { client: request.client, userAgent: header(request, 'user-agent') ?? '' };
@@ -125,11 +125,24 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
   };
 }
 
-/** A browser Origin that is not ours is refused before anything is parsed (DNS-rebinding protection). */
-function refusedOrigin(origin: string | undefined, allowed: string[]): Response | undefined {
+/**
+ * A browser Origin that is not ours is refused before the SDK sees the request (DNS-rebinding
+ * protection); the error echoes the request's id when the body has one, as every error must.
+ */
+function refusedOrigin(origin: string | undefined, allowed: string[], body: Uint8Array): Response | undefined {
   if (origin === undefined || allowed.includes(origin)) return undefined;
   return Response.json(
-    { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Origin not allowed' }, id: null },
+    { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Origin not allowed' }, id: requestId(body) },
     { status: 403 },
   );
+}
+
+/** The JSON-RPC id of a request body, or null when it has none (not JSON, a batch, a notification). */
+function requestId(body: Uint8Array): string | number | null {
+  try {
+    const id = (JSON.parse(new TextDecoder().decode(body)) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
 }

@@ -194,9 +194,9 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP) with the v1 c
         Accept: 'application/json, text/event-stream',
         Origin: 'https://evil.example',
       },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'origin-1', method: 'tools/list' }),
     });
-    expect(res.status).toBe(403);
+    expect([res.status, (await res.json()).id]).toEqual([403, 'origin-1']);
   });
 });
 
