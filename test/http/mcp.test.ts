@@ -386,6 +386,48 @@ describe('/mcp at 2026-07-28 with the v2 client', () => {
     expect(events.map((e) => e.method ?? e.id)).toEqual(['notifications/subscriptions/acknowledged', 5]);
   });
 
+  it('answers bad input at either revision with a 4xx or a JSON-RPC error, never a 5xx', async () => {
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    const bodies = [
+      '',
+      '[]',
+      'null',
+      '{}',
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call' }),
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'take_oath', arguments: [1] } }),
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { _meta: 'x' } }),
+      JSON.stringify({ jsonrpc: '2.0', id: { a: 1 }, method: 'tools/list', params: { _meta: meta } }),
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'server/discover',
+        params: { _meta: { ...meta, 'io.modelcontextprotocol/clientCapabilities': 'x' } },
+      }),
+      JSON.stringify([{ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: meta } }]),
+    ];
+    // Each body as a 2025 request, and with the 2026-07-28 headers.
+    const eras: Record<string, string>[] = [{}, { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call' }];
+    for (const body of bodies)
+      for (const version of eras) {
+        const res = await fetch(`${server.url}/mcp`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...version },
+          body,
+        });
+        const text = await res.text();
+        expect(res.status, `${body} ${text}`).toBeLessThan(500);
+        if (res.status !== 202) expect(JSON.parse(text).jsonrpc, body).toBe('2.0');
+      }
+    // A tools/call the SDK takes but the tool's schema refuses is the route's problem, as over HTTP.
+    const res = await modern('tools/call', { name: 'take_oath', arguments: { purpose: 7 } });
+    const result = (await res.json()).result;
+    expect(result.isError).toBe(true);
+    expect(JSON.parse(result.content[0].text).status).toBeGreaterThanOrEqual(400);
+  });
+
   it('refuses a browser Origin it does not know at 2026-07-28 too', async () => {
     await expect(v2Client(server.url, { pin: '2026-07-28' }, { Origin: 'https://evil.example' })).rejects.toThrow(
       /403|Origin/,
