@@ -23,9 +23,6 @@ export interface McpDeps {
   allowedOrigins: string[];
 }
 
-/** The protocol revisions /mcp serves: 2026-07-28 (stateless, `_meta` on every request) and the 2025 handshake. */
-export const MCP_VERSIONS = ['2026-07-28', '2025-11-25'] as const;
-
 const MCP_TOOLS = TOOL_OPERATIONS.filter((op) => op.tool!.mcp);
 /** tools/list, made once: the same zod schemas as the HTTP bodies, as JSON Schema. */
 const TOOL_LIST = MCP_TOOLS.map((op) => {
@@ -111,8 +108,14 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
-    await factory().connect(transport);
-    return transport.handleRequest(request);
+    const server = factory();
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request);
+    } finally {
+      // A JSON answer is whole once handleRequest resolves: nothing of this request is kept.
+      await server.close();
+    }
   };
   return async (request) => {
     const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins, request.body);

@@ -38,6 +38,14 @@ describe('/mcp (Model Context Protocol, stateless Streamable HTTP) with the v1 c
     const answer = await res.json();
     expect([res.status, answer.error.code, answer.id]).toEqual([200, -32602, 7]);
     await expect(client.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/-32602|Unknown tool/);
+    // A method it does not serve is -32601 in a 200 at this revision (404 only at 2026-07-28).
+    const unknown = await fetch(`${server.url}/mcp`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'm-1', method: 'sampling/nothing' }),
+    });
+    const unknownAnswer = await unknown.json();
+    expect([unknown.status, unknownAnswer.error.code, unknownAnswer.id]).toEqual([200, -32601, 'm-1']);
   });
 
   it('answers a body that is not JSON-RPC 400 with a JSON-RPC error, as documented', async () => {
