@@ -1,6 +1,13 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  createMcpHandler,
+  isLegacyRequest,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  Server,
+  WebStandardStreamableHTTPServerTransport,
+} from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
 import { callInput, type Invoke } from '../operations/invoke.ts';
@@ -29,35 +36,116 @@ const TOOL_LIST = MCP_TOOLS.map((op) => {
   };
 });
 const TOOL_NAMES = new Set(TOOL_LIST.map((t) => t.name));
+/**
+ * The lists change only with a deploy: a client may keep them for an hour, and a shared cache may too
+ * (they name no caller). 2026-07-28 asks for these hints on every cacheable result.
+ */
+const CACHE_HINT = { ttlMs: 3_600_000, cacheScope: 'public' } as const;
+const CACHE_HINTS = {
+  'server/discover': CACHE_HINT,
+  'tools/list': CACHE_HINT,
+  'prompts/list': CACHE_HINT,
+  'resources/list': CACHE_HINT,
+  'resources/templates/list': CACHE_HINT,
+};
+
+type Caller = Parameters<Invoke>[2];
 
 /**
- * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers). Its tools are the
- * operations the table offers as tools; each call runs the same route handler as its HTTP twin.
- * A stateless server cannot notify, so `listChanged` is false; an unknown tool is the JSON-RPC
- * error -32602 (2025-11-25, server/tools "Error Handling"); a refused call is a tool result with
- * isError and the problem+json body, which the model can read and correct.
+ * A server instance for one request. The low-level Server (not McpServer) because the tools take
+ * our own JSON Schemas and refuse through their HTTP handlers: a refused call is a tool result with
+ * isError and the problem+json body, which the model can read and correct, not an SDK validation text.
+ */
+function serverFor(deps: McpDeps, caller: Caller): Server {
+  const server = new Server(
+    { name: deps.name, version: deps.version },
+    {
+      capabilities: {
+        tools: { listChanged: false },
+        prompts: { listChanged: false },
+        resources: { listChanged: false, subscribe: false },
+      },
+      cacheHints: CACHE_HINTS,
+    },
+  );
+  server.setRequestHandler('tools/list', async () => ({ tools: TOOL_LIST }));
+  // No prompts and no resources: their lists are empty (and cacheable), as 2026-07-28 clients expect
+  // to read them; what an agent reads is behind the tools.
+  server.setRequestHandler('prompts/list', async () => ({ prompts: [] }));
+  server.setRequestHandler('resources/list', async () => ({ resources: [] }));
+  server.setRequestHandler('resources/templates/list', async () => ({ resourceTemplates: [] }));
+  server.setRequestHandler('resources/read', async ({ params }) => {
+    throw new ResourceNotFoundError(params.uri);
+  });
+  server.setRequestHandler('tools/call', async ({ params }) => {
+    if (!TOOL_NAMES.has(params.name))
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown tool: ${params.name}. tools/list names every tool.`,
+      );
+    const answer = (await deps.invoke(params.name, params.arguments ?? {}, caller))!;
+    return { content: [{ type: 'text' as const, text: JSON.stringify(answer.body) }], isError: answer.status >= 400 };
+  });
+  return server;
+}
+
+/**
+ * A stateless Model Context Protocol endpoint (Streamable HTTP, JSON answers) on the v2 SDK. It serves
+ * 2026-07-28 requests (each carries its version, client info and capabilities in `_meta`;
+ * `server/discover` replaces the handshake) and 2025-era requests (initialize, then stateless calls)
+ * from one server factory, so both eras see the same tools. Each tool call runs the same route
+ * handler as its HTTP twin. A stateless server cannot notify, so `listChanged` is false; an unknown
+ * tool is the JSON-RPC error -32602 (server/tools "Error Handling").
  */
 export function createMcpRoute(deps: McpDeps): RouteHandler {
-  return async (request) => {
-    const caller = { client: request.client, userAgent: header(request, 'user-agent') ?? '' };
-    const server = new Server(
-      { name: deps.name, version: deps.version },
-      { capabilities: { tools: { listChanged: false } } },
-    );
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
-    server.setRequestHandler(CallToolRequestSchema, async ({ params }) => {
-      if (!TOOL_NAMES.has(params.name))
-        throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${params.name}. tools/list names every tool.`);
-      const answer = (await deps.invoke(params.name, params.arguments ?? {}, caller))!;
-      return { content: [{ type: 'text' as const, text: JSON.stringify(answer.body) }], isError: answer.status >= 400 };
-    });
+  // The SDK builds a server per request inside fetch(); the request's caller reaches it in this store.
+  const callers = new AsyncLocalStorage<Caller>();
+  const factory = () => serverFor(deps, callers.getStore()!);
+  const modern = createMcpHandler(factory, { legacy: 'reject' });
+  // The 2025 leg is the SDK's stateless transport as before, with JSON answers rather than its SSE default.
+  const legacy = async (request: Request) => {
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
-      enableDnsRebindingProtection: true,
-      allowedOrigins: deps.allowedOrigins,
     });
+    const server = factory();
     await server.connect(transport);
-    return answerOf(await transport.handleRequest(webRequest(request, deps.siteUrl)));
+    try {
+      return await transport.handleRequest(request);
+    } finally {
+      // A JSON answer is whole once handleRequest resolves: nothing of this request is kept.
+      await server.close();
+    }
   };
+  return async (request) => {
+    const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins, request.body);
+    if (refused) return answerOf(refused);
+    const web = webRequest(request, deps.siteUrl);
+    const caller = { client: request.client, userAgent: header(request, 'user-agent') ?? '' };
+    return callers.run(caller, async () =>
+      answerOf(await ((await isLegacyRequest(web)) ? legacy(web) : modern.fetch(web))),
+    );
+  };
+}
+
+/**
+ * A browser Origin that is not ours is refused before the SDK sees the request (DNS-rebinding
+ * protection); the error echoes the request's id when the body has one, as every error must.
+ */
+function refusedOrigin(origin: string | undefined, allowed: string[], body: Uint8Array): Response | undefined {
+  if (origin === undefined || allowed.includes(origin)) return undefined;
+  return Response.json(
+    { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Origin not allowed' }, id: requestId(body) },
+    { status: 403 },
+  );
+}
+
+/** The JSON-RPC id of a request body, or null when it has none (not JSON, a batch, a notification). */
+function requestId(body: Uint8Array): string | number | null {
+  try {
+    const id = (JSON.parse(new TextDecoder().decode(body)) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
 }

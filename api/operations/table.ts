@@ -483,18 +483,26 @@ export const OPERATIONS = [
     id: 'mcp',
     method: 'POST',
     path: '/mcp',
-    summary: 'Model Context Protocol (Streamable HTTP, stateless): the convert tools as MCP tools',
+    summary:
+      'Model Context Protocol (Streamable HTTP, stateless) at 2026-07-28 and 2025-11-25: the convert tools as MCP tools',
     tag: 'agents',
     served: 'engine',
     body: JsonRpcRequestSchema,
     responses: {
       200: ok(
-        'A JSON-RPC answer (initialize, tools/list, tools/call); an unknown tool is error -32602',
+        'A JSON-RPC answer (server/discover, initialize, tools/list, tools/call); an unknown tool is error -32602. subscriptions/listen answers an event stream: its acknowledgement, then its end',
         JsonRpcResponseSchema,
       ),
       202: { description: 'A notification or a response was accepted (no body)' },
-      400: ok('A JSON-RPC error: the body is not a JSON-RPC message the MCP transport takes', JsonRpcResponseSchema),
+      400: ok(
+        'A JSON-RPC error: the body is not a JSON-RPC message the MCP transport takes, its `_meta` lacks the protocol version or client capabilities (-32602), the version is not served (the error lists those that are), or Mcp-Method/Mcp-Name do not match the body (-32020)',
+        JsonRpcResponseSchema,
+      ),
       403: ok('A JSON-RPC error: the Origin is not allowed (DNS-rebinding protection)', JsonRpcResponseSchema),
+      404: ok(
+        'A JSON-RPC error -32601 at 2026-07-28: a method it does not serve, such as the removed initialize and ping',
+        JsonRpcResponseSchema,
+      ),
       406: ok('A JSON-RPC error: Accept must allow application/json and text/event-stream', JsonRpcResponseSchema),
     },
     problems: ['PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'],
