@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
-import type { Classification } from '../../api/telemetry/classification/classify.ts';
+import { classificationOf, type Classification } from '../../api/telemetry/classification/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import {
@@ -14,11 +14,16 @@ import {
   ledgerTime,
   mergeSnapshots,
   OTHER_FAMILIES,
+  agePool,
+  boundPool,
+  poolCount,
   recentOf,
   DEFAULT_RETENTION,
   reviveSnapshot,
+  reviveRow,
   setLedgerRetention,
   settle,
+  type FamilyRow,
   type LedgerEvent,
   type TelemetrySnapshot,
 } from '../../api/telemetry/ledger/ledger.ts';
@@ -173,8 +178,9 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
   it('cuts stored paths, hosts and names, folds families past the bound into one row, bounds paths per family', () => {
     const s = worst();
     const rows = Object.values(s.families);
-    expect(rows.length).toBe(LEDGER_LIMITS.families);
-    expect(s.families[OTHER_FAMILIES]!.requests).toBe((300 - LEDGER_LIMITS.families + 1) * 60);
+    // Names the bot table does not know: the pool's rows, the first to earn them kept (no later name earns more).
+    expect(rows.length).toBe(LEDGER_LIMITS.poolRows + 1);
+    expect(s.families[OTHER_FAMILIES]!.requests).toBe((300 - LEDGER_LIMITS.poolRows) * 60);
     for (const r of rows) {
       expect(r.family.length).toBeLessThanOrEqual(LEDGER_LIMITS.nameChars);
       expect(Object.keys(r.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.pathsPerFamily);
@@ -206,7 +212,7 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
     expect(saved).toBeLessThan(600 * 1024);
     expect(wall).toBeLessThan(650 * 1024);
     // Several processes' ledgers merged keep the same family bound.
-    expect(Object.keys(mergeSnapshots(s, [worst(), worst()]).families).length).toBe(LEDGER_LIMITS.families);
+    expect(Object.keys(mergeSnapshots(s, [worst(), worst()]).families).length).toBe(LEDGER_LIMITS.poolRows + 1);
   });
 });
 
@@ -240,8 +246,10 @@ describe('the bot wall document', () => {
     const wall = buildBotWall(content, s, links, now);
     const families = wall.botTraffic.families;
     expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
+    // Its failed verifications are spoofed requests of its name: counted as Cosplay request by request,
+    // never turning the family itself into Cosplay.
     expect(families[0]).toMatchObject({
-      class: 'Cosplay',
+      class: 'Eater',
       verification: { method: 'none', verified: 0, failed: 5, unverifiable: 0 },
       robotsTxtFetches: 1,
       disallowedHits: 0,
@@ -249,6 +257,7 @@ describe('the bot wall document', () => {
       daily: [{ day: '2026-11-21', requests: 5 }],
     });
     expect(families[1]).toMatchObject({ class: 'Eater', hourly: [{ hour: '2026-11-21T11:00:00Z', requests: 3 }] });
+    expect(wall.meters.class_counts).toMatchObject({ Cosplay: 5, Eater: 3 });
     // Meters and charts agree: the bots' hourly series add up to the observed-bot-requests meter
     // (a browser caught in a bait path is presence, counted apart).
     const hourlyTotal = families.reduce((n, f) => n + f.hourly.reduce((m, h) => m + h.requests, 0), 0);
@@ -347,5 +356,88 @@ describe("the ledger keeps the server's clock (issue 25, ingest clock)", () => {
     expect(google.hourly).toEqual([{ hour: '2026-11-24T10:00:00Z', requests: 3 }]);
     expect(google.daily).toEqual([{ day: '2026-11-24', requests: 3 }]);
     expect(loaded.recent.map((r) => r.at)).toEqual([now.toISOString(), now.toISOString(), now.toISOString()]);
+  });
+});
+
+describe('families no client can crowd out', () => {
+  const NOW = new Date('2026-11-21T10:00:00Z');
+  const known = (family: string) => classificationOf(content.botFamilies.families.find((f) => f.family === family)!);
+  const REAL = ['GPTBot', 'ClaudeBot', 'PerplexityBot', 'Bytespider'];
+  /** A request of `c` from `client` at `at` (a live one: the server's clock is its time). */
+  const from = (s: TelemetrySnapshot, c: Classification, client: string, at = NOW) =>
+    live(s, event({ at, classification: c, client, path: '/' }));
+  const junk = (i: number) => bot(`junk${i}-bot`, 'Bot');
+
+  it('gives the table families their own rows after 400 invented families from one address, which earn at most four rows', () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < 400; i++) from(s, junk(i), 'one');
+    for (const name of REAL) from(s, known(name), 'crawler');
+    for (const name of REAL) expect(s.families[name]).toMatchObject({ requests: 1 });
+    const pooled = Object.values(s.families).filter((r) => r.pooled);
+    expect(pooled.length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
+    expect(s.families[OTHER_FAMILIES]!.requests).toBe(400 - LEDGER_LIMITS.clientUnitsPerHour);
+    // The next hour the same address earns four more units, no more: its own share is capped.
+    for (let i = 0; i < 400; i++) from(s, junk(i), 'one', new Date(NOW.getTime() + 3_600_000));
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
+    expect(Object.values(s.pool!).reduce((n, e) => n + e.count, 0)).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour);
+  });
+
+  it('bounds the pool against invented families from many addresses; a name seen from more clients takes the weakest row', () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < 400; i++) from(s, junk(i), `client-${i}`);
+    for (const name of REAL) from(s, known(name), 'crawler');
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    expect(Object.keys(s.pool!).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolCandidates);
+    for (const name of REAL) expect(s.families[name]?.pooled).toBeUndefined();
+    // An unknown crawler from five addresses: its first request shares the other row, then it earns its own.
+    const real = bot('NewCrawler', 'Bot');
+    for (let i = 0; i < 5; i++) from(s, real, `crawler-${i}`);
+    expect(s.families.NewCrawler?.pooled).toBe(true);
+    expect(poolCount(s, 'NewCrawler')).toBeGreaterThan(1);
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+  });
+
+  it('ages quiet pool rows out with the retention, never the table families', () => {
+    const s = emptySnapshot(NOW);
+    from(s, junk(1), 'a');
+    from(s, known('GPTBot'), 'b');
+    const later = new Date(NOW.getTime() + (LEDGER_LIMITS.days + 1) * 86_400_000);
+    agePool(s, later);
+    expect(s.families['junk1-bot']).toBeUndefined();
+    expect(s.pool!['junk1-bot']).toBeUndefined();
+    expect(s.families.GPTBot).toBeDefined();
+  });
+
+  it('merges several processes: every table family kept, the pool within its bound by their summed evidence', () => {
+    const a = emptySnapshot(NOW);
+    const b = emptySnapshot(NOW);
+    // Seen by both processes, from three clients each: the most evidence.
+    for (let i = 0; i < 3; i++) {
+      from(a, bot('SharedCrawler'), `a-shared-${i}`);
+      from(b, bot('SharedCrawler'), `b-shared-${i}`);
+    }
+    for (let i = 0; i < 200; i++) from(a, junk(i), `a-${i}`);
+    for (let i = 200; i < 400; i++) from(b, junk(i), `b-${i}`);
+    for (const name of REAL) from(b, known(name), 'crawler');
+    const merged = mergeSnapshots(a, [b]);
+    expect(Object.values(merged.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    for (const name of REAL) expect(merged.families[name]).toMatchObject({ requests: 1 });
+    expect(merged.families.SharedCrawler).toMatchObject({ requests: 6 });
+    expect(poolCount(merged, 'SharedCrawler')).toBe(6);
+    const total = Object.values(merged.families).reduce((n, r) => n + r.requests, 0);
+    expect(total).toBe(400 + 6 + REAL.length);
+  });
+
+  it('sorts a ledger saved before the pool: the table families kept, the rest in the pool within its bound', () => {
+    const s = emptySnapshot(NOW);
+    delete s.pool;
+    const row = (family: string) =>
+      reviveRow({ family, firstSeen: NOW.toISOString(), lastSeen: NOW.toISOString() } as FamilyRow);
+    for (let i = 0; i < 127; i++) s.families[`junk${i}`] = row(`junk${i}`);
+    s.families.GPTBot = row('GPTBot');
+    boundPool(s, (name) => name === 'GPTBot');
+    expect(s.families.GPTBot?.pooled).toBeUndefined();
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    expect(s.families[OTHER_FAMILIES]).toBeDefined();
   });
 });
