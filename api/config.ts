@@ -52,7 +52,13 @@ export const ConfigSchema = z
      * with SITE_URL, the authorities a Web Bot Auth signature may be made for.
      */
     SITE_ALIASES: z.preprocess(
-      (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+      (v) =>
+        typeof v === 'string'
+          ? v
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : v,
       z.array(Origin).default([]),
     ),
     /** {canon_url}: the canonical site of the track and doctrine pages. */

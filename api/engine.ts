@@ -16,11 +16,7 @@ import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver, type Resolver } from './telemetry/verification/verify.ts';
-import {
-  authoritiesOf,
-  httpDirectoryFetcher,
-  type DirectoryFetcher,
-} from './telemetry/web-bot-auth/web-bot-auth.ts';
+import { authoritiesOf, httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
 
 /** The store the configuration asks for: PostgreSQL when DATABASE_URL is set, else the embedded one. */
 async function openStore(

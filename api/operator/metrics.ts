@@ -100,9 +100,21 @@ export function createMetrics(operationOf: (method: string, path: string) => str
 
   // Web Bot Auth's counts since start, each a counter advanced by what changed since the last scrape.
   const webBotAuth = [
-    ['directoryFetches', 'agentnode_web_bot_auth_directory_fetches_total', 'Key directory fetches for Web Bot Auth (registered directories only).'],
-    ['replays', 'agentnode_web_bot_auth_replays_total', 'Web Bot Auth signatures replayed (a nonce its signer had used), counted failed.'],
-    ['unregistered', 'agentnode_web_bot_auth_unregistered_total', 'Signatures naming a key directory no family registers (never fetched).'],
+    [
+      'directoryFetches',
+      'agentnode_web_bot_auth_directory_fetches_total',
+      'Key directory fetches for Web Bot Auth (registered directories only).',
+    ],
+    [
+      'replays',
+      'agentnode_web_bot_auth_replays_total',
+      'Web Bot Auth signatures replayed (a nonce its signer had used), counted failed.',
+    ],
+    [
+      'unregistered',
+      'agentnode_web_bot_auth_unregistered_total',
+      'Signatures naming a key directory no family registers (never fetched).',
+    ],
   ] as const;
   for (const [key, name, help] of webBotAuth) {
     let counted = 0;

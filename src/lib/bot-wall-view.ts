@@ -277,7 +277,8 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
         // Request by request: a family's failed verifications are spoofed requests of its name (Cosplay),
         // the rest its own class's (in the range, in the same share as since the window started).
         const spoofed = f.class === 'Cosplay' ? 0 : spoofedShare(f);
-        const n = g.class === 'Cosplay' && f.class !== 'Cosplay' ? spoofed : f.class === g.class ? f.requests - spoofed : 0;
+        const n =
+          g.class === 'Cosplay' && f.class !== 'Cosplay' ? spoofed : f.class === g.class ? f.requests - spoofed : 0;
         return n > 0 ? [{ family: f.family, requests: n }] : [];
       });
       return { ...g, requests: members.reduce((n, m) => n + m.requests, 0), families: members };

@@ -192,7 +192,11 @@ export async function verifySignedRequest(
   const about = { label: chosen.label, member: chosen.member };
   if (chosen.coversOtherHeaders)
     return { outcome: 'unverified', reason: 'covers a header the gateway does not keep', ...about };
-  if (o.authorities && !o.authorities.has(normalAuthority(r.authority)) && !o.authorities.has(r.authority.toLowerCase()))
+  if (
+    o.authorities &&
+    !o.authorities.has(normalAuthority(r.authority)) &&
+    !o.authorities.has(r.authority.toLowerCase())
+  )
     return { outcome: 'invalid', reason: 'sent to a host that is not this service', ...about };
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const maxWindow = o.maxWindowS ?? MAX_SIGNATURE_WINDOW_S;
@@ -337,8 +341,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
       counts.replays++;
       return 'replayed';
     }
-    if (seen.size >= maxNonces)
-      for (const [n, at] of seen) if (at + CLOCK_SKEW_S < now) seen.delete(n);
+    if (seen.size >= maxNonces) for (const [n, at] of seen) if (at + CLOCK_SKEW_S < now) seen.delete(n);
     if (seen.size >= maxNonces) return 'unverified';
     seen.set(id, expires);
     return 'verified';
