@@ -274,19 +274,20 @@ export interface SignatureVerifierOptions {
 export const NONCES_PER_SIGNER = 50_000;
 
 /**
- * The URLs a family registers (`signature_agents:`) as the directories they name: an origin is its
+ * The directories a family registers (`signature_agents:`), as `type fetchUrl`: an origin is its
  * well-known directory, any other URL a JWK Set or a Client ID Metadata Document at that very URL.
  * Only these are ever fetched.
  */
-function registeredUrls(f: BotFamily): Set<string> {
-  const urls = new Set<string>();
-  for (const agent of f.signature_agents ?? [])
-    for (const type of ['directory', 'jwks_uri', 'cimd'] as const) {
+function registeredDirectories(f: BotFamily): string[] {
+  return (f.signature_agents ?? []).flatMap((agent) => {
+    const types = new URL(agent).pathname === '/' ? (['directory'] as const) : (['jwks_uri', 'cimd'] as const);
+    return types.flatMap((type) => {
       const member = agentMember(null, agent, type);
-      if (member) urls.add(member.fetchUrl);
-    }
-  return urls;
+      return member ? [directoryKey(member)] : [];
+    });
+  });
 }
+const directoryKey = (m: Pick<AgentMember, 'type' | 'fetchUrl'>) => `${m.type} ${m.fetchUrl}`;
 
 /**
  * Web Bot Auth for the families whose operators sign their requests. A Signature-Agent member on
@@ -294,8 +295,8 @@ function registeredUrls(f: BotFamily): Set<string> {
  * fetched only from a URL the family registers (any other member is unverifiable, with no fetch),
  * so a client cannot make the service fetch a URL of its choosing, and each registered directory
  * has its own cache slot and fetch budget, which no flood of other URLs, keyids or signers can
- * evict or spend. A signature verifies only for the service's own authorities, and once: its
- * nonce (or, without one, the signature itself) is remembered per signer until it expires. Each
+ * evict or spend. A signature verifies only for the service's own authorities, and a signature
+ * with a nonce once: the nonce is remembered per signer until it expires. Each
  * signature is checked in the background; every fetch is guarded (https, public addresses, bounded).
  */
 export function createSignatureVerifier(o: SignatureVerifierOptions) {
@@ -303,7 +304,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const registered = new Set<string>();
   for (const f of o.families) {
     for (const agent of f.signature_agents ?? []) byOrigin.set(new URL(agent).origin, f);
-    for (const url of registeredUrls(f)) registered.add(url);
+    for (const key of registeredDirectories(f)) registered.add(key);
   }
   const directories = createDirectoryCache({
     ...o.directories,
@@ -314,13 +315,13 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   });
   const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
   const maxNonces = o.maxNonces ?? NONCES_PER_SIGNER;
-  // Per signer: nonce (or signature) -> when its signature expires, in seconds.
+  // Per signer: nonce -> when its signature expires, in seconds.
   const nonces = new Map<string, Map<string, number>>();
   const counts = { replays: 0, unregistered: 0 };
   let pending = 0;
   const resolveKey: KeyResolver = (member, keyid) => {
     if (!member) return Promise.resolve({ status: 'unavailable' });
-    if (!registered.has(member.fetchUrl)) {
+    if (!registered.has(directoryKey(member))) {
       counts.unregistered++;
       return Promise.resolve({ status: 'unavailable' });
     }
@@ -367,9 +368,11 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
         ...(o.authorities ? { authorities: o.authorities } : {}),
       }).then((result) => {
         pending--;
+        // Without a nonce, two requests of one second may carry the very same signature (it need cover
+        // no path): only a nonce tells a replay from the signer's next request.
         const outcome =
-          result.outcome === 'verified'
-            ? firstUse(family.family, result.nonce ?? `signature ${r.signature}`, result.expires ?? clock())
+          result.outcome === 'verified' && result.nonce !== undefined
+            ? firstUse(family.family, result.nonce, result.expires ?? clock())
             : result.outcome;
         o.onResult(family.family, outcome);
       });
