@@ -257,7 +257,8 @@ describe('the bot wall document', () => {
       daily: [{ day: '2026-11-21', requests: 5 }],
     });
     expect(families[1]).toMatchObject({ class: 'Eater', hourly: [{ hour: '2026-11-21T11:00:00Z', requests: 3 }] });
-    expect(wall.meters.class_counts).toMatchObject({ Cosplay: 5, Eater: 3 });
+    // ClaudeBot's five spoofed requests and the browser caught in a bait path.
+    expect(wall.meters.class_counts).toMatchObject({ Cosplay: 6, Eater: 3 });
     // Meters and charts agree: the bots' hourly series add up to the observed-bot-requests meter
     // (a browser caught in a bait path is presence, counted apart).
     const hourlyTotal = families.reduce((n, f) => n + f.hourly.reduce((m, h) => m + h.requests, 0), 0);
