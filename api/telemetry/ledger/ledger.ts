@@ -358,6 +358,7 @@ const unitsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<
 function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, client?: string): boolean {
   let given = unitsGiven.get(s);
   if (given?.hour !== hour) unitsGiven.set(s, (given = { hour, byClient: new Map() }));
+  // A record without an address (a log that has none) is a client of its own name: one unit an hour.
   const key = client ?? `\0${name}`;
   let names = given.byClient.get(key);
   if (names === undefined) {
@@ -582,6 +583,8 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
   return s;
 }
 
+const STEP_CLIENT = '\0funnel step';
+
 /** The funnel's steps past presence. */
 export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 
@@ -592,7 +595,8 @@ export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelStep, at: Date): boolean {
   if (!c.bot) return false;
   const iso = at.toISOString();
-  rowOf(s, c, iso, `${iso.slice(0, 13)}:00:00Z`)[step]++;
+  // A step carries no address: all of them together are one client for the pool's evidence.
+  rowOf(s, c, iso, `${iso.slice(0, 13)}:00:00Z`, STEP_CLIENT)[step]++;
   s.updatedAt = iso;
   return true;
 }
