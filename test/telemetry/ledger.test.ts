@@ -390,7 +390,10 @@ describe('families no client can crowd out', () => {
     for (const name of REAL) from(s, known(name), 'crawler');
     expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
     expect(Object.keys(s.pool!).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolCandidates);
-    for (const name of REAL) expect(s.families[name]?.pooled).toBeUndefined();
+    for (const name of REAL) {
+      expect(s.families[name]).toMatchObject({ requests: 1 });
+      expect(s.families[name]!.pooled).toBeUndefined();
+    }
     // An unknown crawler from five addresses: its first request shares the other row, then it earns its own.
     const real = bot('NewCrawler', 'Bot');
     for (let i = 0; i < 5; i++) from(s, real, `crawler-${i}`);
