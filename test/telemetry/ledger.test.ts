@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
+import { asFamily } from '../../api/telemetry/classification/bot-lists.ts';
 import { classificationOf, type Classification } from '../../api/telemetry/classification/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
@@ -190,6 +191,36 @@ describe('the ledger under a hostile client (issue 14, row 2)', () => {
       for (const h of Object.keys(r.hosts)) expect(h.length).toBeLessThanOrEqual(LEDGER_LIMITS.hostChars);
     }
     expect(s.observedRequests).toBe(300 * 60);
+  });
+
+  it('stays within the documented worst case with every family of the bot table filled too (8.4 MB saved, 14.6 MB /bot-wall.json)', () => {
+    const now = new Date('2026-11-21T23:30:00Z');
+    const table = [
+      ...content.botFamilies.families.filter((f) => f.kind !== 'operator').map(classificationOf),
+      ...content.botFamiliesGenerated.families.map((g) => classificationOf(asFamily(g))),
+    ];
+    const s = emptySnapshot(now);
+    const long = (prefix: string, i: number) => `${prefix}${i}-${'x'.repeat(200)}`;
+    for (const c of table)
+      // Every hourly bucket, every daily one, 20 long paths (16 kept), 7 long hosts (5 kept), every status class.
+      for (let h = 0; h < 8 * 24; h++) {
+        if (h >= LEDGER_LIMITS.hours && h % 24 !== 0) continue;
+        const at = new Date(now.getTime() - h * 3_600_000);
+        const e = event({ at, classification: c, path: long('/p', h % 20), host: long('h', h % 7) });
+        count(s, { ...e, status: 200 + (h % 4) * 100, verification: 'failed' }, now);
+      }
+    for (let i = 0; i < 400; i++)
+      live(
+        s,
+        event({ at: now, classification: bot(`junk${i}-${'y'.repeat(80)}`), client: `c${i}`, path: long('/q', i) }),
+      );
+    expect(Object.values(s.families).filter((r) => !r.pooled).length).toBeGreaterThanOrEqual(table.length);
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    const saved = Buffer.byteLength(JSON.stringify(s));
+    const wall = Buffer.byteLength(JSON.stringify(buildBotWall(content, s, links, now)));
+    console.log(`every table family filled: saved ${saved} B, /bot-wall.json ${wall} B`);
+    expect(saved).toBeLessThan(8.6 * 1024 * 1024);
+    expect(wall).toBeLessThan(15 * 1024 * 1024);
   });
 
   it('holds at most twice LEDGER_LIMITS.recent requests, and the wall shows the last of them, newest first', () => {
