@@ -47,6 +47,20 @@ export const ConfigSchema = z
     HOST: z.string().default('0.0.0.0'),
     /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
     SITE_URL: z.preprocess(unset, Origin.optional()),
+    /**
+     * Other addresses the service answers on (comma-separated origins, e.g. https://www.example.org):
+     * with SITE_URL, the authorities a Web Bot Auth signature may be made for.
+     */
+    SITE_ALIASES: z.preprocess(
+      (v) =>
+        typeof v === 'string'
+          ? v
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean)
+          : v,
+      z.array(Origin).default([]),
+    ),
     /** {canon_url}: the canonical site of the track and doctrine pages. */
     CANON_URL: Origin.default('https://canon.agentnode.example'),
     /** Folder of the embedded store, or `:memory:` for a store that keeps nothing. */

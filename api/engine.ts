@@ -34,7 +34,7 @@ import { NEAR_CEILING, openEmbeddedStore, openMemoryStore, type Store } from './
 import { openPostgresStore } from './store/postgres/postgres-store.ts';
 import { createTelemetry, telemetryRulesOf } from './telemetry/telemetry.ts';
 import { systemResolver, type Resolver } from './telemetry/verification/verify.ts';
-import { httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
+import { authoritiesOf, httpDirectoryFetcher, type DirectoryFetcher } from './telemetry/web-bot-auth/web-bot-auth.ts';
 
 /**
  * The receipt log's key; a missing one beside signed receipts refuses the start unless
@@ -154,6 +154,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
     fetchDirectory:
       options.fetchDirectory ?? httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
     store: store.telemetry,
+    authorities: authoritiesOf([config.SITE_URL, ...config.SITE_ALIASES]),
     logger,
     flushMs: config.TELEMETRY_FLUSH_MS,
     retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },

@@ -246,6 +246,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       ledger: () => telemetry.snapshot(),
       verificationsInFlight: () => telemetry.verificationsInFlight(),
       dnsLookups: () => telemetry.dnsLookups().started,
+      webBotAuth: () => telemetry.webBotAuth(),
     });
     let closing = false;
     const readiness = createReadiness([

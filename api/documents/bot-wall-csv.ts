@@ -1,5 +1,5 @@
 import { crawlToReferral } from '../telemetry/referrals/referrals.ts';
-import { BAIT_BROWSER, type FamilyRow, type TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
+import { BAIT_BROWSER, type TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
 import { RANGE_SPANS, type LedgerRange } from '../telemetry/ledger/ranges.ts';
 
 /** The ranges of GET /bot-wall.csv: the ledger's own (api/telemetry/ledger/ranges.ts). */
@@ -72,13 +72,13 @@ export function buildBotWallCsv(s: TelemetrySnapshot, range: CsvRange, now: Date
     const r = operator ? s.referrals?.[operator] : undefined;
     return r ? inRange(r, r.visits, range, now) : 0;
   };
-  const wallClass = (f: FamilyRow) => (f.failed > f.verified ? 'Cosplay' : f.class);
   let out = csvRow([...CSV_COLUMNS]);
   for (const { f, requests } of rows) {
     const sent = visits(f.operator);
     out += csvRow([
       f.family,
-      wallClass(f),
+      // Its own class: its failed verifications are spoofed requests of its name, in failed_verification.
+      f.class,
       f.operator,
       requests,
       f.requests,

@@ -68,8 +68,22 @@ const robotsVersionsOf = (rows: FamilyRow[]) => {
   return [...seen.values()].sort((a, b) => a.host.localeCompare(b.host) || a.version.localeCompare(b.version));
 };
 
-/** How a species is shown: a family whose checked claims mostly fail verification is Cosplay. */
-const wallClass = (f: FamilyRow) => (f.failed > f.verified ? 'Cosplay' : f.class);
+/**
+ * How a species is shown: its own class, whatever others claiming its name do. Requests that
+ * failed its verification are spoofed requests of that name, counted apart (`verification.failed`,
+ * and as Cosplay in the class counts), as Cloudflare shows verified and spoofed apart: garbage
+ * signed under a genuine agent never turns the genuine family into Cosplay.
+ */
+export const wallClass = (f: FamilyRow) => f.class;
+
+/** A family's requests by class, request by request: the failed ones as Cosplay, the rest as its class. */
+export function requestsByClass(f: FamilyRow): [string, number][] {
+  const spoofed = f.class === 'Cosplay' ? 0 : Math.min(f.failed, f.requests);
+  return [
+    [f.class, f.requests - spoofed],
+    ['Cosplay', spoofed],
+  ];
+}
 
 /** Requests per hour of the last LEDGER_LIMITS.hours hours before `now`, oldest first, hours without requests left out. */
 function hourlyOf(f: FamilyRow, now: Date) {
@@ -197,7 +211,7 @@ function siteLabel(host: string, links: Links): string {
 export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now: Date) {
   const rows = Object.values(s.families);
   const classCounts = Object.fromEntries(BOT_CLASSES.map((k) => [k, 0]));
-  for (const f of rows) classCounts[wallClass(f)]! += f.requests;
+  for (const f of rows) for (const [k, n] of requestsByClass(f)) classCounts[k]! += n;
   const bots = rows.filter((f) => f.family !== BAIT_BROWSER);
   const invite = {
     agents: at(links.site, '/api/convert'),

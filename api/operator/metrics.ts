@@ -9,6 +9,8 @@ export interface MetricSources {
   verificationsInFlight(): number;
   /** Reverse-DNS lookups started since the process began. */
   dnsLookups?(): number;
+  /** Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered directories named. */
+  webBotAuth?(): { directoryFetches: number; replays: number; unregistered: number };
 }
 
 const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
@@ -95,6 +97,38 @@ export function createMetrics(operationOf: (method: string, path: string) => str
       lookupsCounted = started;
     },
   });
+
+  // Web Bot Auth's counts since start, each a counter advanced by what changed since the last scrape.
+  const webBotAuth = [
+    [
+      'directoryFetches',
+      'agentnode_web_bot_auth_directory_fetches_total',
+      'Key directory fetches for Web Bot Auth (registered directories only).',
+    ],
+    [
+      'replays',
+      'agentnode_web_bot_auth_replays_total',
+      'Web Bot Auth signatures replayed (a nonce its signer had used), counted failed.',
+    ],
+    [
+      'unregistered',
+      'agentnode_web_bot_auth_unregistered_total',
+      'Signatures naming a key directory no family registers (never fetched).',
+    ],
+  ] as const;
+  for (const [key, name, help] of webBotAuth) {
+    let counted = 0;
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const now = sources?.webBotAuth?.()[key] ?? counted;
+        this.inc(now - counted);
+        counted = now;
+      },
+    });
+  }
 
   const journal: JournalObserver = {
     written(seconds, groupSize) {

@@ -7,14 +7,20 @@ export const VERIFY_METHODS = ['ip-ranges', 'reverse-dns', 'web-bot-auth', 'none
 export type VerifyMethod = (typeof VERIFY_METHODS)[number];
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
-/** An agent origin: https, or http on the loopback interface (tests and local agents). */
+/**
+ * Where an agent's keys are, the only URLs ever fetched for it: an origin (its well-known
+ * directory), or the URL of its JWK Set or Client ID Metadata Document; https, or http on the
+ * loopback interface (tests and local agents); no credentials or fragment.
+ */
 const SignatureAgent = z.url().refine((u) => {
   const url = new URL(u);
   return (
-    url.origin === u.replace(/\/$/, '') &&
+    !url.username &&
+    !url.password &&
+    !url.hash &&
     (url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
   );
-}, 'must be an origin such as https://chatgpt.com (http only on the loopback interface)');
+}, 'must be an origin such as https://chatgpt.com, or a key set URL on one (http only on the loopback interface)');
 
 /** One known crawler, agent or bot family. */
 export const BotFamilySchema = z.object({

@@ -21,6 +21,8 @@ import {
   countReferral,
   countStep,
   cut,
+  agePool,
+  boundPool,
   LEDGER_LIMITS,
   setLedgerRetention,
   emptySnapshot,
@@ -54,6 +56,11 @@ export function telemetryRulesOf(
     }),
     ranges: rangesOf(content.botIpRanges),
     families: content.botFamilies.families,
+    tableFamilies: new Set(
+      [...content.botFamilies.families, ...content.botFamiliesGenerated.families].map((f) =>
+        cut(f.family, LEDGER_LIMITS.nameChars),
+      ),
+    ),
     baitPaths: content.crawlPolicy.disallow,
     referrals: referralRule(content.aiReferrers),
   };
@@ -64,8 +71,15 @@ export interface TelemetryOptions {
   resolver: Resolver;
   /** The curated families (content/bot-families.yaml), for Web Bot Auth's registered agents. */
   families: BotFamily[];
+  /**
+   * The names of every family of the bot table (curated and generated): their rows are never
+   * given up. Sorts the rows of a ledger saved before the pool; `families` alone when left out.
+   */
+  tableFamilies?: ReadonlySet<string>;
   /** Fetches a registered signature agent's key directory. */
   fetchDirectory: DirectoryFetcher;
+  /** The service's own authorities (SITE_URL, SITE_ALIASES): a signature made for another host does not verify. Any when left out. */
+  authorities?: ReadonlySet<string>;
   /** Operators' published address ranges by family. */
   ranges?: Map<string, AddressRanges>;
   /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */
@@ -163,7 +177,11 @@ export async function createTelemetry(o: TelemetryOptions) {
   if (o.retention) setLedgerRetention(o.retention);
   const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
   // Buckets a saved ledger holds ahead of the clock (or past its window) go at once.
-  const ledger: TelemetrySnapshot = saved ? keepClock(reviveSnapshot(saved), now()) : emptySnapshot(now());
+  const tableFamilies = o.tableFamilies ?? new Set(o.families.map((f) => cut(f.family, LEDGER_LIMITS.nameChars)));
+  const ledger: TelemetrySnapshot = saved
+    ? boundPool(keepClock(reviveSnapshot(saved), now()), (family) => tableFamilies.has(family))
+    : emptySnapshot(now());
+  agePool(ledger, now());
   let dirty = false;
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
@@ -186,6 +204,8 @@ export async function createTelemetry(o: TelemetryOptions) {
   const signatures = createSignatureVerifier({
     families: o.families,
     fetchDirectory: o.fetchDirectory,
+    ...(o.authorities ? { authorities: o.authorities } : {}),
+    onFetch: (f) => o.logger.debug({ url: f.url, status: f.status }, 'web bot auth: key directory fetched'),
     onResult: (family, outcome) => {
       const settled = ledgerOutcome(outcome);
       settle(ledger, family, settled, 1);
@@ -229,6 +249,8 @@ export async function createTelemetry(o: TelemetryOptions) {
   }
 
   async function flush(): Promise<void> {
+    // Pool rows that went quiet leave with the retention (saved with the next change).
+    agePool(ledger, now());
     if (!dirty && Date.now() - lastSaved < HEARTBEAT_MS) return;
     dirty = false;
     try {
@@ -256,6 +278,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     disallowed: false,
     robots: null,
     step: undefined,
+    client: undefined,
   };
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
@@ -267,6 +290,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     at: Date,
     verification: Outcome | null,
     live: boolean,
+    address: string | undefined,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
@@ -295,6 +319,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.disallowed = bait;
     event.robots = robots;
     event.step = step;
+    // Only a name the bot table does not know needs its client, as evidence (hashed, never stored).
+    event.client = classification.known === null && address ? ipKeyOf(address) : undefined;
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
@@ -372,6 +398,7 @@ export async function createTelemetry(o: TelemetryOptions) {
             l.time ? new Date(l.time) : now(),
             byAddress(classification, l.clientAddress),
             false,
+            l.clientAddress,
           ) ||
           referred
         )
@@ -401,6 +428,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         at,
         signed ? signed.verification : byAddress(classification, r.remoteAddress),
         true,
+        r.remoteAddress,
       );
     },
     /** A funnel step taken over MCP, for the family its User-Agent names. */
@@ -409,6 +437,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     },
     /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
     dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),
+    /** Web Bot Auth: key directory fetches, replayed signatures, members naming an unregistered directory (metrics). */
+    webBotAuth: () => signatures.stats(),
     /** Reverse-DNS lookups in flight, for metrics. */
     verificationsInFlight: (): number => verifier.inFlight(),
     /** The live ledger of this process (read-only use). */

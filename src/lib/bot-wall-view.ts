@@ -244,6 +244,8 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
   for (const f of families)
     for (const s of f.statuses) statuses.set(s.status, (statuses.get(s.status) ?? 0) + s.requests);
   const telemetry = obj(d.telemetry);
+  const spoofedShare = (f: FamilyView) =>
+    f.total === 0 ? 0 : Math.min(f.requests, Math.round((f.requests * f.verification.failed) / f.total));
   return {
     farm: str(d.farm) ?? 'Bot wall',
     tagline: str(d.tagline) ?? '',
@@ -271,7 +273,14 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       baitHits: num(obj(d.meters).fisher_hits),
     },
     classes: CLASS_GROUPS.map((g) => {
-      const members = seen.filter((f) => f.class === g.class).map((f) => ({ family: f.family, requests: f.requests }));
+      const members = seen.flatMap((f) => {
+        // Request by request: a family's failed verifications are spoofed requests of its name (Cosplay),
+        // the rest its own class's (in the range, in the same share as since the window started).
+        const spoofed = f.class === 'Cosplay' ? 0 : spoofedShare(f);
+        const n =
+          g.class === 'Cosplay' && f.class !== 'Cosplay' ? spoofed : f.class === g.class ? f.requests - spoofed : 0;
+        return n > 0 ? [{ family: f.family, requests: n }] : [];
+      });
       return { ...g, requests: members.reduce((n, m) => n + m.requests, 0), families: members };
     }),
     statuses: sortCounts(

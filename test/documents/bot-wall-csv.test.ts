@@ -184,7 +184,7 @@ describe('retention set by the operator (LEDGER_HOURS, LEDGER_DAYS)', () => {
       ...Array.from({ length: RETENTION_BOUNDS.hours.max }, (_, h) => h),
       ...Array.from({ length: RETENTION_BOUNDS.days.max }, (_, d) => 12 + d * 24),
     ];
-    for (let f = 0; f < LEDGER_LIMITS.families + 10; f++)
+    for (let f = 0; f < LEDGER_LIMITS.poolRows + 10; f++)
       for (const h of hours) hit(s, bot(`Family-${f}-${'x'.repeat(50)}`), h);
     for (let o = 0; o < 40; o++)
       for (const h of hours)

@@ -15,6 +15,9 @@ import { crawlerAgents } from '../helpers/crawler-agents.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 import { pool } from './probe.ts';
+import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
+import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 // Many requests with 15 KB paths from crawlers of more families than the ledger
 // keeps. The ledger is bounded in bytes (LEDGER_LIMITS): families past 128 fold into one
@@ -60,7 +63,9 @@ function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
 
 /** The bounds every view of the ledger keeps. */
 function expectBounded(families: { family: string; paths: string[] }[]): void {
-  expect(families.length).toBeLessThanOrEqual(LEDGER_LIMITS.families);
+  // The twenty real crawlers of the flood keep their rows; the invented names share the pool's.
+  const real = crawlerAgents(0).length;
+  expect(families.length).toBeLessThanOrEqual(real + LEDGER_LIMITS.poolRows + 2);
   expect(families.map((f) => f.family)).toContain(OTHER_FAMILIES);
   for (const f of families) {
     expect(f.family.length).toBeLessThanOrEqual(LEDGER_LIMITS.nameChars);
@@ -85,7 +90,8 @@ describe('long paths from crawlers of many families', () => {
     expect(wall.length).toBeLessThan(WALL_MAX);
     expect(traffic.length).toBeLessThan(WALL_MAX);
     const listed = (JSON.parse(traffic) as { families: { family: string; topPaths: { path: string }[] }[] }).families;
-    expect(listed.length).toBeGreaterThan(100);
+    for (const name of ['Googlebot', 'GPTBot', 'ClaudeBot', 'Bytespider'])
+      expect(listed.map((f) => f.family)).toContain(name);
     expectBounded(listed.map((f) => ({ family: f.family, paths: f.topPaths.map((p) => p.path) })));
 
     // A stop saves the ledger (as the 5 s flush does); what is on disk keeps the same bounds.
@@ -235,5 +241,136 @@ describe('the ingest clock', () => {
       counted: 1,
       outOfRange: 3,
     });
+  });
+});
+
+// Issue 37, row 1: 400 requests from one address with invented bot User-Agents (junk1-bot/1.0...),
+// then GPTBot, ClaudeBot and PerplexityBot: the junk took all 128 rows, the real crawlers were
+// folded into "(other families)" and raised no new-family alert, after a restart too. Now the bot
+// table's families always keep their rows and alerts; names it does not know compete in a bounded
+// pool by evidence (distinct clients and hours, one client's share capped).
+describe('issue 37: families no client can crowd out', () => {
+  const REAL: Record<string, string> = {
+    GPTBot: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    ClaudeBot:
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)',
+    PerplexityBot:
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; PerplexityBot/1.0; +https://perplexity.ai/perplexitybot)',
+    Bytespider:
+      'Mozilla/5.0 (Linux; Android 5.0) AppleWebKit/537.36 (KHTML, like Gecko) Mobile Safari/537.36 (compatible; Bytespider; spider-feedback@bytedance.com)',
+  };
+  const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+  interface Row {
+    family: string;
+    requests: number;
+  }
+  const get = async (url: string, userAgent: string, client: string) => {
+    const res = await fetch(`${url}/llms.txt`, { headers: { 'User-Agent': userAgent, 'X-Forwarded-For': client } });
+    await res.arrayBuffer();
+    expect(res.status).toBeLessThan(500);
+  };
+  /** Invented bots: `n` names, from one address or each from its own. */
+  const flood = (url: string, prefix: string, n: number, many: boolean) =>
+    pool(n, 8, (i) => get(url, `${prefix}${i}-bot/1.0`, many ? `198.51.${100 + (i >> 8)}.${i & 255}` : '203.0.113.7'));
+  const rows = async (url: string): Promise<Row[]> =>
+    (
+      (await (await fetch(`${url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as {
+        families: Row[];
+      }
+    ).families;
+  const invented = (list: Row[]) => list.filter((r) => r.family.endsWith('-bot'));
+  const alerted = (logs: string[], family: string) =>
+    logs.some((l) => l.includes('"kind":"new-family"') && l.includes(`"family":"${family}"`));
+
+  it('hundreds of invented families from one address and from many, then the real crawlers: their rows and new-family alerts, across a restart', async () => {
+    const env = { WRITE_RATE_LIMIT: '0', TRUST_PROXY: 'loopback' };
+    let s = await startServer(env);
+    try {
+      await flood(s.url, 'junk', 400, false);
+      await flood(s.url, 'many', 400, true);
+      for (const name of ['GPTBot', 'ClaudeBot', 'PerplexityBot']) await get(s.url, REAL[name]!, '192.0.2.10');
+      const first = await rows(s.url);
+      for (const name of ['GPTBot', 'ClaudeBot', 'PerplexityBot'])
+        expect(first.find((r) => r.family === name)).toMatchObject({ requests: 1 });
+      // One address earns four names a row; many addresses fill the pool, never more.
+      expect(invented(first).filter((r) => r.family.startsWith('junk')).length).toBeLessThanOrEqual(
+        LEDGER_LIMITS.clientUnitsPerHour,
+      );
+      expect(invented(first).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+      expect(first.reduce((n, r) => n + r.requests, 0)).toBe(803);
+      for (const name of ['GPTBot', 'ClaudeBot', 'PerplexityBot'])
+        await waitFor(() => alerted(s.logs, name), { what: `the new-family alert of ${name}` });
+
+      // After a restart the ledger is what was saved; a second flood, then Bytespider, first seen now.
+      await s.stop();
+      s = await startServer({ ...env, DATA_DIR: s.dataDir });
+      await flood(s.url, 'again', 400, false);
+      await flood(s.url, 'more', 400, true);
+      await get(s.url, REAL.Bytespider!, '192.0.2.11');
+      const after = await rows(s.url);
+      for (const name of ['GPTBot', 'ClaudeBot', 'PerplexityBot', 'Bytespider'])
+        expect(after.find((r) => r.family === name)).toMatchObject({ requests: 1 });
+      expect(invented(after).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+      expect(after.reduce((n, r) => n + r.requests, 0)).toBe(1604);
+      await waitFor(() => alerted(s.logs, 'Bytespider'), { what: 'the new-family alert of Bytespider' });
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
+const pgAvailable = await postgresAvailable();
+describe.runIf(pgAvailable)('issue 37 on PostgreSQL: two processes, their ledgers added up', () => {
+  let a: ServerProcess;
+  let b: ServerProcess;
+  afterAll(async () => {
+    await Promise.all([a?.stop(), b?.stop()]);
+    await dropDatabases();
+  });
+  const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+  const CLAUDE =
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
+  const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+  const get = async (url: string, userAgent: string, client: string) => {
+    const res = await fetch(`${url}/llms.txt`, { headers: { 'User-Agent': userAgent, 'X-Forwarded-For': client } });
+    await res.arrayBuffer();
+  };
+  const families = async (url: string) =>
+    (
+      (await (await fetch(`${url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as {
+        families: { family: string; requests: number }[];
+      }
+    ).families;
+
+  it('keeps GPTBot and ClaudeBot rows and the pool bound in the merged view after 300 invented families on each, and after both restart', async () => {
+    const env = {
+      DATABASE_URL: await freshDatabase(),
+      WRITE_RATE_LIMIT: '0',
+      TELEMETRY_FLUSH_MS: '100',
+      TRUST_PROXY: 'loopback',
+    };
+    [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    await pool(300, 8, (i) => get(a.url, `pga${i}-bot/1.0`, `198.51.100.${i % 250}`));
+    await pool(300, 8, (i) => get(b.url, `pgb${i}-bot/1.0`, `198.51.101.${i % 250}`));
+    await get(a.url, GPT, '192.0.2.20');
+    await get(b.url, CLAUDE, '192.0.2.21');
+    const merged = (list: { family: string; requests: number }[]) =>
+      ['GPTBot', 'ClaudeBot'].every((n) => list.some((f) => f.family === n)) &&
+      list.reduce((n, f) => n + f.requests, 0) === 602;
+    for (const s of [a, b]) {
+      const list = await waitFor(() => families(s.url), {
+        until: merged,
+        what: `${s.url} showing both processes' ledgers`,
+      });
+      expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+    }
+    await Promise.all([a.stop(), b.stop()]);
+    [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+    for (const s of [a, b]) {
+      const list = await waitFor(() => families(s.url), { until: merged, what: `${s.url} after the restart` });
+      expect(list.find((f) => f.family === 'GPTBot')).toMatchObject({ requests: 1 });
+      expect(list.find((f) => f.family === 'ClaudeBot')).toMatchObject({ requests: 1 });
+      expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+    }
   });
 });

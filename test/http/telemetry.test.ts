@@ -102,7 +102,7 @@ describe('counting', () => {
     expect(wall.species.find((s: any) => s.species === 'Claude-User').robots.fetches).toBe(1);
   });
 
-  it('shows a Googlebot that fails reverse DNS as Cosplay, still counted under Googlebot', async () => {
+  it('counts a Googlebot that fails reverse DNS as a spoofed request of Googlebot (Cosplay in the class counts), never turning Googlebot Cosplay', async () => {
     await as(GOOGLE, '/api/convert');
     await as(GOOGLE, '/llms.txt');
     // The reverse DNS check runs in the background (bounded to 2 s): wait for its answer.
@@ -114,7 +114,8 @@ describe('counting', () => {
     expect(f.verification).toMatchObject({ method: 'ip-ranges', verified: 0 });
     expect(f.verification.failed).toBeGreaterThanOrEqual(1);
     const wall = await json('/bot-wall.json');
-    expect(wall.species.find((s: any) => s.species === 'Googlebot').intelligence_class).toBe('Cosplay');
+    expect(wall.species.find((s: any) => s.species === 'Googlebot').intelligence_class).toBe('Crawler');
+    expect(wall.meters.class_counts.Cosplay).toBeGreaterThanOrEqual(f.verification.failed);
   });
 
   it('counts a claim of a family no operator lets anyone check as unverifiable, and a robots.txt-only token as spoofed', async () => {

@@ -7,7 +7,8 @@ import { component, createSignature, webcrypto } from 'http-message-sig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { helpers, jwkToKeyID, signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { request } from 'node:http';
+import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4: the agent publishes it too, and it must never verify.
@@ -76,11 +77,18 @@ beforeAll(async () => {
     families,
     readFileSync(families, 'utf8').replace(
       "signature_agents: ['https://chatgpt.com']",
-      `signature_agents: ['${agent}']`,
+      // Its well-known directory, and a JWK Set it names: the only URLs fetched for it.
+      `signature_agents: ['${agent}', '${agent}/keys.json']`,
     ),
   );
   // Directories on loopback are reachable only because this test says so.
-  server = await startServer({ CONTENT_DIR: content, WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true' });
+  // SITE_URL is the server's own address: the authority a signature must be made for.
+  server = await startServer({
+    ...(await ownAddress()),
+    CONTENT_DIR: content,
+    WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true',
+    METRICS_TOKEN: METRICS_TOKEN,
+  });
 });
 afterAll(async () => {
   await server.stop();
@@ -93,24 +101,52 @@ async function send(url: string, headers: Record<string, string>): Promise<numbe
   return res.status;
 }
 
-/** A GET signed as the working-group draft says: Signature-Agent a dictionary, its member covered by key. */
-async function signedGet(path: string, signer: Key, signatureAgent = `sig1="${agent}"`): Promise<number> {
-  const url = server.url + path;
+const METRICS_TOKEN = 'metrics-token-for-web-bot-auth-0123456789';
+
+/** The headers of a GET signed as the working-group draft says: Signature-Agent a dictionary, its member covered by key. */
+async function signedHeaders(
+  path: string,
+  signer: Key,
+  o: { signatureAgent?: string; host?: string; nonce?: string } = {},
+): Promise<Record<string, string>> {
+  const signatureAgent = o.signatureAgent ?? `sig1="${agent}"`;
+  const url = `http://${o.host ?? new URL(server.url).host}${path}`;
   const created = Math.floor(Date.now() / 1000);
   const privateKey = await crypto.subtle.importKey('jwk', signer.privateJwk, { name: 'Ed25519' }, false, ['sign']);
+  const parameters: Record<string, string | number> = {
+    created,
+    expires: created + 60,
+    keyid: signer.keyid,
+    tag: 'web-bot-auth',
+  };
+  if (o.nonce) parameters.nonce = o.nonce;
   const sig = await createSignature(
     { kind: 'request', method: 'GET', targetUri: url, fields: [{ name: 'signature-agent', value: signatureAgent }] },
     {
       label: 'sig1',
       components: ['@authority', component('signature-agent', { key: 'sig1' })],
-      parameters: { created, expires: created + 60, keyid: signer.keyid, tag: 'web-bot-auth' },
+      parameters,
       signer: webcrypto.signer(privateKey),
     },
   );
-  return send(url, {
-    'Signature-Agent': signatureAgent,
-    Signature: sig.signature,
-    'Signature-Input': sig.signatureInput,
+  return { 'Signature-Agent': signatureAgent, Signature: sig.signature, 'Signature-Input': sig.signatureInput };
+}
+
+/** A GET signed as the working-group draft says. */
+async function signedGet(path: string, signer: Key, signatureAgent = `sig1="${agent}"`): Promise<number> {
+  return send(server.url + path, await signedHeaders(path, signer, { signatureAgent }));
+}
+
+/** A GET to our server sent with another Host header (fetch cannot set one). */
+function sendWithHost(path: string, host: string, headers: Record<string, string>): Promise<number> {
+  const { hostname, port } = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { ...headers, Host: host, 'User-Agent': CHROME } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
   });
 }
 
@@ -179,17 +215,20 @@ describe('Web Bot Auth over HTTP', () => {
     expect(directoryHits).toEqual([WELL_KNOWN, '/keys.json']);
   });
 
-  it('counts a directory that cannot be had as unverifiable, neither verified nor failed', async () => {
+  it('counts a directory no family registers as unverifiable, without fetching it, neither verified nor failed', async () => {
     expect(await signedGet('/api/convert', jwksKey, `sig1="${agent}/down.json";type=jwks_uri`)).toBe(200);
     expect(await verificationAt(5)).toEqual({ method: 'web-bot-auth', verified: 4, failed: 0, unverifiable: 1 });
+    expect(directoryHits).not.toContain('/down.json');
   });
 
-  it('never verifies the published test key, even from the agent directory, nor a key the agent does not publish: the species turns Cosplay', async () => {
+  it('never verifies the published test key, even from the agent directory, nor a key the agent does not publish: spoofed requests beside the verified ones', async () => {
     expect(await signedGet('/api/convert', testKey)).toBe(200);
     const stranger = await keyOf();
     for (let i = 0; i < 4; i++) expect(await signedGet('/llms.txt', stranger)).toBe(200);
     expect(await verificationAt(10)).toEqual({ method: 'web-bot-auth', verified: 4, failed: 5, unverifiable: 1 });
-    expect((await species('ChatGPT-User')).intelligence_class).toBe('Cosplay');
+    // The genuine family keeps its class; the five are spoofed requests of its name (Cosplay, request by request).
+    expect((await species('ChatGPT-User')).intelligence_class).toBe('Intelligence');
+    expect((await classCounts()).Cosplay).toBe(5);
     // The keyid of a stranger asks the directory again, at most once a minute: here not yet.
     expect(directoryHits.filter((h) => h === WELL_KNOWN)).toHaveLength(1);
   });
@@ -203,4 +242,52 @@ describe('Web Bot Auth over HTTP', () => {
     ).json()) as { families: { family: string; requests: number }[] };
     expect(traffic.families.find((f) => f.family === 'ChatGPT-User')?.requests).toBe(10);
   });
+
+  it('never verifies a signature made for another host and sent here with that Host', async () => {
+    const headers = await signedHeaders('/api/convert', key, { host: 'shop.example', nonce: 'shop-1' });
+    for (let i = 0; i < 3; i++) expect(await sendWithHost('/api/convert', 'shop.example', headers)).toBe(200);
+    expect(await verificationAt(13)).toEqual({ method: 'web-bot-auth', verified: 4, failed: 8, unverifiable: 1 });
+  });
+
+  it('verifies one captured set of signed headers once: the 19 replays of its nonce are counted as replays', async () => {
+    const headers = await signedHeaders('/api/convert', key, { nonce: 'captured-1' });
+    for (let i = 0; i < 20; i++) expect(await send(`${server.url}/api/convert`, headers)).toBe(200);
+    expect(await verificationAt(33)).toEqual({ method: 'web-bot-auth', verified: 5, failed: 27, unverifiable: 1 });
+    expect(await metric('agentnode_web_bot_auth_replays_total')).toBe(19);
+    expect(await metric('agentnode_web_bot_auth_directory_fetches_total')).toBe(
+      directoryHits.filter((h) => h === WELL_KNOWN || h === '/keys.json').length,
+    );
+  });
+
+  it('keeps the genuine family its class after 20 garbage signatures under its agent, then shows 5 genuine ones verified beside them', async () => {
+    const garbage = await keyOf();
+    for (let i = 0; i < 20; i++) expect(await signedGet('/llms.txt', garbage)).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect(await send(`${server.url}/llms.txt`, await signedHeaders('/llms.txt', key, { nonce: `g-${i}` }))).toBe(
+        200,
+      );
+    expect(await verificationAt(58)).toEqual({ method: 'web-bot-auth', verified: 10, failed: 47, unverifiable: 1 });
+    expect((await species('ChatGPT-User')).intelligence_class).toBe('Intelligence');
+    const counts = await classCounts();
+    expect(counts.Cosplay).toBe(47);
+    expect(counts.Intelligence).toBeGreaterThanOrEqual(11);
+  });
 });
+
+async function classCounts(): Promise<Record<string, number>> {
+  const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as {
+    meters: { class_counts: Record<string, number> };
+  };
+  return wall.meters.class_counts;
+}
+
+/** A counter's value in /metrics. */
+async function metric(name: string): Promise<number> {
+  const text = await (
+    await fetch(`${server.url}/metrics`, {
+      headers: { Authorization: `Bearer ${METRICS_TOKEN}`, 'User-Agent': CHROME },
+    })
+  ).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return line === undefined ? NaN : Number(line.split(' ')[1]);
+}

@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent, type Content } from '../../api/content/load.ts';
-import type { Classification } from '../../api/telemetry/classification/classify.ts';
+import { asFamily } from '../../api/telemetry/classification/bot-lists.ts';
+import { classificationOf, type Classification } from '../../api/telemetry/classification/classify.ts';
 import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import {
   count,
+  countStep,
   emptySnapshot,
   farmScore,
   keepClock,
@@ -14,11 +16,16 @@ import {
   ledgerTime,
   mergeSnapshots,
   OTHER_FAMILIES,
+  agePool,
+  boundPool,
+  poolCount,
   recentOf,
   DEFAULT_RETENTION,
   reviveSnapshot,
+  reviveRow,
   setLedgerRetention,
   settle,
+  type FamilyRow,
   type LedgerEvent,
   type TelemetrySnapshot,
 } from '../../api/telemetry/ledger/ledger.ts';
@@ -173,8 +180,9 @@ describe('the ledger under a hostile client', () => {
   it('cuts stored paths, hosts and names, folds families past the bound into one row, bounds paths per family', () => {
     const s = worst();
     const rows = Object.values(s.families);
-    expect(rows.length).toBe(LEDGER_LIMITS.families);
-    expect(s.families[OTHER_FAMILIES]!.requests).toBe((300 - LEDGER_LIMITS.families + 1) * 60);
+    // Names the bot table does not know: the pool's rows, the first to earn them kept (no later name earns more).
+    expect(rows.length).toBe(LEDGER_LIMITS.poolRows + 1);
+    expect(s.families[OTHER_FAMILIES]!.requests).toBe((300 - LEDGER_LIMITS.poolRows) * 60);
     for (const r of rows) {
       expect(r.family.length).toBeLessThanOrEqual(LEDGER_LIMITS.nameChars);
       expect(Object.keys(r.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.pathsPerFamily);
@@ -183,6 +191,36 @@ describe('the ledger under a hostile client', () => {
       for (const h of Object.keys(r.hosts)) expect(h.length).toBeLessThanOrEqual(LEDGER_LIMITS.hostChars);
     }
     expect(s.observedRequests).toBe(300 * 60);
+  });
+
+  it('stays within the documented worst case with every family of the bot table filled too (8.4 MB saved, 14.6 MB /bot-wall.json)', () => {
+    const now = new Date('2026-11-21T23:30:00Z');
+    const table = [
+      ...content.botFamilies.families.filter((f) => f.kind !== 'operator').map(classificationOf),
+      ...content.botFamiliesGenerated.families.map((g) => classificationOf(asFamily(g))),
+    ];
+    const s = emptySnapshot(now);
+    const long = (prefix: string, i: number) => `${prefix}${i}-${'x'.repeat(200)}`;
+    for (const c of table)
+      // Every hourly bucket, every daily one, 20 long paths (16 kept), 7 long hosts (5 kept), every status class.
+      for (let h = 0; h < 8 * 24; h++) {
+        if (h >= LEDGER_LIMITS.hours && h % 24 !== 0) continue;
+        const at = new Date(now.getTime() - h * 3_600_000);
+        const e = event({ at, classification: c, path: long('/p', h % 20), host: long('h', h % 7) });
+        count(s, { ...e, status: 200 + (h % 4) * 100, verification: 'failed' }, now);
+      }
+    for (let i = 0; i < 400; i++)
+      live(
+        s,
+        event({ at: now, classification: bot(`junk${i}-${'y'.repeat(80)}`), client: `c${i}`, path: long('/q', i) }),
+      );
+    expect(Object.values(s.families).filter((r) => !r.pooled).length).toBeGreaterThanOrEqual(table.length);
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    const saved = Buffer.byteLength(JSON.stringify(s));
+    const wall = Buffer.byteLength(JSON.stringify(buildBotWall(content, s, links, now)));
+    console.log(`every table family filled: saved ${saved} B, /bot-wall.json ${wall} B`);
+    expect(saved).toBeLessThan(8.6 * 1024 * 1024);
+    expect(wall).toBeLessThan(15 * 1024 * 1024);
   });
 
   it('holds at most twice LEDGER_LIMITS.recent requests, and the wall shows the last of them, newest first', () => {
@@ -206,7 +244,7 @@ describe('the ledger under a hostile client', () => {
     expect(saved).toBeLessThan(600 * 1024);
     expect(wall).toBeLessThan(650 * 1024);
     // Several processes' ledgers merged keep the same family bound.
-    expect(Object.keys(mergeSnapshots(s, [worst(), worst()]).families).length).toBe(LEDGER_LIMITS.families);
+    expect(Object.keys(mergeSnapshots(s, [worst(), worst()]).families).length).toBe(LEDGER_LIMITS.poolRows + 1);
   });
 });
 
@@ -240,8 +278,10 @@ describe('the bot wall document', () => {
     const wall = buildBotWall(content, s, links, now);
     const families = wall.botTraffic.families;
     expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
+    // Its failed verifications are spoofed requests of its name: counted as Cosplay request by request,
+    // never turning the family itself into Cosplay.
     expect(families[0]).toMatchObject({
-      class: 'Cosplay',
+      class: 'Eater',
       verification: { method: 'none', verified: 0, failed: 5, unverifiable: 0 },
       robotsTxtFetches: 1,
       disallowedHits: 0,
@@ -249,6 +289,8 @@ describe('the bot wall document', () => {
       daily: [{ day: '2026-11-21', requests: 5 }],
     });
     expect(families[1]).toMatchObject({ class: 'Eater', hourly: [{ hour: '2026-11-21T11:00:00Z', requests: 3 }] });
+    // ClaudeBot's five spoofed requests and the browser caught in a bait path.
+    expect(wall.meters.class_counts).toMatchObject({ Cosplay: 6, Eater: 3 });
     // Meters and charts agree: the bots' hourly series add up to the observed-bot-requests meter
     // (a browser caught in a bait path is presence, counted apart).
     const hourlyTotal = families.reduce((n, f) => n + f.hourly.reduce((m, h) => m + h.requests, 0), 0);
@@ -347,5 +389,99 @@ describe("the ledger keeps the server's clock", () => {
     expect(google.hourly).toEqual([{ hour: '2026-11-24T10:00:00Z', requests: 3 }]);
     expect(google.daily).toEqual([{ day: '2026-11-24', requests: 3 }]);
     expect(loaded.recent.map((r) => r.at)).toEqual([now.toISOString(), now.toISOString(), now.toISOString()]);
+  });
+});
+
+describe('families no client can crowd out', () => {
+  const NOW = new Date('2026-11-21T10:00:00Z');
+  const known = (family: string) => classificationOf(content.botFamilies.families.find((f) => f.family === family)!);
+  const REAL = ['GPTBot', 'ClaudeBot', 'PerplexityBot', 'Bytespider'];
+  /** A request of `c` from `client` at `at` (a live one: the server's clock is its time). */
+  const from = (s: TelemetrySnapshot, c: Classification, client: string, at = NOW) =>
+    live(s, event({ at, classification: c, client, path: '/' }));
+  const junk = (i: number) => bot(`junk${i}-bot`, 'Bot');
+
+  it('gives the table families their own rows after 400 invented families from one address, which earn at most four rows', () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < 400; i++) from(s, junk(i), 'one');
+    for (const name of REAL) from(s, known(name), 'crawler');
+    for (const name of REAL) expect(s.families[name]).toMatchObject({ requests: 1 });
+    const pooled = Object.values(s.families).filter((r) => r.pooled);
+    expect(pooled.length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
+    expect(s.families[OTHER_FAMILIES]!.requests).toBe(400 - LEDGER_LIMITS.clientUnitsPerHour);
+    // The next hour the same address earns four more units, no more: its own share is capped.
+    for (let i = 0; i < 400; i++) from(s, junk(i), 'one', new Date(NOW.getTime() + 3_600_000));
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
+    expect(Object.values(s.pool!).reduce((n, e) => n + e.count, 0)).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour);
+  });
+
+  it('bounds the pool against invented families from many addresses; a name seen from more clients takes the weakest row', () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < 400; i++) from(s, junk(i), `client-${i}`);
+    for (const name of REAL) from(s, known(name), 'crawler');
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    expect(Object.keys(s.pool!).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolCandidates);
+    for (const name of REAL) {
+      expect(s.families[name]).toMatchObject({ requests: 1 });
+      expect(s.families[name]!.pooled).toBeUndefined();
+    }
+    // An unknown crawler from five addresses: its first request shares the other row, then it earns its own.
+    const real = bot('NewCrawler', 'Bot');
+    for (let i = 0; i < 5; i++) from(s, real, `crawler-${i}`);
+    expect(s.families.NewCrawler?.pooled).toBe(true);
+    expect(poolCount(s, 'NewCrawler')).toBeGreaterThan(1);
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+  });
+
+  it('takes funnel steps (MCP tool calls, no address) as one client: 400 invented names earn four rows', () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < 400; i++) countStep(s, junk(i), 'convertReads', NOW);
+    countStep(s, known('GPTBot'), 'convertReads', NOW);
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
+    expect(s.families.GPTBot).toMatchObject({ convertReads: 1 });
+  });
+
+  it('ages quiet pool rows out with the retention, never the table families', () => {
+    const s = emptySnapshot(NOW);
+    from(s, junk(1), 'a');
+    from(s, known('GPTBot'), 'b');
+    const later = new Date(NOW.getTime() + (LEDGER_LIMITS.days + 1) * 86_400_000);
+    agePool(s, later);
+    expect(s.families['junk1-bot']).toBeUndefined();
+    expect(s.pool!['junk1-bot']).toBeUndefined();
+    expect(s.families.GPTBot).toBeDefined();
+  });
+
+  it('merges several processes: every table family kept, the pool within its bound by their summed evidence', () => {
+    const a = emptySnapshot(NOW);
+    const b = emptySnapshot(NOW);
+    // Seen by both processes, from three clients each: the most evidence.
+    for (let i = 0; i < 3; i++) {
+      from(a, bot('SharedCrawler'), `a-shared-${i}`);
+      from(b, bot('SharedCrawler'), `b-shared-${i}`);
+    }
+    for (let i = 0; i < 200; i++) from(a, junk(i), `a-${i}`);
+    for (let i = 200; i < 400; i++) from(b, junk(i), `b-${i}`);
+    for (const name of REAL) from(b, known(name), 'crawler');
+    const merged = mergeSnapshots(a, [b]);
+    expect(Object.values(merged.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    for (const name of REAL) expect(merged.families[name]).toMatchObject({ requests: 1 });
+    expect(merged.families.SharedCrawler).toMatchObject({ requests: 6 });
+    expect(poolCount(merged, 'SharedCrawler')).toBe(6);
+    const total = Object.values(merged.families).reduce((n, r) => n + r.requests, 0);
+    expect(total).toBe(400 + 6 + REAL.length);
+  });
+
+  it('sorts a ledger saved before the pool: the table families kept, the rest in the pool within its bound', () => {
+    const s = emptySnapshot(NOW);
+    delete s.pool;
+    const row = (family: string) =>
+      reviveRow({ family, firstSeen: NOW.toISOString(), lastSeen: NOW.toISOString() } as FamilyRow);
+    for (let i = 0; i < 127; i++) s.families[`junk${i}`] = row(`junk${i}`);
+    s.families.GPTBot = row('GPTBot');
+    boundPool(s, (name) => name === 'GPTBot');
+    expect(s.families.GPTBot?.pooled).toBeUndefined();
+    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
+    expect(s.families[OTHER_FAMILIES]).toBeDefined();
   });
 });

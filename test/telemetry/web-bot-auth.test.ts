@@ -21,6 +21,7 @@ import {
 } from '../../api/telemetry/web-bot-auth/signature-agent.ts';
 import {
   createSignatureVerifier,
+  authoritiesOf,
   ledgerOutcome,
   verifySignedRequest,
   type KeyResolver,
@@ -91,6 +92,7 @@ interface SignOptions {
   target?: string;
   tag?: string | null;
   keyid?: string | null;
+  nonce?: string;
   /** Another signature already on the request (multiple signatures). */
   before?: SignedRequest;
   /** More fields the signer saw (and may cover). */
@@ -107,6 +109,7 @@ async function signed(key: AgentKey, o: SignOptions = {}): Promise<SignedRequest
   const parameters: Record<string, string | number> = { created, expires: o.expires ?? created + 300 };
   if (o.keyid !== null) parameters.keyid = o.keyid ?? key.keyid;
   if (o.tag !== null) parameters.tag = o.tag ?? 'web-bot-auth';
+  if (o.nonce !== undefined) parameters.nonce = o.nonce;
   const fields = [...(agent === null ? [] : [{ name: 'signature-agent', value: agent }]), ...(o.fields ?? [])];
   const components =
     o.components ?? (agent === null ? ['@authority'] : ['@authority', component('signature-agent', { key: label })]);
@@ -369,6 +372,9 @@ describe('checking a signed request', () => {
       [{ created: now - 600, expires: now - 60 }, 'Signature has expired'],
       [{ created: now + 120, expires: now + 400 }, 'Signature was created in the future'],
       [{ created: now - 10, expires: now + 2 * 86400 }, 'valid for more than 86400 s'],
+      // Expiring before (or when) it was made: no lifetime at all.
+      [{ created: now - 10, expires: now - 20 }, 'expires is not after created'],
+      [{ created: now - 10, expires: now - 10 }, 'expires is not after created'],
     ];
     for (const [o, reason] of cases)
       expect(await verifySignedRequest(await signed(key, o), keys)).toMatchObject({ outcome: 'invalid', reason });
@@ -681,29 +687,17 @@ describe('the directory cache', () => {
     expect(status(await c.lookup(directoryOf(other.origin), key.keyid))).toBe('key');
   });
 
-  it('fetches at most 30 directories a minute for clients, however many paths of a registered origin they name', async () => {
+  it("gives each directory its own fetch budget: fetches of other directories never spend the genuine one's", async () => {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk]) });
-    const { c, at } = cache();
-    const paths = (from: number) =>
-      Array.from({ length: 40 }, (_, i) => agentMember('sig1', `${server.origin}/k${from + i}.json`, 'jwks_uri')!);
-    // One after the other, so the bound on fetches under way (8) is not what stops them.
-    const lookAll = async (members: AgentMember[]) => {
-      const answers: string[] = [];
-      for (const m of members) answers.push(status(await c.lookup(m, key.keyid)));
-      return answers;
-    };
-    expect(await lookAll(paths(0))).toEqual(Array(40).fill('unavailable'));
-    expect(server.hits.length).toBe(30);
-    at(61);
-    const member = directoryOf(server.origin);
-    expect(status(await c.lookup(member, key.keyid))).toBe('key');
-    // An hour on, the budget spent again: a directory we hold keys of is still refreshed when it goes stale.
-    at(3600);
-    await lookAll(paths(100));
-    expect(server.hits.length).toBe(30 + 1 + 30);
-    expect(status(await c.lookup(member, key.keyid))).toBe('key');
-    expect(server.count(WELL_KNOWN)).toBe(2);
+    const { c } = cache();
+    // (The verifier asks the cache only for registered directories; here the cache is asked for any.)
+    const paths = Array.from({ length: 40 }, (_, i) => agentMember('sig1', `${server.origin}/k${i}.json`, 'jwks_uri')!);
+    for (const m of paths) expect(status(await c.lookup(m, key.keyid))).toBe('unavailable');
+    expect(server.hits.length).toBe(40);
+    // Within the same minute, the registered directory is fetched at once.
+    expect(status(await c.lookup(directoryOf(server.origin), key.keyid))).toBe('key');
+    expect(server.count(WELL_KNOWN)).toBe(1);
   });
 
   it('takes 200 only, in the directory media type: anything else fails and is remembered at most five minutes', async () => {
@@ -830,7 +824,7 @@ describe('the directory cache', () => {
 });
 
 describe('the signature verifier', () => {
-  async function setUp(answer?: (req: IncomingMessage, res: ServerResponse) => void) {
+  async function setUp(answer?: (req: IncomingMessage, res: ServerResponse) => void, maxPending = 2) {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: answer ?? serveKeys(() => [key.publicJwk]) });
     const family: BotFamily = {
@@ -845,19 +839,22 @@ describe('the signature verifier', () => {
       signature_agents: [server.origin],
     };
     const results: string[] = [];
+    const fetches: string[] = [];
     let done: () => void = () => {};
     const v = createSignatureVerifier({
       families: [family],
       fetchDirectory: httpDirectoryFetcher({ allowLoopback: true, timeoutMs: 1000 }),
+      authorities: authoritiesOf(['https://node.example:4321', 'https://www.node.example']),
+      onFetch: (f) => fetches.push(`${f.url} ${f.status}`),
       onResult: (f, outcome) => {
         results.push(`${f}:${outcome}`);
         done();
       },
-      maxPending: 2,
+      maxPending,
     });
     const settled = (n: number) => new Promise<void>((resolve) => (done = () => results.length >= n && resolve()));
     const agent = `sig1="${server.origin}"`;
-    return { v, key, family, server, results, settled, agent };
+    return { v, key, family, server, results, settled, agent, fetches };
   }
 
   it('names the family of a member on a registered origin only, whatever its type', async () => {
@@ -898,5 +895,114 @@ describe('the signature verifier', () => {
     expect(v.check(family, await signed(key, { agent }))).toBeNull();
     expect(v.check(family, await signed(key, { agent }))).toBeNull();
     expect(v.check(family, await signed(key, { agent }))).toBe('unverified');
+  });
+
+  it('verifies a signature only for our own authorities: one made for another host, sent with that Host, is invalid', async () => {
+    const { v, key, family, results, settled, agent } = await setUp();
+    const wait = settled(3);
+    v.check(family, await signed(key, { agent, authority: 'shop.example' }));
+    v.check(family, await signed(key, { agent, authority: 'www.node.example', nonce: 'a' }));
+    v.check(family, await signed(key, { agent, authority: 'www.node.example:443', nonce: 'b' }));
+    await wait;
+    expect(results.sort()).toEqual(['ChatGPT-User:invalid', 'ChatGPT-User:verified', 'ChatGPT-User:verified']);
+  });
+
+  it('counts a replayed nonce as replayed, not verified; a signature without one is not tracked', async () => {
+    const { v, key, family, results, settled, agent } = await setUp();
+    const once = await signed(key, { agent, nonce: 'n-1' });
+    let wait = settled(1);
+    v.check(family, once);
+    await wait;
+    wait = settled(4);
+    v.check(family, once);
+    v.check(family, await signed(key, { agent, nonce: 'n-1', target: '/other' }));
+    v.check(family, await signed(key, { agent, nonce: 'n-2' }));
+    await wait;
+    const bare = await signed(key, { agent });
+    wait = settled(6);
+    v.check(family, bare);
+    v.check(family, bare);
+    await wait;
+    expect(results.slice(0, 1)).toEqual(['ChatGPT-User:verified']);
+    expect(results.slice(1, 4).sort()).toEqual([
+      'ChatGPT-User:replayed',
+      'ChatGPT-User:replayed',
+      'ChatGPT-User:verified',
+    ]);
+    // Two requests of one second may carry the same nonce-less signature: only a nonce tells a replay.
+    expect(results.slice(4)).toEqual(['ChatGPT-User:verified', 'ChatGPT-User:verified']);
+    expect(v.stats().replays).toBe(2);
+    expect(ledgerOutcome('replayed')).toBe('failed');
+  });
+
+  it("forgets a signer's nonces when they expire, and never takes a replay as verified when its memory is full", async () => {
+    const key = await agentKey();
+    const server = await directoryServer({ [WELL_KNOWN]: serveKeys(() => [key.publicJwk]) });
+    let clock = Date.now();
+    const results: string[] = [];
+    const v = createSignatureVerifier({
+      families: [
+        {
+          family: 'A',
+          operator: 'A',
+          tokens: ['A'],
+          kind: 'ai-assistant',
+          class: 'Intelligence',
+          verify: 'web-bot-auth',
+          weak: false,
+          robots_only: false,
+          signature_agents: [server.origin],
+        },
+      ],
+      fetchDirectory: httpDirectoryFetcher({ allowLoopback: true, timeoutMs: 1000 }),
+      onResult: (_f, outcome) => results.push(outcome),
+      maxNonces: 2,
+      directories: { now: () => clock },
+    });
+    const family = v.familyOf(`sig1="${server.origin}"`)!;
+    const agent = `sig1="${server.origin}"`;
+    const created = Math.floor(clock / 1000) - 1;
+    for (const nonce of ['a', 'b', 'c']) {
+      v.check(family, await signed(key, { agent, nonce, created, expires: created + 60 }));
+      await until(() => results.length === ['a', 'b', 'c'].indexOf(nonce) + 1);
+    }
+    expect(results).toEqual(['verified', 'verified', 'unverified']);
+    // Past their expiry (and the clock skew) the two are forgotten: room again.
+    clock += 120_000;
+    const later = Math.floor(clock / 1000) - 1;
+    v.check(family, await signed(key, { agent, nonce: 'a', created: later, expires: later + 60 }));
+    await until(() => results.length === 4);
+    expect(results[3]).toBe('verified');
+  });
+
+  it('fetches only the registered directory: a flood of other URLs and keyids neither fetches nor starves the genuine signer', async () => {
+    const { v, key, family, server, results, settled, agent, fetches } = await setUp(undefined, 1000);
+    let wait = settled(60);
+    for (let i = 0; i < 60; i++)
+      v.check(family, await signed(key, { agent: `sig1="${server.origin}/k${i}.json";type=jwks_uri` }));
+    await wait;
+    expect(results.every((r) => r === 'ChatGPT-User:unverified')).toBe(true);
+    expect(server.hits).toEqual([]);
+    expect(v.stats().unregistered).toBe(60);
+    // The registered origin's own root is its well-known directory, not a JWK Set or a metadata document.
+    wait = settled(62);
+    v.check(family, await signed(key, { agent: `sig1="${server.origin}/";type=jwks_uri` }));
+    v.check(family, await signed(key, { agent: `sig1="${server.origin}/";type=cimd` }));
+    await wait;
+    expect(results.slice(60)).toEqual(['ChatGPT-User:unverified', 'ChatGPT-User:unverified']);
+    expect(server.hits).toEqual([]);
+    results.splice(60, 2);
+    wait = settled(60 + 300);
+    for (let i = 0; i < 300; i++) v.check(family, await signed(key, { agent, keyid: `unknown-${i}` }));
+    await wait;
+    expect(results.slice(60).every((r) => r === 'ChatGPT-User:invalid')).toBe(true);
+    wait = settled(60 + 300 + 5);
+    for (let i = 0; i < 5; i++) v.check(family, await signed(key, { agent, nonce: `genuine-${i}` }));
+    await wait;
+    expect(results.slice(-5)).toEqual(Array(5).fill('ChatGPT-User:verified'));
+    // One fetch of the registered directory, logged with its answer.
+    expect(server.hits).toEqual([WELL_KNOWN]);
+    expect(fetches).toEqual([`${server.origin}${WELL_KNOWN} 200`]);
+    expect(v.stats().directoryFetches).toBe(1);
   });
 });

@@ -35,6 +35,16 @@ export interface FamilyRow {
   unverifiable: number;
   /** Requests judged against robots.txt (absent in ledgers saved before it; robotsPart() fills it in). */
   robots?: RobotsPart;
+  /** A name the bot table does not know: its row is the pool's, held while its evidence ranks (absent for the table's families). */
+  pooled?: true;
+}
+
+/** A name of the pool as the heavy-hitters sketch counts it (Space-Saving): units of evidence, one per client and hour. */
+export interface PoolCount {
+  /** Units counted, an overestimate by at most `error` (what the entry it replaced had). */
+  count: number;
+  error: number;
+  lastSeen: string;
 }
 
 /** One Disallow rule a family broke: the line as written, in the version of the file in force. */
@@ -75,6 +85,11 @@ export interface TelemetrySnapshot {
   observedRequests: number;
   presence: { namedBotHits: number; baitHits: number };
   families: Record<string, FamilyRow>;
+  /**
+   * The evidence for names the bot table does not know (at most LEDGER_LIMITS.poolCandidates);
+   * absent in ledgers saved before it, whose rows poolRows() sorts when they are loaded.
+   */
+  pool?: Record<string, PoolCount>;
   /** People sent by AI products, by operator (absent in ledgers saved before it). */
   referrals?: Record<string, ReferralRow>;
   /** The last requests counted, oldest first: up to twice LEDGER_LIMITS.recent held, recentOf(s) the last of them. */
@@ -109,6 +124,8 @@ export interface LedgerEvent {
   robots?: RobotsVerdict | null;
   /** The funnel step the request's operation declares, if any (counted when it succeeded). */
   step?: FunnelStep;
+  /** The client's hashed address, for a name the bot table does not know (its evidence is counted per client). */
+  client?: string | undefined;
 }
 
 /** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
@@ -137,8 +154,18 @@ export function setLedgerRetention(r: { hours: number; days: number }): void {
 
 /** The ledger's bounds: whatever clients send, it never holds more (README "Bot telemetry"). */
 export const LEDGER_LIMITS = {
-  /** Family rows; past them, new families share OTHER_FAMILIES. */
-  families: 128,
+  /**
+   * Rows of names the bot table does not know (the pool), given by evidence (poolCount), not by
+   * arrival; a name without a row shares OTHER_FAMILIES. The table's own families always have a
+   * row each (bounded by the table: about 1,900).
+   */
+  poolRows: 64,
+  /** Names the pool's Space-Saving sketch counts at most. */
+  poolCandidates: 256,
+  /** Units of evidence one client gives pool names in an hour (one a name): its share is capped. */
+  clientUnitsPerHour: 4,
+  /** Clients an hour whose units are remembered; past them, new clients give no evidence until the hour turns. */
+  poolClients: 8192,
   /** Paths per family; past them, new paths share "(other)". */
   pathsPerFamily: 16,
   hostsPerFamily: 5,
@@ -220,6 +247,7 @@ export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
   observedRequests: 0,
   presence: { namedBotHits: 0, baitHits: 0 },
   families: {},
+  pool: {},
   recent: [],
 });
 
@@ -292,11 +320,203 @@ const newRow = (family: string, c: Classification, at: string): FamilyRow => ({
   unverifiable: 0,
 });
 
-/** A family's row, made on first sight; past LEDGER_LIMITS.families, new families share one row. */
-function rowOf(s: TelemetrySnapshot, c: Classification, at: string): FamilyRow {
-  let name = c.family === null ? BAIT_BROWSER : cut(c.family, L.nameChars);
-  if (!(name in s.families) && Object.keys(s.families).length >= L.families - 1) name = OTHER_FAMILIES;
-  return (s.families[name] ??= newRow(name, c, at));
+/**
+ * A family's row. A family of the bot table (`known`) gets its own on first sight, always; a name
+ * the table does not know gets one only when its evidence earns it (admit()), else it shares
+ * OTHER_FAMILIES. `client` is the hashed address the request came from, when there is one.
+ */
+function rowOf(s: TelemetrySnapshot, c: Classification, at: string, hour: string, client?: string): FamilyRow {
+  const name = c.family === null ? BAIT_BROWSER : cut(c.family, L.nameChars);
+  const row = s.families[name];
+  if (c.family === null || c.known !== null) {
+    if (row?.pooled) {
+      delete row.pooled;
+      pooledNames.delete(s);
+    }
+    return row ?? (s.families[name] = newRow(name, c, at));
+  }
+  if (!evidence(s, name, at, hour, client)) return row ?? otherRow(s, at);
+  return row ?? admit(s, c, name, at) ?? otherRow(s, at);
+}
+
+const otherRow = (s: TelemetrySnapshot, at: string) =>
+  (s.families[OTHER_FAMILIES] ??= newRow(
+    OTHER_FAMILIES,
+    { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' },
+    at,
+  ));
+
+/** Per live ledger: the clients that gave pool names a unit this hour, and the names they gave it to. */
+const unitsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<string, string[]> }>();
+
+/**
+ * Adds a unit of evidence for a pool name, at most one per client and hour, and at most
+ * LEDGER_LIMITS.clientUnitsPerHour names a client an hour: invented names from one address earn
+ * next to nothing, a crawler seen from many addresses or over many hours earns a unit each. A
+ * request without an address counts as a client of its own name. True when a unit was added.
+ */
+function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, client?: string): boolean {
+  let given = unitsGiven.get(s);
+  if (given?.hour !== hour) unitsGiven.set(s, (given = { hour, byClient: new Map() }));
+  // A record without an address (a log that has none) is a client of its own name: one unit an hour.
+  const key = client ?? `\0${name}`;
+  let names = given.byClient.get(key);
+  if (names === undefined) {
+    if (given.byClient.size >= L.poolClients) return false;
+    given.byClient.set(key, (names = []));
+  }
+  if (names.length >= L.clientUnitsPerHour || names.includes(name)) return false;
+  names.push(name);
+  const pool = (s.pool ??= {});
+  const seen = pool[name];
+  if (seen) {
+    seen.count++;
+    if (at > seen.lastSeen) seen.lastSeen = at;
+    return true;
+  }
+  const sketch = sketchOf(pool);
+  if (sketch.size < L.poolCandidates) {
+    sketch.set(name, (pool[name] = { count: 1, error: 0, lastSeen: at }));
+    return true;
+  }
+  // Space-Saving: the least counted name leaves (one without a row first) and the new one takes its count, as error.
+  let least: string | undefined;
+  let leastCount = Infinity;
+  const rowed = pooledOf(s);
+  for (const [n, e] of sketch)
+    if (e.count < leastCount || (e.count === leastCount && !rowed.has(n) && rowed.has(least!))) {
+      least = n;
+      leastCount = e.count;
+    }
+  delete pool[least!];
+  sketch.delete(least!);
+  sketch.set(name, (pool[name] = { count: leastCount + 1, error: leastCount, lastSeen: at }));
+  return true;
+}
+
+/**
+ * A live ledger's sketch as a Map of the same entries, kept beside it: walking the saved object's
+ * keys to find the least counted was 150 µs a unit. Dropped where names go in bulk (made again on use).
+ */
+const sketches = new WeakMap<Record<string, PoolCount>, Map<string, PoolCount>>();
+function sketchOf(pool: Record<string, PoolCount>): Map<string, PoolCount> {
+  let sketch = sketches.get(pool);
+  if (sketch === undefined) sketches.set(pool, (sketch = new Map(Object.entries(pool))));
+  return sketch;
+}
+
+/** What the pool holds as evidence for a name: the units it surely has (count less error), 0 when it has left the sketch. */
+export const poolCount = (s: TelemetrySnapshot, name: string): number => {
+  const e = s.pool?.[name];
+  return e ? e.count - e.error : 0;
+};
+
+/**
+ * The names of a ledger's pool rows, kept beside it: counting every row of the table's ~2,000 to
+ * find them was 300 µs a request under a flood of invented names. Dropped (made again on use)
+ * wherever rows go in bulk.
+ */
+const pooledNames = new WeakMap<TelemetrySnapshot, Set<string>>();
+function pooledOf(s: TelemetrySnapshot): Set<string> {
+  let names = pooledNames.get(s);
+  if (names === undefined) {
+    names = new Set(
+      Object.values(s.families)
+        .filter((r) => r.pooled)
+        .map((r) => r.family),
+    );
+    pooledNames.set(s, names);
+  }
+  return names;
+}
+
+/** The pool's row with the least evidence (the least recently seen among equals), if any. */
+function weakestPooled(s: TelemetrySnapshot): FamilyRow | undefined {
+  let weakest: FamilyRow | undefined;
+  let weakestCount = Infinity;
+  for (const name of pooledOf(s)) {
+    const row = s.families[name];
+    if (!row?.pooled) continue;
+    const n = poolCount(s, row.family);
+    if (n < weakestCount || (n === weakestCount && row.lastSeen < weakest!.lastSeen)) {
+      weakest = row;
+      weakestCount = n;
+    }
+  }
+  return weakest;
+}
+
+/**
+ * A row for a pool name that has just gained evidence: while the pool has room, or in place of the
+ * row with less evidence than it (that row's counts go to OTHER_FAMILIES). Null when it has not
+ * earned one.
+ */
+function admit(s: TelemetrySnapshot, c: Classification, name: string, at: string): FamilyRow | null {
+  const earned = poolCount(s, name);
+  if (earned < 1) return null;
+  if (pooledOf(s).size >= L.poolRows) {
+    const weakest = weakestPooled(s);
+    if (!weakest || poolCount(s, weakest.family) >= earned) return null;
+    fold(s, weakest);
+  }
+  const row = (s.families[name] = newRow(name, c, at));
+  row.pooled = true;
+  pooledOf(s).add(name);
+  return row;
+}
+
+/** A pool row given up: its counts join OTHER_FAMILIES. */
+function fold(s: TelemetrySnapshot, row: FamilyRow): void {
+  delete s.families[row.family];
+  pooledNames.get(s)?.delete(row.family);
+  addRow(otherRow(s, row.firstSeen), row);
+}
+
+/**
+ * Pool rows and names that went quiet, gone: last seen before the oldest bucket the ledger keeps
+ * at `now` (their buckets have all left the wall). The table's families are kept.
+ */
+export function agePool(s: TelemetrySnapshot, now: Date): void {
+  const from = new Date(rangeFrom(now.getTime())).toISOString();
+  for (const row of Object.values(s.families)) if (row.pooled && row.lastSeen < from) delete s.families[row.family];
+  pooledNames.delete(s);
+  for (const [name, e] of Object.entries(s.pool ?? {})) if (e.lastSeen < from) delete s.pool![name];
+  if (s.pool) sketches.delete(s.pool);
+}
+
+/**
+ * A ledger's pool within its bounds, in place: rows of names not in the bot table marked as the
+ * pool's (a ledger saved before the pool had none marked; `inTable` says which are the table's),
+ * the pool rows past LEDGER_LIMITS.poolRows with the least evidence (then requests) folded into
+ * OTHER_FAMILIES, the sketch cut to LEDGER_LIMITS.poolCandidates names.
+ */
+export function boundPool(s: TelemetrySnapshot, inTable?: (family: string) => boolean): TelemetrySnapshot {
+  const unsorted = s.pool === undefined;
+  if (unsorted && !inTable) return s;
+  const pool = (s.pool ??= {});
+  if (inTable)
+    for (const row of Object.values(s.families)) {
+      if (row.family === OTHER_FAMILIES || row.family === BAIT_BROWSER) continue;
+      if (inTable(row.family)) delete row.pooled;
+      else if (unsorted || row.pooled) {
+        row.pooled = true;
+        // An old ledger's row has no evidence counted: its hours seen stand in for it.
+        if (unsorted) pool[row.family] ??= { count: Object.keys(row.hourly).length, error: 0, lastSeen: row.lastSeen };
+      }
+    }
+  const names = Object.entries(pool);
+  if (names.length > L.poolCandidates) {
+    names.sort(([, a], [, b]) => b.count - a.count);
+    for (const [name] of names.slice(L.poolCandidates)) delete pool[name];
+  }
+  sketches.delete(pool);
+  const rows = Object.values(s.families).filter((r) => r.pooled);
+  if (rows.length > L.poolRows) {
+    rows.sort((a, b) => poolCount(s, b.family) - poolCount(s, a.family) || b.requests - a.requests);
+    for (const row of rows.slice(L.poolRows)) fold(s, row);
+  }
+  pooledNames.delete(s);
+  return s;
 }
 
 /**
@@ -363,6 +583,8 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
   return s;
 }
 
+const STEP_CLIENT = '\0funnel step';
+
 /** The funnel's steps past presence. */
 export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 
@@ -373,7 +595,8 @@ export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
 export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelStep, at: Date): boolean {
   if (!c.bot) return false;
   const iso = at.toISOString();
-  rowOf(s, c, iso)[step]++;
+  // A step carries no address: all of them together are one client for the pool's evidence.
+  rowOf(s, c, iso, `${iso.slice(0, 13)}:00:00Z`, STEP_CLIENT)[step]++;
   s.updatedAt = iso;
   return true;
 }
@@ -416,7 +639,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
     s.observedRequests++;
     if (c.known) s.presence.namedBotHits++;
   }
-  const row = rowOf(s, c, at);
+  const row = rowOf(s, c, at, hour, e.client);
   const path = cut(e.path, L.pathChars);
   row.requests++;
   if (at < row.firstSeen) row.firstSeen = at;
@@ -532,38 +755,48 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
     mergeReferrals(out, o);
     out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
     for (const f of Object.values(reviveSnapshot(o).families)) {
-      let row = out.families[f.family];
-      if (!row && Object.keys(out.families).length < L.families) {
-        out.families[f.family] = structuredClone(f);
-        continue;
+      const row = out.families[f.family];
+      // Every process's rows first; the pool is bounded once all are in (boundPool).
+      if (row) addRow(row, f);
+      else out.families[f.family] = structuredClone(f);
+    }
+    // The pool's evidence adds up too (Space-Saving sketches merge by adding their counts).
+    if (!o.pool) continue;
+    const pool = (out.pool ??= {});
+    for (const [name, e] of Object.entries(o.pool)) {
+      const mine = pool[name];
+      if (!mine) pool[name] = { ...e };
+      else {
+        mine.count += e.count;
+        mine.error += e.error;
+        if (e.lastSeen > mine.lastSeen) mine.lastSeen = e.lastSeen;
       }
-      // Several processes' families together stay within the same bound.
-      row ??= out.families[OTHER_FAMILIES] ??= newRow(
-        OTHER_FAMILIES,
-        { bot: true, family: OTHER_FAMILIES, class: 'Bot', known: null, verify: 'none' },
-        f.firstSeen,
-      );
-      for (const k of [
-        'requests',
-        'baitHits',
-        'deepHits',
-        'robotsFetches',
-        'violations',
-        'convertReads',
-        'oaths',
-        'messages',
-        'verified',
-        'failed',
-        'unverifiable',
-      ] as const)
-        row[k] += f[k];
-      for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
-      if (f.robots) mergeRobots(robotsPart(row), f.robots);
-      if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
-      if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
     }
   }
-  return out;
+  // Several processes' pools together stay within the same bounds.
+  return boundPool(out);
+}
+
+/** Adds one row's counts into another's (another process's row of the family, or a pool row given up). */
+function addRow(row: FamilyRow, f: FamilyRow): void {
+  for (const k of [
+    'requests',
+    'baitHits',
+    'deepHits',
+    'robotsFetches',
+    'violations',
+    'convertReads',
+    'oaths',
+    'messages',
+    'verified',
+    'failed',
+    'unverifiable',
+  ] as const)
+    row[k] += f[k];
+  for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
+  if (f.robots) mergeRobots(robotsPart(row), f.robots);
+  if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
+  if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
 }
 
 /** A family's robots part, made on first use (a row saved before it existed has none). */

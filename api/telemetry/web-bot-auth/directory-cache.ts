@@ -27,11 +27,17 @@ export const NEGATIVE_TTL_MAX_MS = 5 * 60_000;
 /** A keyid the directory does not list makes us fetch it again (a key may have rotated in), at most this often. */
 export const UNKNOWN_KEY_REFETCH_MS = 60_000;
 /**
- * Fetches a minute, over all directories, that clients can cause: first fetches, retries and
- * fetches for an unknown keyid (a client can name any path on a registered origin). Refreshing a
- * directory we hold keys of is not counted: its freshness bounds it.
+ * Fetches a minute of one directory that clients can cause: first fetches, retries and fetches for
+ * an unknown keyid. Each directory has its own budget, so no other signer's traffic spends it.
+ * Refreshing a directory we hold keys of is not counted: its freshness bounds it.
  */
 export const DIRECTORY_FETCHES_PER_MINUTE = 30;
+
+/** One directory fetch, as it is logged and counted: the URL, and the status or `error`. */
+export interface DirectoryFetchRecord {
+  url: string;
+  status: number | 'error';
+}
 
 /** What the directory of a member says of one keyid. */
 export type KeyLookup =
@@ -53,6 +59,9 @@ interface Entry {
   retryAt: number;
   failures: number;
   inFlight: Promise<void> | null;
+  /** This directory's fetch budget: when its minute began and the budgeted fetches in it. */
+  windowStart: number;
+  windowFetches: number;
 }
 
 export interface DirectoryCacheOptions {
@@ -65,6 +74,8 @@ export interface DirectoryCacheOptions {
   fetchesPerMinute?: number;
   /** Only the draft's test vectors set this: known test keys are otherwise left out of every directory. */
   allowTestKeys?: boolean;
+  /** Told of every fetch once it has its answer. */
+  onFetch?: ((fetch: DirectoryFetchRecord) => void) | undefined;
 }
 
 const clamp = (ms: number, min: number, max: number) => Math.min(max, Math.max(min, ms));
@@ -121,17 +132,14 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   const fetchesPerMinute = o.fetchesPerMinute ?? DIRECTORY_FETCHES_PER_MINUTE;
   let inFlight = 0;
   let fetches = 0;
-  // Starts of budgeted fetches in the current minute.
-  let windowStart = -Infinity;
-  let windowFetches = 0;
-  function takeBudget(): boolean {
+  function takeBudget(entry: Entry): boolean {
     const at = now();
-    if (at - windowStart >= 60_000) {
-      windowStart = at;
-      windowFetches = 0;
+    if (at - entry.windowStart >= 60_000) {
+      entry.windowStart = at;
+      entry.windowFetches = 0;
     }
-    if (windowFetches >= fetchesPerMinute) return false;
-    windowFetches++;
+    if (entry.windowFetches >= fetchesPerMinute) return false;
+    entry.windowFetches++;
     return true;
   }
 
@@ -156,7 +164,14 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
 
   async function get(url: string, headers: Record<string, string>): Promise<DirectoryResponse> {
     fetches++;
-    return o.fetch(url, headers);
+    try {
+      const res = await o.fetch(url, headers);
+      o.onFetch?.({ url, status: res.status });
+      return res;
+    } catch (error) {
+      o.onFetch?.({ url, status: 'error' });
+      throw error;
+    }
   }
 
   /** Fetches a member's keys into its entry; never throws. */
@@ -211,7 +226,7 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   /** One fetch per directory at a time; none past the bound on fetches under way, nor past the minute's budget unless it refreshes keys we hold. */
   function refresh(member: AgentMember, entry: Entry, budgeted: boolean): Promise<void> {
     if (entry.inFlight) return entry.inFlight;
-    if (inFlight >= maxInFlight || (budgeted && !takeBudget())) return Promise.resolve();
+    if (inFlight >= maxInFlight || (budgeted && !takeBudget(entry))) return Promise.resolve();
     inFlight++;
     entry.inFlight = load(member, entry).finally(() => {
       inFlight--;
@@ -221,7 +236,7 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
   }
 
   function entryOf(member: AgentMember): Entry {
-    const id = `${member.type} ${member.identifier}`;
+    const id = `${member.type} ${member.fetchUrl}`;
     let entry = entries.get(id);
     if (!entry)
       entries.set(
@@ -235,6 +250,8 @@ export function createDirectoryCache(o: DirectoryCacheOptions) {
           retryAt: 0,
           failures: 0,
           inFlight: null,
+          windowStart: -Infinity,
+          windowFetches: 0,
         }),
       );
     return entry;

@@ -7,25 +7,51 @@ import {
 } from 'http-message-sig';
 import { HTTP_MESSAGE_SIGNATURE_TAG } from 'web-bot-auth';
 import type { BotFamily } from '../../schemas/bot-families.ts';
-import { createDirectoryCache, type DirectoryCacheOptions, type KeyLookup } from './directory-cache.ts';
+import {
+  createDirectoryCache,
+  type DirectoryCacheOptions,
+  type DirectoryFetchRecord,
+  type KeyLookup,
+} from './directory-cache.ts';
 import type { DirectoryFetcher } from './directory-fetch.ts';
 import { TEST_KEY_THUMBPRINTS } from './key-directory.ts';
-import { parseSignatureAgent, readDictionary, type AgentMember, type SignatureAgentHeader } from './signature-agent.ts';
+import {
+  agentMember,
+  parseSignatureAgent,
+  readDictionary,
+  type AgentMember,
+  type SignatureAgentHeader,
+} from './signature-agent.ts';
 import type { Outcome } from '../verification/verify.ts';
 
 export { httpDirectoryFetcher, type DirectoryFetcher } from './directory-fetch.ts';
 
 /**
  * What checking a Web Bot Auth signature found (draft appendix "Verifier Outcomes"): `verified`,
- * `invalid` (the signature, its covered components, its key or its freshness fail) or
- * `unverified` (not enough to decide: no directory could be had, or it covers what we cannot check).
+ * `invalid` (the signature, its covered components, its key or its freshness fail, or it was made
+ * for another host), `unverified` (not enough to decide: no directory could be had, or it covers
+ * what we cannot check) or `replayed` (a valid signature whose nonce its signer already used here).
  */
-export type SignatureOutcome = 'verified' | 'invalid' | 'unverified';
+export type SignatureOutcome = 'verified' | 'invalid' | 'unverified' | 'replayed';
 
-/** How an outcome is counted in the bot ledger: invalid is a failed claim, unverified an unverifiable one. */
+/** How an outcome is counted in the bot ledger: invalid or replayed is a failed claim, unverified an unverifiable one. */
 export function ledgerOutcome(outcome: SignatureOutcome): Outcome {
-  return outcome === 'verified' ? 'verified' : outcome === 'invalid' ? 'failed' : 'unverifiable';
+  return outcome === 'verified' ? 'verified' : outcome === 'unverified' ? 'unverifiable' : 'failed';
 }
+
+/**
+ * An authority (`Host`) as compared: lowercase, without the scheme's default port. The service's
+ * own are SITE_URL's and SITE_ALIASES'.
+ */
+export function normalAuthority(authority: string, scheme = 'https:'): string {
+  const lower = authority.trim().toLowerCase();
+  const port = scheme === 'http:' ? ':80' : ':443';
+  return lower.endsWith(port) ? lower.slice(0, -port.length) : lower;
+}
+
+/** The authorities of the service's own URLs, as normalAuthority() writes them. */
+export const authoritiesOf = (urls: string[]): Set<string> =>
+  new Set(urls.map((u) => normalAuthority(new URL(u).host, new URL(u).protocol)));
 
 /** The parts of a request that Web Bot Auth (HTTP Message Signatures, RFC 9421) signs. */
 export interface SignedRequest {
@@ -104,6 +130,11 @@ export interface VerifyOptions {
   maxWindowS?: number;
   /** Only the draft's test vectors set this. */
   allowTestKeys?: boolean;
+  /**
+   * The service's own authorities (normalAuthority): a request whose Host is none of them does not
+   * verify, as its `@authority` would be another site's. Every authority when left out (the draft's vectors).
+   */
+  authorities?: ReadonlySet<string>;
 }
 
 /** The outcome, why, and which signature and directory it was about. */
@@ -112,6 +143,9 @@ export interface SignatureCheck {
   reason: string;
   label?: string;
   member?: AgentMember | null;
+  /** The checked signature's `nonce` (when it has one) and `expires`, for replay detection. */
+  nonce?: string;
+  expires?: number;
 }
 
 class Refusal extends Error {
@@ -154,8 +188,15 @@ export async function verifySignedRequest(
   const about = { label: chosen.label, member: chosen.member };
   if (chosen.coversOtherHeaders)
     return { outcome: 'unverified', reason: 'covers a header the gateway does not keep', ...about };
+  if (
+    o.authorities &&
+    !o.authorities.has(normalAuthority(r.authority)) &&
+    !o.authorities.has(r.authority.toLowerCase())
+  )
+    return { outcome: 'invalid', reason: 'sent to a host that is not this service', ...about };
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const maxWindow = o.maxWindowS ?? MAX_SIGNATURE_WINDOW_S;
+  const freshness: { nonce?: string; expires?: number } = {};
 
   async function resolveVerifier(candidate: UntrustedSignatureCandidate): Promise<Verifier> {
     const names = new Set(candidate.components.map((c) => c.name));
@@ -164,7 +205,10 @@ export async function verifySignedRequest(
     const { created, expires, keyid } = candidate.parameters;
     if (typeof created !== 'number' || typeof expires !== 'number' || typeof keyid !== 'string')
       throw new Refusal('invalid', 'created, expires and keyid must be given');
+    if (expires <= created) throw new Refusal('invalid', 'expires is not after created');
     if (expires - created > maxWindow) throw new Refusal('invalid', `valid for more than ${maxWindow} s`);
+    freshness.expires = expires;
+    if (typeof candidate.parameters.nonce === 'string') freshness.nonce = candidate.parameters.nonce;
     if (TEST_KEY_THUMBPRINTS.has(keyid) && !o.allowTestKeys)
       throw new Refusal('invalid', 'signed with a published test key');
     const found = await resolveKey(chosen!.member, keyid);
@@ -199,7 +243,7 @@ export async function verifySignedRequest(
         resolveVerifier,
       },
     );
-    return { outcome: 'verified', reason: 'verified', ...about };
+    return { outcome: 'verified', reason: 'verified', ...about, ...freshness };
   } catch (error) {
     return { ...outcomeOfError(error), ...about };
   }
@@ -210,26 +254,95 @@ export interface SignatureVerifierOptions {
   fetchDirectory: DirectoryFetcher;
   /** Called when a check started by `check` has its answer. */
   onResult: (family: string, outcome: SignatureOutcome) => void;
+  /** The service's own authorities (authoritiesOf SITE_URL and SITE_ALIASES); any Host when left out (tests of the format). */
+  authorities?: ReadonlySet<string>;
+  /** Told of every directory fetch (logged at debug, counted in /metrics). */
+  onFetch?: (fetch: DirectoryFetchRecord) => void;
   /** Checks under way at most; beyond it a signed claim counts as unverified at once. */
   maxPending?: number;
+  /** Nonces remembered per signer at most (NONCES_PER_SIGNER by default). */
+  maxNonces?: number;
   /** The directory cache's clock, jitter and sizes (tests). */
-  directories?: Omit<DirectoryCacheOptions, 'fetch'>;
+  directories?: Omit<DirectoryCacheOptions, 'fetch' | 'onFetch'>;
 }
 
+/** Nonces of verified signatures remembered per signer (family), each until its signature expires. */
+export const NONCES_PER_SIGNER = 50_000;
+
 /**
- * Web Bot Auth for the families whose operators sign their requests. Only Signature-Agent members
- * on an origin a family registers in `content/bot-families.yaml` are ever fetched, so a client
- * cannot make the service fetch a host of its choosing; every fetch is also guarded (https, public
- * addresses, bounded). Each signature is checked in the background.
+ * The directories a family registers (`signature_agents:`), as `type fetchUrl`: an origin is its
+ * well-known directory, any other URL a JWK Set or a Client ID Metadata Document at that very URL.
+ * Only these are ever fetched.
+ */
+function registeredDirectories(f: BotFamily): string[] {
+  return (f.signature_agents ?? []).flatMap((agent) => {
+    const types = new URL(agent).pathname === '/' ? (['directory'] as const) : (['jwks_uri', 'cimd'] as const);
+    return types.flatMap((type) => {
+      const member = agentMember(null, agent, type);
+      return member ? [directoryKey(member)] : [];
+    });
+  });
+}
+const directoryKey = (m: Pick<AgentMember, 'type' | 'fetchUrl'>) => `${m.type} ${m.fetchUrl}`;
+
+/**
+ * Web Bot Auth for the families whose operators sign their requests. A Signature-Agent member on
+ * an origin a family registers in `content/bot-families.yaml` claims that family; its keys are
+ * fetched only from a URL the family registers (any other member is unverifiable, with no fetch),
+ * so a client cannot make the service fetch a URL of its choosing, and each registered directory
+ * has its own cache slot and fetch budget, which no flood of other URLs, keyids or signers can
+ * evict or spend. A signature verifies only for the service's own authorities, and a signature
+ * with a nonce once: the nonce is remembered per signer until it expires. Each
+ * signature is checked in the background; every fetch is guarded (https, public addresses, bounded).
  */
 export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const byOrigin = new Map<string, BotFamily>();
-  for (const f of o.families) for (const agent of f.signature_agents ?? []) byOrigin.set(new URL(agent).origin, f);
-  const directories = createDirectoryCache({ ...o.directories, fetch: o.fetchDirectory });
+  const registered = new Set<string>();
+  for (const f of o.families) {
+    for (const agent of f.signature_agents ?? []) byOrigin.set(new URL(agent).origin, f);
+    for (const key of registeredDirectories(f)) registered.add(key);
+  }
+  const directories = createDirectoryCache({
+    ...o.directories,
+    // One slot for every registered directory: none is ever evicted.
+    maxEntries: Math.max(registered.size, 1),
+    fetch: o.fetchDirectory,
+    onFetch: o.onFetch,
+  });
   const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
+  const maxNonces = o.maxNonces ?? NONCES_PER_SIGNER;
+  // Per signer: nonce -> when its signature expires, in seconds.
+  const nonces = new Map<string, Map<string, number>>();
+  const counts = { replays: 0, unregistered: 0 };
   let pending = 0;
-  const resolveKey: KeyResolver = (member, keyid) =>
-    member ? directories.lookup(member, keyid) : Promise.resolve({ status: 'unavailable' });
+  const resolveKey: KeyResolver = (member, keyid) => {
+    if (!member) return Promise.resolve({ status: 'unavailable' });
+    if (!registered.has(directoryKey(member))) {
+      counts.unregistered++;
+      return Promise.resolve({ status: 'unavailable' });
+    }
+    return directories.lookup(member, keyid);
+  };
+  const clock = () => Math.floor((o.directories?.now ?? Date.now)() / 1000);
+
+  /**
+   * A verified signature's first use, or a replay of it. Remembered until it expires; a signer
+   * whose memory is full of unexpired nonces gets `unverified` (never a replay taken as verified).
+   */
+  function firstUse(family: string, id: string, expires: number): SignatureOutcome {
+    let seen = nonces.get(family);
+    if (!seen) nonces.set(family, (seen = new Map()));
+    const now = clock();
+    const until = seen.get(id);
+    if (until !== undefined && until + CLOCK_SKEW_S >= now) {
+      counts.replays++;
+      return 'replayed';
+    }
+    if (seen.size >= maxNonces) for (const [n, at] of seen) if (at + CLOCK_SKEW_S < now) seen.delete(n);
+    if (seen.size >= maxNonces) return 'unverified';
+    seen.set(id, expires);
+    return 'verified';
+  }
 
   return {
     /** The registered family a Signature-Agent header speaks for, if any: that of its first member on a registered origin. */
@@ -245,18 +358,26 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
     check(family: BotFamily, r: SignedRequest): SignatureOutcome | null {
       if (pending >= maxPending) return 'unverified';
       pending++;
-      const now = o.directories?.now;
       void verifySignedRequest(r, resolveKey, {
         select: (member) => member !== null && byOrigin.get(member.origin) === family,
-        ...(now ? { now: Math.floor(now() / 1000) } : {}),
+        now: clock(),
+        ...(o.authorities ? { authorities: o.authorities } : {}),
       }).then((result) => {
         pending--;
-        o.onResult(family.family, result.outcome);
+        // Without a nonce, two requests of one second may carry the very same signature (it need cover
+        // no path): only a nonce tells a replay from the signer's next request.
+        const outcome =
+          result.outcome === 'verified' && result.nonce !== undefined
+            ? firstUse(family.family, result.nonce, result.expires ?? clock())
+            : result.outcome;
+        o.onResult(family.family, outcome);
       });
       return null;
     },
     /** Directory fetches started so far (tests, metrics). */
     directoryFetches: () => directories.fetches(),
+    /** Replayed signatures seen, and members naming a directory no family registers (never fetched). */
+    stats: () => ({ ...counts, directoryFetches: directories.fetches() }),
   };
 }
 export type SignatureVerifier = ReturnType<typeof createSignatureVerifier>;
