@@ -563,7 +563,6 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   /** The old format: `{"seq":..,"citizens":[..],"messages":[..],..}`, a member or element at a time. */
   async #readLegacy(): Promise<LoadedData> {
     const data = emptyData();
-    this.readVersion = 1;
     this.lastRead = await readJSONMembers(
       this.legacyPath,
       new Set(SECTIONS_V2),
@@ -581,6 +580,7 @@ export class SnapshotFile implements Adapter<SnapshotData> {
       this.damage.push({ file: this.legacyPath, offset: 0, end: size, intactAfter: 0, unit: 'lines' });
       return { bytes: size, chunks: 0 };
     });
+    this.readVersion = 1;
     return data;
   }
 }
