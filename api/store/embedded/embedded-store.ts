@@ -399,7 +399,7 @@ export function damageLine(found: StoreDamage): string {
   const first = found.damage[0]!;
   const more = found.damage.length - 1;
   return (
-    `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes fail their checksum or do not parse; ` +
+    `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes fail their checksum or do not parse${first.reason ? `: ${first.reason}` : ''}; ` +
     `${first.intactAfter} intact ${first.unit === 'entries' ? 'journal entries' : 'lines'} after them in that file` +
     `${more > 0 ? `; ${more} more damaged place${more === 1 ? '' : 's'}` : ''}); nothing was changed: ` +
     `copy the folder, then run \`npm run store-salvage -- ${found.dir}\` or restore from a backup (docs/deploy.md)`
@@ -652,7 +652,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       maxBytes,
       ms: Math.round(performance.now() - opened),
     },
-    migrating ? 'store opened from an older format (or a salvage); writing it anew' : 'store opened',
+    migrating ? 'store opened from an old-format snapshot or journal (or a salvage); writing it anew' : 'store opened',
   );
 
   // Warned once each time the store passes NEAR_CEILING of its ceiling, and once when full.

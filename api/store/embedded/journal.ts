@@ -73,6 +73,8 @@ export interface Damage {
   /** Intact records after it in the same file: journal entries, or snapshot lines (blocks of records). */
   intactAfter: number;
   unit?: 'entries' | 'lines';
+  /** What was wrong, where more is known than that the bytes fail their checksum or do not parse. */
+  reason?: string;
 }
 
 /** What a replay found. */

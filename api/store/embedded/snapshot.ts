@@ -260,14 +260,16 @@ export class SnapshotReader {
     if (line.lineNo === 1) this.#checked = line.checked;
     // Version 4 ends every line with its newline and checks every line.
     const whole = line.text !== undefined && (!this.#checked || (line.checked && !line.last));
+    let reason = whole ? undefined : line.text === undefined ? 'fails its checksum' : 'carries no checksum';
     if (whole && (this.damage.length === 0 || this.#tolerant)) {
       try {
         this.line(line.text!, line.lineNo, line.checked);
         this.#intact++;
         this.#open = undefined;
         return;
-      } catch {
-        // Damage, below.
+      } catch (error) {
+        // Damage, below: what was wrong with it goes with it.
+        reason = (error as Error).message.replace(`${this.#path}: `, '');
       }
     } else if (whole) {
       this.#intact++;
@@ -277,7 +279,13 @@ export class SnapshotReader {
     if (this.#open && this.#open.end === line.offset) this.#open.end = line.end;
     else
       this.damage.push(
-        (this.#open = { file: this.#path, offset: line.offset, end: line.end, intactAfter: this.#intact }),
+        (this.#open = {
+          file: this.#path,
+          offset: line.offset,
+          end: line.end,
+          intactAfter: this.#intact,
+          ...(reason ? { reason } : {}),
+        }),
       );
   }
 
@@ -374,11 +382,25 @@ export class SnapshotReader {
   done(): Damage[] {
     if (this.damage.length === 0 && !this.#tolerant) {
       if (!this.header)
-        this.damage.push({ file: this.#path, offset: 0, end: this.#end, intactAfter: 0, unit: 'lines' });
+        this.damage.push({
+          file: this.#path,
+          offset: 0,
+          end: this.#end,
+          intactAfter: 0,
+          unit: 'lines',
+          reason: 'no header',
+        });
       else {
         this.#nextSection();
         if (this.#left !== 0)
-          this.damage.push({ file: this.#path, offset: this.#end, end: this.#end, intactAfter: 0, unit: 'lines' });
+          this.damage.push({
+            file: this.#path,
+            offset: this.#end,
+            end: this.#end,
+            intactAfter: 0,
+            unit: 'lines',
+            reason: 'the file ends before the records its header counts',
+          });
       }
     }
     for (const d of this.damage) {
@@ -577,7 +599,14 @@ export class SnapshotFile implements Adapter<SnapshotData> {
       if (error instanceof StringLimitError || (error as NodeJS.ErrnoException).code !== undefined) throw error;
       // Text that does not parse: damage, as the newer formats report it (no offset is known).
       const { size } = await stat(this.legacyPath);
-      this.damage.push({ file: this.legacyPath, offset: 0, end: size, intactAfter: 0, unit: 'lines' });
+      this.damage.push({
+        file: this.legacyPath,
+        offset: 0,
+        end: size,
+        intactAfter: 0,
+        unit: 'lines',
+        reason: (error as Error).message,
+      });
       return { bytes: size, chunks: 0 };
     });
     this.readVersion = 1;
