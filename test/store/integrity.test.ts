@@ -75,10 +75,22 @@ function linesOf(path: string): { offset: number; end: number; ids: string[] }[]
   return lines;
 }
 
-/** `node api/main.ts` on a data folder, run to its end: exit code and every line it printed. */
-function startOn(dir: string): Promise<{ code: number | null; lines: string[] }> {
-  const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', DIST_DIR: TEST_DIST, LOG_LEVEL: 'warn', DATA_DIR: dir },
+/** `node api/main.ts` (or another entry) on a data folder, run to its end: exit code and every line it printed. */
+function startOn(
+  dir: string,
+  args = ['api/main.ts'],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; lines: string[] }> {
+  const child = spawn('node_modules/.bin/node', args, {
+    env: {
+      ...process.env,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      DIST_DIR: TEST_DIST,
+      LOG_LEVEL: 'warn',
+      DATA_DIR: dir,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
@@ -285,6 +297,12 @@ describe('checksummed embedded store: crash consistency', () => {
       expect(start.lines[0]).toMatch(
         new RegExp(`^agent-node cannot start: store damaged: ${path} at byte \\d+ .*npm run store-salvage -- ${dir}`),
       );
+      // The move to PostgreSQL checks every record before it connects: a damaged store is named, nothing copied.
+      const move = await startOn(dir, ['api/cli/move-to-postgres.ts', '--from', dir], {
+        DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/never_created_by_a_refused_move',
+      });
+      expect(move.code).toBe(1);
+      expect(move.lines.join('\n')).toContain(`move-to-postgres: store damaged: ${path} at byte `);
       const salvage = await run(node, ['api/cli/store-salvage.ts', dir]);
       expect(salvage.status, salvage.stderr).toBe(0);
       expect(salvage.stdout).toMatch(/member ids seen in them: [0-9a-f-]{36}/);
