@@ -401,7 +401,7 @@ export function damageLine(found: StoreDamage): string {
   return (
     `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes fail their checksum or do not parse${first.reason ? `: ${first.reason}` : ''}; ` +
     `${first.intactAfter} intact ${first.unit === 'entries' ? 'journal entries' : 'lines'} after them in that file` +
-    `${more > 0 ? `; ${more} more damaged place${more === 1 ? '' : 's'}` : ''}); nothing was changed: ` +
+    `${more > 0 ? `; ${more} more damaged place${more === 1 ? '' : 's'}` : ''}); no damaged file was changed: ` +
     `copy the folder, then run \`npm run store-salvage -- ${found.dir}\` or restore from a backup (docs/deploy.md)`
   );
 }
@@ -619,6 +619,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     replayed++;
   });
   if (scan.torn) logger.warn(scan.torn, 'journal: cut a torn tail (a write that was never acknowledged)');
+  for (const tail of scan.oldTails)
+    logger.warn(tail, 'journal: cut a torn tail an earlier version left in an older file (never acknowledged)');
   const found: StoreDamage = { dir, damage: [...file.damage, ...scan.damage], torn: scan.torn };
   // Nothing past damage is used, and nothing is written over it: the operator salvages or restores.
   if (!salvaging && found.damage.length > 0) throw new StoreDamagedError(found);

@@ -27,13 +27,16 @@ export const PREALLOCATE_BYTES = 4 * 1024 * 1024;
  * damage the checksums find, not the end: a reader that stopped at the first one lost every record
  * after it.
  */
+const ZEROS = Buffer.alloc(CHUNK_BYTES);
 async function endOfData(handle: FileHandle): Promise<{ end: number; size: number }> {
   const { size } = await handle.stat();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
   for (let to = size; to > 0;) {
     const from = Math.max(0, to - CHUNK_BYTES);
     const { bytesRead } = await handle.read(buffer, 0, to - from, from);
-    for (let i = bytesRead - 1; i >= 0; i--) if (buffer[i] !== 0) return { end: from + i + 1, size };
+    // A chunk of the zeros written ahead is passed over in one comparison, not a byte at a time.
+    if (!buffer.subarray(0, bytesRead).equals(ZEROS.subarray(0, bytesRead)))
+      for (let i = bytesRead - 1; i >= 0; i--) if (buffer[i] !== 0) return { end: from + i + 1, size };
     to = from;
   }
   return { end: 0, size };
@@ -82,6 +85,8 @@ export interface JournalScan {
   damage: Damage[];
   /** The torn tail of the newest file, cut. */
   torn: { file: string; offset: number; bytes: number } | undefined;
+  /** Torn tails of older files of the format before checksums (which left them there), cut. */
+  oldTails: { file: string; offset: number; bytes: number }[];
   /** Intact entries written before entries carried checksums (format 1): the next snapshot takes them. */
   unchecked: number;
   entries: number;
@@ -160,7 +165,7 @@ export class Journal {
   async replay(onEntry: (entry: JournalEntry) => void, keep = false): Promise<JournalScan> {
     const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
     const empty: string[] = [];
-    const scan: JournalScan = { damage: [], torn: undefined, unchecked: 0, entries: 0 };
+    const scan: JournalScan = { damage: [], torn: undefined, oldTails: [], unchecked: 0, entries: 0 };
     let newest: { file: string; end: number; damage: Damage[] } | undefined;
     for (const file of files) {
       const path = join(this.dir, file);
@@ -168,6 +173,7 @@ export class Journal {
       const { end } = await endOfData(handle).finally(() => handle.close());
       const damage: Damage[] = [];
       let intact = 0;
+      let checked = 0;
       let open_: Damage | undefined;
       await readRecordLines(
         path,
@@ -191,6 +197,7 @@ export class Journal {
           open_ = undefined;
           intact++;
           if (!line.checked) scan.unchecked++;
+          else checked++;
           scan.entries++;
           onEntry(entry);
         },
@@ -198,6 +205,14 @@ export class Journal {
       );
       // Until here intactAfter held the intact entries before each damage: now those after it.
       for (const d of damage) d.intactAfter = intact - d.intactAfter;
+      // The format before checksums cut a torn tail only off the file it reopened, so an older file of
+      // it may still end in one from a crash long ago: that too was never acknowledged.
+      const last = damage.at(-1);
+      if (checked === 0 && last && last.intactAfter === 0 && last.end === end && path !== files.at(-1)) {
+        damage.pop();
+        scan.oldTails.push({ file: path, offset: last.offset, bytes: last.end - last.offset });
+        if (!keep) await this.#cut(path, last.offset, last.end);
+      }
       scan.damage.push(...damage);
       if (end > 0) newest = { file: path, end, damage };
       if (path === this.#file) continue;
