@@ -63,9 +63,9 @@ export interface RestartFigure {
   cpuMs: number[];
 }
 
-export async function restartFigure(citizens: number, tail: number, rounds: number): Promise<RestartFigure> {
-  const dir = mkdtempSync(join(tmpdir(), 'bench-store-restart-'));
-  try {
+/** A data folder of `citizens` in a snapshot and `tail` oaths in its journal, as this commit writes them. */
+export async function seedStore(dir: string, citizens: number, tail: number): Promise<void> {
+  {
     await seedSnapshot(dir, citizens);
     // The first start computes the name keys and writes the snapshot anew with them (as a real one would have).
     const first = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
@@ -102,6 +102,16 @@ export async function restartFigure(citizens: number, tail: number, rounds: numb
         }),
       );
     await writer.close();
+  }
+}
+
+/** Opens the store in `dir` `rounds` times: wall and CPU of each open. */
+export async function openTimes(
+  dir: string,
+  expected: number,
+  rounds: number,
+): Promise<{ ms: number[]; cpuMs: number[] }> {
+  {
     const ms: number[] = [];
     const cpuMs: number[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -111,17 +121,39 @@ export async function restartFigure(citizens: number, tail: number, rounds: numb
       ms.push(performance.now() - started);
       const used = process.cpuUsage(cpu);
       cpuMs.push((used.user + used.system) / 1000);
-      if ((await store.citizens.stats()).total !== citizens + tail) throw new Error('a restart lost citizens');
+      if ((await store.citizens.stats()).total !== expected) throw new Error('a restart lost citizens');
       await store.close();
     }
+    return { ms, cpuMs };
+  }
+}
+
+export async function restartFigure(citizens: number, tail: number, rounds: number): Promise<RestartFigure> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-store-restart-'));
+  try {
+    await seedStore(dir, citizens, tail);
+    const { ms, cpuMs } = await openTimes(dir, citizens + tail, rounds);
     return { citizens, tail, medianMs: median(ms), ms, medianCpuMs: median(cpuMs), cpuMs };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-// Run alone: BENCH_RESTART_CITIZENS=1000000 node bench/store-restart.ts
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run alone: BENCH_RESTART_CITIZENS=1000000 node bench/store-restart.ts. Paired with another commit's
+// tree under the same load: BENCH_RESTART_SEED=<dir> seeds a folder and exits; BENCH_RESTART_OPEN=<dir>
+// opens it BENCH_RESTART_ROUNDS times and prints the CPU of each open (a driver alternates the trees).
+const env = process.env;
+if (import.meta.url === `file://${process.argv[1]}` && env.BENCH_RESTART_SEED) {
+  await seedStore(
+    env.BENCH_RESTART_SEED,
+    Number(env.BENCH_RESTART_CITIZENS ?? 1_000_000),
+    Number(env.BENCH_RESTART_TAIL ?? 20_000),
+  );
+} else if (import.meta.url === `file://${process.argv[1]}` && env.BENCH_RESTART_OPEN) {
+  const expected = Number(env.BENCH_RESTART_CITIZENS ?? 1_000_000) + Number(env.BENCH_RESTART_TAIL ?? 20_000);
+  const { ms, cpuMs } = await openTimes(env.BENCH_RESTART_OPEN, expected, Number(env.BENCH_RESTART_ROUNDS ?? 1));
+  console.log(`open cpu ${cpuMs.map((m) => m.toFixed(0)).join(' ')} wall ${ms.map((m) => m.toFixed(0)).join(' ')}`);
+} else if (import.meta.url === `file://${process.argv[1]}`) {
   const figure = await restartFigure(
     Number(process.env.BENCH_RESTART_CITIZENS ?? 1_000_000),
     Number(process.env.BENCH_RESTART_TAIL ?? 20_000),
