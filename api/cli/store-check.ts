@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { lockFolder, LockHeld, type HostLock } from '../operator/host-lock.ts';
 import { damageLine, scrubStore } from '../store/embedded/salvage.ts';
@@ -20,6 +20,9 @@ if (
   ))
 )
   fail(`${dir} is not a folder\n${usage}`, 2);
+const names = await readdir(dir);
+if (!names.some((name) => /^(journal-\d+|snapshot(-\d+)?)\.jsonl$|^snapshot\.json$/.test(name)))
+  fail(`${dir} holds no embedded store (no snapshot, no journal)\n${usage}`, 2);
 // A live server writes and compacts as this reads: its journal's last line may be half written.
 let lock: HostLock | undefined;
 try {
