@@ -95,48 +95,6 @@ class Pieces {
   }
 }
 
-/**
- * Calls `onLine` with each line of a file, read a chunk at a time; with `zeroEnds`, the data ends
- * at the first zero byte (journal files are filled with zeros ahead of their writes). A last line
- * without its newline is given too. Resolves with the data's size and the chunks read.
- */
-export async function readLines(
-  path: string,
-  onLine: (line: string, lineNo: number) => void,
-  options: ChunkOptions & { zeroEnds?: boolean } = {},
-): Promise<ChunkStats> {
-  const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
-  const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
-  const buffer = Buffer.allocUnsafe(chunkBytes);
-  const handle = await open(path, 'r');
-  let bytes = 0;
-  let chunks = 0;
-  let lineNo = 0;
-  try {
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, chunkBytes, bytes);
-      if (bytesRead === 0) break;
-      chunks++;
-      let end = bytesRead;
-      const zero = options.zeroEnds ? buffer.subarray(0, bytesRead).indexOf(0) : -1;
-      if (zero !== -1) end = zero;
-      bytes += end;
-      const data = buffer.subarray(0, end);
-      let start = 0;
-      for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
-        onLine(pieces.take(data, start, nl), ++lineNo);
-        start = nl + 1;
-      }
-      pieces.add(data, start, end);
-      if (zero !== -1) break;
-    }
-    if (!pieces.empty) onLine(pieces.take(buffer, 0, 0), ++lineNo);
-  } finally {
-    await handle.close();
-  }
-  return { bytes, chunks };
-}
-
 /** One line as `readRecordLines` gives it. */
 export interface LineRead {
   /** The line's text (after its checksum, when it carries one); undefined when its checksum fails. */
