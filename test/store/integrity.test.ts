@@ -3,7 +3,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sta
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { Writable } from 'node:stream';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { CHECK_BYTES } from '../../api/store/embedded/checksum.ts';
 import { citizenCodec, messageCodec } from '../../api/store/embedded/codec.ts';
@@ -21,7 +21,16 @@ import { citizen, message } from './contract.ts';
 const { logger } = createLogging('silent', new Writable({ write: (_c, _e, cb) => cb() }));
 // In memory where the machine has it: hundreds of starts, each syncing its folder, are not what is tested here.
 const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
-const temp = (prefix: string) => mkdtempSync(join(base, prefix));
+const made: string[] = [];
+const temp = (prefix: string) => {
+  const dir = mkdtempSync(join(base, prefix));
+  made.push(dir);
+  return dir;
+};
+// Hundreds of copies: gone with the run (in memory, where /dev/shm is).
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 /** Small blocks (a dozen records a snapshot line), so damage to one line costs a few records, as at scale. */
 const chunks = { chunkBytes: 4096, maxStringBytes: 2048 };
 
