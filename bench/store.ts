@@ -7,6 +7,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { createLogging } from '../api/log.ts';
 import { openEmbeddedStore } from '../api/store/index.ts';
 import { compare, load, startChild, type Figures } from './lib.ts';
+import { restartFigure } from './store-restart.ts';
 
 // Oath throughput of the embedded store: small against large register, durable against in-memory,
 // and against PostgreSQL with synchronous commit, all measured in this one run.
@@ -47,6 +48,13 @@ function seeded(n: number): string {
 }
 
 const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+
+// A restart of a large store in process: every record's checksum is checked on the way (bench/store-restart.ts;
+// BENCH_RESTART_CITIZENS=1000000 node bench/store-restart.ts on this and an earlier commit compares the formats).
+const restart = await restartFigure(Number(process.env.BENCH_RESTART_CITIZENS ?? 300_000), 10_000, 3);
+console.log(
+  `restart of ${restart.citizens.toLocaleString('en')} citizens (a shout each) + ${restart.tail.toLocaleString('en')} journal oaths: store open median ${restart.medianMs.toFixed(0)} ms, CPU ${restart.medianCpuMs.toFixed(0)} ms`,
+);
 
 const small = await startChild(['api/main.ts'], { ...base, DATA_DIR: seeded(1_000) });
 const bigDir = seeded(100_000);

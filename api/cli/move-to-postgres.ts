@@ -12,7 +12,7 @@ import { lockFolder, LockHeld } from '../operator/host-lock.ts';
 import { holdingsOf, openEmbeddedStore } from '../store/embedded/embedded-store.ts';
 import { migrate } from '../store/postgres/migrations.ts';
 import { checkMove, receiptsInOrder } from '../store/postgres/move-check.ts';
-import { copyStore, finishMove, MoveRefused, startMove } from '../store/postgres/move.ts';
+import { copyStore, finishMove, MoveRefused, refuseDamagedSource, startMove } from '../store/postgres/move.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { StartupError } from '../startup-error.ts';
 
@@ -65,6 +65,10 @@ const lock = await lockFolder(dir, 'data', 'moving it to PostgreSQL').catch((err
       ? `${error.message}. Stop the service on this DATA_DIR, then run the move again.`
       : String(error),
   ),
+);
+// Every record's checksum, before anything is copied: a damaged store is named and not moved.
+await refuseDamagedSource(dir).catch((error: unknown) =>
+  fail(error instanceof MoveRefused ? error.message : String(error)),
 );
 
 // The key that signed the log's tree heads: the service's LOG_SIGNING_KEY_FILE, or the one its folder made.

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { CHECK_BYTES, carriesChecksum, checksumHolds } from '../../api/store/embedded/checksum.ts';
 import { SNAPSHOT_FILE, SnapshotReader } from '../../api/store/embedded/snapshot.ts';
 
 /** The order of the record lines after the header, as the store writes them. */
@@ -24,16 +25,21 @@ export function snapshotOnDisk(dir: string): SnapshotOnDisk | null {
   let reader: SnapshotReader | undefined;
   let bytes = 0;
   for (const file of [SNAPSHOT_FILE, ...deltas]) {
-    const text = readFileSync(join(dir, file), 'utf8');
-    bytes += Buffer.byteLength(text);
+    bytes += readFileSync(join(dir, file)).length;
     const into = reader?.finish();
     // A delta the snapshot already covers (left by a crash) is skipped, as the store skips it.
     if (into && Number(/\d+/.exec(file)![0]) <= into.seq) continue;
     reader = new SnapshotReader(join(dir, file), into);
-    text
-      .split('\n')
-      .filter((l) => l !== '')
-      .forEach((line, i) => reader!.line(line, i + 1));
+    const content = readFileSync(join(dir, file));
+    for (let offset = 0, lineNo = 1; offset < content.length; lineNo++) {
+      const nl = content.indexOf(10, offset);
+      const end = nl === -1 ? content.length : nl + 1;
+      const line = content.subarray(offset, nl === -1 ? end : nl);
+      const checked = carriesChecksum(line);
+      const text = !checked ? line.toString() : checksumHolds(line) ? line.toString('utf8', CHECK_BYTES) : undefined;
+      reader.read({ text, offset, end, lineNo, checked, last: nl === -1 });
+      offset = end;
+    }
   }
   const data = reader!.finish();
   const records = {

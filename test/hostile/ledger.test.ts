@@ -50,7 +50,8 @@ function savedLedger(): { ledger: TelemetrySnapshot; bytes: number } {
     .sort()) {
     for (const line of readFileSync(join(dataDir, file), 'utf8').split('\n')) {
       if (!line.includes('"op":"telemetry.save"')) continue;
-      const entry = JSON.parse(line.replace(/\0+$/, '')) as { v: TelemetrySnapshot };
+      // An entry behind its checksum (`<crc32c hex> <json>`), or of the format before checksums.
+      const entry = JSON.parse(line.replace(/\0+$/, '').replace(/^[0-9a-f]{8} /, '')) as { v: TelemetrySnapshot };
       found = { ledger: entry.v, bytes: Buffer.byteLength(JSON.stringify(entry.v)) };
     }
   }

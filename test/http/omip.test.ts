@@ -8,6 +8,7 @@ import { verifyTreeHead } from '../../api/omip/signer.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { run } from '../helpers/run.ts';
+import { CHECK_BYTES, sealedLine } from '../../api/store/embedded/checksum.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -279,10 +280,17 @@ describe('dual exchange and the receipt log', () => {
     await own.stop();
     const journal = readdirSync(own.dataDir).find((f) => f.startsWith('journal-'))!;
     const path = join(own.dataDir, journal);
-    writeFileSync(
-      path,
-      readFileSync(path, 'utf8').replace('"reason":"dual PERSIST"', '"reason":"dual PERSIST (edited)"'),
-    );
+    // Edited behind a checksum that holds (the store's own check would refuse the start otherwise): the receipt's hash still tells.
+    const edited = readFileSync(path, 'utf8')
+      .split('\n')
+      .map((line) =>
+        line.includes('"reason":"dual PERSIST"')
+          ? sealedLine(line.slice(CHECK_BYTES).replace('"reason":"dual PERSIST"', '"reason":"dual PERSIST (edited)"'))
+              .toString()
+              .slice(0, -1)
+          : line,
+      );
+    writeFileSync(path, edited.join('\n'));
     const again = await startServer({ DATA_DIR: own.dataDir });
     const res = await fetch(`${again.url}/api/omip/receipts/${encodeURIComponent(made.receipt.id)}`);
     expect(res.status).toBe(500);

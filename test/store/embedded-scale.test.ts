@@ -15,6 +15,7 @@ import {
   type Store,
 } from '../../api/store/index.ts';
 import { citizenCodec, KeyIndex, messageCodec, RecordList } from '../../api/store/embedded/codec.ts';
+import { CHECK_BYTES, sealedLine } from '../../api/store/embedded/checksum.ts';
 import { emptyData, SnapshotFile } from '../../api/store/embedded/snapshot.ts';
 import { citizen, message } from './contract.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -323,14 +324,18 @@ describe('snapshot in chunks', () => {
     data.citizens.push(citizen({ homeUrl: 'https://example.org/' }));
     await file.write(data);
     const [header, line] = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
-    const bytes = Buffer.from(JSON.parse(line!) as string, 'base64');
-    // Cut short, and with a string length that runs past the end.
+    const bytes = Buffer.from(JSON.parse(line!.slice(CHECK_BYTES + 1)) as string, 'base64');
+    // Cut short, and with a string length that runs past the end (behind a checksum that holds: the encoding is checked too).
     for (const damaged of [
       bytes.subarray(0, 30),
       Buffer.concat([bytes.subarray(0, 18), Buffer.from([0xff, 0xff, 0x7f])]),
     ]) {
-      writeFileSync(join(dir, 'snapshot.jsonl'), `${header}\n${JSON.stringify(damaged.toString('base64'))}\n`);
-      await expect(file.read()).rejects.toThrow();
+      writeFileSync(
+        join(dir, 'snapshot.jsonl'),
+        Buffer.concat([Buffer.from(`${header}\n`), sealedLine(`c${JSON.stringify(damaged.toString('base64'))}`)]),
+      );
+      await file.read();
+      expect(file.damage).toMatchObject([{ offset: header!.length + 1, reason: /does not decode|ends early/ }]);
     }
   });
 
@@ -341,19 +346,24 @@ describe('snapshot in chunks', () => {
     for (let i = 0; i < 5; i++) data.citizens.push(citizen());
     await file.write(data);
     const [header, block] = readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n');
-    // One block holds the five: keep three of them.
-    const bytes = Buffer.from(JSON.parse(block!) as string, 'base64');
+    // One block holds the five: keep three of them (behind a checksum that holds: the counts are checked too).
+    const bytes = Buffer.from(JSON.parse(block!.slice(CHECK_BYTES + 1)) as string, 'base64');
     let end = 0;
     for (let i = 0; i < 3; i++) end = citizenCodec.end(bytes, end);
     writeFileSync(
       join(dir, 'snapshot.jsonl'),
-      `${header}\n${JSON.stringify(bytes.subarray(0, end).toString('base64'))}\n`,
+      Buffer.concat([
+        Buffer.from(`${header}\n`),
+        sealedLine(`c${JSON.stringify(bytes.subarray(0, end).toString('base64'))}`),
+      ]),
     );
-    await expect(file.read()).rejects.toThrow(/ends before/);
-    const fewer = header!.replace('"citizens":5', '"citizens":4');
-    expect(fewer).not.toBe(header);
-    writeFileSync(join(dir, 'snapshot.jsonl'), `${fewer}\n${block}\n`);
-    await expect(file.read()).rejects.toThrow(/more records than the header counts/);
+    await file.read();
+    expect(file.damage).toMatchObject([{ reason: /ends before/ }]);
+    const fewer = header!.slice(CHECK_BYTES).replace('"citizens":5', '"citizens":4');
+    expect(fewer).not.toBe(header!.slice(CHECK_BYTES));
+    writeFileSync(join(dir, 'snapshot.jsonl'), Buffer.concat([sealedLine(fewer), Buffer.from(`${block}\n`)]));
+    await file.read();
+    expect(file.damage).toMatchObject([{ reason: /more records than the header counts/ }]);
   });
 });
 
@@ -641,13 +651,23 @@ describe('deltas (what was written since the last snapshot, in its form)', () =>
     // Each follows the one before it, and none holds the snapshot's records again.
     const headers = files.map(
       (f) =>
-        JSON.parse(readFileSync(join(dir, f), 'utf8').split('\n')[0]!) as never as {
+        JSON.parse(
+          readFileSync(join(dir, f), 'utf8')
+            .split('\n')[0]!
+            .slice(CHECK_BYTES + 1),
+        ) as never as {
           from: number;
           seq: number;
           counts: Record<string, number>;
         },
     );
-    const base = JSON.parse(readFileSync(join(dir, 'snapshot.jsonl'), 'utf8').split('\n')[0]!) as { seq: number };
+    const base = JSON.parse(
+      readFileSync(join(dir, 'snapshot.jsonl'), 'utf8')
+        .split('\n')[0]!
+        .slice(CHECK_BYTES + 1),
+    ) as {
+      seq: number;
+    };
     headers.forEach((h, i) => expect(h.from).toBe(i === 0 ? base.seq : headers[i - 1]!.seq));
     expect(headers.reduce((n, h) => n + h.counts.citizens!, 0)).toBeLessThanOrEqual(40 + 1 + 30);
     expect(Math.max(...headers.map((h) => h.counts.citizens!))).toBeLessThan(40);

@@ -1,5 +1,6 @@
 import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { carriesChecksum, checksumHolds, CHECK_BYTES, sealInPlace } from './checksum.ts';
 
 /** fsyncs a folder so a rename inside it survives a crash. */
 export async function syncDir(dir: string): Promise<void> {
@@ -76,47 +77,85 @@ class Pieces {
     this.#bytes = 0;
     return text;
   }
+  /** The bytes gathered followed by buf[start, end) (a view of buf when nothing was gathered), and a fresh start. */
+  takeBytes(buf: Buffer, start: number, end: number): Buffer {
+    this.#check(end - start);
+    let bytes: Buffer;
+    if (this.#bytes === 0) bytes = buf.subarray(start, end);
+    else {
+      this.#pieces.push(buf.subarray(start, end));
+      bytes = Buffer.concat(this.#pieces);
+    }
+    this.#pieces = [];
+    this.#bytes = 0;
+    return bytes;
+  }
   #check(more: number): void {
     if (this.#bytes + more > this.limit) throw new StringLimitError(this.path, this.#bytes + more, this.limit);
   }
 }
 
+/** One line as `readRecordLines` gives it. */
+export interface LineRead {
+  /** The line's text (after its checksum, when it carries one); undefined when its checksum fails. */
+  text: string | undefined;
+  /** Where the line starts in the file, and where it ends (after its newline, if it has one). */
+  offset: number;
+  end: number;
+  lineNo: number;
+  /** It carried a checksum (which held, when `text` is set). */
+  checked: boolean;
+  /** The file ends inside this line: it has no newline. */
+  last: boolean;
+}
+
 /**
- * Calls `onLine` with each line of a file, read a chunk at a time; with `zeroEnds`, the data ends
- * at the first zero byte (journal files are filled with zeros ahead of their writes). A last line
- * without its newline is given too. Resolves with the data's size and the chunks read.
+ * Gives each line of a file's first `end` bytes (all of it by default) to `onLine`, read a chunk
+ * at a time, with its byte offset: a line that carries a checksum (see checksum.ts) is checked on
+ * its bytes and given without its prefix, or without text when it fails; a line of an older format
+ * is given as it is. A last line without its newline is given too, marked `last`.
  */
-export async function readLines(
+export async function readRecordLines(
   path: string,
-  onLine: (line: string, lineNo: number) => void,
-  options: ChunkOptions & { zeroEnds?: boolean } = {},
+  onLine: (line: LineRead) => void,
+  options: ChunkOptions & { end?: number } = {},
 ): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
-  const pieces = new Pieces(path, options.maxStringBytes ?? MAX_STRING_BYTES);
+  const limit = options.maxStringBytes ?? MAX_STRING_BYTES;
+  const pieces = new Pieces(path, limit + CHECK_BYTES);
   const buffer = Buffer.allocUnsafe(chunkBytes);
   const handle = await open(path, 'r');
+  const stop = options.end ?? (await handle.stat()).size;
   let bytes = 0;
   let chunks = 0;
   let lineNo = 0;
+  let lineStart = 0;
+  const give = (line: Buffer, end: number, last: boolean) => {
+    const checked = carriesChecksum(line);
+    let text: string | undefined;
+    if (!checked) text = line.toString('utf8');
+    else if (checksumHolds(line)) {
+      if (line.length - CHECK_BYTES > limit) throw new StringLimitError(path, line.length - CHECK_BYTES, limit);
+      text = line.toString('utf8', CHECK_BYTES);
+    }
+    onLine({ text, offset: lineStart, end, lineNo: ++lineNo, checked, last });
+    lineStart = end;
+  };
   try {
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, chunkBytes, bytes);
+    while (bytes < stop) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(chunkBytes, stop - bytes), bytes);
       if (bytesRead === 0) break;
       chunks++;
-      let end = bytesRead;
-      const zero = options.zeroEnds ? buffer.subarray(0, bytesRead).indexOf(0) : -1;
-      if (zero !== -1) end = zero;
-      bytes += end;
-      const data = buffer.subarray(0, end);
+      const data = buffer.subarray(0, bytesRead);
       let start = 0;
       for (let nl = data.indexOf(10); nl !== -1; nl = data.indexOf(10, start)) {
-        onLine(pieces.take(data, start, nl), ++lineNo);
+        give(pieces.takeBytes(data, start, nl), bytes + nl + 1, false);
         start = nl + 1;
       }
-      pieces.add(data, start, end);
-      if (zero !== -1) break;
+      pieces.add(data, start, bytesRead);
+      bytes += bytesRead;
     }
-    if (!pieces.empty) onLine(pieces.take(buffer, 0, 0), ++lineNo);
+    if (!pieces.empty) give(pieces.takeBytes(buffer, 0, 0), bytes, true);
   } finally {
     await handle.close();
   }
@@ -131,9 +170,11 @@ export async function readLines(
 export async function writeLinesDurably(
   path: string,
   lines: Iterable<string>,
-  options: ChunkOptions = {},
+  options: ChunkOptions & { checksums?: boolean } = {},
 ): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
+  // Each line behind its checksum (checksum.ts), computed on the bytes where they were written.
+  const prefix = options.checksums ? CHECK_BYTES : 0;
   const temp = `${path}.tmp`;
   const handle = await open(temp, 'w');
   let bytes = 0;
@@ -151,16 +192,22 @@ export async function writeLinesDurably(
     };
     for (const line of lines) {
       // UTF-8 takes at least a byte and at most three a UTF-16 unit: measured only when that is not enough to tell.
-      const size = line.length * 3 <= chunkBytes - used - 1 ? -1 : Buffer.byteLength(line);
+      const size = line.length * 3 + prefix <= chunkBytes - used - 1 ? -1 : Buffer.byteLength(line) + prefix;
       if (size > chunkBytes - used - 1 && used > 0) {
         await flush(buffer.subarray(0, used));
         used = 0;
       }
       if (size > chunkBytes - 1) {
-        await flush(Buffer.from(`${line}\n`));
+        const alone = Buffer.allocUnsafe(size + 1);
+        alone.write(line, prefix);
+        if (prefix) sealInPlace(alone, 0, size);
+        alone[size] = 0x0a;
+        await flush(alone);
         continue;
       }
-      used += buffer.write(line, used);
+      const from = used;
+      used += prefix + buffer.write(line, used + prefix);
+      if (prefix) sealInPlace(buffer, from, used);
       buffer[used++] = 0x0a;
     }
     if (used > 0) await flush(buffer.subarray(0, used));

@@ -7,7 +7,8 @@ import type { Message } from '../../schemas/citizenship.ts';
 import { NameTaken, nameKeys, nameKeysStamp } from '../../names/name-rule.ts';
 import type { ChunkOptions } from './durable-file.ts';
 import { StoreFullError, StoreUnavailableError } from '../errors.ts';
-import { Journal, type JournalEntry, type JournalObserver } from './journal.ts';
+import { Journal, type Damage, type JournalEntry, type JournalObserver, type JournalScan } from './journal.ts';
+import { StartupError } from '../../startup-error.ts';
 import { pageLogNewestFirst, pageNewestFirst } from '../pages.ts';
 import {
   citizenClassAt,
@@ -378,6 +379,40 @@ export interface EmbeddedStoreOptions {
   maxBytes?: number | undefined;
   /** How snapshots and journals are read and written in pieces (tests make them tiny). */
   chunks?: ChunkOptions;
+  /**
+   * A salvage (npm run store-salvage): every intact record is read, past damage, and this is told
+   * what was damaged before anything is written; then the store is written anew whole (a snapshot
+   * of what was read), which leaves the damaged files behind. Without it, damage refuses the open.
+   */
+  salvage?: (found: StoreDamage) => Promise<void>;
+}
+
+/** What a read of a data folder found: damage, and the torn tail it cut. */
+export interface StoreDamage {
+  dir: string;
+  damage: Damage[];
+  torn: JournalScan['torn'];
+}
+
+/** The one line a start that finds damage stops with: the file, the byte, what is intact after it, what to run. */
+export function damageLine(found: StoreDamage): string {
+  const first = found.damage[0]!;
+  const more = found.damage.length - 1;
+  return (
+    `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes fail their checksum or do not parse${first.reason ? `: ${first.reason}` : ''}; ` +
+    `${first.intactAfter} intact ${first.unit === 'entries' ? 'journal entries' : 'lines'} after them in that file` +
+    `${more > 0 ? `; ${more} more damaged place${more === 1 ? '' : 's'}` : ''}); no damaged file was changed: ` +
+    `copy the folder, then run \`npm run store-salvage -- ${found.dir}\` or restore from a backup (docs/deploy.md)`
+  );
+}
+
+/** A data folder with damaged records: a start refuses it (StartupError: one line, no stack). */
+export class StoreDamagedError extends StartupError {
+  readonly found: StoreDamage;
+  constructor(found: StoreDamage) {
+    super(damageLine(found));
+    this.found = found;
+  }
 }
 
 /** How full an embedded store is. */
@@ -560,11 +595,11 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
   });
   const opened = performance.now();
-  const file = new SnapshotFile(join(dir, SNAPSHOT_FILE), join(dir, LEGACY_SNAPSHOT_FILE), options.chunks);
+  const salvaging = options.salvage !== undefined;
+  const file = new SnapshotFile(join(dir, SNAPSHOT_FILE), join(dir, LEGACY_SNAPSHOT_FILE), options.chunks, salvaging);
   const db = new Low<SnapshotData>(file, emptyData());
   await db.read();
-  const migrating = file.readLegacy;
-  let snapshotBytes = await stat(migrating ? file.legacyPath : file.path).then(
+  let snapshotBytes = await stat(file.readLegacy ? file.legacyPath : file.path).then(
     (s) => s.size,
     () => 0,
   );
@@ -578,14 +613,21 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // The sequence of the last file written (snapshot or delta): the next delta follows it.
   let writtenSeq = base;
   let replayed = 0;
-  await journal.replay(
-    (entry) => {
-      if (entry.seq <= base) return;
-      memory.apply(entry);
-      replayed++;
-    },
-    (name, line) => logger.warn({ file: name, line }, 'journal: skipped a torn or corrupt line'),
-  );
+  const scan = await journal.replay((entry) => {
+    if (entry.seq <= base) return;
+    memory.apply(entry);
+    replayed++;
+  });
+  if (scan.torn) logger.warn(scan.torn, 'journal: cut a torn tail (a write that was never acknowledged)');
+  for (const tail of scan.oldTails)
+    logger.warn(tail, 'journal: cut a torn tail an earlier version left in an older file (never acknowledged)');
+  const found: StoreDamage = { dir, damage: [...file.damage, ...scan.damage], torn: scan.torn };
+  // Nothing past damage is used, and nothing is written over it: the operator salvages or restores.
+  if (!salvaging && found.damage.length > 0) throw new StoreDamagedError(found);
+  if (salvaging) await options.salvage!(found);
+  // Records of a format without checksums (or a salvage's) are written anew, with them, at once.
+  const migrating =
+    salvaging || file.readLegacy || (file.readVersion !== undefined && file.readVersion < 4) || scan.unchecked > 0;
   // The journal brings back records that expired while the process was down.
   memory.pruneIdempotency(Date.now());
   let seq = memory.seq;
@@ -612,7 +654,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
       maxBytes,
       ms: Math.round(performance.now() - opened),
     },
-    migrating ? 'store opened from an old-format snapshot; writing it anew' : 'store opened',
+    migrating ? 'store opened from an old-format snapshot or journal (or a salvage); writing it anew' : 'store opened',
   );
 
   // Warned once each time the store passes NEAR_CEILING of its ceiling, and once when full.

@@ -1,7 +1,8 @@
 import { constants } from 'node:fs';
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { CHUNK_BYTES, readLines, syncDir, type ChunkOptions } from './durable-file.ts';
+import { CHUNK_BYTES, readRecordLines, syncDir, type ChunkOptions } from './durable-file.ts';
+import { sealedLine } from './checksum.ts';
 
 /** One journal line: a sequence number, an operation type and its value. */
 export interface JournalEntry {
@@ -20,18 +21,25 @@ const WRITE_DSYNC = constants.O_RDWR | constants.O_CREAT | constants.O_DSYNC;
  */
 export const PREALLOCATE_BYTES = 4 * 1024 * 1024;
 
-/** Where a journal file's data ends: at its first zero byte, or its end; read a chunk at a time. */
+/**
+ * Where a journal file's data ends: after its last byte that is not zero (the zeros after it were
+ * written ahead of the writes), read a chunk at a time from the end. A zero byte inside the data is
+ * damage the checksums find, not the end: a reader that stopped at the first one lost every record
+ * after it.
+ */
+const ZEROS = Buffer.alloc(CHUNK_BYTES);
 async function endOfData(handle: FileHandle): Promise<{ end: number; size: number }> {
   const { size } = await handle.stat();
   const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-  for (let position = 0; position < size;) {
-    const { bytesRead } = await handle.read(buffer, 0, CHUNK_BYTES, position);
-    if (bytesRead === 0) break;
-    const zero = buffer.subarray(0, bytesRead).indexOf(0);
-    if (zero !== -1) return { end: position + zero, size };
-    position += bytesRead;
+  for (let to = size; to > 0;) {
+    const from = Math.max(0, to - CHUNK_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, to - from, from);
+    // A chunk of the zeros written ahead is passed over in one comparison, not a byte at a time.
+    if (!buffer.subarray(0, bytesRead).equals(ZEROS.subarray(0, bytesRead)))
+      for (let i = bytesRead - 1; i >= 0; i--) if (buffer[i] !== 0) return { end: from + i + 1, size };
+    to = from;
   }
-  return { end: size, size };
+  return { end: 0, size };
 }
 
 /** Where the last whole line of the first `end` bytes ends (after its newline); 0 when there is none. */
@@ -47,7 +55,8 @@ async function endOfLastLine(handle: FileHandle, end: number): Promise<number> {
   return 0;
 }
 
-const NAME = /^journal-(\d{12})\.jsonl$/;
+export const JOURNAL_NAME = /^journal-(\d{12})\.jsonl$/;
+const NAME = JOURNAL_NAME;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
 
 /** An optional observer of durable writes (metrics): the journal reports, it does not know who listens. */
@@ -58,8 +67,33 @@ export interface JournalObserver {
   failed(groupSize: number): void;
 }
 
+/** Bytes of a file that fail their checksum or do not parse: a run of damaged lines. */
+export interface Damage {
+  file: string;
+  /** Where the damaged bytes start and end in the file. */
+  offset: number;
+  end: number;
+  /** Intact records after it in the same file: journal entries, or snapshot lines (blocks of records). */
+  intactAfter: number;
+  unit?: 'entries' | 'lines';
+  /** What was wrong, where more is known than that the bytes fail their checksum or do not parse. */
+  reason?: string;
+}
+
+/** What a replay found. */
+export interface JournalScan {
+  damage: Damage[];
+  /** The torn tail of the newest file, cut. */
+  torn: { file: string; offset: number; bytes: number } | undefined;
+  /** Torn tails of older files of the format before checksums (which left them there), cut. */
+  oldTails: { file: string; offset: number; bytes: number }[];
+  /** Intact entries written before entries carried checksums (format 1): the next snapshot takes them. */
+  unchecked: number;
+  entries: number;
+}
+
 interface Pending {
-  line: string;
+  line: Buffer;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -121,33 +155,96 @@ export class Journal {
   }
 
   /**
-   * Reads every journal file in order, a chunk at a time, and hands each entry to `onEntry` as it
-   * is read; a line that does not parse is reported and skipped. Files with no data are removed.
+   * Reads every journal file in order, a chunk at a time, and hands each intact entry to `onEntry`
+   * as it is read. What does not hold its checksum or does not parse is damage, and is given back,
+   * with the intact entries after it in its file, never skipped silently: except the torn tail,
+   * the bytes after the last whole entry of the newest file, which no acknowledged write reached
+   * (the write that made them was never answered); that is cut off (zeroed) here, unless `keep`.
+   * Files with no data are removed (unless `keep`).
    */
-  async replay(onEntry: (entry: JournalEntry) => void, onTorn: (file: string, lineNo: number) => void): Promise<void> {
+  async replay(onEntry: (entry: JournalEntry) => void, keep = false): Promise<JournalScan> {
     const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
     const empty: string[] = [];
+    const scan: JournalScan = { damage: [], torn: undefined, oldTails: [], unchecked: 0, entries: 0 };
+    let newest: { file: string; end: number; damage: Damage[] } | undefined;
     for (const file of files) {
-      const { bytes } = await readLines(
-        join(this.dir, file),
-        (line, lineNo) => {
-          if (line === '') return;
-          let entry: JournalEntry;
-          try {
-            entry = JSON.parse(line) as JournalEntry;
-          } catch {
-            return onTorn(file, lineNo);
+      const path = join(this.dir, file);
+      const handle = await open(path, 'r');
+      const { end } = await endOfData(handle).finally(() => handle.close());
+      const damage: Damage[] = [];
+      let intact = 0;
+      let checked = 0;
+      let open_: Damage | undefined;
+      await readRecordLines(
+        path,
+        (line) => {
+          let entry: JournalEntry | undefined;
+          // A line without its newline is a torn write (its write never returned), whatever it holds.
+          if (line.text !== undefined && !line.last)
+            try {
+              entry = JSON.parse(line.text) as JournalEntry;
+            } catch {
+              entry = undefined;
+            }
+          if (entry === undefined || typeof entry.seq !== 'number' || typeof entry.op !== 'string') {
+            if (open_ && open_.end === line.offset) open_.end = line.end;
+            else
+              damage.push(
+                (open_ = { file: path, offset: line.offset, end: line.end, intactAfter: intact, unit: 'entries' }),
+              );
+            return;
           }
+          open_ = undefined;
+          intact++;
+          if (!line.checked) scan.unchecked++;
+          else checked++;
+          scan.entries++;
           onEntry(entry);
         },
-        { ...this.#chunks, zeroEnds: true },
+        { ...this.#chunks, end },
       );
-      if (join(this.dir, file) === this.#file) continue;
-      if (bytes === 0) empty.push(file);
-      else this.#older.set(file, bytes);
+      // Until here intactAfter held the intact entries before each damage: now those after it.
+      for (const d of damage) d.intactAfter = intact - d.intactAfter;
+      // The format before checksums cut a torn tail only off the file it reopened, so an older file of
+      // it may still end in one from a crash long ago: that too was never acknowledged.
+      const last = damage.at(-1);
+      if (checked === 0 && last && last.intactAfter === 0 && last.end === end && path !== files.at(-1)) {
+        damage.pop();
+        scan.oldTails.push({ file: path, offset: last.offset, bytes: last.end - last.offset });
+        if (!keep) await this.#cut(path, last.offset, last.end);
+      }
+      scan.damage.push(...damage);
+      if (end > 0) newest = { file: path, end, damage };
+      if (path === this.#file) continue;
+      if (end === 0) empty.push(file);
+      else this.#older.set(file, end);
+    }
+    // Damage at the very end of the newest file with no intact entry after it: the torn tail.
+    const tail = newest?.damage.at(-1);
+    if (newest && tail && tail.intactAfter === 0 && tail.end === newest.end) {
+      scan.damage.splice(scan.damage.indexOf(tail), 1);
+      scan.torn = { file: newest.file, offset: tail.offset, bytes: tail.end - tail.offset };
+      if (!keep) await this.#cut(newest.file, tail.offset, tail.end);
+      const name = basename(newest.file);
+      if (this.#older.has(name)) this.#older.set(name, tail.offset);
     }
     // A start that wrote nothing left an empty file; each start opens one, so they would pile up.
-    if (empty.length > 0) await Promise.all(empty.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
+    if (!keep && empty.length > 0)
+      await Promise.all(empty.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
+    return scan;
+  }
+
+  /** Zeroes a torn tail on disk, so the next start does not find it in a file no longer the newest. */
+  async #cut(path: string, from: number, to: number): Promise<void> {
+    const handle = await open(path, 'r+').catch(() => undefined);
+    // A read-only folder: the tail stays, and is cut again at the next start that can write.
+    if (!handle) return;
+    try {
+      await handle.write(Buffer.alloc(to - from), 0, to - from, from);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   }
 
   /** Opens a new journal file whose first entry will be `firstSeq`, and makes it current. */
@@ -223,7 +320,8 @@ export class Journal {
   /** Appends one entry; resolves when it is on disk. */
   append(entry: JournalEntry): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ line: `${JSON.stringify(entry)}\n`, resolve, reject });
+      // Format 2: each entry behind the CRC-32C of its bytes (checksum.ts).
+      this.#pending.push({ line: sealedLine(JSON.stringify(entry)), resolve, reject });
       this.#writing ??= this.#drain();
     });
   }
@@ -233,7 +331,7 @@ export class Journal {
     while (this.#pending.length > 0) {
       const group = this.#pending;
       this.#pending = [];
-      const data = Buffer.from(group.map((p) => p.line).join(''));
+      const data = group.length === 1 ? group[0]!.line : Buffer.concat(group.map((p) => p.line));
       const started = performance.now();
       try {
         // A journal that could not be opened (read-only or full disk) is retried on each write.

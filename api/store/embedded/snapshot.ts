@@ -5,12 +5,15 @@ import type { Message } from '../../schemas/citizenship.ts';
 import {
   MAX_STRING_BYTES,
   readJSONMembers,
-  readLines,
+  readRecordLines,
   syncDir,
   writeLinesDurably,
   type ChunkOptions,
   type ChunkStats,
+  type LineRead,
+  StringLimitError,
 } from './durable-file.ts';
+import { JOURNAL_NAME, type Damage } from './journal.ts';
 import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './codec.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from '../types.ts';
 
@@ -80,14 +83,29 @@ export const emptyData = (): LoadedData => ({
 
 const FORMAT = 'agentnode-embedded-snapshot';
 /**
- * 3: records in blocks (a line holds the encodings of as many whole records as fit in
- * BLOCK_BYTES), the citizens' name-key hashes, and deltas. 2 (still read): a record a line, no hashes.
+ * 4: every line behind the CRC-32C of its bytes (checksum.ts), then a letter naming its section
+ * (TAGS: a reader that must step over a damaged line still knows what each intact one holds), then
+ * what version 3 wrote. 3 (still read, and written anew once): records in blocks (a line holds the
+ * encodings of as many whole records as fit in BLOCK_BYTES), the citizens' name-key hashes, and
+ * deltas. 2 (still read): a record a line, no hashes.
  */
-const VERSION = 3;
+const VERSION = 4;
 /** The order of the record lines after the header (the citizens' words before them, so a delta's citizens go in with theirs). */
 const SECTIONS = ['nameKeys', 'citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 const SECTIONS_V2 = ['citizens', 'messages', 'idempotency', 'receipts', 'windows'] as const;
 type Section = (typeof SECTIONS)[number];
+const TAG_OF: Record<Section | 'header', string> = {
+  header: 'h',
+  nameKeys: 'k',
+  citizens: 'c',
+  messages: 'm',
+  idempotency: 'i',
+  receipts: 'r',
+  windows: 'w',
+};
+const SECTION_OF = new Map<string, Section | 'header'>(
+  Object.entries(TAG_OF).map(([section, tag]) => [tag, section as Section | 'header']),
+);
 /**
  * Sections whose lines are the in-memory encoding of records, in blocks, as a JSON string of base64
  * (see records.ts): a start copies them into memory without parsing a JSON object per record, and
@@ -101,6 +119,8 @@ const BLOCK_BYTES = 48 * 1024;
 /** Blocks short enough that a reader with the same string limit can read a line (tests set a tiny one). */
 const blockBytes = (options: ChunkOptions) =>
   Math.max(8, Math.min(BLOCK_BYTES, Math.floor(((options.maxStringBytes ?? MAX_STRING_BYTES) - 2) / 32) * 24));
+const noCounts = (): Record<Section, number> =>
+  Object.fromEntries(SECTIONS.map((section) => [section, 0])) as Record<Section, number>;
 interface Header {
   format: typeof FORMAT;
   version: number;
@@ -131,21 +151,22 @@ export function* snapshotLines(data: SnapshotData, options: ChunkOptions = {}): 
     ...(words ? { nameKeys: data.nameKeys! } : {}),
     ...(data.from === undefined ? {} : { from: data.from }),
   };
-  yield JSON.stringify(header);
+  yield `${TAG_OF.header}${JSON.stringify(header)}`;
   const bytes = blockBytes(options);
   for (const section of SECTIONS) {
+    const tag = TAG_OF[section];
     if (section === 'nameKeys') {
-      if (words) yield* quoted(wordBlocks(words, bytes));
+      if (words) yield* quoted(tag, wordBlocks(words, bytes));
       continue;
     }
     if (isEncoded(section)) {
       // A view: it cannot move while it is written.
-      yield* quoted(data[section].blocks(bytes));
+      yield* quoted(tag, data[section].blocks(bytes));
       continue;
     }
     let n = 0;
     for (const line of jsonLines(data[section])) {
-      yield line;
+      yield `${tag}${line}`;
       n++;
     }
     // A list that moved while it was written would leave the header's count wrong: never silently.
@@ -168,8 +189,8 @@ function* wordBlocks(words: Uint32Array, bytes: number): Generator<string> {
 function* jsonLines(records: Iterable<unknown>): Generator<string> {
   for (const record of records) yield JSON.stringify(record);
 }
-function* quoted(lines: Iterable<string>): Generator<string> {
-  for (const line of lines) yield `"${line}"`;
+function* quoted(tag: string, lines: Iterable<string>): Generator<string> {
+  for (const line of lines) yield `${tag}"${line}"`;
 }
 
 /** Puts one record of a section written a JSON value a record (any section, in the old format) into the loaded data. */
@@ -195,14 +216,23 @@ function take(data: LoadedData, section: (typeof SECTIONS_V2)[number], value: un
 
 /**
  * Reads a snapshot's lines, one at a time, into the data they hold (SnapshotFile.read gives it a
- * file's lines a chunk at a time): version 3, and version 2 (a record a line: a block of one).
- * Given the data a snapshot read (`into`), it reads a delta that follows it into that data.
+ * file's lines a chunk at a time): version 4, 3, and 2 (a record a line: a block of one). Given the
+ * data a snapshot read (`into`), it reads a delta that follows it into that data.
+ *
+ * A line that fails its checksum or does not read is damage: kept in `damage` with the intact
+ * lines after it, never skipped silently. Strict (a start, a check), nothing after the first damage
+ * is applied (the data is not to be used); `tolerant` (a salvage), every intact line of version 4
+ * is applied by the section its letter names, and the citizens' name keys are left to compute.
  */
 export class SnapshotReader {
   readonly data: LoadedData;
   header: Header | undefined;
+  readonly damage: Damage[] = [];
   readonly #path: string;
   readonly #delta: boolean;
+  readonly #tolerant: boolean;
+  /** An earlier file was damaged: a delta's `from` cannot be held against what was read. */
+  readonly #afterDamage: boolean;
   #sections: readonly Section[] = SECTIONS;
   #section = 0;
   #left = 0;
@@ -210,18 +240,91 @@ export class SnapshotReader {
   #words: Uint32Array | undefined;
   #wordsRead = 0;
   #citizensRead = 0;
+  /** The file's lines carry checksums and section letters (version 4). */
+  #checked = false;
+  #intact = 0;
+  #end = 0;
+  #open: Damage | undefined;
 
-  constructor(path: string, into?: LoadedData) {
+  constructor(path: string, into?: LoadedData, options: { tolerant?: boolean; afterDamage?: boolean } = {}) {
     this.#path = path;
     this.#delta = into !== undefined;
+    this.#tolerant = options.tolerant ?? false;
+    this.#afterDamage = options.afterDamage ?? false;
     this.data = into ?? emptyData();
   }
 
-  line(line: string, lineNo: number): void {
-    if (!this.header) return this.#header(JSON.parse(line) as Header);
-    this.#nextSection();
-    if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
-    const name = this.#sections[this.#section]!;
+  /** Takes one line as readRecordLines gives it. */
+  read(line: LineRead): void {
+    this.#end = line.end;
+    if (line.lineNo === 1) this.#checked = line.checked;
+    // Version 4 ends every line with its newline and checks every line.
+    const whole = line.text !== undefined && (!this.#checked || (line.checked && !line.last));
+    let reason = whole ? undefined : line.text === undefined ? 'fails its checksum' : 'carries no checksum';
+    if (whole && (this.damage.length === 0 || this.#tolerant)) {
+      try {
+        this.line(line.text!, line.lineNo, line.checked);
+        this.#intact++;
+        this.#open = undefined;
+        return;
+      } catch (error) {
+        // Damage, below: what was wrong with it goes with it.
+        reason = (error as Error).message.replace(`${this.#path}: `, '');
+      }
+    } else if (whole) {
+      this.#intact++;
+      this.#open = undefined;
+      return;
+    }
+    if (this.#open && this.#open.end === line.offset) this.#open.end = line.end;
+    else
+      this.damage.push(
+        (this.#open = {
+          file: this.#path,
+          offset: line.offset,
+          end: line.end,
+          intactAfter: this.#intact,
+          ...(reason ? { reason } : {}),
+        }),
+      );
+  }
+
+  line(line: string, lineNo: number, checked = false): void {
+    if (!this.header) {
+      if (!checked) return this.#header(JSON.parse(line) as Header);
+      if (line.charCodeAt(0) === 0x68) return this.#header(JSON.parse(line.slice(1)) as Header);
+      // The header was damaged: a salvage goes on with what the delta's name or the journals say.
+      if (!this.#tolerant) throw new Error(`${this.#path}: line ${lineNo} is not a header`);
+      this.#header({
+        format: FORMAT,
+        version: VERSION,
+        seq: -1,
+        counts: noCounts(),
+        drift: emptyDrift(),
+        telemetry: null,
+      });
+    }
+    let name: Section;
+    if (checked) {
+      const tagged = SECTION_OF.get(line[0]!);
+      if (tagged === undefined || tagged === 'header')
+        throw new Error(`${this.#path}: line ${lineNo} names no section`);
+      line = line.slice(1);
+      if (this.#tolerant) {
+        // Name keys are computed anew after a salvage: a damaged block of them would shift the rest.
+        if (tagged === 'nameKeys') return;
+        name = tagged;
+      } else {
+        this.#nextSection();
+        name = this.#sections[this.#section]!;
+        if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
+        if (tagged !== name) throw new Error(`${this.#path}: line ${lineNo} is of ${tagged}, where ${name} come`);
+      }
+    } else {
+      this.#nextSection();
+      if (this.#left === 0) throw new Error(`${this.#path}: line ${lineNo} is past the records the header counts`);
+      name = this.#sections[this.#section]!;
+    }
     let n = 1;
     if (name === 'nameKeys' || isEncoded(name)) {
       // A JSON string whose text needs no unescaping: base64 between quotes.
@@ -234,24 +337,27 @@ export class SnapshotReader {
         this.#citizensRead += n;
       } else n = this.data[name].addBlock(block, name === 'messages' && this.#delta ? false : undefined);
     } else take(this.data, name as (typeof SECTIONS_V2)[number], JSON.parse(line));
+    if (this.#tolerant) return;
     if (n > this.#left) throw new Error(`${this.#path}: line ${lineNo} holds more records than the header counts`);
     this.#left -= n;
   }
 
   #header(read: Header): void {
-    if (read.format !== FORMAT || (read.version !== VERSION && read.version !== 2))
+    if (read.format !== FORMAT || (read.version !== 4 && read.version !== 3 && read.version !== 2))
       throw new Error(`${this.#path}: not a snapshot this version reads`);
-    if (this.#delta !== (read.from !== undefined))
+    // Version 4 and only it checks its lines: a header of one read without checksums is damage.
+    if ((read.version === 4) !== this.#checked) throw new Error(`${this.#path}: a header of another version`);
+    if (this.#delta !== (read.from !== undefined) && read.seq !== -1)
       throw new Error(`${this.#path}: ${this.#delta ? 'not a delta' : 'a delta, not a snapshot'}`);
     // A delta follows exactly the state read so far; a gap means a file is missing, and records with it.
-    if (this.#delta && read.from !== this.data.seq)
+    if (this.#delta && !this.#afterDamage && !this.#tolerant && read.from !== this.data.seq)
       throw new Error(`${this.#path}: a delta from ${read.from}, where what was read ends at ${this.data.seq}`);
     if (read.version === 2) this.#sections = SECTIONS_V2;
     else if (read.counts.nameKeys !== 0 && (read.counts.nameKeys !== read.counts.citizens || !read.nameKeys))
       throw new Error(`${this.#path}: name keys for ${read.counts.nameKeys} of ${read.counts.citizens} citizens`);
     this.header = read;
     const data = this.data;
-    const keyed = read.version !== 2 && read.counts.nameKeys > 0;
+    const keyed = !this.#tolerant && read.version !== 2 && read.counts.nameKeys > 0;
     if (!this.#delta) {
       if (keyed) data.citizens.carryWords();
       data.nameKeys = keyed ? read.nameKeys! : null;
@@ -261,7 +367,7 @@ export class SnapshotReader {
       if (!keyed) this.#words = new Uint32Array(2 * read.counts.citizens);
     }
     if (keyed) this.#words = new Uint32Array(2 * read.counts.nameKeys);
-    data.seq = read.seq;
+    if (read.seq !== -1) data.seq = read.seq;
     data.drift = { ...emptyDrift(), ...read.drift };
     data.telemetry = read.telemetry ?? null;
     for (const list of ['citizens', 'messages', 'receipts'] as const)
@@ -269,11 +375,46 @@ export class SnapshotReader {
     this.#left = read.counts[this.#sections[0]!];
   }
 
-  /** The data, once every line was given; throws if the lines ended before the records the header counts. */
+  /**
+   * After the last line: the damage found (a header missing, records fewer than it counts, each
+   * with the intact lines after it). Strict, the data is to be used only when there is none.
+   */
+  done(): Damage[] {
+    if (this.damage.length === 0 && !this.#tolerant) {
+      if (!this.header)
+        this.damage.push({
+          file: this.#path,
+          offset: 0,
+          end: this.#end,
+          intactAfter: 0,
+          unit: 'lines',
+          reason: 'no header',
+        });
+      else {
+        this.#nextSection();
+        if (this.#left !== 0)
+          this.damage.push({
+            file: this.#path,
+            offset: this.#end,
+            end: this.#end,
+            intactAfter: 0,
+            unit: 'lines',
+            reason: 'the file ends before the records its header counts',
+          });
+      }
+    }
+    for (const d of this.damage) {
+      if (d.unit === 'lines') continue;
+      d.intactAfter = this.#intact - d.intactAfter;
+      d.unit = 'lines';
+    }
+    return this.damage;
+  }
+
+  /** The data, once every line was given; throws on damage (tests and tools that want the data or nothing). */
   finish(): LoadedData {
-    if (!this.header) throw new Error(`${this.#path}: empty snapshot`);
-    this.#nextSection();
-    if (this.#left !== 0) throw new Error(`${this.#path}: the snapshot ends before the records its header counts`);
+    const damage = this.done();
+    if (damage.length > 0) throw new Error(`${this.#path}: damaged at byte ${damage[0]!.offset}`);
     return this.data;
   }
 
@@ -320,15 +461,22 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   lastWrite: ChunkStats | undefined;
   /** The last read came from a snapshot of the old format, which the next write replaces. */
   readLegacy = false;
+  /** The version of the snapshot the last read read (1: `snapshot.json`); below 4 lines carry no checksums. */
+  readVersion: number | undefined;
+  /** What the last read found damaged: the snapshot's and the deltas' lines that fail their checksum or do not read. */
+  damage: Damage[] = [];
+  readonly #tolerant: boolean;
   /** The deltas after the snapshot, by file name, with their bytes. */
   readonly deltas = new Map<string, number>();
   /** Deltas a snapshot written after them covers (a crash came before their removal). */
   #stale: string[] = [];
 
-  constructor(path: string, legacyPath: string, options: ChunkOptions = {}) {
+  /** `tolerant`: a salvage's read, which applies every intact line (see SnapshotReader). */
+  constructor(path: string, legacyPath: string, options: ChunkOptions = {}, tolerant = false) {
     this.path = path;
     this.legacyPath = legacyPath;
     this.#options = options;
+    this.#tolerant = tolerant;
   }
 
   /** Bytes of the deltas after the snapshot. */
@@ -338,23 +486,41 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     return bytes;
   }
 
+  /**
+   * Reads the snapshot and its deltas. What fails its checksum or does not read goes to `damage`
+   * (then, unless `tolerant`, the data is not to be used: the store refuses to start).
+   */
   async read(): Promise<LoadedData | null> {
+    this.damage = [];
+    const tolerant = this.#tolerant;
     const data = await this.#readSnapshot();
     const dir = dirname(this.path);
-    const names = (await readdir(dir)).filter((f) => DELTA.test(f)).sort();
+    const files = await readdir(dir);
+    const names = files.filter((f) => DELTA.test(f)).sort();
     this.deltas.clear();
     this.#stale = [];
+    // A salvage whose snapshot lost its header: the journals start after what it held.
+    if (data && data.seq === -1) {
+      const journals = files.filter((f) => JOURNAL_NAME.test(f)).sort();
+      data.seq = journals.length > 0 ? Number(JOURNAL_NAME.exec(journals[0]!)![1]) - 1 : 0;
+    }
     if (names.length === 0) return data;
     const into = data ?? emptyData();
     for (const name of names) {
-      if (Number(DELTA.exec(name)![1]) <= into.seq) {
+      const seq = Number(DELTA.exec(name)![1]);
+      if (seq <= into.seq) {
         this.#stale.push(name);
         continue;
       }
-      const reader = new SnapshotReader(join(dir, name), into);
-      await readLines(join(dir, name), (line, lineNo) => reader.line(line, lineNo), this.#options);
-      reader.finish();
-      this.deltas.set(name, (await stat(join(dir, name))).size);
+      const path = join(dir, name);
+      const reader = new SnapshotReader(path, into, { tolerant, afterDamage: this.damage.length > 0 });
+      await readRecordLines(path, (line) => reader.read(line), this.#options);
+      this.damage.push(...reader.done());
+      const version = reader.header?.version ?? VERSION;
+      if (version < (this.readVersion ?? VERSION)) this.readVersion = version;
+      // A delta's name is its sequence, whether or not its header could be read.
+      if (tolerant) into.seq = seq;
+      this.deltas.set(name, (await stat(path)).size);
     }
     return into;
   }
@@ -380,7 +546,10 @@ export class SnapshotFile implements Adapter<SnapshotData> {
   /** Writes the whole state as the snapshot, then removes the deltas it covers. */
   async write(data: SnapshotData): Promise<void> {
     if (data.from !== undefined) throw new TypeError('a delta goes to writeDelta');
-    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data, this.#options), this.#options);
+    this.lastWrite = await writeLinesDurably(this.path, snapshotLines(data, this.#options), {
+      ...this.#options,
+      checksums: true,
+    });
     // An old-format snapshot is left only by a start that read it (or a crash just after this write).
     const covered = [...this.deltas.keys(), ...this.#stale].map((name) => join(dirname(this.path), name));
     this.deltas.clear();
@@ -391,24 +560,26 @@ export class SnapshotFile implements Adapter<SnapshotData> {
       });
     await syncDir(dirname(this.path));
     this.readLegacy = false;
+    this.readVersion = VERSION;
   }
 
   /** Writes a delta (`data.from` set: what was written since the snapshot or delta at that sequence). */
   async writeDelta(data: SnapshotData): Promise<void> {
     if (data.from === undefined) throw new TypeError('a delta says what it follows');
     const name = deltaName(data.seq);
-    this.lastWrite = await writeLinesDurably(
-      join(dirname(this.path), name),
-      snapshotLines(data, this.#options),
-      this.#options,
-    );
+    this.lastWrite = await writeLinesDurably(join(dirname(this.path), name), snapshotLines(data, this.#options), {
+      ...this.#options,
+      checksums: true,
+    });
     this.deltas.set(name, this.lastWrite.bytes);
   }
 
   async #readLines(): Promise<LoadedData> {
-    const reader = new SnapshotReader(this.path);
-    this.lastRead = await readLines(this.path, (line, lineNo) => reader.line(line, lineNo), this.#options);
-    return reader.finish();
+    const reader = new SnapshotReader(this.path, undefined, { tolerant: this.#tolerant });
+    this.lastRead = await readRecordLines(this.path, (line) => reader.read(line), this.#options);
+    this.damage.push(...reader.done());
+    this.readVersion = reader.header?.version;
+    return reader.data;
   }
 
   /** The old format: `{"seq":..,"citizens":[..],"messages":[..],..}`, a member or element at a time. */
@@ -424,7 +595,21 @@ export class SnapshotFile implements Adapter<SnapshotData> {
         else if (key === 'telemetry') data.telemetry = (value as object | null) ?? null;
       },
       this.#options,
-    );
+    ).catch(async (error: unknown) => {
+      if (error instanceof StringLimitError || (error as NodeJS.ErrnoException).code !== undefined) throw error;
+      // Text that does not parse: damage, as the newer formats report it (no offset is known).
+      const { size } = await stat(this.legacyPath);
+      this.damage.push({
+        file: this.legacyPath,
+        offset: 0,
+        end: size,
+        intactAfter: 0,
+        unit: 'lines',
+        reason: (error as Error).message,
+      });
+      return { bytes: size, chunks: 0 };
+    });
+    this.readVersion = 1;
     return data;
   }
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { EmbeddedHoldings } from '../embedded/embedded-store.ts';
 import type { Page, PageQuery, Store } from '../types.ts';
+import { damageLine, scrubStore } from '../embedded/salvage.ts';
 
 /**
  * Copies what an embedded store holds into a PostgreSQL database (`npm run move-to-postgres`):
@@ -218,4 +219,13 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     `INSERT INTO telemetry_ledgers (process_id, snapshot, updated_at) SELECT r->>'processId', r->'snapshot', to_timestamp(0) FROM jsonb_array_elements($1::jsonb) r
      ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot`,
   );
+}
+
+/**
+ * Reads every record of the embedded store and checks its checksum before a byte is copied: a
+ * damaged store is refused, named (the one line a start gives), never moved with holes in it.
+ */
+export async function refuseDamagedSource(dir: string): Promise<void> {
+  const found = await scrubStore(dir);
+  if (found.damage.length > 0) throw new MoveRefused(damageLine(found));
 }
