@@ -96,7 +96,7 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
 /** The embedded store's folder belongs to one process: taken before the store opens. */
 async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
   if (config.DATABASE_URL || config.DATA_DIR === ':memory:') return undefined;
-  mkdirSync(config.DATA_DIR, { recursive: true });
+  mkdirSync(config.DATA_DIR, { recursive: true, mode: 0o700 });
   try {
     return await lockFolder(config.DATA_DIR, 'data', `serving ${url}`);
   } catch (error) {
@@ -305,7 +305,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics))
         : undefined;
     logger.info(
-      { url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) },
+      {
+        url,
+        dist: config.DIST_DIR,
+        ...(config.DATABASE_URL ? { store: 'postgresql' } : { data: config.DATA_DIR }),
+        ...(metricsServer ? { metrics: metricsServer.url } : {}),
+      },
       'listening',
     );
     // Supervisors and tests wait for this line: do not leave it in the buffer.

@@ -58,7 +58,8 @@ async function serverEnv(env: Record<string, string>): Promise<Record<string, st
     CANON_URL,
     LOG_LEVEL: 'info',
     ...env,
-    DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-')),
+    // One store said once: a PostgreSQL server gets no DATA_DIR (it would refuse to start).
+    ...(env.DATABASE_URL ? {} : { DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-')) }),
     DNS_SERVERS: env.DNS_SERVERS ?? (await sharedDnsResponder()).address,
   };
 }
@@ -117,7 +118,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
   let stopped: Promise<number> | undefined;
   return {
     url: running.url,
-    dataDir: full.DATA_DIR!,
+    dataDir: full.DATA_DIR ?? '',
     logs,
     waitForLog,
     // What api/main.ts does on SIGTERM, without ending this process.
@@ -161,7 +162,7 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   return {
     url,
     child,
-    dataDir: full.DATA_DIR!,
+    dataDir: full.DATA_DIR ?? '',
     logs,
     waitForLog,
     async stop(signal = 'SIGTERM') {

@@ -135,7 +135,8 @@ export async function writeLinesDurably(
 ): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
   const temp = `${path}.tmp`;
-  const handle = await open(temp, 'w');
+  // Private whatever the umask: the store holds passport hashes.
+  const handle = await open(temp, 'w', 0o600);
   let bytes = 0;
   let chunks = 0;
   try {
