@@ -22,7 +22,8 @@ import {
   type RenderHandler,
   type StaticFile,
 } from './gateway/index.ts';
-import { createLogging, type Logger, type LogSink } from './log.ts';
+import { createLogging, requestContext, requestIdOf, type Logger, type LogSink, type RequestContext } from './log.ts';
+import type { GuardedPool } from './store/postgres/pool.ts';
 import { PATH } from './operations/paths.ts';
 import { createEngine } from './engine.ts';
 import type { BodyLimit } from './operations/operation.ts';
@@ -201,7 +202,16 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog, end: endLog } = createLogging(config.LOG_LEVEL, options.logDestination);
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
-  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
+  // Each request runs with its id (X-Request-Id, sent or made) in its log lines and its answer.
+  const finishing = new WeakMap<object, RequestContext>();
+  const tracked = (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => {
+    const context: RequestContext = { id: requestIdOf(req.headers['x-request-id']) };
+    res.setHeader('X-Request-Id', context.id);
+    // Registered before the gateway's own 'close' listener, which reports the request: it finds the context here.
+    res.on('close', () => finishing.set(req.socket, context));
+    requestContext.run(context, () => handle(req, res, continueFirst));
+  };
+  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => tracked(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
   const stalled = closeStalledConnections(server, config.SEND_TIMEOUT_MS);
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
@@ -210,7 +220,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // A request node cannot read is refused after the answers pipelined before it, not instead of them.
   server.on('clientError', answerClientError);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
-  server.on('checkContinue', (req, res) => handle(req, res, true));
+  server.on('checkContinue', (req, res) => tracked(req, res, true));
   await listenOn(server, config);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -241,11 +251,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       robotsTxt: files.get('/robots.txt')?.body.toString('utf8'),
     });
     const { app, telemetry } = engine;
+    const pool = (engine.store as { pool?: GuardedPool }).pool;
 
     metrics?.watch({
       ledger: () => telemetry.snapshot(),
       verificationsInFlight: () => telemetry.verificationsInFlight(),
       dnsLookups: () => telemetry.dnsLookups().started,
+      ...(pool ? { database: () => ({ up: pool.up(), ...pool.stats() }) } : {}),
     });
     let closing = false;
     const readiness = createReadiness([
@@ -269,9 +281,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const observe = (r: ObservedRequest) => {
       // The line takes method, path without query string, status, duration and time: no address, no
       // headers, nothing secret reaches the log. The report itself, not a copy of those five fields.
-      requestLog(r);
+      const context = r.connection ? finishing.get(r.connection) : undefined;
+      requestLog(r, context?.id);
       telemetry.observe(r);
-      metrics?.observe(r);
+      metrics?.observe(r, context?.problem);
       options.observe?.(r);
     };
 
