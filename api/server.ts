@@ -24,6 +24,7 @@ import {
 } from './gateway/index.ts';
 import { createLogging, requestContext, requestIdOf, type Logger, type LogSink, type RequestContext } from './log.ts';
 import type { GuardedPool } from './store/postgres/pool.ts';
+import { requestSpan, startTracing, stopTracing, traceStore } from './tracing.ts';
 import { PATH } from './operations/paths.ts';
 import { createEngine } from './engine.ts';
 import type { BodyLimit } from './operations/operation.ts';
@@ -201,6 +202,12 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
 /** The composition root: wires configuration, static site, renderer and observers into one server. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog, end: endLog } = createLogging(config.LOG_LEVEL, options.logDestination);
+  // Loaded only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  if (await startTracing())
+    logger.info(
+      { endpoint: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT },
+      'tracing: spans are sent over OTLP/HTTP',
+    );
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
   // Each request runs with its id (X-Request-Id, sent or made) in its log lines and its answer.
   const finishing = new WeakMap<object, RequestContext>();
@@ -209,7 +216,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     res.setHeader('X-Request-Id', context.id);
     // Registered before the gateway's own 'close' listener, which reports the request: it finds the context here.
     res.on('close', () => finishing.set(req.socket, context));
-    requestContext.run(context, () => handle(req, res, continueFirst));
+    const method = req.method ?? 'GET';
+    const path = (req.url ?? '/').split('?')[0]!;
+    requestSpan(
+      `HTTP ${method}`,
+      { 'http.request.method': method, 'url.path': path.slice(0, 500), 'http.request.id': context.id },
+      (span) => {
+        span && res.on('close', () => (span.setAttribute('http.response.status_code', res.statusCode), span.end()));
+        requestContext.run(context, () => handle(req, res, continueFirst));
+      },
+    );
   };
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => tracked(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
@@ -252,6 +268,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     });
     const { app, telemetry } = engine;
     const pool = (engine.store as { pool?: GuardedPool }).pool;
+    // The PostgreSQL store's calls are all asynchronous: each becomes a span under its request's.
+    if (pool) traceStore(engine.store);
 
     metrics?.watch({
       ledger: () => telemetry.snapshot(),
@@ -350,6 +368,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           void engine
             .close()
             .then(() => dataLock?.release())
+            .then(() => stopTracing())
             .finally(() => {
               endLog();
               resolve();

@@ -8,6 +8,7 @@ const FLOORS: readonly (readonly string[])[] = [
   [
     'ids.ts',
     'build-info.ts',
+    'tracing.ts',
     'log.ts',
     'startup-error.ts',
     'bearer.ts',

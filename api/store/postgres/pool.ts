@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../../log.ts';
 import { StoreUnavailableError } from '../errors.ts';
+import { span, tracingEnabled } from '../../tracing.ts';
 
 /** How the service talks to PostgreSQL (PG_* in api/config.ts). */
 export interface PostgresOptions {
@@ -162,6 +163,24 @@ export interface GuardedPool {
 
 const ignore = () => undefined;
 
+/** A connection whose statements are spans (`pg.query`, with the SQL text: values are never in it). */
+function tracedClient(client: pg.PoolClient): pg.PoolClient {
+  return new Proxy(client, {
+    get(target, property) {
+      if (property === 'query')
+        return (text: string | pg.QueryConfig, values?: unknown[]) =>
+          span(
+            'pg.query',
+            { 'db.system': 'postgresql', 'db.statement': (typeof text === 'string' ? text : text.text).slice(0, 500) },
+            () => (typeof text === 'string' ? target.query(text, values) : target.query(text)),
+            3,
+          );
+      const value = Reflect.get(target, property) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 /**
  * A statement without its name: a named prepared statement lives in the server session that
  * prepared it, and PgBouncer in transaction pooling gives the next transaction another session
@@ -194,7 +213,7 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
     try {
       client = await pool.connect();
       state.phase = 'statement';
-      const result = await work(client, state);
+      const result = await work(tracingEnabled() ? tracedClient(client) : client, state);
       breaker.leave(trial, 'answered');
       release(client);
       return result;
