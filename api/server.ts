@@ -130,6 +130,14 @@ async function listenOn(server: Server, config: Config): Promise<void> {
   });
 }
 
+/**
+ * How long an idle kept-alive connection stays open. A proxy must give up its idle upstream
+ * connections first (deploy/nginx.conf: keepalive_timeout 20s, under this and under
+ * SEND_TIMEOUT_MS, which also ends an idle connection): otherwise it sends a request on a
+ * connection the process is closing, and a POST it may not retry is answered 502.
+ */
+export const KEEP_ALIVE_MS = 65_000;
+
 /** Until the store is open: /livez says the process lives, everything else 503 STARTING. */
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0];
@@ -227,7 +235,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       },
     );
   };
-  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => tracked(req, res));
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => tracked(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
   const stalled = closeStalledConnections(server, config.SEND_TIMEOUT_MS);
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
