@@ -40,12 +40,12 @@ const embedded = await startChild(
 );
 const p1 = await startChild(
   ['api/main.ts'],
-  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
+  { ...base, DATABASE_URL },
   { pinned: false },
 );
 const p2 = await startChild(
   ['api/main.ts'],
-  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
+  { ...base, DATABASE_URL },
   { pinned: false },
 );
 try {
