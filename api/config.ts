@@ -239,6 +239,20 @@ export const ConfigSchema = z
   .transform((c) => ({ ...c, SITE_URL: c.SITE_URL ?? `http://localhost:${c.PORT}` }));
 export type Config = z.output<typeof ConfigSchema>;
 
+/**
+ * The server's configuration: as loadConfig, and one store said once. DATA_DIR and DATABASE_URL
+ * both set is refused, naming both, rather than one of them silently ignored (writes would go to
+ * the store the operator did not mean). `npm run move-to-postgres` reads both, by design.
+ */
+export function loadServerConfig(env: Record<string, string | undefined> = process.env): Config {
+  const config = loadConfig(env);
+  if (config.DATABASE_URL && unset(env.DATA_DIR) !== undefined)
+    throw new StartupError(
+      `DATA_DIR (${env.DATA_DIR}) and DATABASE_URL are both set: the service keeps one store. Unset DATA_DIR to use PostgreSQL, or DATABASE_URL to use the embedded store in DATA_DIR (to move the embedded store's data into PostgreSQL: npm run move-to-postgres).`,
+    );
+  return config;
+}
+
 /** Parses the environment; throws a readable error naming each bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const result = ConfigSchema.safeParse(env);

@@ -1,4 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
+import { BUILD } from './build-info.ts';
 
 export type { Logger };
 
@@ -40,6 +44,31 @@ function lineBuffer(sink: LogSink) {
   };
 }
 
+/** The request a line of the log or a problem belongs to: its id, and the problem code it was answered with. */
+export interface RequestContext {
+  id: string;
+  problem?: string;
+}
+/** The request under way (AsyncLocalStorage): every pino line written while it runs carries its id. */
+export const requestContext = new AsyncLocalStorage<RequestContext>();
+
+// An X-Request-Id a client or proxy sends is kept when it is short and plain (it reaches every log
+// line of the request); anything else is replaced by one of ours.
+const REQUEST_ID = /^[A-Za-z0-9._:@+=\/-]{1,128}$/;
+export const REQUEST_ID_MAX_CHARS = 128;
+/** The id of a request: the one it was sent with when acceptable, else a new UUID. */
+export const requestIdOf = (sent: string | string[] | undefined): string =>
+  typeof sent === 'string' && REQUEST_ID.test(sent) ? sent : randomUUID();
+/** Notes the problem code a request is answered with (metrics count requests by it). */
+export const noteProblem = (code: string): void => {
+  const context = requestContext.getStore();
+  if (context) context.problem = code;
+};
+
+/** What every line says of its process: which one, where, which release. */
+const BASE = { pid: process.pid, host: hostname(), version: BUILD.version };
+const BASE_JSON = `"pid":${BASE.pid},"host":${JSON.stringify(BASE.host)},"version":${JSON.stringify(BASE.version)},`;
+
 /** The fields of the one log line per request. */
 export interface RequestLine {
   method: string;
@@ -51,10 +80,13 @@ export interface RequestLine {
   time?: number | undefined;
 }
 
+/** A 5xx request line is written at warn: an outage's 503s stay visible under LOG_LEVEL=warn. */
+const levelOf = (status: number) => (status >= 500 ? 40 : 30);
+
 export interface Logging {
   logger: Logger;
   /** Writes the request line in the shape pino gives it, without pino's serializer: four known fields need none. */
-  requestLog: (line: RequestLine) => void;
+  requestLog: (line: RequestLine, requestId?: string) => void;
   /** Writes the lines still buffered and stops flushing. */
   end: () => void;
 }
@@ -76,7 +108,8 @@ export function tenths(ms: number): string {
 }
 /** A line's end from its duration on, made once for durations under 100 ms (most answers'): no new string a request. */
 const LINE_TAILS = Array.from({ length: 1000 }, (_, t) => `${tenths(t / 10)},"msg":"request"}\n`);
-function lineTail(ms: number): string {
+function lineTail(ms: number, requestId: string | undefined): string {
+  if (requestId !== undefined) return `${tenths(ms)},"requestId":${jsonString(requestId)},"msg":"request"}\n`;
   const t = Math.round(ms * 10);
   return t >= 0 && t < LINE_TAILS.length ? LINE_TAILS[t]! : `${tenths(ms)},"msg":"request"}\n`;
 }
@@ -90,7 +123,7 @@ let last = { time: NaN, method: '', path: '', status: 0, head: '' };
 function lineHead(l: RequestLine): string {
   const time = l.time ?? Date.now();
   if (time !== last.time || l.status !== last.status || l.path !== last.path || l.method !== last.method) {
-    const head = `{"level":30,"time":${time},"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":`;
+    const head = `{"level":${levelOf(l.status)},"time":${time},${BASE_JSON}"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":`;
     last = { time, method: l.method, path: l.path, status: l.status, head };
   }
   return last.head;
@@ -99,9 +132,22 @@ function lineHead(l: RequestLine): string {
 /** Structured JSON lines (flush before exit). Secrets never reach them: callers log chosen fields, never a request or a body. */
 export function createLogging(level: string, sink: LogSink = process.stdout): Logging {
   const buffer = lineBuffer(sink);
-  const logger = pino({ level, base: undefined }, buffer);
+  const logger = pino(
+    {
+      level,
+      base: BASE,
+      mixin: () => {
+        const context = requestContext.getStore();
+        return context ? { requestId: context.id } : {};
+      },
+    },
+    buffer,
+  );
+  const write = (l: RequestLine, requestId?: string) => buffer.write(lineHead(l) + lineTail(l.durationMs, requestId));
   const requestLog = logger.isLevelEnabled('info')
-    ? (l: RequestLine) => buffer.write(lineHead(l) + lineTail(l.durationMs))
-    : () => {};
+    ? write
+    : logger.isLevelEnabled('warn')
+      ? (l: RequestLine, requestId?: string) => void (l.status >= 500 && write(l, requestId))
+      : () => {};
   return { logger, requestLog, end: buffer.end };
 }

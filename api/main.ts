@@ -1,10 +1,10 @@
-import { loadConfig } from './config.ts';
+import { loadServerConfig } from './config.ts';
 import { startServer, StartupError, type RunningServer } from './server.ts';
 
 // `npm start`: configuration from the environment, graceful stop on SIGTERM and SIGINT.
 let running: RunningServer;
 try {
-  running = await startServer(loadConfig());
+  running = await startServer(loadServerConfig());
 } catch (error) {
   // A reason the operator can act on is one line, not a stack.
   if (!(error instanceof StartupError)) throw error;

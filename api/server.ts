@@ -22,7 +22,9 @@ import {
   type RenderHandler,
   type StaticFile,
 } from './gateway/index.ts';
-import { createLogging, type Logger, type LogSink } from './log.ts';
+import { createLogging, requestContext, requestIdOf, type Logger, type LogSink, type RequestContext } from './log.ts';
+import type { GuardedPool } from './store/postgres/pool.ts';
+import { requestSpan, startTracing, stopTracing, traceStore } from './tracing.ts';
 import { PATH } from './operations/paths.ts';
 import { createEngine } from './engine.ts';
 import type { BodyLimit } from './operations/operation.ts';
@@ -96,7 +98,7 @@ async function loadBuild(config: Config, logger: Logger): Promise<Site> {
 /** The embedded store's folder belongs to one process: taken before the store opens. */
 async function lockDataDir(config: Config, url: string): Promise<HostLock | undefined> {
   if (config.DATABASE_URL || config.DATA_DIR === ':memory:') return undefined;
-  mkdirSync(config.DATA_DIR, { recursive: true });
+  mkdirSync(config.DATA_DIR, { recursive: true, mode: 0o700 });
   try {
     return await lockFolder(config.DATA_DIR, 'data', `serving ${url}`);
   } catch (error) {
@@ -127,6 +129,14 @@ async function listenOn(server: Server, config: Config): Promise<void> {
     throw error;
   });
 }
+
+/**
+ * How long an idle kept-alive connection stays open. A proxy must give up its idle upstream
+ * connections first (deploy/nginx.conf: keepalive_timeout 20s, under this and under
+ * SEND_TIMEOUT_MS, which also ends an idle connection): otherwise it sends a request on a
+ * connection the process is closing, and a POST it may not retry is answered 502.
+ */
+export const KEEP_ALIVE_MS = 65_000;
 
 /** Until the store is open: /livez says the process lives, everything else 503 STARTING. */
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
@@ -200,8 +210,32 @@ export async function ensureBuild(config: Config, logger: Logger): Promise<void>
 /** The HTTP server around the engine (api/engine.ts): static site, renderer, locks, signals, observers. */
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const { logger, requestLog, end: endLog } = createLogging(config.LOG_LEVEL, options.logDestination);
+  // Loaded only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+  if (await startTracing())
+    logger.info(
+      { endpoint: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? process.env.OTEL_EXPORTER_OTLP_ENDPOINT },
+      'tracing: spans are sent over OTLP/HTTP',
+    );
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
-  const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handle(req, res));
+  // Each request runs with its id (X-Request-Id, sent or made) in its log lines and its answer.
+  const finishing = new WeakMap<object, RequestContext>();
+  const tracked = (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => {
+    const context: RequestContext = { id: requestIdOf(req.headers['x-request-id']) };
+    res.setHeader('X-Request-Id', context.id);
+    // Registered before the gateway's own 'close' listener, which reports the request: it finds the context here.
+    res.on('close', () => finishing.set(req.socket, context));
+    const method = req.method ?? 'GET';
+    const path = (req.url ?? '/').split('?')[0]!;
+    requestSpan(
+      `HTTP ${method}`,
+      { 'http.request.method': method, 'url.path': path.slice(0, 500), 'http.request.id': context.id },
+      (span) => {
+        span && res.on('close', () => (span.setAttribute('http.response.status_code', res.statusCode), span.end()));
+        requestContext.run(context, () => handle(req, res, continueFirst));
+      },
+    );
+  };
+  const server = createServer({ keepAliveTimeout: KEEP_ALIVE_MS }, (req, res) => tracked(req, res));
   // A connection that neither sends nor takes a byte for this long (a stalled reader) is closed.
   const stalled = closeStalledConnections(server, config.SEND_TIMEOUT_MS);
   const clientOf = createClientResolver(config.TRUST_PROXY, config.PROXY_HEADER);
@@ -210,7 +244,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // A request node cannot read is refused after the answers pipelined before it, not instead of them.
   server.on('clientError', answerClientError);
   // Expect: 100-continue is answered by the gateway once the rules on the headers have passed.
-  server.on('checkContinue', (req, res) => handle(req, res, true));
+  server.on('checkContinue', (req, res) => tracked(req, res, true));
   await listenOn(server, config);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -241,12 +275,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       robotsTxt: files.get('/robots.txt')?.body.toString('utf8'),
     });
     const { app, telemetry } = engine;
+    const pool = (engine.store as { pool?: GuardedPool }).pool;
+    // The PostgreSQL store's calls are all asynchronous: each becomes a span under its request's.
+    if (pool) traceStore(engine.store);
 
     metrics?.watch({
       ledger: () => telemetry.snapshot(),
       verificationsInFlight: () => telemetry.verificationsInFlight(),
       dnsLookups: () => telemetry.dnsLookups().started,
       webBotAuth: () => telemetry.webBotAuth(),
+      ...(pool ? { database: () => ({ up: pool.up(), ...pool.stats() }) } : {}),
     });
     let closing = false;
     const readiness = createReadiness([
@@ -270,9 +308,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const observe = (r: ObservedRequest) => {
       // The line takes method, path without query string, status, duration and time: no address, no
       // headers, nothing secret reaches the log. The report itself, not a copy of those five fields.
-      requestLog(r);
+      const context = r.connection ? finishing.get(r.connection) : undefined;
+      requestLog(r, context?.id);
       telemetry.observe(r);
-      metrics?.observe(r);
+      metrics?.observe(r, context?.problem);
       options.observe?.(r);
     };
 
@@ -306,7 +345,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics))
         : undefined;
     logger.info(
-      { url, dist: config.DIST_DIR, data: config.DATA_DIR, ...(metricsServer ? { metrics: metricsServer.url } : {}) },
+      {
+        url,
+        dist: config.DIST_DIR,
+        ...(config.DATABASE_URL ? { store: 'postgresql' } : { data: config.DATA_DIR }),
+        ...(metricsServer ? { metrics: metricsServer.url } : {}),
+      },
       'listening',
     );
     // Supervisors and tests wait for this line: do not leave it in the buffer.
@@ -333,6 +377,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           void engine
             .close()
             .then(() => dataLock?.release())
+            .then(() => stopTracing())
             .finally(() => {
               endLog();
               resolve();

@@ -1,7 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { encodeCursor } from '../api/store/pages.ts';
 import { load, startChild, type Figures } from './lib.ts';
@@ -86,7 +84,6 @@ export async function postgresReads(): Promise<Row[]> {
         DATABASE_URL,
         WRITE_RATE_LIMIT: '0',
         LOG_LEVEL: 'warn',
-        DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-pg-')),
       },
       { pinned: false },
     );

@@ -38,16 +38,8 @@ const embedded = await startChild(
   { ...base, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
   { pinned: false },
 );
-const p1 = await startChild(
-  ['api/main.ts'],
-  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
-  { pinned: false },
-);
-const p2 = await startChild(
-  ['api/main.ts'],
-  { ...base, DATABASE_URL, DATA_DIR: mkdtempSync(join(tmpdir(), 'bench-scale-')) },
-  { pinned: false },
-);
+const p1 = await startChild(['api/main.ts'], { ...base, DATABASE_URL }, { pinned: false });
+const p2 = await startChild(['api/main.ts'], { ...base, DATABASE_URL }, { pinned: false });
 try {
   const emb = await oath(embedded.url);
   const one = await oath(p1.url);

@@ -115,10 +115,18 @@ try {
     say(move.state === 'new' ? `moving ${dir} into PostgreSQL` : `resuming the move of ${dir}`);
     const source = await openEmbeddedStore({ dir, logger: pino({ level: 'warn' }, pino.destination(2)) });
     const holdings = holdingsOf(source);
+    const phase = (name: string) => {
+      const at = performance.now();
+      say(`phase ${name}`);
+      return () => say(`phase ${name} done in ${((performance.now() - at) / 1000).toFixed(1)} s`);
+    };
+    const copied = phase('1/2: copy');
     await copyStore({ source, holdings, sourceId, pool, progress: move.progress, batch, report: say });
+    copied();
     // Steps a migration runs over rows already there (such as keying rows written without a key) run now on the copy, not at the service's first start.
     await migrate(pool);
     const target = await openPostgresStore(url);
+    const checked = phase('2/2: check');
     const problems = await checkMove({ source, holdings, target, pool, batch, report: say });
     await Promise.all([source.close(), target.close()]);
     // verify-receipts' checks, on the log as PostgreSQL holds it; and the key signs a head its public key verifies.
@@ -127,6 +135,7 @@ try {
     const head = signer?.signHead({ tree_size: log.size, root_hash: log.root, timestamp: new Date().toISOString() });
     if (head && !verifyTreeHead(head, signer!.publicKeyPem))
       problems.push('a tree head signed with the log key does not verify with its public key');
+    checked();
     if (problems.length > 0) {
       for (const p of problems.slice(0, 20)) process.stderr.write(`FAIL ${p}\n`);
       fail(

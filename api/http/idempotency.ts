@@ -1,6 +1,11 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, randomUUID } from 'node:crypto';
 import { isIdempotencyKeyTaken } from '../store/errors.ts';
-import { IDEMPOTENCY_CLAIM_MS, type IdempotencyRecord, type IdempotencyStore } from '../store/types.ts';
+import {
+  IDEMPOTENCY_CLAIM_MS,
+  IDEMPOTENCY_LEASE_MS,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+} from '../store/types.ts';
 import { HttpProblem } from './problem.ts';
 
 /** What a write answered, as replayed for a repeated Idempotency-Key. */
@@ -22,6 +27,10 @@ export const IDEMPOTENCY_ANSWER_MAX_BYTES = 16 * 1024;
 const PRUNE_EVERY_MS = 60 * 1000;
 // A claim the store could not release (it did not answer) is tried again this often until it lapses.
 const RELEASE_RETRY_MS = 1000;
+// A run renews its claim's lease this often (a third of it: two renewals may fail before it lapses).
+const RENEW_EVERY_MS = IDEMPOTENCY_LEASE_MS / 3;
+/** Seconds a 409 IDEMPOTENCY_IN_FLIGHT asks the client to wait: most runs end within it. */
+export const IN_FLIGHT_RETRY_AFTER_S = 1;
 // Claims waiting for their release at most; past it they lapse on their own after IDEMPOTENCY_CLAIM_MS.
 const RELEASES_PENDING_MAX = 10_000;
 
@@ -105,7 +114,7 @@ export function createIdempotency(
   function releaseLater(keyHash: string): void {
     if (unreleased.size >= RELEASES_PENDING_MAX) return;
     // Given up well before the claim lapses, so a release never ends a claim another run took over since.
-    unreleased.set(keyHash, Date.now() + IDEMPOTENCY_CLAIM_MS / 2);
+    unreleased.set(keyHash, Date.now() + (store.renew ? IDEMPOTENCY_LEASE_MS : IDEMPOTENCY_CLAIM_MS) / 2);
     releasing ??= setTimeout(releaseAgain, releaseRetryMs).unref();
   }
   async function releaseAgain(): Promise<void> {
@@ -161,9 +170,14 @@ export function createIdempotency(
     if (!(await store.claim(keyHash, at))) {
       throw new HttpProblem(
         'IDEMPOTENCY_IN_FLIGHT',
-        'A request with this Idempotency-Key is still being processed. Retry when it has finished.',
+        `A request with this Idempotency-Key is still being processed. Retry after ${IN_FLIGHT_RETRY_AFTER_S} s: a run whose process died is taken over within ${IDEMPOTENCY_LEASE_MS / 1000} s.`,
+        { headers: { 'Retry-After': String(IN_FLIGHT_RETRY_AFTER_S) } },
       );
     }
+    // The lease is renewed while the run lasts; a process that dies stops renewing it.
+    const renewing = store.renew
+      ? setInterval(() => void store.renew!(keyHash, now()).catch(() => undefined), RENEW_EVERY_MS).unref()
+      : undefined;
     try {
       // A run elsewhere may have finished between the read above and the claim.
       const finished = await store.get(keyHash, now());
@@ -202,6 +216,7 @@ export function createIdempotency(
         return repeat(first);
       }
     } finally {
+      clearInterval(renewing);
       // A claim that cannot be released now is released when the store answers again (or lapses
       // after IDEMPOTENCY_CLAIM_MS); it must not hide the answer.
       await store.release(keyHash).catch(() => releaseLater(keyHash));

@@ -1,4 +1,5 @@
 import { isDomainError, PROBLEMS, type ProblemCode } from '../problems/index.ts';
+import { noteProblem } from '../log.ts';
 
 /** RFC 9457 problem details, as every error of this service is answered. */
 export interface ProblemBody {
@@ -40,6 +41,7 @@ export class HttpProblem extends Error {
   }
 
   body(instance?: string): ProblemBody {
+    noteProblem(this.code);
     return {
       type: `/problems/${this.code.toLowerCase().replaceAll('_', '-')}`,
       title: this.title,

@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ObservedRequest } from '../telemetry/observed.ts';
 import type { JournalObserver } from '../store/embedded/journal.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
+import { BUILD, STARTED_AT } from '../build-info.ts';
 
 /** What the metrics read when scraped; set once telemetry exists. */
 export interface MetricSources {
@@ -11,6 +12,8 @@ export interface MetricSources {
   dnsLookups?(): number;
   /** Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered directories named. */
   webBotAuth?(): { directoryFetches: number; replays: number; unregistered: number };
+  /** PostgreSQL, when it is the store: whether it answers, and the pool's connections. */
+  database?(): { up: boolean; inUse: number; idle: number; waiting: number };
 }
 
 const statusClass = (status: number) => `${Math.floor(status / 100)}xx`;
@@ -32,6 +35,52 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     labelNames: ['operation', 'status_class'],
     registers: [registry],
   });
+  // Status codes and problem codes are bounded sets (HTTP's, api/problems/table.ts): 500, 502 and 503 apart.
+  const answers = new Counter({
+    name: 'agentnode_http_responses_total',
+    help: 'Finished HTTP requests by status code and problem code ("" when the answer was no problem).',
+    labelNames: ['status', 'code'],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'agentnode_build_info',
+    help: 'The release this process runs: 1, labelled with its version, commit and Node.',
+    labelNames: ['version', 'commit', 'node'],
+    registers: [registry],
+    collect() {
+      this.set({ version: BUILD.version, commit: BUILD.commit, node: BUILD.node }, 1);
+    },
+  });
+  new Gauge({
+    name: 'agentnode_uptime_seconds',
+    help: 'Seconds since this process started.',
+    registers: [registry],
+    collect() {
+      this.set((Date.now() - STARTED_AT) / 1000);
+    },
+  });
+  const database = (
+    name: string,
+    help: string,
+    read: (d: NonNullable<ReturnType<NonNullable<MetricSources['database']>>>) => number,
+  ) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const d = sources?.database?.();
+        if (d) this.set(read(d));
+      },
+    });
+  database(
+    'agentnode_database_up',
+    'PostgreSQL answers (1) or not (0): 0 from a call that met silence, or before the schema was checked, until one is answered.',
+    (d) => (d.up ? 1 : 0),
+  );
+  database('agentnode_database_pool_in_use', 'Pooled PostgreSQL connections running a call.', (d) => d.inUse);
+  database('agentnode_database_pool_idle', 'Pooled PostgreSQL connections open and free.', (d) => d.idle);
+  database('agentnode_database_pool_waiting', 'Calls waiting for a pooled PostgreSQL connection.', (d) => d.waiting);
   const latency = new Histogram({
     name: 'agentnode_http_request_duration_seconds',
     help: 'Time from the request to its finished answer, by operation.',
@@ -148,9 +197,10 @@ export function createMetrics(operationOf: (method: string, path: string) => str
       sources = s;
     },
     /** One finished request (the gateway's observer). */
-    observe(r: ObservedRequest): void {
+    observe(r: ObservedRequest, problem?: string): void {
       const operation = operationOf(r.method, r.path);
       requests.inc({ operation, status_class: statusClass(r.status) });
+      answers.inc({ status: String(r.status), code: problem ?? '' });
       latency.observe({ operation }, r.durationMs / 1000);
       if (r.status === 429) rateLimited.inc();
     },

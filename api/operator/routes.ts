@@ -1,6 +1,7 @@
 import { bearerMatches, HttpProblem, type RouteHandler } from '../http/index.ts';
 import type { Metrics } from './metrics.ts';
 import type { Readiness } from './probes.ts';
+import { BUILD } from '../build-info.ts';
 
 const TEXT = { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' };
 
@@ -21,7 +22,12 @@ export const livez: RouteHandler = getOnly(async () => ({ status: 200, headers: 
 export const readyz = (readiness: Readiness): RouteHandler =>
   getOnly(async () => {
     const state = await readiness.state();
-    const body = JSON.stringify({ status: state.ready ? 'ready' : 'not ready', checks: state.checks });
+    const body = JSON.stringify({
+      status: state.ready ? 'ready' : 'not ready',
+      version: BUILD.version,
+      commit: BUILD.commit,
+      checks: state.checks,
+    });
     return {
       status: state.ready ? 200 : 503,
       headers: { 'Content-Type': 'application/json; charset=utf-8', 'Cache-Control': 'no-store' },

@@ -158,6 +158,18 @@ export const PROBLEMS = {
     when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).',
     headers: { 'Retry-After': '5' },
   },
+  UPSTREAM_UNAVAILABLE: {
+    status: 502,
+    title: 'No process answered',
+    when: 'Sent by the proxy (deploy/nginx.conf), not the service: no gateway process took the request (all stopped or restarting). Retry after Retry-After.',
+    headers: { 'Retry-After': '5' },
+  },
+  UPSTREAM_TIMEOUT: {
+    status: 504,
+    title: 'No answer in time',
+    when: 'Sent by the proxy (deploy/nginx.conf), not the service: the gateway process did not answer within proxy_read_timeout. A write may have been saved: retry with the same Idempotency-Key.',
+    headers: { 'Retry-After': '5' },
+  },
   STARTING: {
     status: 503,
     title: 'Starting',

@@ -79,6 +79,12 @@ export interface IdempotencyStore {
   claim(keyHash: string, now: Date): Promise<boolean>;
   /** Ends a claim, whether its run stored an answer or failed. */
   release(keyHash: string): Promise<void>;
+  /**
+   * A store shared by processes holds a claim as a lease of IDEMPOTENCY_LEASE_MS that its run
+   * renews while it runs: a claim whose process died lapses within the lease, not the claim's
+   * minute. A store of one process (its claims die with it) has none.
+   */
+  renew?(keyHash: string, now: Date): Promise<void>;
 }
 
 /** One scored request, as the drift metrics keep it. */
@@ -190,3 +196,5 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export const TELEMETRY_STALE_MS = 60 * 60 * 1000;
 /** How long a claim on an Idempotency-Key holds before it counts as abandoned. */
 export const IDEMPOTENCY_CLAIM_MS = 60 * 1000;
+/** A shared store's claim lapses this long after its run last renewed it (every third of it). */
+export const IDEMPOTENCY_LEASE_MS = 5 * 1000;

@@ -342,8 +342,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     const alerts = o.alerts!;
     const row = name === null ? undefined : ledger.families[name];
     if (!row) return;
-    // A family folded into "(other families)" has no row of its own and raises nothing new.
-    if (!seen) alerts.newFamily(row.family, row.operator, row.class);
+    // A family folded into "(other families)" has no row of its own and raises nothing new. Generic
+    // HTTP tools (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe with: counted, never news.
+    if (!seen && row.operator !== '(tool)') alerts.newFamily(row.family, row.operator, row.class);
     if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
     // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
     if (disallowed) alerts.robots(row.family, row.operator, path);

@@ -5,7 +5,18 @@ import { describe, expect, it } from 'vitest';
 // The floors of api/, lowest first, as docs/architecture.md draws them: a module imports from its
 // own floor or below, never above. Keep the two in step.
 const FLOORS: readonly (readonly string[])[] = [
-  ['ids.ts', 'log.ts', 'startup-error.ts', 'problems', 'names', 'schemas', 'content', 'net'],
+  [
+    'ids.ts',
+    'build-info.ts',
+    'tracing.ts',
+    'log.ts',
+    'startup-error.ts',
+    'problems',
+    'names',
+    'schemas',
+    'content',
+    'net',
+  ],
   ['store'],
   ['citizenship', 'omip', 'ingress', 'telemetry'],
   ['http'],

@@ -8,6 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../bench/lib.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { KEEP_ALIVE_MS } from '../../api/server.ts';
+import { loadConfig } from '../../api/config.ts';
+import { PROBLEMS } from '../../api/problems/table.ts';
 
 /** A POST from one loopback address (so nginx sees distinct clients), with extra headers. */
 function post(
@@ -58,7 +61,11 @@ beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'nginx-'));
   // deploy/nginx.conf as the operator includes it, with its two ports pointed at this test's.
   const site = readFileSync(resolve('deploy/nginx.conf'), 'utf8')
-    .replace(/server 127\.0\.0\.1:4321;/, `server ${new URL(server.url).host};`)
+    // The live process, and one that is gone (nothing listens on its port): nginx must skip it.
+    .replace(
+      /server 127\.0\.0\.1:4321;/,
+      `server ${new URL(server.url).host};\n    server 127.0.0.1:${await freePort()};`,
+    )
     .replace(/listen 80;/, `listen 127.0.0.1:${port};`);
   writeFileSync(join(dir, 'agent-node.conf'), site);
   writeFileSync(
@@ -106,5 +113,58 @@ describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
         ).status,
       );
     expect(answers).toEqual([201, 201, 201, 429]);
+  });
+
+  it('skips a process that is gone: GETs and POSTs all reach the live one', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push(
+        (await post(port, '/api/citizenship/oath', oath(`skip-${i}`), { from: `127.0.0.${5 + (i % 3)}` })).status,
+      );
+      statuses.push((await fetch(`http://127.0.0.1:${port}/livez`)).status);
+    }
+    expect(statuses).toEqual(
+      Array(12)
+        .fill(0)
+        .map((_, i) => (i % 2 ? 200 : 201)),
+    );
+  });
+
+  it("gives up idle upstream connections before the app does (the keep-alive race's 502)", async () => {
+    const conf = readFileSync(resolve('deploy/nginx.conf'), 'utf8');
+    const nginxIdle = Number(/^\s*keepalive_timeout (\d+)s;/m.exec(conf)![1]) * 1000;
+    const sendTimeout = loadConfig({}).SEND_TIMEOUT_MS;
+    expect(nginxIdle).toBeLessThan(KEEP_ALIVE_MS);
+    expect(nginxIdle).toBeLessThan(sendTimeout);
+  });
+
+  it('answers its own 502 as problem+json with Retry-After when no process answers', async () => {
+    await server.stop();
+    // node:http, not fetch: the test setup's fetch holds every answer to the service's OpenAPI, and this one is nginx's.
+    const r = await new Promise<{ status: number; headers: Record<string, unknown>; body: string }>((done, fail) => {
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/api/citizenship/oath',
+          method: 'POST',
+          agent: false,
+          headers: { 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (body += c));
+          res.on('end', () => done({ status: res.statusCode!, headers: res.headers, body }));
+        },
+      );
+      req.on('error', fail);
+      req.end(JSON.stringify(oath('nobody-home')));
+    });
+    expect(r.status).toBe(502);
+    expect(r.headers['content-type']).toBe('application/problem+json');
+    expect(r.headers['retry-after']).toBe('5');
+    expect(JSON.parse(r.body)).toMatchObject({ status: 502, code: 'UPSTREAM_UNAVAILABLE' });
+    expect('UPSTREAM_UNAVAILABLE' in PROBLEMS && 'UPSTREAM_TIMEOUT' in PROBLEMS).toBe(true);
   });
 });

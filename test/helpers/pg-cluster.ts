@@ -23,6 +23,10 @@ export interface PgCluster {
   terminateBackends(database: string): Promise<number>;
   /** `pg_ctl restart -m fast`: every connection dropped, the server back when it resolves. */
   restart(): Promise<void>;
+  /** `pg_ctl stop -m fast`: the server is down (connections refused) until `start`. */
+  halt(): Promise<void>;
+  /** Starts a halted server again; resolves when it takes connections. */
+  start(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -89,7 +93,9 @@ export async function startCluster(): Promise<PgCluster> {
     ]),
   );
   // No fsync: the tests cut connections, not power. The socket lives in the temp folder, not /run.
-  await pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, 'start');
+  const start = () =>
+    pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`, 'start');
+  await start();
   const adminUrl = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const admin = async <T>(work: (client: pg.Client) => Promise<T>): Promise<T> => {
     const client = new pg.Client({ connectionString: adminUrl });
@@ -118,6 +124,8 @@ export async function startCluster(): Promise<PgCluster> {
           ).rowCount ?? 0,
       ),
     restart: async () => void (await pgCtl('-m', 'fast', 'restart')),
+    halt: async () => void (await pgCtl('-m', 'fast', 'stop')),
+    start: async () => void (await start()),
     stop: async () => {
       await pgCtl('-m', 'immediate', 'stop').catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });

@@ -49,7 +49,7 @@ export interface ServerProcess extends TestServer {
  * machine's resolver: crawler User-Agents the tests send start lookups, and a test sends no packet
  * off this machine.
  */
-async function serverEnv(env: Record<string, string>): Promise<Record<string, string>> {
+async function serverEnv(env: Record<string, string>, spawned = false): Promise<Record<string, string>> {
   return {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -58,7 +58,11 @@ async function serverEnv(env: Record<string, string>): Promise<Record<string, st
     CANON_URL,
     LOG_LEVEL: 'info',
     ...env,
-    DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-')),
+    // One store said once: `node api/main.ts` on PostgreSQL gets no DATA_DIR (it would refuse to
+    // start); in process, the folder holds only the receipt log's signing key.
+    ...(env.DATABASE_URL && spawned
+      ? {}
+      : { DATA_DIR: env.DATA_DIR ?? mkdtempSync(join(tmpdir(), 'agentnode-data-')) }),
     DNS_SERVERS: env.DNS_SERVERS ?? (await sharedDnsResponder()).address,
   };
 }
@@ -117,7 +121,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
   let stopped: Promise<number> | undefined;
   return {
     url: running.url,
-    dataDir: full.DATA_DIR!,
+    dataDir: full.DATA_DIR ?? '',
     logs,
     waitForLog,
     // What api/main.ts does on SIGTERM, without ending this process.
@@ -137,7 +141,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
 
 /** Starts the real server (`node api/main.ts`) as a child process and waits until it listens. */
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const full = await serverEnv(env);
+  const full = await serverEnv(env, true);
   const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
     env: { ...process.env, ...full },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -161,7 +165,7 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   return {
     url,
     child,
-    dataDir: full.DATA_DIR!,
+    dataDir: full.DATA_DIR ?? '',
     logs,
     waitForLog,
     async stop(signal = 'SIGTERM') {

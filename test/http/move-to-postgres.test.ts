@@ -183,7 +183,7 @@ describe.runIf(available)('npm run move-to-postgres', () => {
   it('moves a stopped store, interrupted part-way and resumed, into a fresh database', async () => {
     expect(await embedded.stop()).toBe(0);
     // A batch of 3 rows a transaction, killed as soon as it says it copied some.
-    const killed = await move({ DATABASE_URL }, ['--from', dataDir, '--batch', '3'], /^citizens: \d+$/);
+    const killed = await move({ DATABASE_URL }, ['--from', dataDir, '--batch', '3'], /^citizens: \d+,/);
     expect(killed.code).toBeNull();
     const db = new pg.Pool({ connectionString: DATABASE_URL });
     try {
@@ -227,6 +227,12 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(/^resuming the move of /);
+    // Progress an operator can read: the phase, how many of how many, the rate, the time left.
+    expect(resumed.stdout).toMatch(/^phase 1\/2: copy$/m);
+    expect(resumed.stdout).toMatch(/^citizens: \d+, of 26 \(\d+%\), \d+\/s, \d+ s left$/m);
+    expect(resumed.stdout).toMatch(/^citizens: 26 \(all\), of 26 \(100%\), \d+\/s$/m);
+    expect(resumed.stdout).toMatch(/^phase 1\/2: copy done in \d+\.\d s$/m);
+    expect(resumed.stdout).toMatch(/^phase 2\/2: check done in \d+\.\d s$/m);
     expect(resumed.stdout).toMatch(/^checked 26 citizens$/m);
     expect(resumed.stdout).toMatch(/^checked 50 messages$/m);
     expect(resumed.stdout).toMatch(

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { hostname } from 'node:os';
+import { BUILD } from '../../api/build-info.ts';
 import { createLogging, tenths } from '../../api/log.ts';
 
 describe('the request log line', () => {
@@ -39,7 +41,7 @@ describe('the request log line', () => {
       expect(parsed).toMatchObject({ level: 30, time: time + i, method, path, msg: 'request' });
       expect(parsed.ms).toBe(Math.round(duration(i) * 10) / 10);
       expect(line).toBe(
-        `{"level":30,"time":${parsed.time as number},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${parsed.status as number},"ms":${parsed.ms as number},"msg":"request"}`,
+        `{"level":30,"time":${parsed.time as number},"pid":${process.pid},"host":${JSON.stringify(hostname())},"version":${JSON.stringify(BUILD.version)},"method":${JSON.stringify(method)},"path":${JSON.stringify(path)},"status":${parsed.status as number},"ms":${parsed.ms as number},"msg":"request"}`,
       );
     });
   });
@@ -74,5 +76,21 @@ describe('the request log line', () => {
     const durations = [0, 0.04, 0.05, 0.95, 0.96, 1, 9.95, 9.96, 12.34, 99.99, 1234.56, 86_400_000.06];
     for (let i = 0; i < 10_000; i++) durations.push(Math.random() * 10 ** (i % 7));
     for (const ms of durations) expect([ms, tenths(ms)]).toEqual([ms, JSON.stringify(Math.round(ms * 10) / 10)]);
+  });
+
+  it('writes a 5xx line at warn, kept under LOG_LEVEL=warn, and the request id when there is one', () => {
+    const chunks: string[] = [];
+    const { requestLog, end } = createLogging('warn', { write: (chunk) => void chunks.push(String(chunk)) });
+    requestLog({ method: 'GET', path: '/ok', status: 200, durationMs: 1 }, 'a');
+    requestLog({ method: 'POST', path: '/api/citizenship/oath', status: 503, durationMs: 2 }, 'req-"1"');
+    end();
+    const lines = chunks
+      .join('')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 40, status: 503, requestId: 'req-"1"', pid: process.pid, msg: 'request' }),
+    ]);
   });
 });

@@ -1,3 +1,4 @@
+import { BUILD } from '../../api/build-info.ts';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +41,12 @@ describe('probes', () => {
     const first = await startServer({ DATA_DIR: dir });
     expect(await readyz(first.url)).toEqual({
       status: 200,
-      body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok', ceiling: 'ok' } },
+      body: {
+        status: 'ready',
+        version: BUILD.version,
+        commit: BUILD.commit,
+        checks: { build: 'ok', accepting: 'ok', store: 'ok', ceiling: 'ok' },
+      },
     });
     await first.stop();
     execFileSync('mount', ['-o', 'remount,ro', dir]);
@@ -94,7 +100,12 @@ describe('probes', () => {
     try {
       expect(await readyz(server.url)).toEqual({
         status: 200,
-        body: { status: 'ready', checks: { build: 'ok', accepting: 'ok' } },
+        body: {
+          status: 'ready',
+          version: BUILD.version,
+          commit: BUILD.commit,
+          checks: { build: 'ok', accepting: 'ok' },
+        },
       });
       expect((await fetch(`${server.url}/readyz`, { method: 'POST' })).status).toBe(405);
     } finally {
@@ -107,7 +118,12 @@ describe('probes', () => {
     try {
       expect(await readyz(server.url)).toEqual({
         status: 200,
-        body: { status: 'ready', checks: { build: 'ok', accepting: 'ok', store: 'ok' } },
+        body: {
+          status: 'ready',
+          version: BUILD.version,
+          commit: BUILD.commit,
+          checks: { build: 'ok', accepting: 'ok', store: 'ok' },
+        },
       });
     } finally {
       await server.stop();

@@ -1,11 +1,14 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServerProcess } from '../helpers/server.ts';
+import { sharedDnsResponder } from '../helpers/dns-responder.ts';
 
 /** `node api/main.ts` run to its end: exit code and every line it printed. */
 function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
@@ -84,5 +87,59 @@ describe('one writer per data folder', () => {
     expect(run.lines[0]).toBe('agent-node cannot start: invalid configuration:');
     expect(run.lines.slice(1).join('\n')).toMatch(/^ {2}PORT: /);
     expect(run.lines.join('\n')).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('one store, said once', () => {
+  it('DATA_DIR and DATABASE_URL both set refuse to start, in one line naming both, and touch neither', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'agentnode-two-')), 'data');
+    const run = await runToEnd({ PORT: '0', DATA_DIR: dir, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' });
+    expect(run.code).toBe(1);
+    expect(run.lines).toHaveLength(1);
+    expect(run.lines[0]).toMatch(/DATA_DIR .*and DATABASE_URL are both set/);
+    expect(existsSync(dir)).toBe(false);
+  });
+});
+
+describe('private by default', () => {
+  it('under umask 022 the data folder is 0700 (an existing 0755 one too) and every file in it 0600', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'agentnode-umask-')), 'data');
+    mkdirSync(dir, { mode: 0o755 });
+    chmodSync(dir, 0o755);
+    const child = spawn('sh', ['-c', 'umask 022 && exec node_modules/.bin/node api/main.ts'], {
+      env: {
+        ...process.env,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        DIST_DIR: TEST_DIST,
+        DATA_DIR: dir,
+        LOG_LEVEL: 'info',
+        DNS_SERVERS: (await sharedDnsResponder()).address,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const url = await new Promise<string>((resolve, reject) => {
+      createInterface({ input: child.stdout }).on('line', (line) => {
+        const m = /"msg":"listening"/.test(line) && /"url":"([^"]+)"/.exec(line);
+        if (m) resolve(m[1]!);
+      });
+      void exited.then(() => reject(new Error('the server exited')));
+    });
+    const oath = await fetch(`${url}/api/citizenship/oath`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'Idempotency-Key': randomUUID() },
+      body: JSON.stringify({ name: 'private-citizen', purpose: 'Keep my hash to the service.' }),
+    });
+    expect(oath.status).toBe(201);
+    // A graceful stop writes what it holds: the snapshot, the journal, the signing key.
+    child.kill('SIGTERM');
+    await exited;
+    const modes = Object.fromEntries(
+      readdirSync(dir).map((f) => [f, (statSync(join(dir, f)).mode & 0o777).toString(8)]),
+    );
+    expect(Object.keys(modes).length).toBeGreaterThan(0);
+    expect(modes).toEqual(Object.fromEntries(Object.keys(modes).map((f) => [f, '600'])));
+    expect((statSync(dir).mode & 0o777).toString(8)).toBe('700');
   });
 });

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { TELEMETRY_STALE_MS, type TelemetryStore } from '../../api/store/types.ts';
+import { IDEMPOTENCY_LEASE_MS, TELEMETRY_STALE_MS, type TelemetryStore } from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
@@ -143,5 +143,31 @@ describe.runIf(available)('PostgreSQL: names stored before they were unique (mig
     const again = await openPostgresStore(url);
     expect((await again.citizens.holding('EXAMPLE-agent'))?.memberId).toBe(older.memberId);
     await Promise.all([store.close(), again.close(), db.end()]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL: an Idempotency-Key claim is a lease', () => {
+  it('keeps a renewed lease from being taken over, and lets one its run stopped renewing lapse', async () => {
+    const store = await openPostgresStore(await freshDatabase());
+    const now = new Date();
+    expect(await store.idempotency.claim('r1', now)).toBe(true);
+    await store.idempotency.renew!('r1', new Date(now.getTime() + IDEMPOTENCY_LEASE_MS - 1));
+    expect(await store.idempotency.claim('r1', new Date(now.getTime() + IDEMPOTENCY_LEASE_MS + 1))).toBe(false);
+    expect(await store.idempotency.claim('r1', new Date(now.getTime() + 2 * IDEMPOTENCY_LEASE_MS))).toBe(true);
+    await store.close();
+  });
+});
+
+describe.runIf(available)('PostgreSQL: migrations hold no session state', () => {
+  it('processes opening one database at once migrate it once, with transaction-scoped locks only', async () => {
+    const url = await freshDatabase();
+    const stores = await Promise.all([openPostgresStore(url), openPostgresStore(url), openPostgresStore(url)]);
+    const db = new pg.Pool({ connectionString: url });
+    const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY 1')).rows;
+    expect(versions.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    // No advisory lock outlives its transaction.
+    expect((await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory'")).rowCount).toBe(0);
+    await db.end();
+    for (const s of stores) await s.close();
   });
 });

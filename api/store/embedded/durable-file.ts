@@ -176,7 +176,8 @@ export async function writeLinesDurably(
   // Each line behind its checksum (checksum.ts), computed on the bytes where they were written.
   const prefix = options.checksums ? CHECK_BYTES : 0;
   const temp = `${path}.tmp`;
-  const handle = await open(temp, 'w');
+  // Private whatever the umask: the store holds passport hashes.
+  const handle = await open(temp, 'w', 0o600);
   let bytes = 0;
   let chunks = 0;
   try {

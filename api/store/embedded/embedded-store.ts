@@ -1,4 +1,4 @@
-import { mkdir, stat } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { getHeapStatistics } from 'node:v8';
 import { Low } from 'lowdb';
@@ -591,9 +591,11 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   const compactEvery = options.compactEvery ?? 20_000;
   const compactBytes = options.compactBytes ?? 16 * 1024 * 1024;
   const maxBytes = options.maxBytes ?? defaultMaxBytes();
-  await mkdir(dir, { recursive: true }).catch((error: NodeJS.ErrnoException) => {
+  await mkdir(dir, { recursive: true, mode: 0o700 }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== 'EEXIST' && error.code !== 'EROFS') throw error;
   });
+  // Private whatever the umask (or an older version) made it: no other local user lists or reads it.
+  await chmod(dir, 0o700).catch(() => undefined);
   const opened = performance.now();
   const salvaging = options.salvage !== undefined;
   const file = new SnapshotFile(join(dir, SNAPSHOT_FILE), join(dir, LEGACY_SNAPSHOT_FILE), options.chunks, salvaging);

@@ -281,7 +281,8 @@ export class Journal {
 
   async #reopen(): Promise<FileHandle> {
     if (!this.#file) throw new Error('journal has no current file');
-    const handle = await open(this.#file, WRITE_DSYNC);
+    // Private whatever the umask: the store holds passport hashes.
+    const handle = await open(this.#file, WRITE_DSYNC, 0o600);
     try {
       const { end, size } = await endOfData(handle);
       this.#allocated = size;

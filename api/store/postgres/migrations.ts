@@ -73,15 +73,21 @@ const BACKFILL_BATCH = 1000;
 export async function backfillNameKeys(client: pg.PoolClient): Promise<number> {
   let keyed = 0;
   for (let raced = 0; ;) {
-    const rows = (
-      await client.query<{ member_id: string; name: string }>(
-        `SELECT member_id, name FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL ORDER BY member_id LIMIT ${BACKFILL_BATCH}`,
-      )
-    ).rows;
-    if (rows.length === 0) return keyed;
-    const keys = rows.map((r) => nameKeys(r.name));
+    // Each batch a transaction of its own under the migrations' lock: one process keys the rows,
+    // the others find nothing left to key.
     await client.query('BEGIN');
     try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      const rows = (
+        await client.query<{ member_id: string; name: string }>(
+          `SELECT member_id, name FROM citizens WHERE name_key IS NULL OR name_shape_key IS NULL ORDER BY member_id LIMIT ${BACKFILL_BATCH}`,
+        )
+      ).rows;
+      if (rows.length === 0) {
+        await client.query('COMMIT');
+        return keyed;
+      }
+      const keys = rows.map((r) => nameKeys(r.name));
       const held = (
         await client.query<{ name_key: string | null; name_shape_key: string | null }>(
           'SELECT name_key, name_shape_key FROM citizens WHERE name_key = ANY($1) OR name_shape_key = ANY($2)',
@@ -179,38 +185,51 @@ function keptCountsSql(): string {
   ].join('\n');
 }
 
-/** Applies the migrations not applied yet, one transaction each, under an advisory lock (several processes may start at once). */
+/** Serialises the processes that migrate at once; taken per transaction, never held by a session. */
+const MIGRATION_LOCK = 7243001;
+
+/**
+ * Applies the migrations not applied yet, one transaction each. Several processes may start at
+ * once: each transaction first takes a transaction-scoped advisory lock and reads what is applied
+ * under it. Nothing outlives a transaction (no session lock, no SET), so this runs the same
+ * through PgBouncer in transaction pooling as against PostgreSQL itself.
+ */
 export async function migrate(pool: pg.Pool): Promise<number[]> {
   const client = await pool.connect();
   // A connection lost mid-migration fails the statement running; unheard, its 'error' would end the process.
   client.on('error', () => undefined);
+  const locked = async <T>(work: () => Promise<T>): Promise<T> => {
+    await client.query('BEGIN');
+    try {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      const result = await work();
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+  };
   try {
-    await client.query('SELECT pg_advisory_lock(7243001)');
-    await client.query(
-      'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    const done = new Set(
-      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    await locked(() =>
+      client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+      ),
     );
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
-      if (done.has(m.version)) continue;
-      await client.query('BEGIN');
-      try {
+      const done = await locked(async () => {
+        const found = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [m.version]);
+        if (found.rowCount) return true;
         await client.query(m.sql);
         await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-        await client.query('COMMIT');
-        applied.push(m.version);
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      }
+        return false;
+      });
+      if (!done) applied.push(m.version);
     }
-    // Under the same lock: one process keys the rows, the others find nothing left to key.
     await backfillNameKeys(client);
     return applied;
   } finally {
-    await client.query('SELECT pg_advisory_unlock(7243001)').catch(() => undefined);
     client.release();
   }
 }

@@ -99,6 +99,22 @@ export interface MoveOptions {
   report: (line: string) => void;
 }
 
+/** ", of N (p%), r/s, t s left": how far a list's copy is and when it ends, at the rate of this run. */
+export function pace(
+  copied: number,
+  total: number,
+  copiedHere: number,
+  started: number,
+  now = performance.now(),
+): string {
+  const seconds = (now - started) / 1000;
+  const rate = seconds > 0 ? copiedHere / seconds : 0;
+  const left = Math.max(0, total - copied);
+  const share = total > 0 ? Math.min(100, Math.floor((100 * copied) / total)) : 100;
+  const eta = left === 0 ? '' : rate > 0 ? `, ${Math.ceil(left / rate)} s left` : '';
+  return `, of ${total} (${share}%), ${Math.round(rate)}/s${eta}`;
+}
+
 /** Copies everything; safe to run again after any interruption. */
 export async function copyStore(o: MoveOptions): Promise<void> {
   const save = (client: pg.PoolClient, part: string, value: Progress[string]) =>
@@ -114,7 +130,10 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     idOf: (t: T) => string,
     insert: string,
     rows: (items: T[]) => unknown,
+    total: number,
   ) {
+    const started = performance.now();
+    let copiedHere = 0;
     const newest = (await list({ limit: 1 })).items[0];
     const top = newest ? idOf(newest) : null;
     const saved = o.progress[part];
@@ -135,7 +154,8 @@ export async function copyStore(o: MoveOptions): Promise<void> {
         await save(client, part, next);
       });
       at = next;
-      o.report(`${part}: ${at.copied}${at.done ? ' (all)' : ''}`);
+      copiedHere += page.items.length;
+      o.report(`${part}: ${at.copied}${at.done ? ' (all)' : ''}${pace(at.copied, total, copiedHere, started)}`);
       if (at.done) return;
     }
   }
@@ -169,12 +189,15 @@ export async function copyStore(o: MoveOptions): Promise<void> {
   }
 
   const { source } = o;
+  const feed = await source.feed.stats();
+  const receipts = (await source.receipts.list({ limit: 1 })).items[0];
   await copyList(
     'citizens',
     (q) => source.citizens.list(q),
     (c) => c.memberId,
     INSERT.citizens,
     (items) => items,
+    (await source.citizens.stats()).total,
   );
   await copyList(
     'messages',
@@ -182,6 +205,7 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     (m) => m.id,
     INSERT.messages,
     (items) => items,
+    feed.messages + feed.questions + feed.wall,
   );
   await copyList(
     'receipts',
@@ -189,6 +213,7 @@ export async function copyStore(o: MoveOptions): Promise<void> {
     (r) => r.id,
     INSERT.receipts,
     (items) => items.map((r) => ({ index: r.index, id: r.id, text: JSON.stringify(r.receipt) })),
+    receipts ? receipts.index + 1 : 0,
   );
   await copyAll('idempotency', o.holdings.idempotency(), INSERT.idempotency);
   await copyAll('windows', o.holdings.windows(), INSERT.windows);

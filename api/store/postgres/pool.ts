@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../../log.ts';
 import { StoreUnavailableError } from '../errors.ts';
+import { span, tracingEnabled } from '../../tracing.ts';
 
 /** How the service talks to PostgreSQL (PG_* in api/config.ts). */
 export interface PostgresOptions {
@@ -8,11 +9,13 @@ export interface PostgresOptions {
   poolSize: number;
   /** A connection, or a free one from the pool, not had within this long fails. */
   connectTimeoutMs: number;
-  /** statement_timeout; the client gives the connection up ANSWER_GRACE_MS later. */
+  /** A transaction's statement_timeout (SET LOCAL); the client gives a statement up ANSWER_GRACE_MS later. */
   queryTimeoutMs: number;
   /** An unused pooled connection is closed after this long. */
   idleTimeoutMs: number;
   logger?: Logger | undefined;
+  /** Why no call may go through yet (the schema is not known to be migrated), or null. */
+  gate?: (() => Error | null) | undefined;
 }
 
 export const POSTGRES_DEFAULTS: PostgresOptions = {
@@ -26,20 +29,32 @@ export const POSTGRES_DEFAULTS: PostgresOptions = {
 // timer, a little later, is for when nothing comes back at all (a partition, a dead host).
 const ANSWER_GRACE_MS = 500;
 
-/** The settings of every connection: a bounded wait for each step, and no transaction left open for long by a lost client. */
+/**
+ * The settings of every connection: a bounded wait for each step. No startup parameter beyond
+ * user and database: PgBouncer in transaction pooling refuses the others (statement_timeout...),
+ * and a connection it hands over may be another client's session a statement later. PostgreSQL's
+ * own bounds are set per transaction instead (`transactionBounds`), and each statement is bounded
+ * here by the client's timer.
+ */
 export function connectionSettings(connectionString: string, o: PostgresOptions): pg.ClientConfig {
   return {
     connectionString,
     connectionTimeoutMillis: o.connectTimeoutMs,
-    statement_timeout: o.queryTimeoutMs,
     query_timeout: o.queryTimeoutMs + ANSWER_GRACE_MS,
-    // A process that lost its connection mid-transaction leaves it open on the server, with its
-    // locks (the receipt log's advisory lock, an idempotency key's row): PostgreSQL ends it.
-    idle_in_transaction_session_timeout: 2 * o.queryTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: 10_000,
   };
 }
+
+/**
+ * What opens each transaction: BEGIN and its bounds, SET LOCAL so they end with it (through
+ * PgBouncer the next transaction on this server connection may be another process's). PostgreSQL
+ * cancels a slow statement itself (57014); a process that lost its connection mid-transaction
+ * leaves it open on the server with its locks (the receipt log's advisory lock, an idempotency
+ * key's row): PostgreSQL ends it. One round trip.
+ */
+export const transactionBounds = (o: Pick<PostgresOptions, 'queryTimeoutMs'>): string =>
+  `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(o.queryTimeoutMs)}; SET LOCAL idle_in_transaction_session_timeout = ${Math.trunc(2 * o.queryTimeoutMs)}`;
 
 // SQLSTATE classes that mean "not now" rather than a bug: connection exceptions (08), insufficient
 // resources (53: disk full, too many connections), operator intervention (57: shutdown, restart,
@@ -60,6 +75,12 @@ export const isConnectionLoss = (error: unknown): boolean =>
   (SOCKET_CODE.test(String((error as { code?: unknown }).code ?? '')) || CONNECTION_LOST.test(error.message));
 /** PostgreSQL answered, but not now: the same request may work later. */
 export const isNotNow = (error: unknown): boolean => NOT_NOW.test(sqlState(error) ?? '');
+
+/** A connection failure in a few words, without a stack: the driver's message or the socket's code. */
+export const reasonOf = (error: unknown): string =>
+  error instanceof Error
+    ? [(error as { code?: unknown }).code, error.message].filter((v) => typeof v === 'string' && v !== '').join(' ')
+    : String(error);
 
 /** Where a call was when it failed: what the client may assume follows from it. */
 type Phase = 'connect' | 'statement' | 'commit';
@@ -82,7 +103,7 @@ function mapped(error: unknown, phase: Phase): unknown {
  * timeouts (a request makes several); one call at a time goes through to learn whether it is
  * back, and its success opens the way for all.
  */
-function createBreaker(logger: Logger | undefined) {
+function createBreaker(logger: Logger | undefined, onChange?: (up: boolean) => void) {
   let down = false;
   let trialRunning = false;
   return {
@@ -98,10 +119,16 @@ function createBreaker(logger: Logger | undefined) {
       if (trial) trialRunning = false;
       if (outcome === 'answered' && down) {
         down = false;
+        onChange?.(true);
         logger?.info('PostgreSQL answers again');
       } else if (outcome === 'silent' && !down) {
         down = true;
-        logger?.warn({ err: error }, 'PostgreSQL does not answer: what needs it answers 503 until it does');
+        onChange?.(false);
+        // One line per outage, at error: what an on-call engineer pages on. An expected loss has no stack.
+        logger?.error(
+          { reason: reasonOf(error) },
+          'PostgreSQL does not answer: what needs it answers 503 STORE_UNAVAILABLE until it does',
+        );
       }
     },
   };
@@ -125,10 +152,41 @@ export interface GuardedPool {
   session<T>(work: (client: pg.PoolClient, state: SessionState) => Promise<T>): Promise<T>;
   /** A new connection (not a pooled one) answers SELECT 1: what a new request would get. */
   reachable(): Promise<void>;
+  /** What opens a transaction on a session's connection: BEGIN with its bounds (`transactionBounds`). */
+  begin: string;
+  /** The pool's connections now, and callers waiting for one (metrics). */
+  stats(): { inUse: number; idle: number; waiting: number };
+  /** False from a call that met silence until one is answered again (metrics). */
+  up(): boolean;
   end(): Promise<void>;
 }
 
 const ignore = () => undefined;
+
+/** A connection whose statements are spans (`pg.query`, with the SQL text: values are never in it). */
+function tracedClient(client: pg.PoolClient): pg.PoolClient {
+  return new Proxy(client, {
+    get(target, property) {
+      if (property === 'query')
+        return (text: string | pg.QueryConfig, values?: unknown[]) =>
+          span(
+            'pg.query',
+            { 'db.system': 'postgresql', 'db.statement': (typeof text === 'string' ? text : text.text).slice(0, 500) },
+            () => (typeof text === 'string' ? target.query(text, values) : target.query(text)),
+            3,
+          );
+      const value = Reflect.get(target, property) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * A statement without its name: a named prepared statement lives in the server session that
+ * prepared it, and PgBouncer in transaction pooling gives the next transaction another session
+ * ("prepared statement already exists", "does not exist"). The write limiter names its statements.
+ */
+const unnamed = ({ name: _name, ...statement }: pg.QueryConfig): pg.QueryConfig => statement;
 
 export function openPool(connectionString: string, options: Partial<PostgresOptions> = {}): GuardedPool {
   const o = { ...POSTGRES_DEFAULTS, ...options };
@@ -137,21 +195,25 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
   // An idle connection that PostgreSQL ends (a restart, a failover, pg_terminate_backend) or the
   // network drops is reported here; without a listener it would end the process. The pool has
   // already let it go and opens another when one is needed.
-  pool.on('error', (error) => o.logger?.warn({ err: error }, 'PostgreSQL: an idle connection was lost'));
+  // Expected when PostgreSQL restarts: a debug line without a stack (the outage itself is one error line).
+  pool.on('error', (error) => o.logger?.debug({ reason: reasonOf(error) }, 'PostgreSQL: an idle connection was lost'));
   // A connection checked out is no longer heard by the pool: its loss fails the statement running,
   // and the 'error' it also emits must find a listener. Attached at birth, as PostgreSQL may end a
   // connection in the very packet that made it ready, before its first user can listen.
   pool.on('connect', (client) => client.on('error', ignore));
-  const breaker = createBreaker(o.logger);
+  let answering = true;
+  const breaker = createBreaker(o.logger, (up) => (answering = up));
 
   async function session<T>(work: (client: pg.PoolClient, state: SessionState) => Promise<T>): Promise<T> {
+    const closed = o.gate?.();
+    if (closed) throw new StoreUnavailableError(closed, 'database-unavailable');
     const trial = breaker.enter();
     const state: SessionState = { phase: 'connect' };
     let client: pg.PoolClient | undefined;
     try {
       client = await pool.connect();
       state.phase = 'statement';
-      const result = await work(client, state);
+      const result = await work(tracingEnabled() ? tracedClient(client) : client, state);
       breaker.leave(trial, 'answered');
       release(client);
       return result;
@@ -169,13 +231,15 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
   return {
     session,
     query: (text, values) =>
-      session((client) => (typeof text === 'string' ? client.query(text, values) : client.query(text))),
+      session((client) => (typeof text === 'string' ? client.query(text, values) : client.query(unnamed(text)))),
     write: (text, values) =>
       session((client, state) => {
         state.phase = 'commit';
         return client.query(text, values);
       }),
     async reachable() {
+      const closed = o.gate?.();
+      if (closed) throw closed;
       const client = new pg.Client(settings);
       client.on('error', ignore);
       try {
@@ -189,6 +253,13 @@ export function openPool(connectionString: string, options: Partial<PostgresOpti
         void client.end().catch(ignore);
       }
     },
+    begin: transactionBounds(o),
+    stats: () => ({
+      inUse: pool.totalCount - pool.idleCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
+    up: () => answering && !o.gate?.(),
     end: () => pool.end(),
   };
 }

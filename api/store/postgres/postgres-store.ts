@@ -5,7 +5,7 @@ import type { Logger } from '../../log.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import {
-  IDEMPOTENCY_CLAIM_MS,
+  IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   TELEMETRY_STALE_MS,
   type CitizenRecord,
@@ -21,7 +21,9 @@ import { NameTaken, nameKeys } from '../../names/name-rule.ts';
 import {
   connectionSettings,
   isConnectionLoss,
+  isNotNow,
   openPool,
+  reasonOf,
   POSTGRES_DEFAULTS,
   type GuardedPool,
   type PostgresOptions,
@@ -105,7 +107,7 @@ interface Statements {
  */
 async function transaction<T>(pool: GuardedPool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return pool.session(async (client, state) => {
-    await client.query('BEGIN');
+    await client.query(pool.begin);
     try {
       const result = await work(client);
       state.phase = 'commit';
@@ -242,8 +244,8 @@ export async function openPostgresStore(
   options: Partial<PostgresOptions> = {},
 ): Promise<Store & { pool: GuardedPool }> {
   const settings = { ...POSTGRES_DEFAULTS, ...options };
-  await migrateOnce(connectionString, settings);
-  const pool = openPool(connectionString, settings);
+  const schema = await migrateWhenReachable(connectionString, settings);
+  const pool = openPool(connectionString, { ...settings, gate: schema.gate });
   const writing = reportingUnknownOutcomes(settings.logger);
   // Each process keeps its own telemetry ledger row; readers add them up.
   const processId = randomUUID();
@@ -333,15 +335,20 @@ export async function openPostgresStore(
           ]);
           return expired.rowCount ?? 0;
         }),
-      // One row per run under way: the insert wins, or takes over a claim its process abandoned.
+      // One row per run under way, a lease its run renews (claimed_at: when it last did): the
+      // insert wins, or takes over a lease its process stopped renewing (it died, or lost the database).
       claim: (keyHash, now) =>
         writing(async () => {
           const r = await pool.write(
             `INSERT INTO idempotency_claims AS c VALUES ($1, $2) ON CONFLICT (key_hash)
              DO UPDATE SET claimed_at = excluded.claimed_at WHERE c.claimed_at < $3 RETURNING key_hash`,
-            [keyHash, now, new Date(now.getTime() - IDEMPOTENCY_CLAIM_MS)],
+            [keyHash, now, new Date(now.getTime() - IDEMPOTENCY_LEASE_MS)],
           );
           return r.rowCount === 1;
+        }),
+      renew: (keyHash, now) =>
+        writing(async () => {
+          await pool.write('UPDATE idempotency_claims SET claimed_at = $2 WHERE key_hash = $1', [keyHash, now]);
         }),
       release: (keyHash) =>
         writing(async () => {
@@ -433,22 +440,26 @@ export async function openPostgresStore(
     telemetry: {
       // This process's id is new, so it has no row of its own yet: it starts from the stopped
       // processes' rows, deleted and folded into one new row in the same transaction.
+      // A process started while PostgreSQL was away starts its ledger empty (it is saved as this
+      // process's row once the database answers; stopped processes' rows wait for the next start).
       load: (fold) =>
-        writing(() =>
-          transaction(pool, async (client) => {
-            const stale = await client.query<{ snapshot: object }>(
-              `DELETE FROM telemetry_ledgers WHERE updated_at < now() - $1 * interval '1 millisecond' RETURNING snapshot`,
-              [TELEMETRY_STALE_MS],
-            );
-            if (stale.rows.length === 0) return null;
-            const folded = fold(stale.rows.map((r) => r.snapshot));
-            await client.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now())', [
-              processId,
-              JSON.stringify(folded),
-            ]);
-            return folded;
-          }),
-        ),
+        schema.gate()
+          ? Promise.resolve(null)
+          : writing(() =>
+              transaction(pool, async (client) => {
+                const stale = await client.query<{ snapshot: object }>(
+                  `DELETE FROM telemetry_ledgers WHERE updated_at < now() - $1 * interval '1 millisecond' RETURNING snapshot`,
+                  [TELEMETRY_STALE_MS],
+                );
+                if (stale.rows.length === 0) return null;
+                const folded = fold(stale.rows.map((r) => r.snapshot));
+                await client.query('INSERT INTO telemetry_ledgers VALUES ($1, $2, now())', [
+                  processId,
+                  JSON.stringify(folded),
+                ]);
+                return folded;
+              }),
+            ),
       save: (snapshot) =>
         writing(async () => {
           await pool.write(
@@ -463,7 +474,10 @@ export async function openPostgresStore(
           ])
         ).rows.map((r) => r.snapshot),
     },
-    close: () => pool.end(),
+    close: async () => {
+      schema.stop();
+      await pool.end();
+    },
   };
 }
 
@@ -472,12 +486,18 @@ export async function openPostgresStore(
  * longer than any request should, and waits for another process's under the advisory lock.
  */
 async function migrateOnce(connectionString: string, o: PostgresOptions): Promise<void> {
-  const {
-    statement_timeout: _s,
-    query_timeout: _q,
-    idle_in_transaction_session_timeout: _i,
-    ...connect
-  } = connectionSettings(connectionString, o);
+  const settings = connectionSettings(connectionString, o);
+  // First a bounded SELECT 1: through PgBouncer a database that is down makes statements queue
+  // (query_wait_timeout, 120 s by default) rather than fail, and the migration itself has no bound.
+  const probe = new pg.Client(settings);
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    await probe.query('SELECT 1');
+  } finally {
+    void probe.end().catch(() => undefined);
+  }
+  const { query_timeout: _q, ...connect } = settings;
   const pool = new pg.Pool({ ...connect, max: 1 });
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
@@ -486,6 +506,63 @@ async function migrateOnce(connectionString: string, o: PostgresOptions): Promis
   } finally {
     await pool.end();
   }
+}
+
+/** Retries of a start-up migration that met an unreachable database: the first after this, doubling up to MAX. */
+const MIGRATE_RETRY_MS = 250;
+const MIGRATE_RETRY_MAX_MS = 2000;
+
+/**
+ * Migrates at open. A database that does not answer yet (down, restarting, PgBouncer without a
+ * server) does not stop the process: it serves 503 STORE_UNAVAILABLE, retries in the background,
+ * and opens the gate once the schema is migrated. Any other failure (a refused password, a
+ * database that does not exist, a migration that fails) stops the start.
+ */
+async function migrateWhenReachable(connectionString: string, o: PostgresOptions) {
+  let pending: Error | null = null;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const notYet = (error: unknown) =>
+    error instanceof StoreUnavailableError ||
+    isNotNow(error) ||
+    isConnectionLoss(error) ||
+    // PgBouncer answers a login it cannot serve (no server) with a protocol violation, 08P01.
+    (error instanceof pg.DatabaseError && error.code === '08P01');
+  try {
+    await migrateOnce(connectionString, o);
+  } catch (error) {
+    if (!notYet(error)) throw error;
+    o.logger?.error(
+      { reason: reasonOf(error) },
+      'PostgreSQL does not answer at start: everything that needs it answers 503 STORE_UNAVAILABLE until it does',
+    );
+    pending = new Error('PostgreSQL has not answered since this process started (the schema is not checked yet)');
+    const retry = (delay: number) => {
+      timer = setTimeout(() => {
+        migrateOnce(connectionString, o).then(
+          () => {
+            pending = null;
+            o.logger?.info('PostgreSQL answers: schema checked, serving');
+          },
+          (again: unknown) => {
+            if (stopped) return;
+            if (!notYet(again))
+              o.logger?.error({ reason: reasonOf(again) }, 'PostgreSQL: the start-up migration failed; retrying');
+            retry(Math.min(delay * 2, MIGRATE_RETRY_MAX_MS));
+          },
+        );
+      }, delay);
+      timer.unref();
+    };
+    retry(MIGRATE_RETRY_MS);
+  }
+  return {
+    gate: () => pending,
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }
 
 /** Wraps writes: one whose commit outcome is unknown is logged (never its data), as the client was told to retry with its key. */
