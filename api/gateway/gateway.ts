@@ -20,6 +20,10 @@ import {
 } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
+import { prepareDocuments } from './documents.ts';
+import { prefersMarkdown } from './negotiate.ts';
+import type { CatalogEntry } from '../documents/catalog.ts';
+import type { UsageRule } from '../telemetry/robots/preferences.ts';
 import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
@@ -45,6 +49,8 @@ export type RenderHandler = (
 export interface GatewayOptions {
   /** Prebuilt files by URL path. */
   files: Map<string, StaticFile>;
+  /** The documents of the service (Link headers, Markdown twins) and the operator's AI usage preferences (Content-Usage). */
+  documents?: { catalog: CatalogEntry[]; usage: readonly UsageRule[] };
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
   /** The client of a request (TRUST_PROXY): every per-client limit, verification and the wall count it. */
@@ -227,7 +233,13 @@ export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
  * when it is finished (499 when its client left first).
  */
 export function createGateway(options: GatewayOptions) {
-  const { files, render, locals, logger, uploads, shared } = options;
+  const { render, locals, logger, uploads, shared } = options;
+  // Every document's Link, Content-Usage and Vary made once here; pages with a Markdown twin negotiate.
+  const { files, markdown, headersOf } = prepareDocuments(
+    options.files,
+    options.documents?.catalog ?? [],
+    options.documents?.usage ?? [],
+  );
   const slots = createUploadSlots(uploads);
   const bandwidth = createBandwidth(uploads.bytesPerSecond);
 
@@ -314,6 +326,9 @@ export function createGateway(options: GatewayOptions) {
           },
         );
       }
+      // A page's Markdown (prebuilt, also for a live page) when Accept prefers it: before the shared answers, which are HTML.
+      const twin = method === 'GET' || method === 'HEAD' ? markdown.get(path) : undefined;
+      if (twin !== undefined && prefersMarkdown(req.headers.accept)) return sendStatic(req, res, twin);
       const sharedKey =
         (method === 'GET' || method === 'HEAD') && shared?.paths.has(path)
           ? `${url}\n${chooseEncoding(req.headers['accept-encoding']) ?? ''}`
@@ -372,6 +387,7 @@ export function createGateway(options: GatewayOptions) {
           headers: { Allow: STATIC_ALLOW },
         });
       secureRender(res);
+      for (const [name, value] of Object.entries(headersOf(path))) res.setHeader(name, value);
       if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
       return await render(req, res, () => notFound(req, res, client.key, path), locals);
     }
@@ -396,6 +412,8 @@ export function createGateway(options: GatewayOptions) {
       }
     }
     const answer = wireAnswer(await route.handler(request));
+    if ((method === 'GET' || method === 'HEAD') && answer.status === 200)
+      Object.assign(answer.headers, headersOf(path));
     if (sharedKey) shared!.answers.set(sharedKey, answer);
     return sendAnswer(req, res, client.key, answer);
   }

@@ -20,6 +20,10 @@ export interface StaticFile {
   etags: { identity: string; gzip?: string; br?: string };
   type: string;
   cacheControl: string;
+  /** The Vary value: `Accept-Encoding`, and `Accept` too where the path also answers Markdown (withDocumentHeaders). */
+  vary?: string;
+  /** Headers of the document beyond the file's own (Link, Content-Usage, x-markdown-tokens), as a flat list. */
+  extra?: string[];
   /** Response headers per coding, made once at load as flat [name, value, ...] lists; a 304 gets its coding's validators. */
   headers: {
     identity: string[];
@@ -61,13 +65,14 @@ function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
     'cache-control',
     file.cacheControl,
     'vary',
-    'Accept-Encoding',
+    file.vary ?? 'Accept-Encoding',
     ...security,
   ];
   const withBody = (body: Buffer, etag: string, coding?: string) => [
     'content-type',
     file.type,
     ...common(etag),
+    ...(file.extra ?? []),
     ...(coding ? ['content-encoding', coding] : []),
     'content-length',
     String(body.length),
@@ -83,6 +88,17 @@ function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
       ...(file.br ? { br: common(file.etags.br!) } : {}),
     },
   };
+}
+
+/**
+ * The same file with `extra` headers and a Vary value of its own, its header lists made anew
+ * (once, at start: a read still sends one prebuilt list).
+ */
+export function withDocumentHeaders(file: StaticFile, extra: string[], vary?: string): StaticFile {
+  const { headers: _old, ...rest } = file;
+  const next: Omit<StaticFile, 'headers'> = { ...rest, extra: [...(file.extra ?? []), ...extra] };
+  if (vary !== undefined) next.vary = vary;
+  return { ...next, headers: headerLists(next) };
 }
 
 /**

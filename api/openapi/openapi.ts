@@ -10,6 +10,7 @@ import { apiSchemas } from '../schemas/registry.ts';
 const MEDIA: Record<CatalogEntry['type'], string> = {
   html: 'text/html',
   json: 'application/json',
+  linkset: 'application/linkset+json',
   markdown: 'text/markdown',
   text: 'text/plain',
   xml: 'application/xml',
@@ -256,9 +257,15 @@ function documentOperation(d: CatalogEntry) {
   const responses: Responses = {
     '200': {
       description: d.about,
-      content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } },
+      content: {
+        [MEDIA[d.type]]: {
+          schema: d.type === 'json' || d.type === 'linkset' ? { type: 'object' } : { type: 'string' },
+        },
+        // A page answers Accept: text/markdown with its Markdown twin (Vary: Accept).
+        ...(d.type === 'html' ? { 'text/markdown': { schema: { type: 'string' } } } : {}),
+      },
     },
-    '304': { description: 'Not modified (ETag)' },
+    '304': { description: 'Not modified (ETag of the representation asked for)' },
   };
   const problems = problemsOf({ method: 'GET', problems: [] });
   addProblems(responses, problems);
