@@ -16,6 +16,23 @@ export interface Documents {
   headersOf(path: string): Record<string, string>;
 }
 
+/** The format the bot ledger counts an answer of this Content-Type as. */
+export function formatOf(type: string | undefined): 'markdown' | 'html' | 'json' | undefined {
+  if (type === undefined) return undefined;
+  if (/^text\/markdown\b/i.test(type)) return 'markdown';
+  if (/^text\/html\b/i.test(type)) return 'html';
+  if (/^application\/(?:[\w.-]+\+)?json\b/i.test(type)) return 'json';
+  return undefined;
+}
+
+/** The file with the format and token estimate a read of it is counted with. */
+function counted(file: StaticFile): StaticFile {
+  const format = formatOf(file.type);
+  if (format !== undefined) file.format = format;
+  if (format === 'markdown') file.tokens = estimateTokens(file.body.toString('utf8'));
+  return file;
+}
+
 /** The path a built file is the document of: `/a/index.html` and `/a/` are `/a`. */
 const canonical = (key: string) =>
   key === '/' || key === '/index.html'
@@ -65,10 +82,12 @@ export function prepareDocuments(
     if (!served) {
       const path = canonical(key);
       const negotiated = twins.has(path) && file.type.startsWith('text/html');
-      served = withDocumentHeaders(
-        file,
-        [...linkOf(path), ...usageOf(path), ...tokensOf(file)],
-        negotiated ? NEGOTIATED_VARY : undefined,
+      served = counted(
+        withDocumentHeaders(
+          file,
+          [...linkOf(path), ...usageOf(path), ...tokensOf(file)],
+          negotiated ? NEGOTIATED_VARY : undefined,
+        ),
       );
       made.set(file, served);
     }
@@ -80,10 +99,12 @@ export function prepareDocuments(
     const twinPath = page === '/' ? '/index.md' : `${page}.md`;
     markdown.set(
       page,
-      withDocumentHeaders(
-        twin,
-        ['content-location', twinPath, ...linkOf(page), ...usageOf(page), ...tokensOf(twin)],
-        NEGOTIATED_VARY,
+      counted(
+        withDocumentHeaders(
+          twin,
+          ['content-location', twinPath, ...linkOf(page), ...usageOf(page), ...tokensOf(twin)],
+          NEGOTIATED_VARY,
+        ),
       ),
     );
   }

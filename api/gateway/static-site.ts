@@ -24,6 +24,9 @@ export interface StaticFile {
   vary?: string;
   /** Headers of the document beyond the file's own (Link, Content-Usage, x-markdown-tokens), as a flat list. */
   extra?: string[];
+  /** The format the bot ledger counts a read of it as, and a Markdown file's token estimate (api/gateway/documents.ts). */
+  format?: 'markdown' | 'html' | 'json';
+  tokens?: number;
   /** Response headers per coding, made once at load as flat [name, value, ...] lists; a 304 gets its coding's validators. */
   headers: {
     identity: string[];

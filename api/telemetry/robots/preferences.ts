@@ -114,3 +114,23 @@ export function usageRulesOf(policy: {
     })),
   );
 }
+
+/**
+ * breaksPreference(purpose, preferenceOf(path, rules)), made once for a set of rules and cheap per
+ * request: rules tried longest first, and a purpose whose category no rule refuses is answered at once.
+ */
+export function createPreferenceJudge(
+  rules: readonly UsageRule[],
+): (purpose: string | undefined, path: string) => boolean {
+  const longestFirst = [...rules].sort((a, b) => b.path.length - a.path.length);
+  const refused = new Set(USAGE_CATEGORIES.filter((c) => rules.some((r) => r.preference[c] === 'n')));
+  return (purpose, path) => {
+    const category = categoryOfPurpose(purpose);
+    if (category === undefined || !refused.has(category)) return false;
+    for (const r of longestFirst) {
+      const label = r.preference[category];
+      if (label !== undefined && path.startsWith(r.path)) return label === 'n';
+    }
+    return false;
+  };
+}
