@@ -1,4 +1,5 @@
 import { pathToFileURL } from 'node:url';
+import { PATH } from '../operations/paths.ts';
 import { parsePreference, serialisePreference } from '../telemetry/robots/preferences.ts';
 
 /**
@@ -143,7 +144,10 @@ export async function checkSite(site: string): Promise<Check[]> {
   });
 
   await run('MCP', async () => {
-    const mcp = catalog?.map((c) => c.anchor).find((a) => /\/mcp\/?$/.test(new URL(a).pathname)) ?? at('/mcp');
+    // The catalog's MCP anchor, else the path MCP servers are usually at (ours, PATH.mcp).
+    const mcp =
+      catalog?.map((c) => c.anchor).find((a) => new URL(a).pathname.replace(/\/$/, '').endsWith(PATH.mcp)) ??
+      at(PATH.mcp);
     const answered: string[] = [];
     const refused: string[] = [];
     for (const version of MCP_VERSIONS) {

@@ -135,7 +135,7 @@ export function apiReferenceMarkdown(
 }
 
 /**
- * `/bot-wall` as Markdown. The page is live (counted on every request); its Markdown is prebuilt
+ * The bot wall page as Markdown. The page is live (counted on every request); its Markdown is prebuilt
  * like every other and says where the live numbers are, as JSON and CSV, rather than a snapshot
  * of them that would be stale the moment it is read.
  */

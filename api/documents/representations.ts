@@ -1,4 +1,5 @@
 import { API_CATALOG_PATH, OPENAPI_TYPE } from './api-catalog.ts';
+import { PATH } from '../operations/paths.ts';
 import type { CatalogEntry } from './catalog.ts';
 import { markdownTwinOf } from './markdown.ts';
 
@@ -21,13 +22,13 @@ const MEDIA: Record<CatalogEntry['type'], string> = {
 
 /** Other representations of a page than its HTML and Markdown: the same content for machines. */
 const ALSO: Record<string, { path: string; type: string }[]> = {
-  '/whats-next': [{ path: '/whats-next.json', type: 'application/json' }],
+  '/whats-next': [{ path: PATH.getWhatsNext, type: 'application/json' }],
   '/doctrine/model-collapse-vs-constitutional-drift': [
     { path: '/api/doctrine/collapse-vs-drift', type: 'application/json' },
   ],
-  '/bot-wall': [
-    { path: '/bot-wall.json', type: 'application/json' },
-    { path: '/bot-wall.csv', type: 'text/csv' },
+  [PATH.botWallPage]: [
+    { path: PATH.getBotWall, type: 'application/json' },
+    { path: PATH.getBotWallCsv, type: 'text/csv' },
   ],
 };
 
