@@ -40,7 +40,10 @@ describe('Markdown for agents: negotiation on every page', () => {
       expect(html.headers.get('content-type')).toMatch(/^text\/html/);
       expect(html.headers.get('vary')).toMatch(/\bAccept\b.*Accept-Encoding|Accept-Encoding.*\bAccept\b(?!-)/);
       expect(links(html.headers.get('link'))).toContainEqual({ href: twin, rel: 'alternate', type: 'text/markdown' });
-      await html.text();
+      // The page's head names its twin too, for agents that read HTML first.
+      expect(await html.text()).toMatch(
+        new RegExp(`<link rel="alternate" href="[^"]*${twin.replace(/[.]/g, '\\.')}" type="text/markdown"`),
+      );
 
       const md = await get(page, { Accept: 'text/markdown' });
       expect(md.status).toBe(200);
