@@ -1,3 +1,5 @@
+import { DOCUMENTS } from './documents/catalog.ts';
+import { usageRulesOf } from './telemetry/robots/preferences.ts';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -320,6 +322,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       connections,
       shared: { paths: SHARED_PATHS, answers: createSharedAnswers() },
       files,
+      documents: { catalog: DOCUMENTS, usage: usageRulesOf(engine.content.crawlPolicy) },
       notFoundPage,
       route,
       render,

@@ -22,6 +22,10 @@ const AGENTS: [string, string, number][] = [
   ],
 ];
 
+// An agent that asks for Markdown (Anthropic's user-initiated fetcher).
+const AGENT =
+  'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Claude-User/1.0; +Claude-User@anthropic.com)';
+
 const gateway = await startChild(['api/main.ts'], {
   PORT: '0',
   HOST: '127.0.0.1',
@@ -43,6 +47,26 @@ try {
       `  ${name}: gateway CPU per request ${cpu?.toFixed(2) ?? '?'}× the bare server's; target ≤ ${target}×: ${cpu !== undefined && cpu <= target ? 'met' : 'NOT met'}`,
     );
   }
+  // A page's Markdown (Accept: text/markdown) against its HTML, the same page through the same
+  // gateway: both negotiate (an agent's Accept and a browser's), both are counted by telemetry.
+  const page = '/whats-next';
+  const reader = (accept: string) => () =>
+    load(`${gateway.url}${page}`, {
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      headers: { 'User-Agent': AGENT, Accept: accept },
+      pid: gateway.child.pid,
+    });
+  const r = await compare(
+    `static GET ${page} as Markdown against as HTML, ${CONNECTIONS} connections`,
+    ROUNDS,
+    reader('text/markdown, text/html;q=0.5'),
+    reader('text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8'),
+  );
+  const cpu = r.cpuRatio === undefined ? undefined : 1 / r.cpuRatio;
+  console.log(
+    `  Markdown: gateway CPU per request ${cpu?.toFixed(2) ?? '?'}× the HTML read's; target within 10% (≤ 1.1×): ${cpu !== undefined && cpu <= 1.1 ? 'met' : 'NOT met'}`,
+  );
 } finally {
   gateway.child.kill('SIGTERM');
   bare.child.kill('SIGTERM');

@@ -54,6 +54,11 @@ export const CSV_COLUMNS = [
   'disallowed_hits',
   'operator_referred_visits',
   'operator_crawl_to_referral',
+  'usage_preference_broken',
+  'markdown_answers',
+  'html_answers',
+  'json_answers',
+  'markdown_tokens',
 ] as const;
 
 /**
@@ -90,6 +95,11 @@ export function buildBotWallCsv(s: TelemetrySnapshot, range: CsvRange, now: Date
       f.violations,
       f.operator ? sent : null,
       f.operator ? crawlToReferral(crawls.get(f.operator) ?? 0, sent) : null,
+      f.usage?.preferenceBroken ?? 0,
+      f.usage?.markdown ?? 0,
+      f.usage?.html ?? 0,
+      f.usage?.json ?? 0,
+      f.usage?.markdownTokens ?? 0,
     ]);
   }
   return out;

@@ -167,6 +167,16 @@ export function buildReferrals(c: Content, s: TelemetrySnapshot, now: Date) {
   };
 }
 
+/** A family's requests against the AI usage preferences and the formats it was served (zeros in a ledger saved before them). */
+function usageOf(f: FamilyRow) {
+  const u = f.usage;
+  return {
+    preferenceBroken: u?.preferenceBroken ?? 0,
+    formats: { markdown: u?.markdown ?? 0, html: u?.html ?? 0, json: u?.json ?? 0 },
+    markdownTokens: u?.markdownTokens ?? 0,
+  };
+}
+
 /** GET /bot-traffic.json: the persisted observed-bot-request ledger (spec 2.9 botTraffic), families by requests. */
 export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
   const families = Object.values(s.families).filter((f) => f.family !== BAIT_BROWSER);
@@ -193,6 +203,7 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
         robotsTxtFetches: f.robotsFetches,
         disallowedHits: f.violations,
         robotsTxt: robotsTxtOf(f),
+        usage: usageOf(f),
         hourly: hourlyOf(f, now),
         daily: dailyOf(f, now),
       })),
@@ -265,6 +276,10 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       judged_by:
         "RFC 9309: the group naming the crawler's product token (else *), the longest matching rule, Allow on a tie; against the robots.txt in force for the host when the request came",
       versions: robotsVersionsOf(rows),
+    },
+    usagePreferences: {
+      judged_by:
+        "IETF aipref drafts (attach-05, vocab-08): the Content-Usage of the request's path in content/crawl-policy.yaml, longest prefix; a family whose kind is ai-training breaks train-ai=n, search and ai-search break search=n",
     },
     referrals: buildReferrals(c, s, now),
     species: rows

@@ -5,7 +5,7 @@ export interface CatalogEntry {
   title: string;
   /** What an agent or a person finds there. */
   about: string;
-  type: 'html' | 'json' | 'markdown' | 'text' | 'xml';
+  type: 'html' | 'json' | 'linkset' | 'markdown' | 'text' | 'xml';
   /** Served from {canon_url} as its canonical home. */
   canon?: boolean;
 }
@@ -13,6 +13,7 @@ export interface CatalogEntry {
 /** Every prebuilt document. Dynamic routes are declared in the operation table. */
 export const DOCUMENTS: CatalogEntry[] = [
   { path: '/', title: 'Home', about: 'What the service is, with a link to every document.', type: 'html' },
+  { path: '/index.md', title: 'Home (Markdown)', about: 'The home page as Markdown.', type: 'markdown' },
   {
     path: '/api/convert',
     title: 'Convert payload',
@@ -37,6 +38,13 @@ export const DOCUMENTS: CatalogEntry[] = [
     title: "What's next",
     about: 'The convert track and the node protocol, for people.',
     type: 'html',
+    canon: true,
+  },
+  {
+    path: '/whats-next.md',
+    title: "What's next (Markdown)",
+    about: 'The convert track and the node protocol as Markdown.',
+    type: 'markdown',
     canon: true,
   },
   {
@@ -124,10 +132,28 @@ export const DOCUMENTS: CatalogEntry[] = [
     type: 'html',
   },
   {
+    path: '/docs/api.md',
+    title: 'API reference (Markdown)',
+    about: 'Every route, its body and its answers, as Markdown from the OpenAPI.',
+    type: 'markdown',
+  },
+  {
+    path: '/.well-known/api-catalog',
+    title: 'API catalog',
+    about: 'RFC 9727 linkset: the HTTP API with its OpenAPI and reference, MCP, A2A and llms.txt.',
+    type: 'linkset',
+  },
+  {
     path: PATH.botWallPage,
     title: 'Bot wall',
     about: 'Which crawlers and bots visit, with charts, refreshed live.',
     type: 'html',
+  },
+  {
+    path: '/bot-wall.md',
+    title: 'Bot wall (Markdown)',
+    about: 'What the wall counts and where its live numbers are, as Markdown.',
+    type: 'markdown',
   },
   {
     path: PATH.getBotWall,

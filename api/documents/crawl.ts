@@ -3,15 +3,21 @@ import type { CatalogEntry } from './catalog.ts';
 import { at, type Links } from './links.ts';
 import { buildTools } from './tools.ts';
 import { isUriTemplate } from './uri-template.ts';
+import { robotsLines, usageRulesOf } from '../telemetry/robots/preferences.ts';
 
-/** /robots.txt: everything allowed but the bait paths. */
+/**
+ * /robots.txt: everything allowed but the bait paths, with the operator's AI usage preferences as
+ * Content-Usage rules in the group (draft-ietf-aipref-attach-05, api/telemetry/robots/preferences.ts).
+ */
 export function buildRobots(c: Content, links: Links): string {
   const p = c.crawlPolicy;
   return [
     '# Every GET document is public. Crawling never requires an oath.',
+    '# Content-Usage: AI usage preferences (IETF aipref drafts attach-05 and vocab-08), longest path prefix first.',
     'User-agent: *',
     ...p.allow.map((a) => `Allow: ${a}`),
     ...p.disallow.map((d) => `Disallow: ${d}`),
+    ...robotsLines(usageRulesOf(p)),
     '',
     `Sitemap: ${at(links.site, '/sitemap.xml')}`,
     '',
@@ -65,13 +71,16 @@ export function buildLlmsTxt(c: Content, links: Links, catalog: CatalogEntry[]):
           : `- [${t.name}](${reference}): ${t.method} \`${t.url}\` with a JSON body (GET there answers 405 with an example). ${t.description}`,
     ),
     '',
-    '## Doctrine',
+    // Every page as Markdown: its .md twin (the page's own URL answers Accept: text/markdown too).
+    '## Markdown',
     '',
     ...catalog.filter((e) => e.type === 'markdown').map(line),
     '',
     '## Optional',
     '',
-    ...catalog.filter((e) => e.type === 'html' || e.type === 'text' || e.type === 'xml').map(line),
+    ...catalog
+      .filter((e) => e.type === 'html' || e.type === 'text' || e.type === 'xml' || e.type === 'linkset')
+      .map(line),
     '',
   ].join('\n');
 }

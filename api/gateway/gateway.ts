@@ -20,6 +20,10 @@ import {
 } from './body.ts';
 import { chooseEncoding } from '../http/encoding.ts';
 import { noneMatch, normalisePath, type StaticFile } from './static-site.ts';
+import { formatOf, prepareDocuments } from './documents.ts';
+import { prefersMarkdown } from './negotiate.ts';
+import type { CatalogEntry } from '../documents/catalog.ts';
+import type { UsageRule } from '../telemetry/robots/preferences.ts';
 import { requestTarget } from './request-target.ts';
 import { uploadFile } from './upload-files.ts';
 import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
@@ -45,6 +49,8 @@ export type RenderHandler = (
 export interface GatewayOptions {
   /** Prebuilt files by URL path. */
   files: Map<string, StaticFile>;
+  /** The documents of the service (Link headers, Markdown twins) and the operator's AI usage preferences (Content-Usage). */
+  documents?: { catalog: CatalogEntry[]; usage: readonly UsageRule[] };
   /** The HTML page for a 404 outside /api/. */
   notFoundPage?: StaticFile | undefined;
   /** The client of a request (TRUST_PROXY): every per-client limit, verification and the wall count it. */
@@ -227,7 +233,13 @@ export function refuseConnect(_req: IncomingMessage, socket: Socket): void {
  * when it is finished (499 when its client left first).
  */
 export function createGateway(options: GatewayOptions) {
-  const { files, render, locals, logger, uploads, shared } = options;
+  const { render, locals, logger, uploads, shared } = options;
+  // Every document's Link, Content-Usage and Vary made once here; pages with a Markdown twin negotiate.
+  const { files, markdown, headersOf } = prepareDocuments(
+    options.files,
+    options.documents?.catalog ?? [],
+    options.documents?.usage ?? [],
+  );
   const slots = createUploadSlots(uploads);
   const bandwidth = createBandwidth(uploads.bytesPerSecond);
 
@@ -249,6 +261,8 @@ export function createGateway(options: GatewayOptions) {
     const client = options.clientOf.ofRequest(socket, req.headers);
     const remoteAddress = client.address;
     let reported = false;
+    // What was answered, for the ledger's formats: a prebuilt file, or what answerDynamic sets.
+    let served: { format?: ObservedRequest['format']; tokens?: number } | undefined;
     const report = () => {
       if (reported) return;
       reported = true;
@@ -275,6 +289,8 @@ export function createGateway(options: GatewayOptions) {
             headers.referer === undefined && queryText === undefined
               ? undefined
               : referralOf(headers.referer, queryText ?? ''),
+          format: res.statusCode < 400 ? served?.format : undefined,
+          markdownTokens: served?.format === 'markdown' ? served.tokens : undefined,
           signature:
             signatureInput === undefined || signature === undefined
               ? undefined
@@ -314,25 +330,31 @@ export function createGateway(options: GatewayOptions) {
           },
         );
       }
+      // A page's Markdown (prebuilt, also for a live page) when Accept prefers it: before the shared answers, which are HTML.
+      const twin = method === 'GET' || method === 'HEAD' ? markdown.get(path) : undefined;
+      if (twin !== undefined && prefersMarkdown(req.headers.accept)) return sendStatic(req, res, (served = twin));
       const sharedKey =
         (method === 'GET' || method === 'HEAD') && shared?.paths.has(path)
           ? `${url}\n${chooseEncoding(req.headers['accept-encoding']) ?? ''}`
           : null;
       if (sharedKey) shared!.answers.reading(req, res);
       const kept = sharedKey ? shared!.answers.get(sharedKey) : undefined;
-      if (kept) return sendAnswer(req, res, client.key, kept);
+      if (kept) {
+        served = { format: formatOf(kept.headers['Content-Type'] ?? kept.headers['content-type']) };
+        return sendAnswer(req, res, client.key, kept);
+      }
 
       const file = files.get(path);
       if (file) {
-        if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, file);
+        if (method === 'GET' || method === 'HEAD') return sendStatic(req, res, (served = file));
         if (method === 'OPTIONS') return sendOptions(res, STATIC_ALLOW);
         throw new HttpProblem('METHOD_NOT_ALLOWED', `${path} is a document: use GET.`, {
           headers: { Allow: STATIC_ALLOW },
         });
       }
       // Everything else may wait (a body, a route, Astro): a prebuilt read never enters an async function.
-      answerDynamic(req, res, { method, path, url, client, sharedKey, continueFirst }).catch((error: unknown) =>
-        fail(req, res, client.key, rawPath, method, error),
+      answerDynamic(req, res, { method, path, url, client, sharedKey, continueFirst, served: (served = {}) }).catch(
+        (error: unknown) => fail(req, res, client.key, rawPath, method, error),
       );
     } catch (error) {
       fail(req, res, client.key, rawPath, method, error);
@@ -350,6 +372,8 @@ export function createGateway(options: GatewayOptions) {
       client: Client;
       sharedKey: string | null;
       continueFirst: boolean;
+      /** Set to the format answered, for the ledger. */
+      served: { format?: ObservedRequest['format'] };
     },
   ): Promise<void> {
     const { method, path, url, client, sharedKey, continueFirst } = r;
@@ -372,6 +396,8 @@ export function createGateway(options: GatewayOptions) {
           headers: { Allow: STATIC_ALLOW },
         });
       secureRender(res);
+      for (const [name, value] of Object.entries(headersOf(path))) res.setHeader(name, value);
+      r.served.format = 'html';
       if (sharedKey) recordPage(req, res, (answer) => shared!.answers.set(sharedKey, answer));
       return await render(req, res, () => notFound(req, res, client.key, path), locals);
     }
@@ -396,6 +422,9 @@ export function createGateway(options: GatewayOptions) {
       }
     }
     const answer = wireAnswer(await route.handler(request));
+    if ((method === 'GET' || method === 'HEAD') && answer.status === 200)
+      Object.assign(answer.headers, headersOf(path));
+    r.served.format = formatOf(answer.headers['Content-Type']);
     if (sharedKey) shared!.answers.set(sharedKey, answer);
     return sendAnswer(req, res, client.key, answer);
   }

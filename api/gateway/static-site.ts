@@ -20,6 +20,13 @@ export interface StaticFile {
   etags: { identity: string; gzip?: string; br?: string };
   type: string;
   cacheControl: string;
+  /** The Vary value: `Accept-Encoding`, and `Accept` too where the path also answers Markdown (withDocumentHeaders). */
+  vary?: string;
+  /** Headers of the document beyond the file's own (Link, Content-Usage, x-markdown-tokens), as a flat list. */
+  extra?: string[];
+  /** The format the bot ledger counts a read of it as, and a Markdown file's token estimate (api/gateway/documents.ts). */
+  format?: 'markdown' | 'html' | 'json';
+  tokens?: number;
   /** Response headers per coding, made once at load as flat [name, value, ...] lists; a 304 gets its coding's validators. */
   headers: {
     identity: string[];
@@ -61,13 +68,14 @@ function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
     'cache-control',
     file.cacheControl,
     'vary',
-    'Accept-Encoding',
+    file.vary ?? 'Accept-Encoding',
     ...security,
   ];
   const withBody = (body: Buffer, etag: string, coding?: string) => [
     'content-type',
     file.type,
     ...common(etag),
+    ...(file.extra ?? []),
     ...(coding ? ['content-encoding', coding] : []),
     'content-length',
     String(body.length),
@@ -87,6 +95,17 @@ function headerLists(file: Omit<StaticFile, 'headers'>): StaticFile['headers'] {
 
 /** Longest If-None-Match read: some twenty entity tags, where a client sends the one it holds. */
 export const IF_NONE_MATCH_MAX_CHARS = 1024;
+
+/**
+ * The same file with `extra` headers and a Vary value of its own, its header lists made anew
+ * (once, at start: a read still sends one prebuilt list).
+ */
+export function withDocumentHeaders(file: StaticFile, extra: string[], vary?: string): StaticFile {
+  const { headers: _old, ...rest } = file;
+  const next: Omit<StaticFile, 'headers'> = { ...rest, extra: [...(file.extra ?? []), ...extra] };
+  if (vary !== undefined) next.vary = vary;
+  return { ...next, headers: headerLists(next) };
+}
 
 /**
  * Whether an If-None-Match value matches `etag` (RFC 9110 13.1.2: weak comparison, so `W/"x"`

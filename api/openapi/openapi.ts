@@ -10,6 +10,7 @@ import { apiSchemas } from '../schemas/registry.ts';
 const MEDIA: Record<CatalogEntry['type'], string> = {
   html: 'text/html',
   json: 'application/json',
+  linkset: 'application/linkset+json',
   markdown: 'text/markdown',
   text: 'text/plain',
   xml: 'application/xml',
@@ -251,14 +252,44 @@ const documentOperationId = (path: string): string =>
           .join('')
   }`;
 
+const header = (description: string) => ({ description, schema: { type: 'string' } });
+/** The headers every document answers with (docs/reference.md, Agent conventions). */
+const COMMON_DOCUMENT_HEADERS = {
+  Link: header(
+    'RFC 8288: its other representations (alternate), the API catalog, the OpenAPI (service-desc) and reference (service-doc) where they apply',
+  ),
+  'Content-Usage': header(
+    'AI usage preferences of its path (IETF aipref drafts attach-05, vocab-08), e.g. train-ai=y, search=y',
+  ),
+};
+const DOCUMENT_HEADERS = {
+  html: {
+    ...COMMON_DOCUMENT_HEADERS,
+    Vary: header('Accept, Accept-Encoding: the page answers Accept: text/markdown with its Markdown twin'),
+    'x-markdown-tokens': header('On the Markdown answer only: an estimate of its tokens (characters / 4, rounded up)'),
+  },
+  markdown: {
+    ...COMMON_DOCUMENT_HEADERS,
+    'x-markdown-tokens': header('An estimate of its tokens (characters / 4, rounded up)'),
+  },
+  other: COMMON_DOCUMENT_HEADERS,
+};
+
 /** A prebuilt document: 200 or 304, and the problems any GET may answer. */
 function documentOperation(d: CatalogEntry) {
   const responses: Responses = {
     '200': {
       description: d.about,
-      content: { [MEDIA[d.type]]: { schema: d.type === 'json' ? { type: 'object' } : { type: 'string' } } },
+      content: {
+        [MEDIA[d.type]]: {
+          schema: d.type === 'json' || d.type === 'linkset' ? { type: 'object' } : { type: 'string' },
+        },
+        // A page answers Accept: text/markdown with its Markdown twin (Vary: Accept).
+        ...(d.type === 'html' ? { 'text/markdown': { schema: { type: 'string' } } } : {}),
+      },
+      headers: DOCUMENT_HEADERS[d.type === 'html' || d.type === 'markdown' ? d.type : 'other'],
     },
-    '304': { description: 'Not modified (ETag)' },
+    '304': { description: 'Not modified (ETag of the representation asked for)' },
   };
   const problems = problemsOf({ method: 'GET', problems: [] });
   addProblems(responses, problems);

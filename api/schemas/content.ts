@@ -123,6 +123,20 @@ export const CrawlPolicySchema = z.object({
   disallow: z.array(SitePath),
   training: z.enum(['allowed', 'disallowed']),
   attribution: Text,
+  /**
+   * AI usage preferences per path prefix (IETF aipref drafts: api/telemetry/robots/preferences.ts),
+   * in robots.txt as Content-Usage and on every answer as the Content-Usage header. A path no rule
+   * covers takes the seed's policy above (`training`, `crawl_policy`).
+   */
+  usage: z
+    .array(
+      z
+        .object({ path: SitePath, 'train-ai': z.enum(['y', 'n']).optional(), search: z.enum(['y', 'n']).optional() })
+        .strict()
+        .refine((r) => r['train-ai'] !== undefined || r.search !== undefined, 'a rule states train-ai, search or both'),
+    )
+    .default([])
+    .refine((rules) => new Set(rules.map((r) => r.path)).size === rules.length, 'one rule per path'),
 });
 export type CrawlPolicy = z.output<typeof CrawlPolicySchema>;
 

@@ -315,17 +315,31 @@ export const RobotsTxtComplianceSchema = z
   })
   .register(apiSchemas, { id: 'RobotsTxtCompliance' });
 
+/** A family's requests judged against the operator's AI usage preferences, and the formats it was served. */
+export const UsageServedSchema = z
+  .object({
+    /** Requests for paths whose Content-Usage its purpose goes against (a training crawler on train-ai=n). */
+    preferenceBroken: z.number().int(),
+    formats: z.object({ markdown: z.number().int(), html: z.number().int(), json: z.number().int() }),
+    /** The x-markdown-tokens estimates of the Markdown it was served, summed. */
+    markdownTokens: z.number().int(),
+  })
+  .register(apiSchemas, { id: 'UsageServed' });
+
 /** GET /bot-wall.json (spec 2.9): meters, species, funnel, robots.txt versions; loose below the top. */
 export const BotWallSchema = z
   .looseObject({
     species: z.array(z.looseObject({ species: z.string() })),
     botTraffic: z.looseObject({
-      families: z.array(z.looseObject({ family: z.string(), robotsTxt: RobotsTxtComplianceSchema })),
+      families: z.array(
+        z.looseObject({ family: z.string(), robotsTxt: RobotsTxtComplianceSchema, usage: UsageServedSchema }),
+      ),
     }),
     robotsTxt: z.object({
       judged_by: z.string(),
       versions: z.array(z.object({ host: z.string(), version: z.string() })),
     }),
+    usagePreferences: z.object({ judged_by: z.string() }),
   })
   .register(apiSchemas, { id: 'BotWall' });
 

@@ -19,6 +19,10 @@ export interface ObservedRequest {
   connection?: object;
   /** Where the request says it came from: its Referer (cut to REFERER_MAX_CHARS) and its target's utm_source; only when it has either. Never stored: telemetry keeps the operator and the table's host. */
   referral?: { referer?: string; utmSource?: string };
+  /** The format answered (a Markdown, HTML or JSON document or answer), when it was one of them. */
+  format?: 'markdown' | 'html' | 'json' | undefined;
+  /** The x-markdown-tokens estimate of a Markdown answer. */
+  markdownTokens?: number | undefined;
   /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
   signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }

@@ -36,6 +36,13 @@ import {
   type TelemetrySnapshot,
 } from './ledger/ledger.ts';
 import type { RobotsJudge } from './robots/robots.ts';
+import {
+  createPreferenceJudge,
+  preferenceOf,
+  serialisePreference,
+  usageRulesOf,
+  type UsageRule,
+} from './robots/preferences.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verification/verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
 
@@ -62,6 +69,7 @@ export function telemetryRulesOf(
       ),
     ),
     baitPaths: content.crawlPolicy.disallow,
+    usage: usageRulesOf(content.crawlPolicy),
     referrals: referralRule(content.aiReferrers),
   };
 }
@@ -91,6 +99,8 @@ export interface TelemetryOptions {
   baitPaths: string[];
   /** Judges a crawler's request against the robots.txt in force for its host (none: not judged). */
   robots?: RobotsJudge;
+  /** The operator's AI usage preferences (content/crawl-policy.yaml): a request against them is counted per family. */
+  usage?: UsageRule[];
   /** Which AI operator sent a person (content/ai-referrers.yaml); no referral is counted without it. */
   referrals?: ReferralRule;
   logger: Logger;
@@ -279,11 +289,23 @@ export async function createTelemetry(o: TelemetryOptions) {
     robots: null,
     step: undefined,
     client: undefined,
+    preferenceBroken: false,
+    format: undefined,
+    markdownTokens: 0,
   };
+  const breaksUsage = createPreferenceJudge(o.usage ?? []);
 
   /** Counts one request, from the gateway or a CDN log line; false when it is neither a bot nor a bait hit. */
   function countRequest(
-    r: { method: string; path: string; query?: string; host: string; status: number },
+    r: {
+      method: string;
+      path: string;
+      query?: string;
+      host: string;
+      status: number;
+      format?: ObservedRequest['format'];
+      markdownTokens?: number | undefined;
+    },
     classification: Classification,
     bait: boolean,
     path: string,
@@ -321,11 +343,21 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.step = step;
     // Only a name the bot table does not know needs its client, as evidence (hashed, never stored).
     event.client = classification.known === null && address ? ipKeyOf(address) : undefined;
+    event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
+    event.format = r.format;
+    event.markdownTokens = r.markdownTokens ?? 0;
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
     if (counted && o.alerts && classification.bot)
       alertOn(name, seen, bait || robots?.broke != null, path, verification);
+    if (counted && o.alerts && event.preferenceBroken && name !== null && ledger.families[name])
+      o.alerts.preference(
+        name,
+        ledger.families[name].operator,
+        path,
+        serialisePreference(preferenceOf(path, o.usage!)),
+      );
     return counted;
   }
 

@@ -3,6 +3,11 @@ import type { AstroIntegration } from 'astro';
 import { fileURLToPath } from 'node:url';
 import { PRECOMPRESSED_DIR, precompressSite, type StaticManifest } from '../../api/gateway/static-site.ts';
 import { COMMON_SECURITY_HEADERS, HTML_CSP, securityHeaders } from '../../api/http/security-headers.ts';
+import { resolve } from 'node:path';
+import { loadContent } from '../../api/content/load.ts';
+import { DOCUMENTS } from '../../api/documents/catalog.ts';
+import { linkHeaders } from '../../api/documents/representations.ts';
+import { preferenceOf, serialisePreference, usageRulesOf } from '../../api/telemetry/robots/preferences.ts';
 
 /** Name of the manifest the gateway reads: URL path -> response headers of prerendered routes. */
 export const STATIC_MANIFEST = 'static-manifest.json';
@@ -33,12 +38,21 @@ export default function staticManifest({ siteUrl }: { siteUrl: string }): AstroI
           /^text\/html\b/.test(type)
             ? {}
             : { 'Content-Security-Policy': securityHeaders(type)['Content-Security-Policy']! };
+        // Each document's Link and Content-Usage, as the gateway sends them (a CDN does not negotiate
+        // Markdown: its .md twins are served at their own paths).
+        const links = linkHeaders(DOCUMENTS);
+        const usage = usageRulesOf((await loadContent(resolve(process.env.CONTENT_DIR ?? 'content'))).crawlPolicy);
+        const described = (path: string): Record<string, string> => {
+          const link = links.get(path);
+          const prefs = serialisePreference(preferenceOf(path, usage));
+          return { ...(link ? { Link: link } : {}), ...(prefs ? { 'Content-Usage': prefs } : {}) };
+        };
         const entries: [string, Record<string, string>][] = [
           ['/*', all],
           ['/_astro/*', { 'Cache-Control': 'public, max-age=31536000, immutable' }],
           ...Object.entries(manifest).map(([path, h]): [string, Record<string, string>] => [
             path,
-            { ...h, ...extra(h['content-type']!) },
+            { ...h, ...extra(h['content-type']!), ...described(path) },
           ]),
         ];
         const cdn = entries.map(

@@ -2,6 +2,7 @@ import { getCollection, getEntry } from 'astro:content';
 import { CONTENT_FILES, type Content, type ContentKey, type DoctrineNote } from '../../api/content/load.ts';
 import { loadConfig } from '../../api/config.ts';
 import type { Links } from '../../api/documents/links.ts';
+import { API_CATALOG_TYPE } from '../../api/documents/api-catalog.ts';
 
 /** All data content, read through Astro's content collections (validated at build). */
 export async function siteContent(): Promise<Content> {
@@ -31,13 +32,14 @@ export function siteLinks(locals?: Partial<App.Locals>): Links {
 }
 
 /** A prebuilt document answer with an explicit media type (recorded in the static manifest). */
-export function document(body: unknown, type: 'json' | 'markdown' | 'text' | 'xml'): Response {
+export function document(body: unknown, type: 'json' | 'linkset' | 'markdown' | 'text' | 'xml'): Response {
   const types = {
     json: 'application/json; charset=utf-8',
+    linkset: API_CATALOG_TYPE,
     markdown: 'text/markdown; charset=utf-8',
     text: 'text/plain; charset=utf-8',
     xml: 'application/xml; charset=utf-8',
   };
-  const text = type === 'json' ? `${JSON.stringify(body, null, 2)}\n` : String(body);
+  const text = type === 'json' || type === 'linkset' ? `${JSON.stringify(body, null, 2)}\n` : String(body);
   return new Response(text, { headers: { 'Content-Type': types[type] } });
 }

@@ -111,6 +111,11 @@ describe('GET /bot-wall.csv, built', () => {
       'disallowed_hits',
       'operator_referred_visits',
       'operator_crawl_to_referral',
+      'usage_preference_broken',
+      'markdown_answers',
+      'html_answers',
+      'json_answers',
+      'markdown_tokens',
     ]);
     expect(hour.slice(1).map((r) => [r[0], r[3], r[11], r[12]])).toEqual([['GPTBot', '6', '1', '6']]);
 
@@ -128,7 +133,7 @@ describe('GET /bot-wall.csv, built', () => {
       'OldBot',
     ]);
     // A family without an operator has empty referral cells, not zeros.
-    expect(week[3]!.slice(11)).toEqual(['', '']);
+    expect(week[3]!.slice(11, 13)).toEqual(['', '']);
     expect(parseCsv(buildBotWallCsv(s, 'all', NOW)).length).toBe(5);
   });
 });
@@ -230,7 +235,7 @@ describe('GET /bot-wall.csv over HTTP', () => {
     expect(rows[0]![0]).toBe('family');
     const claude = rows.find((r) => r[0] === 'ClaudeBot')!;
     expect(claude.slice(2, 4)).toEqual(['Anthropic', '3']);
-    expect(claude.slice(11)).toEqual(['1', '3']);
+    expect(claude.slice(11, 13)).toEqual(['1', '3']);
     expect((await fetch(`${server.url}/bot-wall.csv?range=7d`)).status).toBe(200);
   });
 

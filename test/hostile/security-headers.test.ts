@@ -69,5 +69,9 @@ describe('security headers', () => {
     expect(block('/*')).toContain(`  Content-Security-Policy: ${html}\n`);
     expect(block('/*')).toContain('  Referrer-Policy: strict-origin-when-cross-origin\n');
     expect(block('/api/convert')).toContain(`  Content-Security-Policy: ${OTHER_CSP}\n`);
+    // And each document's Link and Content-Usage, as the gateway sends them.
+    expect(block('/whats-next')).toMatch(/^  Link: .*<\/whats-next\.md>; rel="alternate"; type="text\/markdown"/m);
+    expect(block('/whats-next')).toContain('  Content-Usage: train-ai=y, search=y\n');
+    expect(block('/bot-wall.md')).toContain('  Content-Usage: train-ai=n, search=y\n');
   });
 });

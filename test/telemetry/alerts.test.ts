@@ -259,4 +259,14 @@ describe('alerts from the running server', () => {
     expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family ClaudeBot', 'robots ClaudeBot']);
     await server.waitForLog((l) => /"level":40/.test(l) && /bot alert/.test(l) && /ClaudeBot/.test(l));
   });
+
+  it('raises a training crawler on a path whose AI usage preference is train-ai=n, once a window', async () => {
+    const UA = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+    for (const path of ['/whats-next', '/bot-wall.json', '/bot-wall.md'])
+      await fetch(server.url + path, { headers: { 'User-Agent': UA } }).then((r) => r.arrayBuffer());
+    await waitFor(() => hook.got.some((a) => a.kind === 'preference'), { what: 'a preference alert' });
+    const raised = hook.got.filter((a) => a.family === 'GPTBot' && a.kind !== 'spoofing');
+    expect(raised.map((a) => a.kind)).toEqual(['new-family', 'preference']);
+    expect(raised[1]!.detail).toEqual({ path: '/bot-wall.json', usage: 'train-ai=n, search=y' });
+  });
 });

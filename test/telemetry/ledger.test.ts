@@ -153,6 +153,45 @@ describe('the ledger', () => {
   });
 });
 
+describe("the ledger's usage part: AI usage preferences and formats", () => {
+  it('counts preferences broken, formats and Markdown tokens per family, and merges them across processes', () => {
+    const a = emptySnapshot(new Date());
+    live(a, event({ path: '/bot-wall.json', preferenceBroken: true, format: 'json' }));
+    live(a, event({ path: '/whats-next', format: 'markdown', markdownTokens: 120 }));
+    live(a, event({ path: '/whats-next', format: 'html' }));
+    // A person's read is not counted; neither is a format on a request that is no bot's.
+    live(a, event({ classification: HUMAN, format: 'markdown', markdownTokens: 5 }));
+    expect(a.families.GPTBot!.usage).toEqual({
+      preferenceBroken: 1,
+      markdown: 1,
+      html: 1,
+      json: 1,
+      markdownTokens: 120,
+    });
+    const b = emptySnapshot(new Date());
+    live(b, event({ path: '/bot-wall', preferenceBroken: true, format: 'markdown', markdownTokens: 30 }));
+    // A row saved before the usage part existed merges as zeros.
+    const old = emptySnapshot(new Date());
+    live(old, event({}));
+    delete old.families.GPTBot!.usage;
+    const merged = mergeSnapshots(a, [b, old]);
+    expect(merged.families.GPTBot!.usage).toEqual({
+      preferenceBroken: 2,
+      markdown: 2,
+      html: 1,
+      json: 1,
+      markdownTokens: 150,
+    });
+    expect(a.families.GPTBot!.usage!.markdown).toBe(1);
+    const wall = buildBotWall(content, merged, links, new Date());
+    expect(wall.botTraffic.families.find((f) => f.family === 'GPTBot')!.usage).toEqual({
+      preferenceBroken: 2,
+      formats: { markdown: 2, html: 1, json: 1 },
+      markdownTokens: 150,
+    });
+  });
+});
+
 describe('the ledger under a hostile client', () => {
   /** Every bound at its worst: more families than allowed, each with more long paths and hosts than kept, over more hours and days than kept. */
   function worst(): TelemetrySnapshot {

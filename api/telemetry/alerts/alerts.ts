@@ -1,7 +1,10 @@
 import type { Logger } from 'pino';
 
-/** What an alert is about: a family never seen before, a spike of failed verifications, a crawler on a path robots.txt disallows. */
-export type AlertKind = 'new-family' | 'spoofing' | 'robots';
+/**
+ * What an alert is about: a family never seen before, a spike of failed verifications, a crawler on
+ * a path robots.txt disallows, a crawler whose purpose the path's AI usage preference refuses.
+ */
+export type AlertKind = 'new-family' | 'spoofing' | 'robots' | 'preference';
 
 /** The JSON body POSTed to ALERT_WEBHOOK_URL (and the fields logged at warn). */
 export interface Alert {
@@ -183,6 +186,16 @@ export function createAlerts(o: AlertOptions) {
       return raise('robots', family, operator, `${cut(family)} requested ${cut(path)}, which robots.txt disallows`, {
         path: cut(path),
       });
+    },
+    /** A crawler whose purpose the path's AI usage preference refuses (a training crawler on `train-ai=n`) requested it. */
+    preference(family: string, operator: string | null, path: string, usage: string): boolean {
+      return raise(
+        'preference',
+        family,
+        operator,
+        `${cut(family)} requested ${cut(path)}, whose AI usage preference (${usage}) its purpose goes against`,
+        { path: cut(path), usage },
+      );
     },
     /** Counts since start: raised, sent, failed to send, dropped (queue full or too many keys). */
     stats: () => ({ ...stats, queued: queue.length, inFlight }),

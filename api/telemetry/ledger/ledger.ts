@@ -37,6 +37,8 @@ export interface FamilyRow {
   robots?: RobotsPart;
   /** A name the bot table does not know: its row is the pool's, held while its evidence ranks (absent for the table's families). */
   pooled?: true;
+  /** AI usage preferences judged and formats served (absent in ledgers saved before them; usagePart() fills it in). */
+  usage?: UsagePart;
 }
 
 /** A name of the pool as the heavy-hitters sketch counts it (Space-Saving): units of evidence, one per client and hour. */
@@ -46,6 +48,21 @@ export interface PoolCount {
   error: number;
   lastSeen: string;
 }
+
+/** What a family took: formats, Markdown tokens, and requests against the operator's AI usage preferences. */
+export interface UsagePart {
+  /** Requests for paths whose Content-Usage the family's purpose goes against (a training crawler on `train-ai=n`). */
+  preferenceBroken: number;
+  /** Answers by the format served. */
+  markdown: number;
+  html: number;
+  json: number;
+  /** The x-markdown-tokens estimate of every Markdown answer, summed. */
+  markdownTokens: number;
+}
+
+/** The formats the ledger tells apart. */
+export type ServedFormat = 'markdown' | 'html' | 'json';
 
 /** One Disallow rule a family broke: the line as written, in the version of the file in force. */
 export interface RobotsRuleCount {
@@ -126,6 +143,11 @@ export interface LedgerEvent {
   step?: FunnelStep;
   /** The client's hashed address, for a name the bot table does not know (its evidence is counted per client). */
   client?: string | undefined;
+  /** Whether the family's purpose goes against the AI usage preference of the path. */
+  preferenceBroken?: boolean;
+  /** The format answered, and the Markdown's token estimate (x-markdown-tokens). */
+  format?: ServedFormat | undefined;
+  markdownTokens?: number;
 }
 
 /** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
@@ -655,6 +677,7 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   if (e.path === '/robots.txt') row.robotsFetches++;
   if (e.disallowed && c.bot) row.violations++;
   if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at);
+  if (c.bot && (e.preferenceBroken || e.format)) countUsage(usagePart(row), e);
   const ok = e.status >= 200 && e.status < 300;
   const step = ok ? e.step : undefined;
   if (step) row[step]++;
@@ -795,6 +818,7 @@ function addRow(row: FamilyRow, f: FamilyRow): void {
     row[k] += f[k];
   for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
   if (f.robots) mergeRobots(robotsPart(row), f.robots);
+  if (f.usage) mergeUsage(usagePart(row), f.usage);
   if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
   if (f.lastSeen > row.lastSeen) row.lastSeen = f.lastSeen;
 }
@@ -860,4 +884,19 @@ function mergeRobots(into: RobotsPart, from: RobotsPart): void {
     rule.afterFetch += r.afterFetch;
     for (const [path, n] of Object.entries(r.paths)) bump(rule.paths, path, n, L.robotsPathsPerRule);
   }
+}
+
+/** A family's usage part, made on first use (a row saved before it existed has none). */
+export const usagePart = (row: FamilyRow): UsagePart =>
+  (row.usage ??= { preferenceBroken: 0, markdown: 0, html: 0, json: 0, markdownTokens: 0 });
+
+function countUsage(p: UsagePart, e: LedgerEvent): void {
+  if (e.preferenceBroken) p.preferenceBroken++;
+  if (e.format) p[e.format]++;
+  if (e.format === 'markdown') p.markdownTokens += e.markdownTokens ?? 0;
+}
+
+/** Adds another process's usage part into one. */
+function mergeUsage(into: UsagePart, from: UsagePart): void {
+  for (const k of ['preferenceBroken', 'markdown', 'html', 'json', 'markdownTokens'] as const) into[k] += from[k] ?? 0;
 }
