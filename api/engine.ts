@@ -41,14 +41,16 @@ import { authoritiesOf, httpDirectoryFetcher, type DirectoryFetcher } from './te
  * LOG_SIGNING_KEY_ROTATE=1, and then the rotation is appended to the log before anything else.
  */
 async function openSigner(config: Config, store: Store, logger: Logger) {
-  const signer = await openLogSigner(
-    config.DATA_DIR === ':memory:' ? null : config.DATA_DIR,
-    config.LOG_SIGNING_KEY_FILE,
-    {
-      rotate: config.LOG_SIGNING_KEY_ROTATE,
-      hasReceipts: async () => (await store.receipts.idsFrom(0)).length > 0,
-    },
-  );
+  // On PostgreSQL there is no data folder to keep a key in: the processes share LOG_SIGNING_KEY_FILE.
+  const keyFolder = config.DATA_DIR === ':memory:' || config.DATABASE_URL ? null : config.DATA_DIR;
+  if (config.DATABASE_URL && config.LOG_SIGNING_KEY_FILE === undefined)
+    logger.warn(
+      'no LOG_SIGNING_KEY_FILE: this process signs the receipt log with a key of its own, gone when it stops; set one key file for every process (docs/deploy.md)',
+    );
+  const signer = await openLogSigner(keyFolder, config.LOG_SIGNING_KEY_FILE, {
+    rotate: config.LOG_SIGNING_KEY_ROTATE,
+    hasReceipts: async () => (await store.receipts.idsFrom(0)).length > 0,
+  });
   if (signer.rotation) {
     const rotation = signer.rotation;
     const entry = await store.receipts.append((prev) => {

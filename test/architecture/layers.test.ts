@@ -52,7 +52,8 @@ describe('the layers of api/', () => {
 
   it('imports nothing by path from outside api/ (packages by name only)', () => {
     const outside = [...imports].flatMap(([file, targets]) =>
-      targets.filter((t) => !t.startsWith('api/')).map((t) => `${file} imports ${t}`),
+      // package.json is the one file outside api/ a module may read: the release it is (api/build-info.ts).
+      targets.filter((t) => !t.startsWith('api/') && t !== 'package.json').map((t) => `${file} imports ${t}`),
     );
     expect(outside).toEqual([]);
   });
