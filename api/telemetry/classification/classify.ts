@@ -2,7 +2,13 @@ import { isbot, isbotByWord } from './isbot-split.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
 import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
-import { createPersonClientCheck, isPersonClientName, namesLibrary, type PersonClientCheck } from './person-client.ts';
+import {
+  createPersonClientCheck,
+  isPersonClientName,
+  isPersonDevice,
+  namesLibrary,
+  type PersonClientCheck,
+} from './person-client.ts';
 import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
 
 /** What the gateway knows of a User-Agent. */
@@ -175,6 +181,8 @@ function headAt<T>(single: Map<string, T>, token: string): T | undefined {
 /** Product tokens that usually name a bot when nothing else does. */
 const BOTLIKE =
   /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget|uptime|screenshot|thumb|validat|extract/i;
+/** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
+const WORK_WORD = /uptime|monitor|screenshot|thumb|validat|extract|downloader/i;
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -433,7 +441,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
     if (surelyBot(ua, name)) return bot;
     if (personClient(ua)) return HUMAN;
-    if (botWord !== null || isbotByWord(ua) || namesLibrary(ua)) return bot;
+    if (botWord !== null || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
     return UNKNOWN_CLIENT;
   }
 
@@ -465,16 +473,18 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
       }
     }
-    if (human) return HUMAN;
+    // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
+    if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
     if (weak) {
       const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
       const c: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
       // "Android 13; Spider 8" is a phone; "LG-GT505 ... Java/ASVM/1.1 Profile/MIDP-2.1" a feature phone.
-      return name === null || platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
+      if (name === null) return isPersonDevice(ua) ? HUMAN : c;
+      return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
     }
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
-    if (!isbot(ua) && !signsAsBot(ua)) return HUMAN;
+    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua)) return HUMAN;
     return unknownBot(ua);
   }
 

@@ -34,7 +34,7 @@ export function leadingNames(pattern: string): string[] {
       if (c === '\\') k++;
       else if (c === '(') depth++;
       else if (c === ')') depth--;
-      else if (c === '|' && depth === 0) alternatives.push(text.slice(start, k)), (start = k + 1);
+      else if (c === '|' && depth === 0) (alternatives.push(text.slice(start, k)), (start = k + 1));
     }
     alternatives.push(text.slice(start));
   };
@@ -166,9 +166,13 @@ const PERSONAL_SYSTEMS = new Set([
   'ucbrowser',
   'ucweb',
 ]);
-const FEATURE_PHONE = /\b(?:MIDP|CLDC)-\d|\bUP\.Browser\b|\bWAP[ _-]?Browser|\bObigo\b|\bTeleca\b|\bNetFront\b|\bCE-HTML\b/i;
-/** Words that undo a personal system: a bot's address, contact or name. */
-const BOT_MARK = /https?:|@|\bbot\b|crawl|spider/i;
+const FEATURE_PHONE =
+  /\b(?:MIDP|CLDC)-\d|\bUP\.Browser\b|\bWAP[ _-]?Browser|\bObigo\b|\bTeleca\b|\bNetFront\b|\bCE-HTML\b/i;
+/**
+ * What undoes a personal system: a bot's address or contact. (A bot word outside the device model
+ * is judged before this is asked: "Android 7.0; M bot 51" and "Android 13; Spider 8" are phones.)
+ */
+const BOT_MARK = /https?:|@/i;
 /** A token's name without a version glued to it: "lavf52.111.0" is Lavf. */
 const GLUED_VERSION = /[\d._-]+$/;
 
@@ -184,7 +188,8 @@ export function personClientToken(ua: string): string | null {
 
 /** Whether a string names a library or tool of the client parser's list. */
 export function namesLibrary(ua: string): boolean {
-  for (const token of lowerTokens(ua)) if (LIBRARY_NAMES.has(token)) return true;
+  for (const token of lowerTokens(ua))
+    if (LIBRARY_NAMES.has(token) || LIBRARY_NAMES.has(token.split(':')[0]!)) return true;
   return false;
 }
 
@@ -195,7 +200,15 @@ export function namesLibrary(ua: string): boolean {
  * answer.
  */
 export function isPersonClient(ua: string): boolean {
-  if (personClientToken(ua) !== null) return true;
+  return personClientToken(ua) !== null || isPersonDevice(ua);
+}
+
+/**
+ * Whether a string shows a person's device (a system only people's devices run, or a feature
+ * phone's profile), whatever client it names: a tool's token beside it ("Java/ASVM/1.1" on a
+ * feature phone) is the device's runtime, not a bot.
+ */
+export function isPersonDevice(ua: string): boolean {
   if (FEATURE_PHONE.test(ua)) return true;
   if (BOT_MARK.test(ua)) return false;
   for (const token of lowerTokens(ua)) if (PERSONAL_SYSTEMS.has(token)) return true;
