@@ -359,7 +359,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
           !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
-        if (!classification.bot && !bait) {
+        if (!classification.bot && !bait && !classification.unknown) {
           if (referred) counted++;
           continue;
         }
@@ -392,7 +392,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (classification.operator) return;
       const at = r.time === undefined ? now() : dateAt(r.time);
       if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, at);
-      if (!classification.bot && !bait) return;
+      if (!classification.bot && !bait && !classification.unknown) return;
       countRequest(
         r,
         classification,
