@@ -134,6 +134,10 @@ function dateAt(ms: number): Date {
   return clock;
 }
 const wallClock = () => dateAt(Date.now());
+/** An ingested line's ISO time as a Date, one Date per distinct time: consecutive lines mostly share it. */
+let lineIso = '';
+let lineDate = new Date(0);
+const dateOfLine = (iso: string) => (iso === lineIso ? lineDate : ((lineIso = iso), (lineDate = new Date(iso))));
 
 /**
  * The gateway's telemetry: one call per finished request, counted in memory and saved in batches
@@ -347,7 +351,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       let counted = 0;
       let outOfRange = 0;
       for (const l of lines) {
-        if (l.time && ledgerTime(new Date(l.time), now()) === null) {
+        if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
           outOfRange++;
           continue;
         }
@@ -358,7 +362,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         if (classification.operator) continue;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
-          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
+          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
         if (!classification.bot && !bait && !classification.unknown) {
           if (referred) counted++;
           continue;
@@ -369,7 +373,7 @@ export async function createTelemetry(o: TelemetryOptions) {
             classification,
             bait,
             path,
-            l.time ? new Date(l.time) : now(),
+            l.time ? dateOfLine(l.time) : now(),
             byAddress(classification, l.clientAddress),
             false,
           ) ||
