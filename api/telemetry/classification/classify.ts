@@ -181,6 +181,8 @@ function headAt<T>(single: Map<string, T>, token: string): T | undefined {
 /** Product tokens that usually name a bot when nothing else does. */
 const BOTLIKE =
   /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget|uptime|screenshot|thumb|validat|extract/i;
+/** Words that show a program, though no name is made of them (a bot's spellings, SEO tools). */
+const EVIDENCE_ONLY = /b0t|spyder|^seo$/i;
 /** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
 const WORK_WORD = /uptime|monitor|screenshot|thumb|validat|extract|downloader/i;
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
@@ -441,7 +443,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
     if (surelyBot(ua, name)) return bot;
     if (personClient(ua)) return HUMAN;
-    if (botWord !== null || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
+    // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
+    const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
     return UNKNOWN_CLIENT;
   }
 
@@ -464,7 +468,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       human ||= phraseAt(starts?.human, lower, i, humanPrefixes) !== undefined;
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
-    if (listed && (!human || listed.words > 1)) {
+    // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
+    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!))) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
       // crawler-user-agents' example tokens name a bot only where isbot agrees.
       if (listed.e.tier === Tier.Listed || isbot(ua)) {

@@ -106,6 +106,13 @@ const SHARED_WORDS = new Set([
   'macintosh',
   'headlesschrome',
   'electron',
+  // Vendors' and generic words that start an app's pattern, and name bots and tools as often
+  // (Yahoo Pipes, Pinterest/0.1, Imagga Downloader, Scrapinghub's splash renderer).
+  'yahoo',
+  'pinterest',
+  'downloader',
+  'splash',
+  'htc',
 ]);
 
 /** Product names of people's clients: browsers, mobile apps, media players, mail, calendar and feed clients. */
