@@ -21,6 +21,7 @@ import { buildBotTraffic, buildBotWall } from './documents/bot-wall.ts';
 import { buildBotWallCsv } from './documents/bot-wall-csv.ts';
 import type { Telemetry } from './telemetry/telemetry.ts';
 import { createLogIngest } from './operations/log-ingest.ts';
+import { createParsePool } from './telemetry/log-formats/parse-pool.ts';
 
 export interface AppDeps {
   store: Store;
@@ -33,6 +34,8 @@ export interface AppDeps {
   limiter: WriteLimiter;
   /** Token of the log-ingest route; the route answers 404 without one. */
   ingestToken?: string | undefined;
+  /** Worker threads that read ingested log batches (INGEST_WORKERS); 0 reads them in the gateway's thread. */
+  ingestWorkers?: number;
 }
 
 /**
@@ -67,7 +70,8 @@ export function createApp(deps: AppDeps) {
     },
     ingestLogs: createLogIngest({
       token: deps.ingestToken,
-      count: (lines) => telemetry.ingestBatch(lines),
+      count: (lines, agents) => telemetry.ingestBatch(lines, agents),
+      parse: createParsePool(deps.ingestWorkers ?? 0, content).parse,
       idempotency: writes.idempotency,
       records: store.idempotency,
     }),

@@ -140,7 +140,17 @@ export async function createEngine(config: Config, options: EngineOptions) {
     config.WRITE_RATE_LIMIT,
     rateLimitBackend ?? new RateLimiterMemory({ points: config.WRITE_RATE_LIMIT || 1, duration: 60 }),
   );
-  const app = createApp({ store, telemetry, omip, content, links, logger, limiter, ingestToken: config.INGEST_TOKEN });
+  const app = createApp({
+    store,
+    telemetry,
+    omip,
+    content,
+    links,
+    logger,
+    limiter,
+    ingestToken: config.INGEST_TOKEN,
+    ingestWorkers: config.INGEST_WORKERS,
+  });
   return {
     content,
     store,
