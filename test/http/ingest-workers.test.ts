@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -120,5 +121,14 @@ describe('log ingest on worker threads', () => {
       expect([a.status, b.status]).toEqual([status, status]);
       expect(await b.json()).toEqual(await a.json());
     }
+  });
+
+  it('takes INGEST_WORKERS from 0 to 16, an empty value as the default, and refuses more at startup', () => {
+    const workers = (v: string | undefined) => loadConfig({ ...process.env, INGEST_WORKERS: v }).INGEST_WORKERS;
+    expect(workers(undefined)).toBeGreaterThanOrEqual(1);
+    expect(workers('')).toBe(workers(undefined));
+    expect(workers('0')).toBe(0);
+    expect(workers('16')).toBe(16);
+    expect(() => workers('17')).toThrow(/INGEST_WORKERS/);
   });
 });
