@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { StartupError } from './startup-error.ts';
@@ -137,6 +137,11 @@ export const ConfigSchema = z
       .int()
       .positive()
       .default(4 * 1024 * 1024),
+    /** Worker threads that read POST /api/telemetry/ingest batches beside the thread that counts them (0: that thread reads them; empty: the default). */
+    INGEST_WORKERS: z.preprocess(
+      unset,
+      z.coerce.number().int().min(0).max(16).default(Math.min(2, availableParallelism())),
+    ),
     /** Bearer token for GET /metrics on the main port; without it (and without METRICS_PORT) there are no metrics. At least 32 characters. */
     METRICS_TOKEN: z
       .string()

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createAudioParser } from './ingress/audio-parser.ts';
+import { createParsePool } from './telemetry/log-formats/parse-pool.ts';
 import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
@@ -196,6 +197,8 @@ export async function createEngine(config: Config, options: EngineOptions) {
     },
     (stopped) => logger.warn(stopped, 'audio parse stopped'),
   );
+  // Ingested log batches are parsed and classified on threads of their own (INGEST_WORKERS).
+  const logParser = createParsePool(config.INGEST_WORKERS, content);
   const now = () => new Date();
   const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
   // The MCP and A2A doors call the operations' handlers by id, from this map, once the routes fill it.
@@ -222,7 +225,8 @@ export async function createEngine(config: Config, options: EngineOptions) {
     },
     ingestLogs: createLogIngest({
       token: config.INGEST_TOKEN,
-      count: (lines) => telemetry.ingestBatch(lines),
+      count: (lines, agents) => telemetry.ingestBatch(lines, agents),
+      parse: logParser.parse,
       idempotency: writes.idempotency,
       records: store.idempotency,
     }),
@@ -252,7 +256,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
     readiness: [...(writable ? [writable] : []), ...(ceiling ? [ceiling] : [])],
     /** Saves the telemetry ledger, then closes the store. */
     close: async () => {
-      await audioParser.close();
+      await Promise.all([audioParser.close(), logParser.close()]);
       await telemetry.close();
       await store.close();
     },

@@ -17,7 +17,9 @@ const { values, positionals } = parseArgs({
     format: { type: 'string' },
     'batch-lines': { type: 'string', default: '5000' },
     'batch-bytes': { type: 'string', default: String(1024 * 1024) },
-    concurrency: { type: 'string', default: '2' },
+    // Batches in flight: the service reads them on worker threads and counts them in order, so a
+    // deeper queue keeps its threads busy while answers travel (2 took ~1.3x as long as 6).
+    concurrency: { type: 'string', default: '6' },
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },

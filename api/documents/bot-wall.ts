@@ -185,6 +185,7 @@ export function buildBotTraffic(c: Content, s: TelemetrySnapshot, now: Date) {
     generatedAt: now.toISOString(),
     windowStartedAt: s.windowStartedAt,
     observedRequests: s.observedRequests,
+    unknownClientRequests: s.presence.unknownClients ?? 0,
     families: families
       .sort((a, b) => b.requests - a.requests || a.family.localeCompare(b.family))
       .map((f) => ({
@@ -270,6 +271,8 @@ export function buildBotWall(c: Content, s: TelemetrySnapshot, links: Links, now
       class_counts: classCounts,
       observed_bot_requests: s.observedRequests,
       observed_bot_families: bots.length,
+      // Clients no list names and nothing shows to be bots: neither people's nor bots' (counted apart).
+      unknown_client_requests: s.presence.unknownClients ?? 0,
     },
     botTraffic: buildBotTraffic(c, s, now),
     robotsTxt: {

@@ -14,6 +14,7 @@ import {
 } from './classification/classify.ts';
 import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
+import type { BatchAgents } from './log-formats/parse-pool.ts';
 import { referralRule, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
@@ -114,7 +115,7 @@ export interface TelemetryOptions {
 }
 
 /** The path as people read it; a path that cannot be decoded is kept as sent. */
-function readable(path: string): string {
+export function readable(path: string): string {
   if (!path.includes('%')) return path;
   try {
     return decodeURIComponent(path);
@@ -124,7 +125,7 @@ function readable(path: string): string {
 }
 
 /** A test for "under one of these paths", with the prefixes prepared once. */
-function underAny(prefixes: string[]): (path: string) => boolean {
+export function underAny(prefixes: string[]): (path: string) => boolean {
   const exact = new Set(prefixes);
   const starts = prefixes.map((p) => (p.endsWith('/') ? p : `${p}/`));
   // A loop, not starts.some(): its callback was a closure made per counted request.
@@ -158,6 +159,10 @@ function dateAt(ms: number): Date {
   return clock;
 }
 const wallClock = () => dateAt(Date.now());
+/** An ingested line's ISO time as a Date, one Date per distinct time: consecutive lines mostly share it. */
+let lineIso = '';
+let lineDate = new Date(0);
+const dateOfLine = (iso: string) => (iso === lineIso ? lineDate : ((lineIso = iso), (lineDate = new Date(iso))));
 
 /**
  * The gateway's telemetry: one call per finished request, counted in memory and saved in batches
@@ -400,25 +405,33 @@ export async function createTelemetry(o: TelemetryOptions) {
     /**
      * Counts requests a CDN or proxy served; a line's client address is verified like a live
      * request's, never stored. A line dated outside the ledger's range at the server's clock
-     * (ledgerRange) changes nothing and is counted as out of range.
+     * (ledgerRange) changes nothing and is counted as out of range. With `agents` (a parse
+     * worker's), each distinct User-Agent of the batch is classified once.
      */
-    ingestBatch(lines: IngestLine[]): { counted: number; outOfRange: number } {
+    ingestBatch(lines: IngestLine[], agents?: BatchAgents): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
-      for (const l of lines) {
-        if (l.time && ledgerTime(new Date(l.time), now()) === null) {
+      const classes = agents?.agents.map((a) => o.classify(a));
+      // Lines a worker found to count nothing (people not sent by an AI product): only their dates are read.
+      if (agents?.quiet)
+        agents.quiet.times.forEach((time, i) => {
+          if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet!.counts[i]!;
+        });
+      for (let i = 0; i < lines.length; i++) {
+        const l = lines[i]!;
+        if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
           outOfRange++;
           continue;
         }
         const path = readable(l.path);
-        const classification = o.classify(l.userAgent);
+        const classification = classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
         if (classification.operator) continue;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
-          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? new Date(l.time) : now());
-        if (!classification.bot && !bait) {
+          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
+        if (!classification.bot && !bait && !classification.unknown) {
           if (referred) counted++;
           continue;
         }
@@ -428,7 +441,7 @@ export async function createTelemetry(o: TelemetryOptions) {
             classification,
             bait,
             path,
-            l.time ? new Date(l.time) : now(),
+            l.time ? dateOfLine(l.time) : now(),
             byAddress(classification, l.clientAddress),
             false,
             l.clientAddress,
@@ -452,7 +465,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (classification.operator) return;
       const at = r.time === undefined ? now() : dateAt(r.time);
       if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, at);
-      if (!classification.bot && !bait) return;
+      if (!classification.bot && !bait && !classification.unknown) return;
       countRequest(
         r,
         classification,

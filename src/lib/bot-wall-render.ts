@@ -35,6 +35,8 @@ export function renderMeters(v: WallView): string {
       ['Requests that cannot be verified', String(t.unverifiable)],
       ['robots.txt fetches', String(t.robotsTxtFetches)],
       ['Hits on disallowed paths', String(t.disallowedHits)],
+      // Neither bots nor counted as people: a product token no list names, with no bot's evidence.
+      ['Requests from unknown clients (not bots)', String(t.unknownClients)],
     ])
   );
 }

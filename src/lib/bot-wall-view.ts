@@ -87,6 +87,8 @@ export interface WallView {
     robotsTxtFetches: number;
     disallowedHits: number;
     baitHits: number;
+    /** Requests from clients no list names and nothing shows to be bots (absent before the count: 0). */
+    unknownClients: number;
   };
   classes: {
     class: string;
@@ -271,6 +273,7 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
       robotsTxtFetches: sum((f) => f.robotsTxtFetches),
       disallowedHits: sum((f) => f.disallowedHits),
       baitHits: num(obj(d.meters).fisher_hits),
+      unknownClients: num(obj(d.meters).unknown_client_requests),
     },
     classes: CLASS_GROUPS.map((g) => {
       const members = seen.flatMap((f) => {

@@ -7,6 +7,7 @@ describe('npm run classify', () => {
       'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
       'TelegramBot (like TwitterBot)',
       'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0',
+      'Florienzh/1.0',
       '',
     ].join('\n');
     const run = spawnSync('node_modules/.bin/node', ['api/cli/classify.ts'], { input, encoding: 'utf8' });
@@ -37,6 +38,8 @@ describe('npm run classify', () => {
         class: null,
         verify: 'none',
       },
+      // An unknown product token alone: neither a bot nor counted as a person.
+      { userAgent: 'Florienzh/1.0', bot: false, family: null, class: null, verify: 'none', unknown: true },
     ]);
   });
 });

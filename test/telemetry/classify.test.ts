@@ -7,7 +7,6 @@ import {
   UA_PREFIX_CHARS,
   type Classifier,
 } from '../../api/telemetry/classification/classify.ts';
-import { createPersonClientCheck } from '../../api/telemetry/classification/person-client.ts';
 import { productTokens } from '../../api/telemetry/classification/tokens.ts';
 import type { BotFamily, GeneratedBotFamily } from '../../api/schemas/bot-families.ts';
 
@@ -20,8 +19,7 @@ beforeAll(async () => {
   families = content.botFamilies.families;
   generated = content.botFamiliesGenerated.families;
   humanClients = content.botFamilies.human_clients;
-  // The client parser's budget is for floods; these sets are read at once, so it is lifted here.
-  classify = createClassifier(families, { humanClients, generated, personClient: createPersonClientCheck(Infinity) });
+  classify = createClassifier(families, { humanClients, generated });
 });
 
 const fixture = (name: string) =>

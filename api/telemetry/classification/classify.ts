@@ -1,8 +1,14 @@
-import { isbot } from './isbot-split.ts';
+import { isbot, isbotByWord } from './isbot-split.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
 import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
-import { createPersonClientCheck, type PersonClientCheck } from './person-client.ts';
+import {
+  createPersonClientCheck,
+  isPersonClientName,
+  isPersonDevice,
+  namesLibrary,
+  type PersonClientCheck,
+} from './person-client.ts';
 import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
 
 /** What the gateway knows of a User-Agent. */
@@ -17,6 +23,8 @@ export interface Classification {
   verify: VerifyMethod;
   /** The operator's own traffic (a health probe, this project's CLIs): named, never counted as a bot. */
   operator?: true;
+  /** A client no list names and nothing shows to be a bot (an unknown product token alone): counted apart, never as a bot. */
+  unknown?: true;
 }
 
 /**
@@ -50,6 +58,15 @@ export const HUMAN: Classification = Object.freeze({
   class: null,
   known: null,
   verify: 'none',
+});
+/** An unknown client: a product token no list names, with no evidence of a bot (no bot word, address or tool). */
+export const UNKNOWN_CLIENT: Classification = Object.freeze({
+  bot: false,
+  family: null,
+  class: null,
+  known: null,
+  verify: 'none',
+  unknown: true,
 });
 const UNNAMED: Classification = Object.freeze({
   bot: true,
@@ -163,7 +180,11 @@ function headAt<T>(single: Map<string, T>, token: string): T | undefined {
 
 /** Product tokens that usually name a bot when nothing else does. */
 const BOTLIKE =
-  /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget/i;
+  /bot|crawl|spider|fetch|scan|agent|archiv|index|preview|monitor|check|scrap|slurp|harvest|http|client|lib|request|curl|wget|uptime|screenshot|thumb|validat|extract/i;
+/** Words that show a program, though no name is made of them (a bot's spellings, SEO tools). */
+const EVIDENCE_ONLY = /b0t|spyder|^seo$/i;
+/** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
+const WORK_WORD = /uptime|monitor|screenshot|thumb|validat|extract|downloader/i;
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -328,6 +349,18 @@ function withItsWords(ua: string, c: Classification, token: string): Classificat
   return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
 }
 
+const HEADER_NAME = /^user-agent:\s*/i;
+
+/**
+ * A token that names both an app and its link-preview fetcher: the fetcher sends the token and a
+ * version alone ("WhatsApp/2.19.81 A"); with anything more (a system, a device, Electron) it is the app.
+ */
+const APP_AND_PREVIEW = new Map([['whatsapp', /^WhatsApp\/[\d.]+(?:[ /][A-Z])?$/i]]);
+const isAppNotPreview = (ua: string, token: string) => {
+  const preview = APP_AND_PREVIEW.get(token);
+  return preview !== undefined && !preview.test(ua);
+};
+
 export interface ClassifierOptions {
   /** Product tokens of people's own clients, by kind (content/bot-families.yaml `human_clients`). */
   humanClients?: Record<string, string[]>;
@@ -335,7 +368,7 @@ export interface ClassifierOptions {
   generated?: GeneratedBotFamily[];
   /** Bytes of keys and answers the cache holds. */
   cacheBytes?: number;
-  /** The client parser's view (default: device-detector's, with its time budget). */
+  /** The client parser's view (default: a token index of device-detector's client lists). */
   personClient?: PersonClientCheck;
 }
 
@@ -361,7 +394,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     ...generated.flatMap((g) =>
       g.tokens.map((t): [string, Entry] => [
         t,
-        { c: classificationOf(asFamily(g)), tier: g.source === 'device-detector' ? Tier.Listed : Tier.Example },
+        {
+          c: classificationOf(asFamily(g)),
+          // device-detector's "Generic Bot" words (Desktop, ...) are a heuristic, as example tokens are.
+          tier: g.source === 'device-detector' && g.operator !== 'Generic Bot' ? Tier.Listed : Tier.Example,
+        },
       ]),
     ),
   ];
@@ -385,23 +422,31 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     maxSize: cacheBytes,
     sizeCalculation: (_v, key) => 2 * key.length + 96,
   });
-  /** Set when an answer was made without the client parser (its budget spent): such answers are not cached. */
-  let unchecked = false;
-
   /** A heuristic's "bot", unless the client parser sees a person's browser or app. */
   function unlessPerson(ua: string, bot: Classification): Classification {
-    const person = personClient(ua);
-    if (person === null) unchecked = true;
-    return person ? HUMAN : bot;
+    return personClient(ua) ? HUMAN : bot;
   }
 
-  /** A bot no table names: the name it gives itself, unless the client parser sees a person's browser or app. */
+  /**
+   * A string isbot flags or that signs with an address, no table naming it. A bot only on evidence:
+   * an address or bot word in its name (and no person's client named first, whose address is its
+   * homepage: "Banshee/2.6.2 (http://banshee-project.org/)"), else unless it is a person's client,
+   * a bot-like word, one of isbot's word patterns or a known library. Else an unknown product token
+   * alone (isbot's shape patterns): an unknown client, not a bot.
+   */
   function unknownBot(ua: string): Classification {
     const t = productTokens(ua);
-    const named = nameOf(t, ua);
-    const name = named ?? selfName(t, ua);
+    const botWord = nameOf(t, ua);
+    const name = botWord ?? selfName(t, ua);
     const bot: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
-    return surelyBot(ua, name) ? bot : unlessPerson(ua, bot);
+    const first = t.lower[0];
+    if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
+    if (surelyBot(ua, name)) return bot;
+    if (personClient(ua)) return HUMAN;
+    // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
+    const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
+    return UNKNOWN_CLIENT;
   }
 
   function uncached(ua: string): Classification {
@@ -416,14 +461,15 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       const hit = phraseAt(starts?.family, lower, i, familyPrefixes);
       const e = hit?.value ?? headAt(single, lower[i]!);
       if (e) {
-        if (e.tier === Tier.Curated) return e.c;
+        if (e.tier === Tier.Curated) return isAppNotPreview(ua, lower[i]!) ? HUMAN : e.c;
         if (e.tier === Tier.Weak) weak ??= e.c;
         else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
       }
       human ||= phraseAt(starts?.human, lower, i, humanPrefixes) !== undefined;
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
-    if (listed && (!human || listed.words > 1)) {
+    // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
+    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!))) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
       // crawler-user-agents' example tokens name a bot only where isbot agrees.
       if (listed.e.tier === Tier.Listed || isbot(ua)) {
@@ -432,16 +478,18 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
       }
     }
-    if (human) return HUMAN;
+    // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
+    if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
     if (weak) {
       const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
       const c: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
-      // "Android 13; Spider 8" is a phone.
+      // "Android 13; Spider 8" is a phone; "LG-GT505 ... Java/ASVM/1.1 Profile/MIDP-2.1" a feature phone.
+      if (name === null) return isPersonDevice(ua) ? HUMAN : c;
       return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
     }
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
-    if (!isbot(ua) && !signsAsBot(ua)) return HUMAN;
+    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua)) return HUMAN;
     return unknownBot(ua);
   }
 
@@ -449,9 +497,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const key = uaPrefix(userAgent);
     const hit = cache.get(key);
     if (hit) return hit;
-    unchecked = false;
-    const result = uncached(key);
-    if (!unchecked) cache.set(key, result);
+    // Some clients and fixtures send the header's name inside its value: the value is what follows.
+    const result = uncached(HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key);
+    cache.set(key, result);
     return result;
   };
 }

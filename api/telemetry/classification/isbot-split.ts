@@ -59,3 +59,27 @@ const inside = createIsbotFromList(byFirstCharacter(anywhere));
 
 /** isbot(userAgent), the same answer sooner. */
 export const isbot = (userAgent: string): boolean => atStart(userAgent) || inside(userAgent);
+
+/**
+ * isbot's patterns that read a string's shape, not a word: a lone product token with a version
+ * (`^[\w .-]+/v?\d...$`, which takes `Dillo/2.2`, `Clementine 1.1` and `Lavf52.111.0` alike), a
+ * string starting with a digit or `(`, a `|`, `()`, `Mozilla/3.0 (OneToken/1.0)`. An unknown product token alone is no evidence of
+ * a bot: such a string is an unknown client unless a word says more.
+ */
+export const isShapePattern = (p: string) =>
+  // An address (`@[a-z][\w-]+\.`) is a contact, evidence; `v?` is a version's optional v;
+  // `^mozilla/\d\.\d\s\((?:compatible;)?...\)$` reads a browser prefix around one unknown token.
+  !p.startsWith('@') &&
+  !/[a-z]/i.test(
+    p
+      .replace(/\\./g, '')
+      .replace(/\[[^\]]*\]/g, '')
+      .replace(/v\?|mozilla|compatible/g, ''),
+  );
+
+const { anchored: wordAnchored, anywhere: wordAnywhere } = splitIsbotList(list.filter((p) => !isShapePattern(p)));
+const wordAtStart = createIsbotFromList([`^(?:${wordAnchored.map((p) => p.slice(1)).join('|')})`]);
+const wordInside = createIsbotFromList(byFirstCharacter(wordAnywhere));
+
+/** Whether one of isbot's word patterns (a name, a bot word, a tool) matches: evidence, where its shape patterns are not. */
+export const isbotByWord = (userAgent: string): boolean => wordAtStart(userAgent) || wordInside(userAgent);

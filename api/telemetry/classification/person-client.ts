@@ -1,75 +1,237 @@
-// First: keeps node's nextTick entries fast while the parser below loads (see tick-shape.ts).
+// First: keeps node's nextTick entries fast while the client lists below load (see tick-shape.ts).
 import './tick-shape.ts';
-import DeviceDetector from 'node-device-detector';
+import { createRequire } from 'node:module';
+import { lowerTokens } from './tokens.ts';
 
-// A browser/app parser's view of a User-Agent (Matomo device-detector's client list, through its
-// npm port), asked only when our table names no bot and the only evidence is a heuristic (isbot, a
-// name read off the string): a device model (`Android 7.0; Discovery_XT`) or an app's name
-// (`Podfriend 2.0 ios`, `Yandex.Music/...`) is never a bot's name. The parser takes ~20 µs at the
-// median and up to ~1 ms, so its time is budgeted: past the budget the heuristic answers alone.
+// A browser/app parser's view of a User-Agent, asked only when our table names no bot and the only
+// evidence is a heuristic (isbot, a name read off the string): a device model or an app's name
+// (`Podfriend 2.0 ios`, `Clementine 1.1`, `Dillo/2.2`) is never a bot's name.
+//
+// It used to run node-device-detector's parser under a time budget (~20 µs a string at the median,
+// up to ~1 ms), so past the budget a string was judged without it and its verdict hung on what
+// came before it. Now the parser's own client lists (browsers, mobile apps, media players, mail
+// and calendar clients; its libraries apart) are read once at module load into a set of the
+// product names their patterns start with: one hash lookup per product token, the same answer
+// whatever came before, and no budget.
 
-/** Client types that are a person's: browsers, apps, media players, mail and calendar clients. */
-const PERSON = new Set(['browser', 'mobile app', 'mediaplayer', 'pim']);
-/** Operating systems that only people's devices report (a bot says Linux or Windows as often as a person). */
-const PERSONAL_OS = new Set([
-  'iOS',
-  'iPadOS',
-  'Android',
-  'HarmonyOS',
-  'KaiOS',
-  'Windows Phone',
-  'Fire OS',
-  'watchOS',
-  'tvOS',
-  'Tizen',
-  'webOS',
+const require = createRequire(import.meta.url);
+const list = (name: string) =>
+  require(`node-device-detector/regexes/client/${name}.js`) as { regex: string; name: string }[];
+
+/**
+ * The literal product names a pattern's alternatives start with, lowercase: `(?:FBAV|Facebook/)`
+ * gives fbav and facebook, `Clementine(?:[ /]...)` clementine, `MPlayer[ /]` mplayer. A name under
+ * 3 characters or one a quantifier shortens below that is left out.
+ */
+export function leadingNames(pattern: string): string[] {
+  let s = pattern.replace(/^\^/, '').replace(/^\(\?:\^\|[^)]*\)/, '');
+  const alternatives: string[] = [];
+  const split = (text: string) => {
+    let depth = 0;
+    let start = 0;
+    for (let k = 0; k < text.length; k++) {
+      const c = text[k];
+      if (c === '\\') k++;
+      else if (c === '(') depth++;
+      else if (c === ')') depth--;
+      else if (c === '|' && depth === 0) (alternatives.push(text.slice(start, k)), (start = k + 1));
+    }
+    alternatives.push(text.slice(start));
+  };
+  if (s.startsWith('(?:')) {
+    let depth = 0;
+    let i = 0;
+    for (; i < s.length; i++) {
+      const c = s[i];
+      if (c === '\\') i++;
+      else if (c === '(') depth++;
+      else if (c === ')' && --depth === 0) break;
+    }
+    // A group followed by a quantifier is optional: the name is what follows it.
+    const after = s[i + 1];
+    if (after === '?' || after === '*') s = s.slice(i + 2);
+    else s = s.slice(3, i);
+  }
+  split(s);
+  const names: string[] = [];
+  for (const a of alternatives) {
+    const m = /^((?:[A-Za-z0-9_-]|\\[.-])+)/.exec(a.replace(/^\^/, ''));
+    if (!m) continue;
+    let word = m[1]!.replace(/\\/g, '');
+    const next = a.replace(/^\^/, '')[m[0].length];
+    if (next !== undefined && '?*+{'.includes(next)) word = word.slice(0, -1);
+    if (word.length >= 3) names.push(word.toLowerCase());
+  }
+  return names;
+}
+
+/**
+ * Words of the client lists that bots and tools write too (every crawler that poses as a browser
+ * says Chrome and Safari), or that say nothing alone.
+ */
+const SHARED_WORDS = new Set([
+  'mozilla',
+  'chrome',
+  'chromium',
+  'safari',
+  'firefox',
+  'applewebkit',
+  'webkit',
+  'gecko',
+  'khtml',
+  'like',
+  'mobile',
+  'version',
+  'compatible',
+  'msie',
+  'trident',
+  'edge',
+  'opera',
+  'apple',
+  'amazon',
+  'google',
+  'microsoft',
+  'yandex',
+  'echo',
+  'the',
+  'lib',
+  'app',
+  'browser',
+  'web',
+  'http',
+  'client',
+  'android',
+  'linux',
+  'windows',
+  'macintosh',
+  'headlesschrome',
+  'electron',
+  // Vendors' and generic words that start an app's pattern, and name bots and tools as often
+  // (Yahoo Pipes, Pinterest/0.1, Imagga Downloader, Scrapinghub's splash renderer).
+  'yahoo',
+  'pinterest',
+  'downloader',
+  'splash',
+  'htc',
 ]);
 
-let detector: DeviceDetector | null = null;
-/** One parser per process (its regex tables take ~35 ms and some MB to build). */
-function parser(): DeviceDetector {
-  detector ??= new DeviceDetector({
-    clientIndexes: true,
-    osIndexes: true,
-    deviceIndexes: false,
-    deviceAliasCode: false,
-    deviceInfo: false,
-    maxUserAgentSize: 512,
-  });
-  return detector;
+/** Product names of people's clients: browsers, mobile apps, media players, mail, calendar and feed clients. */
+export const PERSON_CLIENT_NAMES: ReadonlySet<string> = (() => {
+  const names = new Set<string>();
+  // Feed readers too: podcast clients (gPodder, BashPodder) are listed there; the server-side
+  // fetchers among them (Feedly, NewsBlur) are in our table or the bot lists, which are read first.
+  for (const file of ['browsers', 'mobile_apps', 'mediaplayers', 'pim', 'feed_readers'])
+    for (const entry of list(file))
+      for (const name of leadingNames(entry.regex)) if (!SHARED_WORDS.has(name)) names.add(name);
+  return names;
+})();
+
+/** Product names of HTTP libraries and tools (the parser's libraries list): a program's, not a person's. */
+export const LIBRARY_NAMES: ReadonlySet<string> = (() => {
+  const names = new Set<string>();
+  for (const entry of list('libraries'))
+    for (const name of leadingNames(entry.regex)) if (!SHARED_WORDS.has(name)) names.add(name);
+  return names;
+})();
+
+/**
+ * Systems only people's devices report, as product tokens (a bot says Linux or Windows as often as
+ * a person), and the feature phones' Java profile (`Profile/MIDP-2.0 Configuration/CLDC-1.1`,
+ * where the token is cut at the slash and the profile read whole).
+ */
+const PERSONAL_SYSTEMS = new Set([
+  'ios',
+  'ipados',
+  'iphone',
+  'ipad',
+  'ipod',
+  'android',
+  'harmonyos',
+  'kaios',
+  'tizen',
+  'webos',
+  'web0s',
+  'watchos',
+  'tvos',
+  'symbianos',
+  'symbian',
+  'series40',
+  'series60',
+  's60version',
+  'blackberry',
+  'bada',
+  'j2me',
+  'googletv',
+  'netcast',
+  'smart-tv',
+  'smarttv',
+  'hbbtv',
+  'playstation',
+  'nintendo',
+  'xbox',
+  // Browsers whose list pattern starts with a word too short to index ("UC[ ]?Browser").
+  'ucbrowser',
+  'ucweb',
+]);
+const FEATURE_PHONE =
+  /\b(?:MIDP|CLDC)-\d|\bUP\.Browser\b|\bWAP[ _-]?Browser|\bObigo\b|\bTeleca\b|\bNetFront\b|\bCE-HTML\b/i;
+/**
+ * What undoes a personal system: a bot's address or contact. (A bot word outside the device model
+ * is judged before this is asked: "Android 7.0; M bot 51" and "Android 13; Spider 8" are phones.)
+ */
+const BOT_MARK = /https?:|@/i;
+/** A token's name without a version glued to it: "lavf52.111.0" is Lavf. */
+const GLUED_VERSION = /[\d._-]+$/;
+
+/** Which product token of a string is a person's client's, if any (the first, as a name). */
+export function personClientToken(ua: string): string | null {
+  for (const token of lowerTokens(ua)) {
+    if (PERSON_CLIENT_NAMES.has(token)) return token;
+    const head = token.replace(GLUED_VERSION, '');
+    if (head !== token && head.length >= 3 && PERSON_CLIENT_NAMES.has(head)) return head;
+  }
+  return null;
 }
 
-/** Parser time allowed per second, in ms (5% of one core), against floods of rotating strings. */
-export const PERSON_CLIENT_BUDGET_MS = 50;
-
-/** Answers "is this a person's browser or app?", or null when the budget of this second is spent. */
-export function createPersonClientCheck(
-  budgetMs = PERSON_CLIENT_BUDGET_MS,
-  now: () => number = performance.now.bind(performance),
-) {
-  parser();
-  let windowStart = -Infinity;
-  let spent = 0;
-  let calls = 0;
-  const check = (ua: string): boolean | null => {
-    const start = now();
-    if (start - windowStart >= 1000) {
-      windowStart = start;
-      spent = 0;
-    }
-    if (spent >= budgetMs) return null;
-    calls++;
-    try {
-      const client = parser().parseClient(ua) as { type?: string } | null;
-      if (client?.type && PERSON.has(client.type)) return true;
-      const os = parser().parseOs(ua) as { name?: string } | null;
-      return !!os?.name && PERSONAL_OS.has(os.name) && !/https?:|@|\bbot\b/i.test(ua);
-    } finally {
-      spent += now() - start;
-    }
-  };
-  /** Parser calls so far and the time spent in this second's window, for tests and benchmarks. */
-  check.stats = () => ({ calls, spentMs: spent });
-  return check;
+/** Whether a string names a library or tool of the client parser's list. */
+export function namesLibrary(ua: string): boolean {
+  for (const token of lowerTokens(ua))
+    if (LIBRARY_NAMES.has(token) || LIBRARY_NAMES.has(token.split(':')[0]!)) return true;
+  return false;
 }
-export type PersonClientCheck = ReturnType<typeof createPersonClientCheck>;
+
+/**
+ * Answers "is this a person's browser or app?": a client the parser's lists name, or a system only
+ * people's devices run (and no address or bot word beside it), or a feature phone's profile.
+ * Deterministic and cheap (a scan of the product tokens): the same string always gets the same
+ * answer.
+ */
+export function isPersonClient(ua: string): boolean {
+  return personClientToken(ua) !== null || isPersonDevice(ua);
+}
+
+/**
+ * Whether a string shows a person's device (a system only people's devices run, or a feature
+ * phone's profile), whatever client it names: a tool's token beside it ("Java/ASVM/1.1" on a
+ * feature phone) is the device's runtime, not a bot.
+ */
+export function isPersonDevice(ua: string): boolean {
+  if (FEATURE_PHONE.test(ua)) return true;
+  if (BOT_MARK.test(ua)) return false;
+  for (const token of lowerTokens(ua)) if (PERSONAL_SYSTEMS.has(token)) return true;
+  return false;
+}
+
+export type PersonClientCheck = (ua: string) => boolean;
+
+/** The check the classifier uses (kept as a factory so tests can hand in their own). */
+export function createPersonClientCheck(): PersonClientCheck {
+  return isPersonClient;
+}
+
+/** Whether a lowercase product token (or its head before a glued version) names a person's client. */
+export function isPersonClientName(token: string): boolean {
+  if (PERSON_CLIENT_NAMES.has(token)) return true;
+  const head = token.replace(GLUED_VERSION, '');
+  return head !== token && head.length >= 3 && PERSON_CLIENT_NAMES.has(head);
+}

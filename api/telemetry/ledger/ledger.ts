@@ -100,7 +100,8 @@ export interface TelemetrySnapshot {
   windowStartedAt: string;
   updatedAt: string;
   observedRequests: number;
-  presence: { namedBotHits: number; baitHits: number };
+  /** unknownClients: requests from clients no list names and nothing shows to be bots, counted apart (absent in ledgers saved before it). */
+  presence: { namedBotHits: number; baitHits: number; unknownClients?: number };
   families: Record<string, FamilyRow>;
   /**
    * The evidence for names the bot table does not know (at most LEDGER_LIMITS.poolCandidates);
@@ -648,9 +649,12 @@ function timeKeys(at: Date): void {
  */
 export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean {
   const c = e.classification;
-  if (!c.bot && !e.bait) return false;
+  if (!c.bot && !e.bait && !c.unknown) return false;
   const when = ledgerTime(e.at, now);
   if (when === null) return false;
+  // An unknown client is counted apart, never in a family's row.
+  if (c.unknown) s.presence.unknownClients = (s.presence.unknownClients ?? 0) + 1;
+  if (!c.bot && !e.bait) return true;
   timeKeys(when);
   const at = lastIso;
   const hour = lastHour;
@@ -775,6 +779,8 @@ export function mergeSnapshots(own: TelemetrySnapshot, others: TelemetrySnapshot
     out.observedRequests += o.observedRequests;
     out.presence.namedBotHits += o.presence.namedBotHits;
     out.presence.baitHits += o.presence.baitHits;
+    if (o.presence.unknownClients)
+      out.presence.unknownClients = (out.presence.unknownClients ?? 0) + o.presence.unknownClients;
     mergeReferrals(out, o);
     out.recent = [...out.recent, ...o.recent].sort((a, b) => a.at.localeCompare(b.at)).slice(-L.recent);
     for (const f of Object.values(reviveSnapshot(o).families)) {

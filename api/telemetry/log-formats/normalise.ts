@@ -41,6 +41,19 @@ export function timeOf(value: unknown): Date | null {
   return Number.isNaN(date.getTime()) ? null : date;
 }
 
+// The last time normalised and its ISO form: consecutive lines mostly share it (a Date parsed and
+// printed for each line was a tenth of reading one).
+let lastTime: unknown = undefined;
+let lastIso: string | null = null;
+function isoOf(value: unknown): string | null {
+  if (value instanceof Date || value !== lastTime) {
+    const time = timeOf(value);
+    lastIso = time ? time.toISOString() : null;
+    lastTime = value instanceof Date ? undefined : value;
+  }
+  return lastIso;
+}
+
 /** The path of a request target (query dropped) and the host an absolute URL names. */
 function targetOf(target: string): { path: string; host: string } | null {
   if (target.startsWith('/')) {
@@ -79,9 +92,9 @@ export function finish(raw: RawLine): Parsed {
     status,
   };
   if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
-    const time = timeOf(raw.time);
-    if (!time) return { skip: 'bad-time' };
-    line.time = time.toISOString();
+    const time = isoOf(raw.time);
+    if (time === null) return { skip: 'bad-time' };
+    line.time = time;
   }
   // Only a well-formed address can be verified; anything else (a proxy chain, `unknown`) is left out.
   const address = present(raw.clientAddress).replace(/^\[|\]$/g, '');

@@ -1,0 +1,105 @@
+import { Worker } from 'node:worker_threads';
+import type { Content } from '../../content/load.ts';
+import { parseBatch, type ParsedBatch } from './parse.ts';
+import type { LogFormat } from './types.ts';
+
+/** A batch's distinct User-Agents and, line by line, the index of the line's own among them. */
+export interface BatchAgents {
+  agents: string[];
+  agentOf: Int32Array;
+  /** Lines set aside as counting nothing but their date: each distinct time and how many lines had it. */
+  quiet?: { times: string[]; counts: number[] };
+}
+
+/** What a worker needs to judge a line as the counting thread would (telemetryRulesOf's content). */
+export type LineRules = Pick<
+  Content,
+  'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'
+>;
+
+/** A batch as the ingest route hands it over: JSON records, or a text body's bytes (one record a line). */
+export type BatchRecords = (string | Record<string, unknown>)[] | Uint8Array;
+
+const utf8 = new TextDecoder('utf-8', { fatal: false });
+
+/** A text body's records: its lines, without a last empty one or a line's CR. */
+export function splitLines(records: BatchRecords): (string | Record<string, unknown>)[] {
+  if (!(records instanceof Uint8Array)) return records;
+  const lines = utf8.decode(records).split('\n');
+  if (lines.at(-1) === '') lines.pop();
+  return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));
+}
+
+/** A batch read; `accepted` counts the lines set aside too (its `lines` are those left to count). */
+export type ParsedWithAgents = ParsedBatch & { agents?: BatchAgents; accepted?: number };
+
+export interface ParsePool {
+  parse(records: BatchRecords, format: LogFormat | undefined): Promise<ParsedWithAgents>;
+  close(): Promise<void>;
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, { resolve: (p: ParsedWithAgents) => void; reject: (e: Error) => void }>;
+}
+
+/**
+ * Log batches read on `size` worker threads (INGEST_WORKERS), so parsing, the largest cost of an
+ * ingest after counting, runs beside the thread that counts; 0 reads them in the calling thread.
+ * Each batch goes to the thread with the fewest batches waiting. Threads start on first use and
+ * never keep the process alive.
+ */
+export function createParsePool(size: number, rules?: LineRules): ParsePool {
+  if (size <= 0)
+    return { parse: async (records, format) => parseBatch(splitLines(records), format), close: async () => undefined };
+  const slots: Slot[] = [];
+  let nextId = 0;
+  const start = (): Slot => {
+    // Without the rules, a worker only reads: every line goes back to be counted.
+    const worker = new Worker(new URL('./parse-worker.ts', import.meta.url), {
+      workerData: rules
+        ? {
+            botFamilies: rules.botFamilies,
+            botFamiliesGenerated: rules.botFamiliesGenerated,
+            botIpRanges: rules.botIpRanges,
+            crawlPolicy: rules.crawlPolicy,
+            aiReferrers: rules.aiReferrers,
+          }
+        : null,
+    });
+    worker.unref();
+    const slot: Slot = { worker, pending: new Map() };
+    worker.on('message', (m: { id: number; parsed: ParsedBatch; accepted: number; agents: BatchAgents }) => {
+      const waiting = slot.pending.get(m.id);
+      slot.pending.delete(m.id);
+      waiting?.resolve({ ...m.parsed, accepted: m.accepted, agents: m.agents });
+    });
+    // A thread that fails is replaced; the batches it held are answered with the error (a 5xx the CLI retries).
+    worker.on('error', (error) => {
+      const i = slots.indexOf(slot);
+      if (i >= 0) slots.splice(i, 1);
+      for (const w of slot.pending.values()) w.reject(error);
+      slot.pending.clear();
+    });
+    slots.push(slot);
+    return slot;
+  };
+  return {
+    parse(records, format) {
+      while (slots.length < size) start();
+      const slot = slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        slot.pending.set(id, { resolve, reject });
+        // A body's bytes are copied once into their own buffer and handed over (a Buffer may be a view of a shared pool).
+        if (records instanceof Uint8Array) {
+          const bytes = new Uint8Array(records);
+          slot.worker.postMessage({ id, records: bytes, format }, [bytes.buffer]);
+        } else slot.worker.postMessage({ id, records, format });
+      });
+    },
+    async close() {
+      await Promise.all(slots.splice(0).map((s) => s.worker.terminate()));
+    },
+  };
+}

@@ -1,0 +1,134 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../api/config.ts';
+import { loadContent } from '../../api/content/load.ts';
+import { startServer, type TestServer } from '../helpers/server.ts';
+import { waitFor } from '../helpers/wait.ts';
+
+// The ingest route reads batches on worker threads (INGEST_WORKERS), which also set aside the lines
+// that count nothing; what the wall shows must be what the single-threaded path makes of the same log.
+const TOKEN = 'test-ingest-token-0123456789abcdefghij';
+const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const corpus = (file: string) =>
+  readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '' && !l.startsWith('#'));
+
+/** A combined log as a site's reads: people (some sent by AI products), bots, probes, bait, robots.txt, old lines. */
+async function log(lines: number): Promise<string[]> {
+  const bait = (await loadContent('content')).crawlPolicy.disallow[0]!;
+  const people = corpus('test/fixtures/user-agents/people.txt');
+  const bots = [
+    'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
+    'agent-node-ingest-logs',
+    'Whibse',
+    ...corpus('test/fixtures/user-agents/bots.txt'),
+  ];
+  let seed = 7;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(xs.length * random() ** 2)]!;
+  const start = Date.now() - 2 * 86_400_000;
+  const p = (n: number) => String(n).padStart(2, '0');
+  const clf = (ms: number) => {
+    const d = new Date(ms);
+    return `${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
+  };
+  return Array.from({ length: lines }, (_, i) => {
+    const bot = random() < 0.4;
+    const ua = bot ? pick(bots) : pick(people);
+    // One line in fifty is older than the ledger keeps: counted as out of range, both ways.
+    const time = clf(random() < 0.02 ? start - 40 * 86_400_000 : start + i * 7_000);
+    const r = random();
+    const path =
+      r < 0.05 ? '/robots.txt' : r < 0.08 ? bait : r < 0.12 ? '/wp-login.php' : pick(['/', '/llms.txt', '/bot-wall']);
+    const referer = bot
+      ? '-'
+      : pick(['-', 'https://chatgpt.com/', 'https://www.perplexity.ai/', 'https://www.google.com/']);
+    const address = `203.0.113.${Math.floor(random() * 250)}`;
+    return `${address} - - [${time}] "GET ${path} HTTP/1.1" ${path === '/wp-login.php' ? 404 : 200} 512 "${referer}" "${ua.replace(/["\\]/g, '')}"`;
+  });
+}
+
+let single: TestServer;
+let workers: TestServer;
+beforeAll(async () => {
+  [single, workers] = await Promise.all([
+    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '0' }),
+    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '2' }),
+  ]);
+});
+afterAll(async () => {
+  await Promise.all([single?.stop(), workers?.stop()]);
+});
+
+const post = (server: TestServer, body: string) =>
+  fetch(`${server.url}/api/telemetry/ingest`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'text/plain', Authorization: `Bearer ${TOKEN}` },
+    body,
+  });
+/**
+ * The wall's figures, with times of the last minutes (when each server started, answered, or counted
+ * the test's own requests, made with a library's User-Agent) blanked: every logged line is older.
+ */
+const wall = async (server: TestServer) => {
+  const recent = Date.now() - 10 * 60_000;
+  const read = async (path: string) =>
+    JSON.parse(
+      (await (await fetch(`${server.url}${path}`, { headers: { 'User-Agent': BROWSER } })).text()).replace(
+        /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z/g,
+        (iso) => (Date.parse(iso) >= recent ? '(now)' : iso),
+      ),
+    ) as Record<string, unknown>;
+  return { traffic: await read('/bot-traffic.json'), wall: await read('/bot-wall.json') };
+};
+
+describe('log ingest on worker threads', () => {
+  it('answers each batch and leaves the wall exactly as the single-threaded path does', async () => {
+    const lines = await log(6_000);
+    const batches = [lines.slice(0, 2_500), lines.slice(2_500, 5_000), lines.slice(5_000)].map(
+      (b) => `${b.join('\n')}\n`,
+    );
+    for (const body of batches) {
+      const [a, b] = await Promise.all([post(single, body), post(workers, body)]);
+      expect(a.status).toBe(202);
+      expect(b.status).toBe(202);
+      expect(await b.json()).toEqual(await a.json());
+    }
+    // Reverse-DNS answers settle claims after the batch's answer: wait for both walls to settle alike.
+    const [a, b] = await waitFor(async () => [await wall(single), await wall(workers)] as const, {
+      until: ([x, y]) => JSON.stringify(x) === JSON.stringify(y),
+      what: 'the two walls to agree',
+    }).catch(async () => [await wall(single), await wall(workers)] as const);
+    expect(b).toEqual(a);
+    const traffic = a.traffic as { observedRequests: number; unknownClientRequests: number; families: unknown[] };
+    // The log exercised what the workers set aside and what they must not: bots, unknown clients, referrals.
+    expect(traffic.observedRequests).toBeGreaterThan(1_000);
+    expect(traffic.unknownClientRequests).toBeGreaterThan(0);
+    expect(JSON.stringify(a.wall)).toMatch(/chatgpt|OpenAI/i);
+  });
+
+  it('counts the lines of a batch on its bytes, as the single-threaded path counted them after decoding', async () => {
+    // 10,000 lines with a last one unterminated, then one more: the limit is the same both ways.
+    for (const [body, status] of [
+      [`${'x\n'.repeat(9_999)}x`, 202],
+      [`${'x\r\n'.repeat(10_000)}x`, 413],
+      ['', 422],
+    ] as const) {
+      const [a, b] = await Promise.all([post(single, body), post(workers, body)]);
+      expect([a.status, b.status]).toEqual([status, status]);
+      expect(await b.json()).toEqual(await a.json());
+    }
+  });
+
+  it('takes INGEST_WORKERS from 0 to 16, an empty value as the default, and refuses more at startup', () => {
+    const workers = (v: string | undefined) => loadConfig({ ...process.env, INGEST_WORKERS: v }).INGEST_WORKERS;
+    expect(workers(undefined)).toBeGreaterThanOrEqual(1);
+    expect(workers('')).toBe(workers(undefined));
+    expect(workers('0')).toBe(0);
+    expect(workers('16')).toBe(16);
+    expect(() => workers('17')).toThrow(/INGEST_WORKERS/);
+  });
+});
