@@ -146,7 +146,7 @@ async function keepPublicKey(path: string, key: KeyObject): Promise<void> {
   const existing = await readFile(publicKeyFile(path), 'utf8').catch(() => null);
   if (existing === pem) return;
   const temporary = `${publicKeyFile(path)}.tmp`;
-  const handle = await open(temporary, 'w', 0o644);
+  const handle = await open(temporary, 'w', 0o600);
   try {
     await handle.writeFile(pem);
     await handle.sync();
