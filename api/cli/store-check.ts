@@ -1,25 +1,12 @@
-import { readdir, stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import { storeFolderArg } from './store-folder.ts';
 import { lockFolder, LockHeld, type HostLock } from '../operator/host-lock.ts';
 import { damageLine, scrubStore } from '../store/embedded/salvage.ts';
 
 // npm run store-check -- DATA_DIR: reads every record of a stopped embedded store (or a backup of
 // one) and checks its checksum; changes nothing. Exit 0 clean, 1 damaged, 2 not a store to check.
 const usage = 'usage: npm run store-check -- DATA_DIR';
-const fail = (message: string, code: number): never => {
-  process.stderr.write(`store-check: ${message}\n`);
-  process.exit(code);
-};
-const arg = process.argv[2];
-if (!arg || arg.startsWith('-')) fail(usage, 2);
-const dir = resolve(arg!);
-if (
-  !(await stat(dir).then(
-    (s) => s.isDirectory(),
-    () => false,
-  ))
-)
-  fail(`${dir} is not a folder\n${usage}`, 2);
+const { dir, fail } = await storeFolderArg('store-check', usage);
 const names = await readdir(dir);
 if (!names.some((name) => /^(journal-\d+|snapshot(-\d+)?)\.jsonl$|^snapshot\.json$/.test(name)))
   fail(`${dir} holds no embedded store (no snapshot, no journal)\n${usage}`, 2);

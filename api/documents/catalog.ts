@@ -11,6 +11,16 @@ export interface CatalogEntry {
 }
 
 /** Every prebuilt document. Dynamic routes are declared in the operation table. */
+/** The media type of each kind of document (the gateway's Content-Type, the OpenAPI, the Link headers). */
+export const MEDIA_TYPES: Record<CatalogEntry['type'], string> = {
+  html: 'text/html',
+  json: 'application/json',
+  linkset: 'application/linkset+json',
+  markdown: 'text/markdown',
+  text: 'text/plain',
+  xml: 'application/xml',
+};
+
 export const DOCUMENTS: CatalogEntry[] = [
   { path: '/', title: 'Home', about: 'What the service is, with a link to every document.', type: 'html' },
   { path: '/index.md', title: 'Home (Markdown)', about: 'The home page as Markdown.', type: 'markdown' },

@@ -1,6 +1,6 @@
 import { API_CATALOG_PATH, OPENAPI_TYPE } from './api-catalog.ts';
 import { PATH } from '../operations/paths.ts';
-import type { CatalogEntry } from './catalog.ts';
+import { MEDIA_TYPES, type CatalogEntry } from './catalog.ts';
 import { markdownTwinOf } from './markdown.ts';
 
 /**
@@ -10,15 +10,6 @@ import { markdownTwinOf } from './markdown.ts';
  * Targets are paths, resolved against the request's own URL. Pure: the gateway bakes each value
  * into its document's headers once, at start.
  */
-
-const MEDIA: Record<CatalogEntry['type'], string> = {
-  html: 'text/html',
-  json: 'application/json',
-  linkset: 'application/linkset+json',
-  markdown: 'text/markdown',
-  text: 'text/plain',
-  xml: 'application/xml',
-};
 
 /** Other representations of a page than its HTML and Markdown: the same content for machines. */
 const ALSO: Record<string, { path: string; type: string }[]> = {
@@ -61,8 +52,10 @@ export function representationGroups(catalog: CatalogEntry[]): { path: string; t
   return catalog
     .filter((e) => e.type === 'html')
     .map((page) => [
-      { path: page.path, type: MEDIA.html },
-      ...(listed.has(markdownTwinOf(page.path)) ? [{ path: markdownTwinOf(page.path), type: MEDIA.markdown }] : []),
+      { path: page.path, type: MEDIA_TYPES.html },
+      ...(listed.has(markdownTwinOf(page.path))
+        ? [{ path: markdownTwinOf(page.path), type: MEDIA_TYPES.markdown }]
+        : []),
       ...(ALSO[page.path] ?? []),
     ]);
 }

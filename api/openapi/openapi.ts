@@ -1,20 +1,11 @@
 import { z } from 'zod';
 import type { Content } from '../content/load.ts';
-import type { CatalogEntry } from '../documents/catalog.ts';
+import { MEDIA_TYPES, type CatalogEntry } from '../documents/catalog.ts';
 import { exampleOf } from '../http/route.ts';
 import type { AnyOperation } from '../operations/operation.ts';
 import { OPERATIONS } from '../operations/table.ts';
 import { PROBLEMS, SHARED_PROBLEMS, type ProblemCode } from '../problems/table.ts';
 import { apiSchemas } from '../schemas/registry.ts';
-
-const MEDIA: Record<CatalogEntry['type'], string> = {
-  html: 'text/html',
-  json: 'application/json',
-  linkset: 'application/linkset+json',
-  markdown: 'text/markdown',
-  text: 'text/plain',
-  xml: 'application/xml',
-};
 
 type Components = Record<string, unknown>;
 
@@ -281,7 +272,7 @@ function documentOperation(d: CatalogEntry) {
     '200': {
       description: d.about,
       content: {
-        [MEDIA[d.type]]: {
+        [MEDIA_TYPES[d.type]]: {
           schema: d.type === 'json' || d.type === 'linkset' ? { type: 'object' } : { type: 'string' },
         },
         // A page answers Accept: text/markdown with its Markdown twin (Vary: Accept).
