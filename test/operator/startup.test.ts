@@ -9,23 +9,11 @@ import { describe, expect, it } from 'vitest';
 import { TEST_DIST } from '../helpers/env.ts';
 import { startServerProcess } from '../helpers/server.ts';
 import { sharedDnsResponder } from '../helpers/dns-responder.ts';
+import { runNode } from '../helpers/run.ts';
 
 /** `node api/main.ts` run to its end: exit code and every line it printed. */
 function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
-  const child = spawn('node_modules/.bin/node', ['api/main.ts'], {
-    env: { ...process.env, HOST: '127.0.0.1', DIST_DIR: TEST_DIST, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let text = '';
-  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  return new Promise((resolve) =>
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, lines: text.split('\n').filter(Boolean) });
-    }),
-  );
+  return runNode(['api/main.ts'], { HOST: '127.0.0.1', DIST_DIR: TEST_DIST, LOG_LEVEL: 'info', ...env });
 }
 
 describe('one writer per data folder', () => {

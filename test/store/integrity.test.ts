@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -10,7 +9,7 @@ import { citizenCodec, messageCodec } from '../../api/store/embedded/codec.ts';
 import { openEmbeddedStore, StoreDamagedError } from '../../api/store/embedded/embedded-store.ts';
 import { salvageStore, scrubStore } from '../../api/store/embedded/salvage.ts';
 import { TEST_DIST } from '../helpers/env.ts';
-import { run } from '../helpers/run.ts';
+import { run, runNode } from '../helpers/run.ts';
 import { citizen, message } from './contract.ts';
 
 // Crash consistency in the spirit of SQLite's crash tests: a store of some hundreds of records in a
@@ -90,28 +89,14 @@ function startOn(
   args = ['api/main.ts'],
   env: Record<string, string> = {},
 ): Promise<{ code: number | null; lines: string[] }> {
-  const child = spawn('node_modules/.bin/node', args, {
-    env: {
-      ...process.env,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DIST_DIR: TEST_DIST,
-      LOG_LEVEL: 'warn',
-      DATA_DIR: dir,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  return runNode(args, {
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DIST_DIR: TEST_DIST,
+    LOG_LEVEL: 'warn',
+    DATA_DIR: dir,
+    ...env,
   });
-  let text = '';
-  child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  return new Promise((resolve) =>
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, lines: text.split('\n').filter(Boolean) });
-    }),
-  );
 }
 
 /** A seeded generator (mulberry32): the same offsets every run. */
