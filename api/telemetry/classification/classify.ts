@@ -6,6 +6,7 @@ import {
   createPersonClientCheck,
   isPersonClientName,
   isPersonDevice,
+  leadingLibrary,
   namesLibrary,
   type PersonClientCheck,
 } from './person-client.ts';
@@ -411,6 +412,15 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       single.set(t.toLowerCase(), e);
   const humanTokens = Object.values(humanClients).flatMap((tokens) => tokens.map((t): [string, true] => [t, true]));
   const humanPrefixes = prefixList(humanTokens);
+  // People's own clients of our table, less the HTTP stacks their apps run on (okhttp, WinHttp):
+  // a stack alone is the library's own string; a client (Lavf, AppleCoreMedia) is a person's.
+  const ownClients = new Set(
+    Object.entries(humanClients)
+      .filter(([kind]) => kind !== 'app-http-stacks')
+      .flatMap(([, tokens]) => tokens.map((t) => t.toLowerCase())),
+  );
+  const isOwnClient = (token: string) =>
+    ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
   const phrases = byFirstWord(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))));
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
@@ -477,6 +487,14 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
         return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
       }
+    }
+    // A library or tool of device-detector's list named first is the program, named after the
+    // list ("okhttp/3.4.1" is OkHttp), unless our table calls it a person's client or a person's
+    // device runs it.
+    if (weak === undefined) {
+      const library = leadingLibrary(lower[0]);
+      if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
+        return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
     }
     // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
     if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;

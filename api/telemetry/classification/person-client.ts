@@ -126,13 +126,18 @@ export const PERSON_CLIENT_NAMES: ReadonlySet<string> = (() => {
   return names;
 })();
 
-/** Product names of HTTP libraries and tools (the parser's libraries list): a program's, not a person's. */
-export const LIBRARY_NAMES: ReadonlySet<string> = (() => {
-  const names = new Set<string>();
+/**
+ * Product names of HTTP libraries and tools (the parser's libraries list), each with the list's
+ * name for it (okhttp: OkHttp, winhttp: Windows HTTP): a program's, not a person's.
+ */
+export const LIBRARIES: ReadonlyMap<string, string> = (() => {
+  const names = new Map<string, string>();
   for (const entry of list('libraries'))
-    for (const name of leadingNames(entry.regex)) if (!SHARED_WORDS.has(name)) names.add(name);
+    for (const name of leadingNames(entry.regex))
+      if (!SHARED_WORDS.has(name) && !names.has(name)) names.set(name, entry.name);
   return names;
 })();
+export const LIBRARY_NAMES: ReadonlySet<string> = new Set(LIBRARIES.keys());
 
 /**
  * Systems only people's devices report, as product tokens (a bot says Linux or Windows as often as
@@ -198,6 +203,19 @@ export function namesLibrary(ua: string): boolean {
   for (const token of lowerTokens(ua))
     if (LIBRARY_NAMES.has(token) || LIBRARY_NAMES.has(token.split(':')[0]!)) return true;
   return false;
+}
+
+/**
+ * The list's name of the library or tool a string names as its first product token (its version
+ * glued or not: "okhttp/3.4.1", "WinHTTP", "ReactorNetty/0.7.10.RELEASE"): the string is the
+ * library's own, sent by a program. Null when the first token names none.
+ */
+export function leadingLibrary(first: string | undefined): string | null {
+  if (first === undefined) return null;
+  const named = LIBRARIES.get(first) ?? LIBRARIES.get(first.split(':')[0]!);
+  if (named !== undefined) return named;
+  const head = first.replace(GLUED_VERSION, '');
+  return head !== first && head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
 }
 
 /**
