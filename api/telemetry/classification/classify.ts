@@ -350,6 +350,15 @@ function withItsWords(ua: string, c: Classification, token: string): Classificat
   return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
 }
 
+/** A crawler's address written right after its token, in the "+http" manner of Googlebot's ("; (+http", " +http"). */
+const ADDRESS_AFTER = /^(?:\/[^\s;()]*)?[\s;,]{0,3}\(?\+https?:\/\//i;
+/** Whether the token (lowercase) is followed by a crawler's address: the token is the one that signs. */
+function signsWithAddress(ua: string, token: string): boolean {
+  if (!ua.includes('+http')) return false;
+  const at = ua.toLowerCase().indexOf(token);
+  return at >= 0 && ADDRESS_AFTER.test(ua.slice(at + token.length));
+}
+
 const HEADER_NAME = /^user-agent:\s*/i;
 
 /**
@@ -479,13 +488,16 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
     // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
-    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!))) {
+    // A list's token that signs with a crawler's address right after it ("AppEngine-Google; (+http://...)")
+    // is the sender, whatever browser or phone string it is appended to.
+    const signed = listed !== undefined && signsWithAddress(ua, lower[listed.at]!);
+    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!) || signed)) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
       // crawler-user-agents' example tokens name a bot only where isbot agrees.
-      if (listed.e.tier === Tier.Listed || isbot(ua)) {
+      if (listed.e.tier === Tier.Listed || signed || isbot(ua)) {
         const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
         if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
-        return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+        return signed || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
       }
     }
     // A library or tool of device-detector's list named first is the program, named after the
