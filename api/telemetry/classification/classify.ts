@@ -5,6 +5,7 @@ import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
 import {
   createPersonClientCheck,
   isPersonClientName,
+  GENERIC_BOT_WORDS,
   isPersonDevice,
   leadingLibrary,
   namesLibrary,
@@ -464,7 +465,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (personClient(ua)) return HUMAN;
     // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
     const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
-    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua) || GENERIC_BOT_WORDS.test(ua)) return bot;
     return UNKNOWN_CLIENT;
   }
 
@@ -519,7 +520,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     }
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
-    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua)) return HUMAN;
+    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua) && !GENERIC_BOT_WORDS.test(ua)) return HUMAN;
     return unknownBot(ua);
   }
 
