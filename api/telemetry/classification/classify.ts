@@ -105,6 +105,8 @@ type Tier = (typeof Tier)[keyof typeof Tier];
 interface Entry {
   c: Classification;
   tier: Tier;
+  /** device-detector's "Generic Bot" words (Desktop, ...): a heuristic, never a name appended to a browser's string. */
+  generic?: true;
 }
 
 /** Phrases (one or more lowercase words) indexed by their first word, longest first. */
@@ -360,6 +362,18 @@ function signsWithAddress(ua: string, token: string): boolean {
   return at >= 0 && ADDRESS_AFTER.test(ua.slice(at + token.length));
 }
 
+/** Whether token i follows a browser string's last own token and its last comment ("... Chrome/54.0 Mobile Safari/537.36 DareBoost"). */
+function appendedToBrowser(ua: string, lower: string[], i: number): boolean {
+  // An in-app browser appends its app's name too ("... Mobile Safari/537.36 Viber", "[Pinterest/Android]").
+  if (!BROWSER_STRING.test(ua) || isPersonClientName(lower[i]!) || FEATURE_PHONE_PROFILE.test(ua)) return false;
+  const last = lower.findLastIndex((w) => BROWSER_WORDS.has(w));
+  if (last < 0 || i <= last) return false;
+  const close = ua.lastIndexOf(')');
+  const at = ua.toLowerCase().lastIndexOf(lower[i]!);
+  return (close < 0 || at > close) && ua.charCodeAt(at - 1) !== 91; // not "[Name"
+}
+const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
+
 const HEADER_NAME = /^user-agent:\s*/i;
 
 /**
@@ -409,6 +423,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
           c: classificationOf(asFamily(g)),
           // device-detector's "Generic Bot" words (Desktop, ...) are a heuristic, as example tokens are.
           tier: g.source === 'device-detector' && g.operator !== 'Generic Bot' ? Tier.Listed : Tier.Example,
+          ...(g.source === 'device-detector' && g.operator === 'Generic Bot' ? { generic: true as const } : {}),
         },
       ]),
     ),
@@ -429,8 +444,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       .filter(([kind]) => kind !== 'app-http-stacks')
       .flatMap(([, tokens]) => tokens.map((t) => t.toLowerCase())),
   );
-  const isOwnClient = (token: string) =>
-    ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
+  const isOwnClient = (token: string) => ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
   const phrases = byFirstWord(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))));
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
@@ -491,7 +505,12 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
     // A list's token that signs with a crawler's address right after it ("AppEngine-Google; (+http://...)")
     // is the sender, whatever browser or phone string it is appended to.
-    const signed = listed !== undefined && signsWithAddress(ua, lower[listed.at]!);
+    // So is one appended after a browser's whole string ("... Safari/537.36 DareBoost"), where
+    // browsers' own add-ons never write a bot list's name.
+    const signed =
+      listed !== undefined &&
+      (signsWithAddress(ua, lower[listed.at]!) ||
+        (listed.e.generic !== true && appendedToBrowser(ua, lower, listed.at)));
     if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!) || signed)) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
       // crawler-user-agents' example tokens name a bot only where isbot agrees.
