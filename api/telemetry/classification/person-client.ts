@@ -132,9 +132,15 @@ export const PERSON_CLIENT_NAMES: ReadonlySet<string> = (() => {
  */
 export const LIBRARIES: ReadonlyMap<string, string> = (() => {
   const names = new Map<string, string>();
-  for (const entry of list('libraries'))
-    for (const name of leadingNames(entry.regex))
+  for (const entry of list('libraries')) {
+    const pattern = entry.regex.toLowerCase();
+    for (const name of leadingNames(entry.regex)) {
+      // The first word of a longer name is not the library's ("Podcast Provider ... Radio Downloader", "KaiOS Downloader").
+      const at = pattern.indexOf(name);
+      if (/^ [a-z]/.test(pattern.slice(at + name.length, at + name.length + 2))) continue;
       if (!SHARED_WORDS.has(name) && !names.has(name)) names.set(name, entry.name);
+    }
+  }
   return names;
 })();
 export const LIBRARY_NAMES: ReadonlySet<string> = new Set(LIBRARIES.keys());
