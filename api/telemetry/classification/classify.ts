@@ -377,8 +377,11 @@ function appendedToBrowser(ua: string, lower: string[], i: number): boolean {
   if (last < 0 || i <= last) return false;
   const close = ua.lastIndexOf(')');
   const at = ua.toLowerCase().lastIndexOf(lower[i]!);
-  return (close < 0 || at > close) && ua.charCodeAt(at - 1) !== 91; // not "[Name"
+  // Last, with at most its version and a comment after it: an app's shell names more ("... Sonic Slack_SSB/4.36").
+  const rest = ua.slice(at + lower[i]!.length);
+  return (close < 0 || at > close) && ua.charCodeAt(at - 1) !== 91 && ENDS_NAME.test(rest); // not "[Name"
 }
+const ENDS_NAME = /^(?:\/\S*)?\s*(?:\(.*)?$/;
 const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
 
 const HEADER_NAME = /^user-agent:\s*/i;
