@@ -524,7 +524,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!) || signed)) {
       // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
       // crawler-user-agents' example tokens name a bot only where isbot agrees.
-      if (listed.e.tier === Tier.Listed || signed || isbot(ua)) {
+      // ... or where the string is named by it (its first token, not a browser's string).
+      const namedBy = listed.at === 0 && listed.e.generic !== true && !BROWSER_STRING.test(ua);
+      if (listed.e.tier === Tier.Listed || signed || namedBy || isbot(ua)) {
         const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
         if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
         return signed || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
