@@ -204,6 +204,11 @@ const VERSION_WORD = /^v\d/i;
 const NUMBERISH = /^[\d.x_-]+$/;
 const COMPATIBLE = /compatible/i;
 const BROWSER_STRING = /^(mozilla|opera)\//i;
+/** BROWSER_STRING's answer without a RegExp on the common path (every string asks it). */
+const startsAsBrowser = (ua: string) => {
+  const c = ua.charCodeAt(0) | 32;
+  return (c === 109 || c === 111) && BROWSER_STRING.test(ua); // m, o
+};
 const ADDRESS_HOST = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i;
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
@@ -517,25 +522,29 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // is the sender, whatever browser or phone string it is appended to.
     // So is one appended after a browser's whole string ("... Safari/537.36 DareBoost"), where
     // browsers' own add-ons never write a bot list's name.
-    const signed =
-      listed !== undefined &&
-      (signsWithAddress(ua, lower[listed.at]!) ||
-        (listed.e.generic !== true && appendedToBrowser(ua, lower, listed.at)));
-    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!) || signed)) {
-      // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
-      // crawler-user-agents' example tokens name a bot only where isbot agrees.
-      // ... or where the string is named by it (its first token, not a browser's string).
-      const namedBy = listed.at === 0 && listed.e.generic !== true && !BROWSER_STRING.test(ua);
-      if (listed.e.tier === Tier.Listed || signed || namedBy || isbot(ua)) {
-        const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
-        if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
-        return signed || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+    if (listed) {
+      const token = lower[listed.at]!;
+      // Asked only where it decides (it lowercases the string).
+      let signed: boolean | undefined;
+      const isSigned = () =>
+        (signed ??=
+          signsWithAddress(ua, token) || (listed.e.generic !== true && appendedToBrowser(ua, lower, listed.at)));
+      if (!human || listed.words > 1 || SURELY_BOT.test(token) || isSigned()) {
+        // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
+        // crawler-user-agents' example tokens name a bot only where isbot agrees, or where the
+        // string is named by it (its first token, not a browser's string), or it signs.
+        const namedBy = listed.at === 0 && listed.e.generic !== true && !startsAsBrowser(ua);
+        if (listed.e.tier === Tier.Listed || namedBy || isSigned() || isbot(ua)) {
+          const c = withItsWords(ua, listed.e.c, token);
+          if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
+          return isSigned() || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+        }
       }
     }
     // A library or tool of device-detector's list named first is the program, named after the
     // list ("okhttp/3.4.1" is OkHttp), unless our table calls it a person's client or a person's
     // device runs it.
-    if (weak === undefined) {
+    if (weak === undefined && !startsAsBrowser(ua)) {
       const library = leadingLibrary(lower[0]);
       if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
         return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
@@ -552,12 +561,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (
-      !isbot(ua) &&
-      !signsAsBot(ua) &&
-      !WORK_WORD.test(ua) &&
-      (BROWSER_STRING.test(ua) || !GENERIC_BOT_WORDS.test(ua))
-    )
+    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua) && (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)))
       return HUMAN;
     return unknownBot(ua);
   }

@@ -232,10 +232,15 @@ export const GENERIC_BOT_WORDS: RegExp = (() => {
  */
 export function leadingLibrary(first: string | undefined): string | null {
   if (first === undefined) return null;
-  const named = LIBRARIES.get(first) ?? LIBRARIES.get(first.split(':')[0]!);
+  // Lookups first, allocation only where a colon or a glued version may hide the name: every string gets here.
+  const named = LIBRARIES.get(first);
   if (named !== undefined) return named;
+  const colon = first.indexOf(':');
+  if (colon > 0) return LIBRARIES.get(first.slice(0, colon)) ?? null;
+  const last = first.charCodeAt(first.length - 1);
+  if (last < 48 || last > 57) return null;
   const head = first.replace(GLUED_VERSION, '');
-  return head !== first && head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
+  return head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
 }
 
 /**
