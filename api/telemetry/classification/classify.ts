@@ -5,7 +5,9 @@ import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
 import {
   createPersonClientCheck,
   isPersonClientName,
+  GENERIC_BOT_WORDS,
   isPersonDevice,
+  leadingLibrary,
   namesLibrary,
   type PersonClientCheck,
 } from './person-client.ts';
@@ -103,6 +105,8 @@ type Tier = (typeof Tier)[keyof typeof Tier];
 interface Entry {
   c: Classification;
   tier: Tier;
+  /** device-detector's "Generic Bot" words (Desktop, ...): a heuristic, never a name appended to a browser's string. */
+  generic?: true;
 }
 
 /** Phrases (one or more lowercase words) indexed by their first word, longest first. */
@@ -200,6 +204,11 @@ const VERSION_WORD = /^v\d/i;
 const NUMBERISH = /^[\d.x_-]+$/;
 const COMPATIBLE = /compatible/i;
 const BROWSER_STRING = /^(mozilla|opera)\//i;
+/** BROWSER_STRING's answer without a RegExp on the common path (every string asks it). */
+const startsAsBrowser = (ua: string) => {
+  const c = ua.charCodeAt(0) | 32;
+  return (c === 109 || c === 111) && BROWSER_STRING.test(ua); // m, o
+};
 const ADDRESS_HOST = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i;
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
@@ -349,6 +358,37 @@ function withItsWords(ua: string, c: Classification, token: string): Classificat
   return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
 }
 
+/** A crawler's address written right after its token, in the "+http" manner of Googlebot's ("; (+http", " +http"). */
+const ADDRESS_AFTER = /^(?:\/[^\s;()]*)?[\s;,]{0,3}\(?\+https?:\/\//i;
+/** Whether the token (lowercase) is followed by a crawler's address: the token is the one that signs. */
+function signsWithAddress(ua: string, token: string): boolean {
+  if (!ua.includes('+http')) return false;
+  const at = ua.toLowerCase().indexOf(token);
+  return at >= 0 && ADDRESS_AFTER.test(ua.slice(at + token.length));
+}
+
+/**
+ * device-detector's generic bot words in a string that is not a browser's with a device's platform
+ * comment (those are left to the browser rules: the words' RegExp costs ~1 µs a browser string).
+ */
+const genericWords = (ua: string) =>
+  (!BROWSER_STRING.test(ua) || platformText(ua) === '') && GENERIC_BOT_WORDS.test(ua);
+
+/** Whether token i follows a browser string's last own token and its last comment ("... Chrome/54.0 Mobile Safari/537.36 DareBoost"). */
+function appendedToBrowser(ua: string, lower: string[], i: number): boolean {
+  // An in-app browser appends its app's name too ("... Mobile Safari/537.36 Viber", "[Pinterest/Android]").
+  if (!BROWSER_STRING.test(ua) || isPersonClientName(lower[i]!) || FEATURE_PHONE_PROFILE.test(ua)) return false;
+  const last = lower.findLastIndex((w) => BROWSER_WORDS.has(w));
+  if (last < 0 || i <= last) return false;
+  const close = ua.lastIndexOf(')');
+  const at = ua.toLowerCase().lastIndexOf(lower[i]!);
+  // Last, with at most its version and a comment after it: an app's shell names more ("... Sonic Slack_SSB/4.36").
+  const rest = ua.slice(at + lower[i]!.length);
+  return (close < 0 || at > close) && ua.charCodeAt(at - 1) !== 91 && ENDS_NAME.test(rest); // not "[Name"
+}
+const ENDS_NAME = /^(?:\/\S*)?\s*(?:\(.*)?$/;
+const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
+
 const HEADER_NAME = /^user-agent:\s*/i;
 
 /**
@@ -398,6 +438,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
           c: classificationOf(asFamily(g)),
           // device-detector's "Generic Bot" words (Desktop, ...) are a heuristic, as example tokens are.
           tier: g.source === 'device-detector' && g.operator !== 'Generic Bot' ? Tier.Listed : Tier.Example,
+          ...(g.source === 'device-detector' && g.operator === 'Generic Bot' ? { generic: true as const } : {}),
         },
       ]),
     ),
@@ -411,6 +452,14 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       single.set(t.toLowerCase(), e);
   const humanTokens = Object.values(humanClients).flatMap((tokens) => tokens.map((t): [string, true] => [t, true]));
   const humanPrefixes = prefixList(humanTokens);
+  // People's own clients of our table, less the HTTP stacks their apps run on (okhttp, WinHttp):
+  // a stack alone is the library's own string; a client (Lavf, AppleCoreMedia) is a person's.
+  const ownClients = new Set(
+    Object.entries(humanClients)
+      .filter(([kind]) => kind !== 'app-http-stacks')
+      .flatMap(([, tokens]) => tokens.map((t) => t.toLowerCase())),
+  );
+  const isOwnClient = (token: string) => ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
   const phrases = byFirstWord(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))));
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
@@ -445,7 +494,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (personClient(ua)) return HUMAN;
     // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
     const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
-    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua)) return bot;
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua) || genericWords(ua)) return bot;
     return UNKNOWN_CLIENT;
   }
 
@@ -469,14 +518,36 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
     // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
-    if (listed && (!human || listed.words > 1 || SURELY_BOT.test(lower[listed.at]!))) {
-      // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
-      // crawler-user-agents' example tokens name a bot only where isbot agrees.
-      if (listed.e.tier === Tier.Listed || isbot(ua)) {
-        const c = withItsWords(ua, listed.e.c, lower[listed.at]!);
-        if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
-        return surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+    // A list's token that signs with a crawler's address right after it ("AppEngine-Google; (+http://...)")
+    // is the sender, whatever browser or phone string it is appended to.
+    // So is one appended after a browser's whole string ("... Safari/537.36 DareBoost"), where
+    // browsers' own add-ons never write a bot list's name.
+    if (listed) {
+      const token = lower[listed.at]!;
+      // Asked only where it decides (it lowercases the string).
+      let signed: boolean | undefined;
+      const isSigned = () =>
+        (signed ??=
+          signsWithAddress(ua, token) || (listed.e.generic !== true && appendedToBrowser(ua, lower, listed.at)));
+      if (!human || listed.words > 1 || SURELY_BOT.test(token) || isSigned()) {
+        // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
+        // crawler-user-agents' example tokens name a bot only where isbot agrees, or where the
+        // string is named by it (its first token, not a browser's string), or it signs.
+        const namedBy = listed.at === 0 && listed.e.generic !== true && !startsAsBrowser(ua);
+        if (listed.e.tier === Tier.Listed || namedBy || isSigned() || isbot(ua)) {
+          const c = withItsWords(ua, listed.e.c, token);
+          if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
+          return isSigned() || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+        }
       }
+    }
+    // A library or tool of device-detector's list named first is the program, named after the
+    // list ("okhttp/3.4.1" is OkHttp), unless our table calls it a person's client or a person's
+    // device runs it.
+    if (weak === undefined && !startsAsBrowser(ua)) {
+      const library = leadingLibrary(lower[0]);
+      if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
+        return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
     }
     // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
     if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
@@ -489,7 +560,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     }
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
-    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua)) return HUMAN;
+    // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
+    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua) && (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)))
+      return HUMAN;
     return unknownBot(ua);
   }
 

@@ -126,13 +126,24 @@ export const PERSON_CLIENT_NAMES: ReadonlySet<string> = (() => {
   return names;
 })();
 
-/** Product names of HTTP libraries and tools (the parser's libraries list): a program's, not a person's. */
-export const LIBRARY_NAMES: ReadonlySet<string> = (() => {
-  const names = new Set<string>();
-  for (const entry of list('libraries'))
-    for (const name of leadingNames(entry.regex)) if (!SHARED_WORDS.has(name)) names.add(name);
+/**
+ * Product names of HTTP libraries and tools (the parser's libraries list), each with the list's
+ * name for it (okhttp: OkHttp, winhttp: Windows HTTP): a program's, not a person's.
+ */
+export const LIBRARIES: ReadonlyMap<string, string> = (() => {
+  const names = new Map<string, string>();
+  for (const entry of list('libraries')) {
+    const pattern = entry.regex.toLowerCase();
+    for (const name of leadingNames(entry.regex)) {
+      // The first word of a longer name is not the library's ("Podcast Provider ... Radio Downloader", "KaiOS Downloader").
+      const at = pattern.indexOf(name);
+      if (/^ [a-z]/.test(pattern.slice(at + name.length, at + name.length + 2))) continue;
+      if (!SHARED_WORDS.has(name) && !names.has(name)) names.set(name, entry.name);
+    }
+  }
   return names;
 })();
+export const LIBRARY_NAMES: ReadonlySet<string> = new Set(LIBRARIES.keys());
 
 /**
  * Systems only people's devices report, as product tokens (a bot says Linux or Windows as often as
@@ -198,6 +209,38 @@ export function namesLibrary(ua: string): boolean {
   for (const token of lowerTokens(ua))
     if (LIBRARY_NAMES.has(token) || LIBRARY_NAMES.has(token.split(':')[0]!)) return true;
   return false;
+}
+
+/**
+ * Matomo device-detector's own generic bot words (its "Generic Bot" pattern: analyzer, checker,
+ * crawl, fetcher, grabber, indexer, inspector, lookup, monitor, probe, resolver, scanner, scraper,
+ * validator, ...), as its bot list ships them: evidence of a program where no list names one. Its
+ * leading `[a-z0-9_-]*` (any word may end so) is dropped: the same strings match, without V8
+ * trying the word's prefix at every position.
+ */
+export const GENERIC_BOT_WORDS: RegExp = (() => {
+  const bots = require('node-device-detector/regexes/bots.js') as { regex: string; name: string }[];
+  const generic = bots.find((b) => b.name === 'Generic Bot' && b.regex.startsWith('[a-z0-9_-]*(?:'));
+  if (!generic) throw new Error("device-detector's Generic Bot word pattern not found");
+  return new RegExp(generic.regex.slice('[a-z0-9_-]*'.length), 'i');
+})();
+
+/**
+ * The list's name of the library or tool a string names as its first product token (its version
+ * glued or not: "okhttp/3.4.1", "WinHTTP", "ReactorNetty/0.7.10.RELEASE"): the string is the
+ * library's own, sent by a program. Null when the first token names none.
+ */
+export function leadingLibrary(first: string | undefined): string | null {
+  if (first === undefined) return null;
+  // Lookups first, allocation only where a colon or a glued version may hide the name: every string gets here.
+  const named = LIBRARIES.get(first);
+  if (named !== undefined) return named;
+  const colon = first.indexOf(':');
+  if (colon > 0) return LIBRARIES.get(first.slice(0, colon)) ?? null;
+  const last = first.charCodeAt(first.length - 1);
+  if (last < 48 || last > 57) return null;
+  const head = first.replace(GLUED_VERSION, '');
+  return head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
 }
 
 /**
