@@ -182,11 +182,28 @@ describe.runIf(available)('npm run move-to-postgres', () => {
 
   it('moves a stopped store, interrupted part-way and resumed, into a fresh database', async () => {
     expect(await embedded.stop()).toBe(0);
+    // The copy's second batch of citizens is held in the database (a trigger of the test's) until
+    // the move is killed: the kill lands part-way whatever the machine's speed.
+    const migrated = await run('node_modules/.bin/node', ['api/cli/migrate.ts'], {
+      env: { ...process.env, DATABASE_URL },
+    });
+    expect(migrated.status, migrated.stderr).toBe(0);
+    const db = new pg.Pool({ connectionString: DATABASE_URL });
+    await db.query(`CREATE FUNCTION hold_second_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF (SELECT count(*) FROM citizens) > 3 THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$`);
+    await db.query(
+      'CREATE TRIGGER hold_second_batch AFTER INSERT ON citizens FOR EACH STATEMENT EXECUTE FUNCTION hold_second_batch()',
+    );
     // A batch of 3 rows a transaction, killed as soon as it says it copied some.
     const killed = await move({ DATABASE_URL }, ['--from', dataDir, '--batch', '3'], /^citizens: \d+,/);
     expect(killed.code).toBeNull();
-    const db = new pg.Pool({ connectionString: DATABASE_URL });
     try {
+      // The killed move's connection may still be held in the trigger: its transaction ends with it.
+      await db.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+      );
+      await db.query('DROP TRIGGER hold_second_batch ON citizens');
+      await db.query('DROP FUNCTION hold_second_batch()');
       const partial = (
         await db.query('SELECT finished_at, (SELECT count(*)::int FROM citizens) AS citizens FROM store_moves')
       ).rows[0];
