@@ -40,7 +40,8 @@ function encode(r: IdempotencyRecord): Buffer {
   const fp = textOf(fpRaw, r.fingerprint);
   let sealed = Buffer.alloc(0);
   let flags = (keyRaw ? KEY_RAW : 0) | (fpRaw ? FINGERPRINT_RAW : 0);
-  if (r.sealed !== null) {
+  // A record with no answer field at all is held as one that kept none (the route runs again on a repeat).
+  if (r.sealed !== null && r.sealed !== undefined) {
     flags |= SEALED;
     const raw = Buffer.from(r.sealed, 'base64');
     if (raw.toString('base64') === r.sealed) {
