@@ -99,6 +99,10 @@ function keyAt(buf: Buffer, at: number): string {
   return buf.toString(buf[at + 4]! & KEY_RAW ? 'hex' : 'utf8', at + HEAD + 2, at + HEAD + 2 + n);
 }
 
+/** When the record at `at` was made, in ms, without decoding the rest. */
+const createdAt = (buf: Buffer, at: number): number =>
+  buf[at + 4]! & DATE_TEXT ? Date.parse(decode(buf, at).createdAt) : buf.readDoubleLE(at + 7);
+
 /**
  * The idempotency records of an embedded store, oldest first, by key. `bytes` is what they hold:
  * the chunks as allocated and the table, counted exactly (the few objects around them aside).
@@ -223,8 +227,7 @@ export class IdempotencyRecords {
     const places: number[] = [];
     for (const { buf, at, place } of this.#walk()) {
       if (buf[at + 4]! & DEAD) continue;
-      const ms = buf[at + 4]! & DATE_TEXT ? Date.parse(decode(buf, at).createdAt) : buf.readDoubleLE(at + 7);
-      if (now - ms < ttl) places.push(place);
+      if (now - createdAt(buf, at) < ttl) places.push(place);
     }
     const chunks = [...this.#chunks];
     const first = this.#first;
@@ -263,9 +266,9 @@ export class IdempotencyRecords {
     for (const { buf, at, place } of this.#walk()) {
       head = place;
       if (!(buf[at + 4]! & DEAD)) {
-        const r = decode(buf, at);
-        if (now - Date.parse(r.createdAt) < ttl) break;
-        this.#remove(this.#slotOf(r.keyHash, hashOf(r.keyHash)));
+        if (now - createdAt(buf, at) < ttl) break;
+        const key = keyAt(buf, at);
+        this.#remove(this.#slotOf(key, hashOf(key)));
         pruned++;
       }
       head = place + buf.readUInt32LE(at);
