@@ -8,11 +8,12 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  rmSync,
   statSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 import { newId } from '../api/ids.ts';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -211,7 +212,7 @@ let named = 0;
  * `amount` oaths with unique names; throughput (oaths answered 201 a second), p99 and the longest
  * answer, and how many were refused because the store is full.
  */
-async function grow(url: string, amount: number) {
+async function grow(url: string, amount: number, keyed = false) {
   const result = await autocannon({
     url: `${url}/api/citizenship/oath`,
     connections: CONNECTIONS,
@@ -222,6 +223,8 @@ async function grow(url: string, amount: number) {
         headers: { 'Content-Type': 'application/json' },
         setupRequest: (req) => ({
           ...req,
+          // A careful client's oath: a new key each (a retry would reuse it).
+          ...(keyed ? { headers: { ...req.headers, 'Idempotency-Key': randomUUID() } } : {}),
           body: JSON.stringify({
             name: `scale-${process.pid}-${++named}`,
             purpose: 'measure the embedded store as it grows',
@@ -349,9 +352,70 @@ async function toCeiling(): Promise<void> {
   }
 }
 
+/**
+ * What a citizen costs in memory with and without an Idempotency-Key on its oath (idempotency
+ * records are kept 24 h), in this run: two servers from empty, each grown by BENCH_SCALE_KEYED oaths
+ * (100,000 by default), one without keys and one with a new key each; then each restarted. Bytes a
+ * citizen as the store counts them for its ceiling (EMBEDDED_MAX_BYTES), and by RSS above an empty
+ * server's, running and restarted.
+ */
+async function keyedCost(): Promise<void> {
+  const n = Number(process.env.BENCH_SCALE_KEYED ?? 100_000);
+  const root = mkdtempSync(join(tmpdir(), 'bench-scale-keyed-'));
+  const memoryFile = join(root, 'memory.json');
+  process.env.BENCH_MEMORY_FILE = memoryFile;
+  const gcArgs = ['--expose-gc', '--import=./bench/memory-preload.ts'];
+  /** The server's heap in use and memory outside it after a full collection, in bytes. */
+  const live = async (server: Running): Promise<number> => {
+    rmSync(memoryFile, { force: true });
+    server.child.kill('SIGUSR2');
+    while (!existsSync(memoryFile)) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 50));
+    const { heapUsed, external } = JSON.parse(readFileSync(memoryFile, 'utf8')) as {
+      heapUsed: number;
+      external: number;
+    };
+    return heapUsed + external;
+  };
+  const empty = await start(join(root, 'empty'), root, 0, gcArgs);
+  await new Promise((r) => setTimeout(r, 1000));
+  const baseRss = rssMb(empty.child.pid!);
+  const baseLive = await live(empty);
+  await stop(empty);
+  const rows: Record<string, string> = {};
+  for (const keyed of [false, true]) {
+    const dataDir = join(root, keyed ? 'keyed' : 'plain');
+    let server = await start(dataDir, root, keyed ? 2 : 1, gcArgs);
+    const g = await grow(server.url, n, keyed);
+    await new Promise((r) => setTimeout(r, 1000));
+    const running = rssMb(server.child.pid!);
+    const liveRunning = await live(server);
+    await stop(server);
+    server = await start(dataDir, root, keyed ? 4 : 3, gcArgs);
+    const opened = logLines(server.log, 'store opened').at(-1)!;
+    const restarted = rssMb(server.child.pid!);
+    const liveRestarted = await live(server);
+    await stop(server);
+    const perCitizen = (bytes: number) => (bytes / g.ok).toFixed(0);
+    rows[keyed ? 'with a key' : 'without'] =
+      `| ${keyed ? 'a new Idempotency-Key each' : 'no key'} | ${g.ok.toLocaleString('en')} | ${g.rps.toFixed(0)} | ${perCitizen(opened.bytes!)} | ${perCitizen(liveRunning - baseLive)}, ${perCitizen(liveRestarted - baseLive)} | ${perCitizen((running - baseRss) * 1024 * 1024)}, ${perCitizen((restarted - baseRss) * 1024 * 1024)} |`;
+  }
+  console.log(
+    `bytes a citizen, with and without a key on its oath (${CONNECTIONS} connections, from empty); empty server RSS ${baseRss.toFixed(0)} MB`,
+  );
+  console.log(
+    '| oaths | citizens | oaths/s | B/citizen counted (ceiling) | B/citizen live (heap + external after a full GC) running, restarted | B/citizen RSS running, restarted |',
+  );
+  console.log('|---|---|---|---|---|---|');
+  for (const row of Object.values(rows)) console.log(row);
+}
+
 export async function embeddedGrowth(): Promise<void> {
   if (process.env.BENCH_SCALE_DIR) return restartsOf(process.env.BENCH_SCALE_DIR);
   if (process.env.BENCH_SCALE_TO_CEILING) return toCeiling();
+  // BENCH_SCALE_KEYED_ONLY=1: only the comparison with and without a key.
+  await keyedCost();
+  if (process.env.BENCH_SCALE_KEYED_ONLY) return;
   const root = mkdtempSync(join(tmpdir(), 'bench-scale-embedded-'));
   const dataDir = join(root, 'data');
   let runs = 0;

@@ -46,9 +46,10 @@ function recordsOnDisk(): string[] {
   }
   return created;
 }
+/** The heap in use and the memory outside it (where the store holds its records as bytes). */
 async function heap(): Promise<number> {
   await server.gc();
-  return metric(server, 'nodejs_heap_size_used_bytes');
+  return (await metric(server, 'nodejs_heap_size_used_bytes')) + (await metric(server, 'nodejs_external_memory_bytes'));
 }
 const post = (path: string, key: string, body: unknown) =>
   fetch(`${server.url}${path}`, {

@@ -21,6 +21,7 @@ import {
   M_WALL,
   type RecordList,
 } from './codec.ts';
+import { IdempotencyRecords } from './idempotency-records.ts';
 import {
   emptyData,
   LEGACY_SNAPSHOT_FILE,
@@ -47,8 +48,6 @@ const RECENT_SAMPLES = 100;
 // What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
 // for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
 const OBJECT_OVERHEAD_BYTES = 200;
-const idempotencyBytes = (r: IdempotencyRecord) =>
-  OBJECT_OVERHEAD_BYTES + r.keyHash.length + r.fingerprint.length + (r.sealed?.length ?? 0) + r.createdAt.length;
 const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
 
 /** The index entries of a name: both its look-alike keys, each held by one citizen. */
@@ -117,7 +116,7 @@ function countFeed(messages: RecordList<Message>, feed: FeedCounts): void {
 /**
  * The state in memory. Citizens, messages and receipts are compact lists (a few hundred bytes a
  * citizen with its wall shout, outside the V8 heap), decoded only for the records a read asks for;
- * idempotency records and drift windows, which expire or stay few, are objects.
+ * so are idempotency records (which expire); drift windows, which stay few, are objects.
  */
 class Memory {
   seq: number;
@@ -132,7 +131,7 @@ class Memory {
   /** Receipt positions by id. */
   readonly receiptById = new Map<string, number>();
   /** Kept in the order they were made, so pruning stops at the first record still young. */
-  readonly idempotency = new Map<string, IdempotencyRecord>();
+  readonly idempotency = new IdempotencyRecords();
   readonly windows = new Map<string, number[]>();
   drift: Drift;
   telemetry: object | null;
@@ -140,7 +139,7 @@ class Memory {
   readonly nameKeysRead: boolean;
   readonly byClass: Record<string, number> = {};
   readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
-  /** Estimated bytes of what is held as objects (idempotency records, windows, the receipt index). */
+  /** Estimated bytes of what is held as objects (drift windows, the receipt index). */
   #objectBytes = 0;
   /** Where each list stood when the last snapshot or delta was captured: what a delta adds is past it. */
   #written = { citizens: 0, messages: 0, receipts: 0 };
@@ -171,9 +170,16 @@ class Memory {
     this.#changedWindows.clear();
   }
 
-  /** Bytes the state holds in memory: the compact lists and the name index exactly, the objects estimated. */
+  /** Bytes the state holds in memory: the compact lists, idempotency records and name index exactly, the objects estimated. */
   get bytes(): number {
-    return this.citizens.bytes + this.messages.bytes + this.receipts.bytes + this.names.bytes + this.#objectBytes;
+    return (
+      this.citizens.bytes +
+      this.messages.bytes +
+      this.receipts.bytes +
+      this.names.bytes +
+      this.idempotency.bytes +
+      this.#objectBytes
+    );
   }
 
   #countMessage(flags: number): void {
@@ -230,12 +236,8 @@ class Memory {
       }
       case 'idempotency.put': {
         const r = entry.v as IdempotencyRecord;
-        const old = this.idempotency.get(r.keyHash);
-        if (old) this.#objectBytes -= idempotencyBytes(old);
-        this.idempotency.delete(r.keyHash);
-        this.idempotency.set(r.keyHash, r);
+        this.idempotency.set(r);
         this.#changedKeys.add(r.keyHash);
-        this.#objectBytes += idempotencyBytes(r);
         return;
       }
       case 'drift.record': {
@@ -289,14 +291,7 @@ class Memory {
 
   /** Forgets idempotency records expired at `now`, oldest first; how many went. */
   pruneIdempotency(now: number): number {
-    let pruned = 0;
-    for (const [keyHash, r] of this.idempotency) {
-      if (now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS) break;
-      this.idempotency.delete(keyHash);
-      this.#objectBytes -= idempotencyBytes(r);
-      pruned++;
-    }
-    return pruned;
+    return this.idempotency.prune(now, IDEMPOTENCY_TTL_MS);
   }
 
   /**
@@ -322,7 +317,7 @@ class Memory {
       messages: this.messages.view(since.messages),
       idempotency:
         from === undefined
-          ? [...this.idempotency.values()].filter(young)
+          ? this.idempotency.view(now, IDEMPOTENCY_TTL_MS)
           : [...changed.idempotency].map((k) => this.idempotency.get(k)).filter(young),
       receipts: this.receipts.view(since.receipts),
       windows:
