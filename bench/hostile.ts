@@ -665,7 +665,7 @@ function serverCpu(): number {
 }
 
 /**
- * Issue 36: 4 MB audio files made of a container's smallest elements, two at a time (the per-client
+ * Crafted uploads: 4 MB audio files made of a container's smallest elements, two at a time (the per-client
  * cap), against a real 4 MB WAV in the same run: the server's CPU per upload (all its threads, from
  * /proc) and the ordinary GET /api/convert p99 meanwhile against idle just before. Targets: <= 1 s
  * of CPU per crafted upload, p99 during < 100 ms.
@@ -683,7 +683,7 @@ async function craftedAudio(): Promise<void> {
   ];
   console.log('');
   console.log(
-    `| issue 36: upload (${uploads} of each, 2 at a time, each from its own address) | answers | server CPU per upload | × the real WAV's | ordinary p99 idle, just before | ordinary p99 during (× idle) |`,
+    `| crafted upload (${uploads} of each, 2 at a time, each from its own address) | answers | server CPU per upload | × the real WAV's | ordinary p99 idle, just before | ordinary p99 during (× idle) |`,
   );
   console.log('|---|---|---|---|---|---|');
   let baseline = 0;

@@ -245,12 +245,11 @@ describe('the ingest clock', () => {
   });
 });
 
-// Issue 37, row 1: 400 requests from one address with invented bot User-Agents (junk1-bot/1.0...),
-// then GPTBot, ClaudeBot and PerplexityBot: the junk took all 128 rows, the real crawlers were
-// folded into "(other families)" and raised no new-family alert, after a restart too. Now the bot
-// table's families always keep their rows and alerts; names it does not know compete in a bounded
-// pool by evidence (distinct clients and hours, one client's share capped).
-describe('issue 37: families no client can crowd out', () => {
+// 400 requests from one address with invented bot User-Agents (junk1-bot/1.0...), then GPTBot,
+// ClaudeBot and PerplexityBot: the bot table's families keep their rows and new-family alerts,
+// after a restart too; names it does not know compete in a bounded pool by evidence (distinct
+// clients and hours, one client's share capped).
+describe('families no client can crowd out', () => {
   const REAL: Record<string, string> = {
     GPTBot: 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
     ClaudeBot:
@@ -321,57 +320,61 @@ describe('issue 37: families no client can crowd out', () => {
 });
 
 const pgAvailable = await postgresAvailable();
-describe.runIf(pgAvailable)('issue 37 on PostgreSQL: two processes, their ledgers added up', () => {
-  let a: ServerProcess;
-  let b: ServerProcess;
-  afterAll(async () => {
-    await Promise.all([a?.stop(), b?.stop()]);
-    await dropDatabases();
-  });
-  const GPT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
-  const CLAUDE =
-    'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
-  const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
-  const get = async (url: string, userAgent: string, client: string) => {
-    const res = await fetch(`${url}/llms.txt`, { headers: { 'User-Agent': userAgent, 'X-Forwarded-For': client } });
-    await res.arrayBuffer();
-  };
-  const families = async (url: string) =>
-    (
-      (await (await fetch(`${url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as {
-        families: { family: string; requests: number }[];
-      }
-    ).families;
-
-  it('keeps GPTBot and ClaudeBot rows and the pool bound in the merged view after 300 invented families on each, and after both restart', async () => {
-    const env = {
-      DATABASE_URL: await freshDatabase(),
-      WRITE_RATE_LIMIT: '0',
-      TELEMETRY_FLUSH_MS: '100',
-      TRUST_PROXY: 'loopback',
+describe.runIf(pgAvailable)(
+  'families no client can crowd out, on PostgreSQL: two processes, their ledgers added up',
+  () => {
+    let a: ServerProcess;
+    let b: ServerProcess;
+    afterAll(async () => {
+      await Promise.all([a?.stop(), b?.stop()]);
+      await dropDatabases();
+    });
+    const GPT =
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
+    const CLAUDE =
+      'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; ClaudeBot/1.0; +claudebot@anthropic.com)';
+    const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0';
+    const get = async (url: string, userAgent: string, client: string) => {
+      const res = await fetch(`${url}/llms.txt`, { headers: { 'User-Agent': userAgent, 'X-Forwarded-For': client } });
+      await res.arrayBuffer();
     };
-    [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
-    await pool(300, 8, (i) => get(a.url, `pga${i}-bot/1.0`, `198.51.100.${i % 250}`));
-    await pool(300, 8, (i) => get(b.url, `pgb${i}-bot/1.0`, `198.51.101.${i % 250}`));
-    await get(a.url, GPT, '192.0.2.20');
-    await get(b.url, CLAUDE, '192.0.2.21');
-    const merged = (list: { family: string; requests: number }[]) =>
-      ['GPTBot', 'ClaudeBot'].every((n) => list.some((f) => f.family === n)) &&
-      list.reduce((n, f) => n + f.requests, 0) === 602;
-    for (const s of [a, b]) {
-      const list = await waitFor(() => families(s.url), {
-        until: merged,
-        what: `${s.url} showing both processes' ledgers`,
-      });
-      expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
-    }
-    await Promise.all([a.stop(), b.stop()]);
-    [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
-    for (const s of [a, b]) {
-      const list = await waitFor(() => families(s.url), { until: merged, what: `${s.url} after the restart` });
-      expect(list.find((f) => f.family === 'GPTBot')).toMatchObject({ requests: 1 });
-      expect(list.find((f) => f.family === 'ClaudeBot')).toMatchObject({ requests: 1 });
-      expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
-    }
-  });
-});
+    const families = async (url: string) =>
+      (
+        (await (await fetch(`${url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as {
+          families: { family: string; requests: number }[];
+        }
+      ).families;
+
+    it('keeps GPTBot and ClaudeBot rows and the pool bound in the merged view after 300 invented families on each, and after both restart', async () => {
+      const env = {
+        DATABASE_URL: await freshDatabase(),
+        WRITE_RATE_LIMIT: '0',
+        TELEMETRY_FLUSH_MS: '100',
+        TRUST_PROXY: 'loopback',
+      };
+      [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+      await pool(300, 8, (i) => get(a.url, `pga${i}-bot/1.0`, `198.51.100.${i % 250}`));
+      await pool(300, 8, (i) => get(b.url, `pgb${i}-bot/1.0`, `198.51.101.${i % 250}`));
+      await get(a.url, GPT, '192.0.2.20');
+      await get(b.url, CLAUDE, '192.0.2.21');
+      const merged = (list: { family: string; requests: number }[]) =>
+        ['GPTBot', 'ClaudeBot'].every((n) => list.some((f) => f.family === n)) &&
+        list.reduce((n, f) => n + f.requests, 0) === 602;
+      for (const s of [a, b]) {
+        const list = await waitFor(() => families(s.url), {
+          until: merged,
+          what: `${s.url} showing both processes' ledgers`,
+        });
+        expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+      }
+      await Promise.all([a.stop(), b.stop()]);
+      [a, b] = await Promise.all([startServerProcess(env), startServerProcess(env)]);
+      for (const s of [a, b]) {
+        const list = await waitFor(() => families(s.url), { until: merged, what: `${s.url} after the restart` });
+        expect(list.find((f) => f.family === 'GPTBot')).toMatchObject({ requests: 1 });
+        expect(list.find((f) => f.family === 'ClaudeBot')).toMatchObject({ requests: 1 });
+        expect(list.filter((f) => f.family.endsWith('-bot')).length).toBeLessThanOrEqual(LEDGER_LIMITS.poolRows);
+      }
+    });
+  },
+);
