@@ -120,13 +120,15 @@ try {
       say(`phase ${name}`);
       return () => say(`phase ${name} done in ${((performance.now() - at) / 1000).toFixed(1)} s`);
     };
-    const copied = phase('1/2: copy');
+    const copied = phase('1/3: copy');
     await copyStore({ source, holdings, sourceId, pool, progress: move.progress, batch, report: say });
     copied();
     // Steps a migration runs over rows already there (such as keying rows written without a key) run now on the copy, not at the service's first start.
+    const keyed = phase('2/3: name keys');
     await migrate(pool);
+    keyed();
     const target = await openPostgresStore(url);
-    const checked = phase('2/2: check');
+    const checked = phase('3/3: check');
     const problems = await checkMove({ source, holdings, target, pool, batch, report: say });
     await Promise.all([source.close(), target.close()]);
     // verify-receipts' checks, on the log as PostgreSQL holds it; and the key signs a head its public key verifies.

@@ -245,11 +245,12 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toMatch(/^resuming the move of /);
     // Progress an operator can read: the phase, how many of how many, the rate, the time left.
-    expect(resumed.stdout).toMatch(/^phase 1\/2: copy$/m);
+    expect(resumed.stdout).toMatch(/^phase 1\/3: copy$/m);
     expect(resumed.stdout).toMatch(/^citizens: \d+, of 26 \(\d+%\), \d+\/s, \d+ s left$/m);
     expect(resumed.stdout).toMatch(/^citizens: 26 \(all\), of 26 \(100%\), \d+\/s$/m);
-    expect(resumed.stdout).toMatch(/^phase 1\/2: copy done in \d+\.\d s$/m);
-    expect(resumed.stdout).toMatch(/^phase 2\/2: check done in \d+\.\d s$/m);
+    expect(resumed.stdout).toMatch(/^phase 1\/3: copy done in \d+\.\d s$/m);
+    expect(resumed.stdout).toMatch(/^phase 2\/3: name keys done in \d+\.\d s$/m);
+    expect(resumed.stdout).toMatch(/^phase 3\/3: check done in \d+\.\d s$/m);
     expect(resumed.stdout).toMatch(/^checked 26 citizens$/m);
     expect(resumed.stdout).toMatch(/^checked 50 messages$/m);
     expect(resumed.stdout).toMatch(
