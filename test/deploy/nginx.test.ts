@@ -138,6 +138,37 @@ describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
     expect(nginxIdle).toBeLessThan(sendTimeout);
   });
 
+  it('closes an idle upstream connection itself before the app would, so the app never closes one under it (the race replayed with the shipped timeouts)', async () => {
+    const conf = readFileSync(resolve('deploy/nginx.conf'), 'utf8');
+    const nginxIdle = Number(/^\s*keepalive_timeout (\d+)s;/m.exec(conf)![1]) * 1000;
+    const app = `:${Number(new URL(server.url).port).toString(16).toUpperCase().padStart(4, '0')}`;
+    // Connections to or from the app in TIME_WAIT (the side that closed first keeps it), by their two ends.
+    const closed = () =>
+      new Map(
+        readFileSync('/proc/net/tcp', 'utf8')
+          .split('\n')
+          .map((line) => line.trim().split(/\s+/))
+          .filter((f) => f[3] === '06' && (f[1]!.endsWith(app) || f[2]!.endsWith(app)))
+          .map((f) => [`${f[1]} ${f[2]}`, f[1]!.endsWith(app) ? 'app' : 'peer'] as const),
+      );
+    // Earlier tests' connections (refusals the app closed itself) are not this one.
+    const earlier = closed();
+    const fresh = () => [...closed()].filter(([ends]) => !earlier.has(ends)).map(([, side]) => side);
+    // A read through nginx leaves an idle upstream connection to the app, kept for reuse.
+    expect((await fetch(`http://127.0.0.1:${port}/api/convert`)).status).toBe(200);
+    const ended = await waitFor(fresh, {
+      until: (sides) => sides.length > 0,
+      timeoutMs: nginxIdle + 10_000,
+      intervalMs: 250,
+      what: 'nginx giving up its idle upstream connection',
+    });
+    expect(ended).not.toContain('app');
+    // And the next write through the proxy is answered, on a new upstream connection.
+    expect(
+      (await post(port, '/api/citizenship/oath', oath(`after-idle-${Date.now()}`), { from: '127.0.0.19' })).status,
+    ).toBe(201);
+  }, 60_000);
+
   it('answers its own 502 as problem+json with Retry-After when no process answers', async () => {
     await server.stop();
     // node:http, not fetch: the test setup's fetch holds every answer to the service's OpenAPI, and this one is nginx's.
