@@ -189,8 +189,13 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     });
     expect(migrated.status, migrated.stderr).toBe(0);
     const db = new pg.Pool({ connectionString: DATABASE_URL });
+    // The hold is a lock this connection keeps until the move is gone, not a time.
+    const holder = new pg.Client({ connectionString: DATABASE_URL });
+    await holder.connect();
+    const holderPid = (await holder.query<{ pid: number }>('SELECT pg_advisory_lock(7316), pg_backend_pid() AS pid'))
+      .rows[0]!.pid;
     await db.query(`CREATE FUNCTION hold_second_batch() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF (SELECT count(*) FROM citizens) > 3 THEN PERFORM pg_sleep(60); END IF; RETURN NULL; END $$`);
+      BEGIN IF (SELECT count(*) FROM citizens) > 3 THEN PERFORM pg_advisory_xact_lock(7316); END IF; RETURN NULL; END $$`);
     await db.query(
       'CREATE TRIGGER hold_second_batch AFTER INSERT ON citizens FOR EACH STATEMENT EXECUTE FUNCTION hold_second_batch()',
     );
@@ -200,8 +205,10 @@ describe.runIf(available)('npm run move-to-postgres', () => {
     try {
       // The killed move's connection may still be held in the trigger: its transaction ends with it.
       await db.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()',
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> $1',
+        [holderPid],
       );
+      await holder.end();
       await db.query('DROP TRIGGER hold_second_batch ON citizens');
       await db.query('DROP FUNCTION hold_second_batch()');
       const partial = (
