@@ -49,13 +49,13 @@ describe("people's clients and bots from sources the classifier does not read", 
     const answers = uas.map((ua) => classify(ua));
     const bot = answers.filter(recognised).length / uas.length;
     const apart = answers.filter((c) => recognised(c) || c.unknown === true).length / uas.length;
-    expect(bot).toBeGreaterThanOrEqual(0.91);
+    expect(bot).toBeGreaterThanOrEqual(0.92);
     // None is lost as a person's where something is odd about it: an unknown client is counted apart.
     expect(apart).toBeGreaterThanOrEqual(0.95);
     expect(answers.filter(named).length / answers.filter(recognised).length).toBeGreaterThanOrEqual(0.985);
   });
 
-  it("calls the issue's people's clients people", () => {
+  it("calls people's clients that were once taken for bots people", () => {
     for (const ua of [
       'MPlayer SVN-r33713',
       'Lavf52.111.0',
@@ -143,7 +143,7 @@ describe('evidence from the lists the corpora do not come from', () => {
 
 describe('the same answer whatever came before', () => {
   it('answers alike in several orders and batch sizes, cached or not, after a flood of bots or alone', () => {
-    // A sample of every corpus, with the issue's cases: classified first in its own order, then by
+    // A sample of every corpus, with the clients once taken for bots: classified first in its own order, then by
     // classifiers fed the whole sample in other orders and batches.
     const sample = [
       ...people().filter((_, i) => i % 20 === 0),
@@ -171,7 +171,7 @@ describe('the same answer whatever came before', () => {
       for (const batch of [1, 7, 500, order.length]) {
         // A cache too small to hold anything, or the default: every call uncached, or mostly cached.
         const c = createClassifier(families, { ...tables, cacheBytes: k % 2 === 0 ? 1 : undefined });
-        // Busy: 1,500 bots first, as in the issue.
+        // Busy: 1,500 bots first, as in the report that found it.
         for (const ua of bots().slice(0, 1500)) c(ua);
         for (let at = 0; at < order.length; at += batch) {
           const answers = order.slice(at, at + batch).map((ua) => [ua, verdict(c(ua))] as const);

@@ -187,6 +187,42 @@ describe('classification', () => {
     expect(tokens.has(c.family!)).toBe(true);
   });
 
+  it('takes a program for a bot on the evidence of its name, its work or its contact, and names it', () => {
+    const bot = (ua: string) => classify(ua);
+    // Words of a program's work, alone or in a name's last capitals, never inside a word.
+    expect(bot('Acme-Webhooks/2.0')).toMatchObject({ bot: true, family: 'Acme-Webhooks' });
+    expect(bot('QuuxAPI/1.4')).toMatchObject({ bot: true, family: 'QuuxAPI' });
+    expect(bot('Zorp Sitemap Generator 3')).toMatchObject({ bot: true });
+    expect(bot('Mozilla/5.0 (QtEmbedded; U; Linux; C) AppleWebKit/533.3 (KHTML, like Gecko) ZXAPI/1.0').bot).toBe(
+      false,
+    );
+    // A Perl or Ruby module, or a Windows executable, named first.
+    expect(bot('HTTP::Tiny/0.076')).toMatchObject({ bot: true, family: 'HTTP::Tiny' });
+    expect(bot('grabber.exe')).toMatchObject({ bot: true });
+    // An app on a system's HTTP stack whose name says it checks or extracts; a downloader app stays a person's.
+    expect(bot('LinkTester/3 CFNetwork/1240.0.4 Darwin/20.6.0')).toMatchObject({ bot: true, family: 'LinkTester' });
+    expect(bot('Video%20Downloader/2.1 CFNetwork/1240.0.4 Darwin/20.6.0').bot).toBe(false);
+    // Named after a contact's or a bare domain, or the name in the engine's comment; a public mailbox names nothing.
+    expect(
+      bot('Mozilla/5.0 (Windows NT 10.0; Win64; x64; ops@probe-corp.net) Gecko/20100101 Firefox/120.0').family,
+    ).toBe('probe-corp.net');
+    expect(
+      bot('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; Google Page Renderer) Chrome/120.0 Safari/537.36'),
+    ).toMatchObject({
+      bot: true,
+      family: 'Google Page Renderer',
+    });
+    expect(bot('Mozilla/5.0 (X11; Linux x86_64; someone@gmail.com) Gecko/20100101 Firefox/120.0').family).not.toBe(
+      'gmail.com',
+    );
+    // A locale's "@calendar=" is no contact: a person's browser.
+    expect(
+      bot(
+        'Mozilla/5.0 (X11; U; Linux x86_64; de-DE@calendar=gregorian) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36',
+      ).bot,
+    ).toBe(false);
+  });
+
   it('reads only a bounded prefix and answers from the cache for the same prefix', () => {
     const ua = 'Mozilla/5.0 (compatible; GPTBot/1.2)';
     expect(classify(ua)).toBe(classify(ua));

@@ -188,7 +188,15 @@ const BOTLIKE =
 /** Words that show a program, though no name is made of them (a bot's spellings, SEO tools). */
 const EVIDENCE_ONLY = /b0t|spyder|^seo$/i;
 /** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
-const WORK_WORD = /uptime|monitor|screenshot|thumb|validat|extract|downloader/i;
+const WORK_WORD =
+  /uptime|monitor|screenshot|thumb|validat|extract|downloader|webhook|hookshot|test(?:er|ing)?(?![a-z])|sitemap|rank(?![a-z])|resolver|expander|tracer|unshorten|cacher|resizer|preload|perf(?:ormance)?(?![a-z])|summari[sz]er|watchdog|fuzz|embedder|pipeline|middleware|loader|generator|search ?engine|link ?(?:check|valet|alarm|analy)/i;
+/** "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"), not inside one ("tpapi", "Enseo"). */
+const SERVICE_WORD = /\b(?:api|API|seo|SEO)\b|[a-z](?:API|SEO)\b/;
+/** Words of work in an app's own name that make it a tool, not a person's app ("URLTester", "Email Extractor"). */
+const APP_AT_WORK = /extract|test(?:er|ing)?(?![a-z])|check|monitor|validat/i;
+/** A program's own name first: a Perl or Ruby module ("LWP::Simple/5.800", "WWW::Document/0.02") or a Windows executable ("xpymep.exe"). */
+const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
+const showsWork = (ua: string) => WORK_WORD.test(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -210,6 +218,18 @@ const startsAsBrowser = (ua: string) => {
   return (c === 109 || c === 111) && BROWSER_STRING.test(ua); // m, o
 };
 const ADDRESS_HOST = /https?:\/\/(?:www\.)?([a-z0-9.-]+\.[a-z]{2,})/i;
+/**
+ * A contact's domain ("noc@stumbleupon.com"), or a domain written bare ("www.alertra.com",
+ * "+feeder.co"); its ending is checked apart (HOST_ENDING), so no label is tried twice.
+ */
+const MAIL_HOST = /[\w.+-]@([a-z0-9-]+(?:\.[a-z0-9-]+)+)/gi;
+const BARE_HOST = /(?:^|[\s;(+])(?:www\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)+)/gi;
+const HOST_ENDING = /\.(?:com|net|org|io|co|info|biz|de|fr|uk|ru|jp|cn|in|nl|it|es|eu)$/i;
+/** A public mailbox's domain names its provider, not the bot. */
+const PUBLIC_MAIL =
+  /^(?:gmail|googlemail|hotmail|outlook|live|yahoo|aol|icloud|gmx|yandex|mail|qq|163|126|protonmail)\./i;
+/** A name in the engine's comment: "(KHTML, like Gecko; Google Wireless Transcoder)". */
+const ENGINE_COMMENT_NAME = /\(KHTML, like Gecko[;,] ([A-Za-z][\w .-]{2,40})\)/;
 
 /** Words that end a multi-word name ("FAST Enterprise Crawler 6 used by ..."). */
 const NAME_STOP = new Set([
@@ -276,8 +296,9 @@ function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => 
   return null;
 }
 
-/** An address or a contact: bots sign with one, people's browsers and apps do not. */
-const CONTACT = /https?:\/\/|\bwww\.|@|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b/;
+/** An address or a contact: bots sign with one, people's browsers and apps do not ("@calendar=" is a locale's). */
+const CONTACT =
+  /https?:\/\/|\bwww\.|[\w.+-]@(?:[a-z0-9-]+\.[a-z]|localhost\b)|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b/;
 /** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
 const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
 /** Signs with an address or a contact and names no phone's system (the cheaper test first: most people's strings name one). */
@@ -336,8 +357,13 @@ function selfName(t: Tokens, ua: string): string | null {
     const i = last < 0 ? -1 : t.lower.findIndex((w, k) => k > last && plausible(w) && STARTS_WITH_LETTER.test(w));
     if (i >= 0 && ua.lastIndexOf(')') < t.starts[i]!) return nameAt(t, ua, i);
   }
-  const host = ADDRESS_HOST.exec(ua);
-  return host ? host[1]!.slice(0, 64) : null;
+  const address = ADDRESS_HOST.exec(ua)?.[1];
+  if (address) return address.slice(0, 64);
+  for (const re of [MAIL_HOST, BARE_HOST])
+    for (const [, host] of ua.matchAll(re))
+      if (HOST_ENDING.test(host!) && !PUBLIC_MAIL.test(host!)) return host!.slice(0, 64);
+  const engine = ENGINE_COMMENT_NAME.exec(ua);
+  return engine ? engine[1]!.trim().slice(0, 64) : null;
 }
 
 /**
@@ -450,7 +476,10 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
   for (const [t, e] of entries)
     if (!t.endsWith('*') && productTokens(t).lower.length === 1 && !single.has(t.toLowerCase()))
       single.set(t.toLowerCase(), e);
-  const humanTokens = Object.values(humanClients).flatMap((tokens) => tokens.map((t): [string, true] => [t, true]));
+  // Each person's token says whether it is only the HTTP stack an app runs on (CFNetwork, okhttp).
+  const humanTokens = Object.entries(humanClients).flatMap(([kind, tokens]) =>
+    tokens.map((t): [string, boolean] => [t, kind === 'app-http-stacks']),
+  );
   const humanPrefixes = prefixList(humanTokens);
   // People's own clients of our table, less the HTTP stacks their apps run on (okhttp, WinHttp):
   // a stack alone is the library's own string; a client (Lavf, AppleCoreMedia) is a person's.
@@ -494,13 +523,14 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (personClient(ua)) return HUMAN;
     // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
     const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
-    if (botWords || isbotByWord(ua) || namesLibrary(ua) || WORK_WORD.test(ua) || genericWords(ua)) return bot;
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || showsWork(ua) || genericWords(ua)) return bot;
     return UNKNOWN_CLIENT;
   }
 
   function uncached(ua: string): Classification {
     const lower = lowerTokens(ua);
     let human = false;
+    let stackOnly = true;
     let weak: Classification | undefined;
     let listed: { e: Entry; words: number; at: number } | undefined;
     for (let i = 0; i < lower.length; i++) {
@@ -514,7 +544,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         if (e.tier === Tier.Weak) weak ??= e.c;
         else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
       }
-      human ||= phraseAt(starts?.human, lower, i, humanPrefixes) !== undefined;
+      const person = phraseAt(starts?.human, lower, i, humanPrefixes);
+      if (person !== undefined) {
+        human = true;
+        stackOnly &&= person.value;
+      }
     }
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
     // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
@@ -549,6 +583,14 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
         return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
     }
+    // An app on a system's HTTP stack is named by its first token: a name of a program's work is a
+    // tool's ("Email%20Extractor/29 CFNetwork/897.15 Darwin/17.5.0", "URLTester/1 CFNetwork/974.1").
+    // (Downloaders and thumbnailers are people's apps: "Free%20Video%20Downloader/1.5 CFNetwork/672.0.8".)
+    if (human && stackOnly && phrases.get(lower[0]!)?.human === undefined && !startsAsBrowser(ua)) {
+      const app = productTokens(ua).original[0]!.replaceAll('%20', ' ');
+      if (SURELY_BOT.test(app) || APP_AT_WORK.test(app))
+        return { bot: true, family: app, class: 'Bot', known: null, verify: 'none' };
+    }
     // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
     if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
     if (weak) {
@@ -561,7 +603,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (!isbot(ua) && !signsAsBot(ua) && !WORK_WORD.test(ua) && (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)))
+    if (!isbot(ua) && !signsAsBot(ua) && !showsWork(ua) && (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)))
       return HUMAN;
     return unknownBot(ua);
   }
