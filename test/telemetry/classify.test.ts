@@ -202,6 +202,9 @@ describe('classification', () => {
     // An app on a system's HTTP stack whose name says it checks or extracts; a downloader app stays a person's.
     expect(bot('LinkTester/3 CFNetwork/1240.0.4 Darwin/20.6.0')).toMatchObject({ bot: true, family: 'LinkTester' });
     expect(bot('Video%20Downloader/2.1 CFNetwork/1240.0.4 Darwin/20.6.0').bot).toBe(false);
+    // A program on a language runtime is named by its first token, before the library it uses.
+    expect(bot('deploytool/2.1 CPython/3.12.1 Linux/6.1.0')).toMatchObject({ bot: true, family: 'deploytool' });
+    expect(bot('Shipit/4.2 curl/8.5.0 PHP/8.3.1')).toMatchObject({ bot: true, family: 'Shipit' });
     // Named after a contact's or a bare domain, or the name in the engine's comment; a public mailbox names nothing.
     expect(
       bot('Mozilla/5.0 (Windows NT 10.0; Win64; x64; ops@probe-corp.net) Gecko/20100101 Firefox/120.0').family,

@@ -196,6 +196,9 @@ const SERVICE_WORD = /\b(?:api|API|seo|SEO)\b|[a-z](?:API|SEO)\b/;
 const APP_AT_WORK = /extract|test(?:er|ing)?(?![a-z])|check|monitor|validat/i;
 /** A program's own name first: a Perl or Ruby module ("LWP::Simple/5.800", "WWW::Document/0.02") or a Windows executable ("xpymep.exe"). */
 const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
+/** A language runtime's own token: the string is a program's ("nyawc/1.8.1 CPython/3.6.5 Linux/3.10.0"). */
+const RUNTIME =
+  /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client/i;
 const showsWork = (ua: string) => WORK_WORD.test(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
@@ -582,6 +585,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       const library = leadingLibrary(lower[0]);
       if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
         return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
+    }
+    // A program on a language runtime, named by its first token ("twine/3.4.2 ... CPython/3.8.12").
+    if (!startsAsBrowser(ua) && RUNTIME.test(ua) && phrases.get(lower[0]!)?.human === undefined) {
+      const name = productTokens(ua).original[0]!;
+      return { bot: true, family: name, class: 'Bot', known: null, verify: 'none' };
     }
     // An app on a system's HTTP stack is named by its first token: a name of a program's work is a
     // tool's ("Email%20Extractor/29 CFNetwork/897.15 Darwin/17.5.0", "URLTester/1 CFNetwork/974.1").
