@@ -205,6 +205,10 @@ describe('classification', () => {
     // A program on a language runtime is named by its first token, before the library it uses.
     expect(bot('deploytool/2.1 CPython/3.12.1 Linux/6.1.0')).toMatchObject({ bot: true, family: 'deploytool' });
     expect(bot('Shipit/4.2 curl/8.5.0 PHP/8.3.1')).toMatchObject({ bot: true, family: 'Shipit' });
+    // A string that is no browser's is shown by the product it starts with, not by a later bot word ...
+    expect(bot('Quarrybot/0.7 (a Storm-based crawler; https://quarry.example)').family).toBe('Quarrybot');
+    // ... unless it claims a name of its own after "compatible;".
+    expect(bot('Mozila/5.0 (compatible; Quarry Search; +https://quarry.example/)').family).toBe('Quarry Search');
     // Named after a contact's or a bare domain, or the name in the engine's comment; a public mailbox names nothing.
     expect(
       bot('Mozilla/5.0 (Windows NT 10.0; Win64; x64; ops@probe-corp.net) Gecko/20100101 Firefox/120.0').family,

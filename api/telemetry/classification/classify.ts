@@ -369,6 +369,22 @@ function selfName(t: Tokens, ua: string): string | null {
   return engine ? engine[1]!.trim().slice(0, 64) : null;
 }
 
+/** The product a string that is no browser's starts with, written as a product ("Yandex/1.01.001 ..."): its own name. */
+function productName(t: Tokens, ua: string): string | null {
+  const first = t.lower[0];
+  // A "compatible; Name" claim names the sender ("DoCoMo/2.0 ... (compatible; moba-crawler; ...)", "Mozila/5.0 (compatible; ...)").
+  if (
+    first === undefined ||
+    t.starts[0] !== 0 ||
+    startsAsBrowser(ua) ||
+    GENERIC_NAMES.has(first) ||
+    COMPATIBLE.test(ua)
+  )
+    return null;
+  if (!plausible(first) || !STARTS_WITH_LETTER.test(first) || ua.charCodeAt(first.length) !== 47) return null; // "/"
+  return t.original[0]!;
+}
+
 /**
  * Whether a heuristic's bot is one without asking the client parser: it signs with an address (and
  * names no phone's system, as apps do) or calls itself a bot, and its name is not a device model
@@ -519,7 +535,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const t = productTokens(ua);
     const botWord = nameOf(t, ua);
     const name = botWord ?? selfName(t, ua);
-    const bot: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : UNNAMED;
+    // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
+    const shown = productName(t, ua) ?? name;
+    const bot: Classification = shown
+      ? { bot: true, family: shown, class: 'Bot', known: null, verify: 'none' }
+      : UNNAMED;
     const first = t.lower[0];
     if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
     if (surelyBot(ua, name)) return bot;
