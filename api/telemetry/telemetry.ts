@@ -228,12 +228,15 @@ export async function createTelemetry(o: TelemetryOptions) {
           claimNonce: (signer: string, nonce: string, expiresAt: number) => store.claimNonce!(signer, nonce, expiresAt),
         }
       : {}),
-    // An ordinary event (counted in /metrics): at debug, as a database outage is already one error line.
-    onClaimFailure: (error) =>
+    // An ordinary event (counted in /metrics): at debug, without a stack, as a database outage is
+    // already one error line. The reason is the driver's (the store's error wraps it).
+    onClaimFailure: (error) => {
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
       o.logger.debug(
-        { reason: error instanceof Error ? error.message : String(error) },
+        { reason: cause instanceof Error ? cause.message : String(cause) },
         'web bot auth: nonce not claimed on the shared store; counted unverified',
-      ),
+      );
+    },
     onResult: (family, outcome) => {
       const settled = ledgerOutcome(outcome);
       settle(ledger, family, settled, 1);
