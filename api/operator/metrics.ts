@@ -10,8 +10,11 @@ export interface MetricSources {
   verificationsInFlight(): number;
   /** Reverse-DNS lookups started since the process began. */
   dnsLookups?(): number;
-  /** Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered directories named. */
-  webBotAuth?(): { directoryFetches: number; replays: number; unregistered: number };
+  /**
+   * Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered
+   * directories named, nonces the shared store did not claim.
+   */
+  webBotAuth?(): { directoryFetches: number; replays: number; unregistered: number; nonceClaimFailures: number };
   /** PostgreSQL, when it is the store: whether it answers, and the pool's connections. */
   database?(): { up: boolean; inUse: number; idle: number; waiting: number };
 }
@@ -163,6 +166,11 @@ export function createMetrics(operationOf: (method: string, path: string) => str
       'unregistered',
       'agentnode_web_bot_auth_unregistered_total',
       'Signatures naming a key directory no family registers (never fetched).',
+    ],
+    [
+      'nonceClaimFailures',
+      'agentnode_web_bot_auth_nonce_claim_failures_total',
+      'Nonces of verified Web Bot Auth signatures the shared store (PostgreSQL) did not claim in time, counted unverifiable.',
     ],
   ] as const;
   for (const [key, name, help] of webBotAuth) {

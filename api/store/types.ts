@@ -177,6 +177,13 @@ export interface TelemetryStore<L extends object = object> {
   save(snapshot: L): Promise<void>;
   /** The ledgers other processes saved (none for a store that serves one process). */
   others(): Promise<L[]>;
+  /**
+   * Claims a verified Web Bot Auth signature's nonce for its signer, for every process that shares
+   * the store, until `expiresAt` (seconds since the epoch): true for the first claim anywhere, false
+   * while an earlier one holds it. Rejects when the store does not answer in its bounded time. A
+   * store one process owns has none: that process's own nonce memory sees every use.
+   */
+  claimNonce?(signer: string, nonce: string, expiresAt: number): Promise<boolean>;
 }
 
 /** Every aggregate the service keeps. Nothing outside api/store knows how it is kept. */

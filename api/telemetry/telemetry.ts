@@ -221,6 +221,22 @@ export async function createTelemetry(o: TelemetryOptions) {
     fetchDirectory: o.fetchDirectory,
     ...(o.authorities ? { authorities: o.authorities } : {}),
     onFetch: (f) => o.logger.debug({ url: f.url, status: f.status }, 'web bot auth: key directory fetched'),
+    // On a shared store, a nonce verifies once in all processes. Looked up at each call: the store's
+    // methods may be wrapped (traced) after this.
+    ...(store.claimNonce
+      ? {
+          claimNonce: (signer: string, nonce: string, expiresAt: number) => store.claimNonce!(signer, nonce, expiresAt),
+        }
+      : {}),
+    // An ordinary event (counted in /metrics): at debug, without a stack, as a database outage is
+    // already one error line. The reason is the driver's (the store's error wraps it).
+    onClaimFailure: (error) => {
+      const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+      o.logger.debug(
+        { reason: cause instanceof Error ? cause.message : String(cause) },
+        'web bot auth: nonce not claimed on the shared store; counted unverified',
+      );
+    },
     onResult: (family, outcome) => {
       const settled = ledgerOutcome(outcome);
       settle(ledger, family, settled, 1);
@@ -483,7 +499,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     },
     /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
     dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),
-    /** Web Bot Auth: key directory fetches, replayed signatures, members naming an unregistered directory (metrics). */
+    /** Web Bot Auth: key directory fetches, replayed signatures, members naming an unregistered directory, failed nonce claims (metrics). */
     webBotAuth: () => signatures.stats(),
     /** Reverse-DNS lookups in flight, for metrics. */
     verificationsInFlight: (): number => verifier.inFlight(),

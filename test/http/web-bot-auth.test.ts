@@ -1,14 +1,19 @@
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { component, createSignature, webcrypto } from 'http-message-sig';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { helpers, jwkToKeyID, signatureHeaders } from 'web-bot-auth';
+import { signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import { request } from 'node:http';
 import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
+import {
+  agentKey,
+  CHROME,
+  contentSignedFrom,
+  directoryAnswer,
+  directoryServer,
+  signedHeaders as signedHeadersOf,
+  WELL_KNOWN,
+  type AgentKey,
+} from '../helpers/signed-agent.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The Ed25519 test key of RFC 9421, appendix B.1.4: the agent publishes it too, and it must never verify.
@@ -18,74 +23,37 @@ const RFC9421_KEY = {
   d: 'n4Ni-HpISpVObnQMW0wOhCKROaIKqKtW_2ZYb2p9KcU',
   x: 'JrQLj5P_89iXES9-vFgrIy29clF9CC_oPPsw3c5D0bs',
 };
-// Signed agents often send a browser's User-Agent: the signature says who they are.
-const CHROME = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36';
-const WELL_KNOWN = '/.well-known/http-message-signatures-directory';
-
-interface Key {
-  privateJwk: JsonWebKey;
-  publicJwk: JsonWebKey;
-  keyid: string;
-}
-
-async function keyOf(privateJwk?: JsonWebKey): Promise<Key> {
-  privateJwk ??= await crypto.subtle.exportKey(
-    'jwk',
-    ((await crypto.subtle.generateKey({ name: 'Ed25519' }, true, ['sign', 'verify'])) as CryptoKeyPair).privateKey,
-  );
-  const publicJwk = { kty: 'OKP', crv: 'Ed25519', x: privateJwk.x! };
-  return {
-    privateJwk,
-    publicJwk,
-    keyid: await jwkToKeyID(publicJwk, helpers.WEBCRYPTO_SHA256, helpers.BASE64URL_DECODE),
-  };
-}
 
 let directory: Server;
 const directoryHits: string[] = [];
 let server: TestServer;
 let agent: string;
-let key: Key;
-let jwksKey: Key;
-let testKey: Key;
+let key: AgentKey;
+let jwksKey: AgentKey;
+let testKey: AgentKey;
 
 beforeAll(async () => {
-  [key, jwksKey, testKey] = await Promise.all([keyOf(), keyOf(), keyOf(RFC9421_KEY)]);
-  directory = createServer((req, res) => {
+  [key, jwksKey, testKey] = await Promise.all([agentKey(), agentKey(), agentKey(RFC9421_KEY)]);
+  ({ server: directory, agent } = await directoryServer((req, res) => {
     directoryHits.push(req.url!);
     if (req.url === WELL_KNOWN) {
-      res.writeHead(200, {
-        'Content-Type': 'application/http-message-signatures-directory+json',
-        'Cache-Control': 'max-age=3600',
-      });
-      return void res.end(JSON.stringify({ keys: [{ ...key.publicJwk, kid: key.keyid }, testKey.publicJwk] }));
+      const { headers, body } = directoryAnswer([{ ...key.publicJwk, kid: key.keyid }, testKey.publicJwk]);
+      return void res.writeHead(200, headers).end(body);
     }
     if (req.url === '/keys.json')
       return void res
         .writeHead(200, { 'Content-Type': 'application/jwk-set+json' })
         .end(JSON.stringify({ keys: [jwksKey.publicJwk] }));
     res.writeHead(503).end();
-  });
-  await new Promise<void>((resolve) => directory.listen(0, '127.0.0.1', resolve));
-  agent = `http://127.0.0.1:${(directory.address() as AddressInfo).port}`;
+  }));
 
-  // The shipped content, with ChatGPT-User's signature agent moved to the local directory.
-  const content = mkdtempSync(join(tmpdir(), 'agentnode-content-'));
-  cpSync('content', content, { recursive: true });
-  const families = join(content, 'bot-families.yaml');
-  writeFileSync(
-    families,
-    readFileSync(families, 'utf8').replace(
-      "signature_agents: ['https://chatgpt.com']",
-      // Its well-known directory, and a JWK Set it names: the only URLs fetched for it.
-      `signature_agents: ['${agent}', '${agent}/keys.json']`,
-    ),
-  );
+  // The shipped content, with ChatGPT-User's signature agent moved to the local directory: its
+  // well-known directory, and a JWK Set it names, the only URLs fetched for it.
   // Directories on loopback are reachable only because this test says so.
   // SITE_URL is the server's own address: the authority a signature must be made for.
   server = await startServer({
     ...(await ownAddress()),
-    CONTENT_DIR: content,
+    CONTENT_DIR: contentSignedFrom([agent, `${agent}/keys.json`]),
     WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true',
     METRICS_TOKEN: METRICS_TOKEN,
   });
@@ -104,36 +72,19 @@ async function send(url: string, headers: Record<string, string>): Promise<numbe
 const METRICS_TOKEN = 'metrics-token-for-web-bot-auth-0123456789';
 
 /** The headers of a GET signed as the working-group draft says: Signature-Agent a dictionary, its member covered by key. */
-async function signedHeaders(
+function signedHeaders(
   path: string,
-  signer: Key,
+  signer: AgentKey,
   o: { signatureAgent?: string; host?: string; nonce?: string } = {},
 ): Promise<Record<string, string>> {
-  const signatureAgent = o.signatureAgent ?? `sig1="${agent}"`;
-  const url = `http://${o.host ?? new URL(server.url).host}${path}`;
-  const created = Math.floor(Date.now() / 1000);
-  const privateKey = await crypto.subtle.importKey('jwk', signer.privateJwk, { name: 'Ed25519' }, false, ['sign']);
-  const parameters: Record<string, string | number> = {
-    created,
-    expires: created + 60,
-    keyid: signer.keyid,
-    tag: 'web-bot-auth',
-  };
-  if (o.nonce) parameters.nonce = o.nonce;
-  const sig = await createSignature(
-    { kind: 'request', method: 'GET', targetUri: url, fields: [{ name: 'signature-agent', value: signatureAgent }] },
-    {
-      label: 'sig1',
-      components: ['@authority', component('signature-agent', { key: 'sig1' })],
-      parameters,
-      signer: webcrypto.signer(privateKey),
-    },
-  );
-  return { 'Signature-Agent': signatureAgent, Signature: sig.signature, 'Signature-Input': sig.signatureInput };
+  return signedHeadersOf(`http://${o.host ?? new URL(server.url).host}${path}`, signer, {
+    signatureAgent: o.signatureAgent ?? `sig1="${agent}"`,
+    nonce: o.nonce,
+  });
 }
 
 /** A GET signed as the working-group draft says. */
-async function signedGet(path: string, signer: Key, signatureAgent = `sig1="${agent}"`): Promise<number> {
+async function signedGet(path: string, signer: AgentKey, signatureAgent = `sig1="${agent}"`): Promise<number> {
   return send(server.url + path, await signedHeaders(path, signer, { signatureAgent }));
 }
 
@@ -151,7 +102,7 @@ function sendWithHost(path: string, host: string, headers: Record<string, string
 }
 
 /** A GET signed the earlier drafts' way, by the `web-bot-auth` package: Signature-Agent a bare string. */
-async function legacySignedGet(path: string, signer: Key): Promise<number> {
+async function legacySignedGet(path: string, signer: AgentKey): Promise<number> {
   const url = server.url + path;
   const now = new Date();
   const signatureAgent = `"${agent}"`;
@@ -223,7 +174,7 @@ describe('Web Bot Auth over HTTP', () => {
 
   it('never verifies the published test key, even from the agent directory, nor a key the agent does not publish: spoofed requests beside the verified ones', async () => {
     expect(await signedGet('/api/convert', testKey)).toBe(200);
-    const stranger = await keyOf();
+    const stranger = await agentKey();
     for (let i = 0; i < 4; i++) expect(await signedGet('/llms.txt', stranger)).toBe(200);
     expect(await verificationAt(10)).toEqual({ method: 'web-bot-auth', verified: 4, failed: 5, unverifiable: 1 });
     // The genuine family keeps its class; the five are spoofed requests of its name (Cosplay, request by request).
@@ -260,7 +211,7 @@ describe('Web Bot Auth over HTTP', () => {
   });
 
   it('keeps the genuine family its class after 20 garbage signatures under its agent, then shows 5 genuine ones verified beside them', async () => {
-    const garbage = await keyOf();
+    const garbage = await agentKey();
     for (let i = 0; i < 20; i++) expect(await signedGet('/llms.txt', garbage)).toBe(200);
     for (let i = 0; i < 5; i++)
       expect(await send(`${server.url}/llms.txt`, await signedHeaders('/llms.txt', key, { nonce: `g-${i}` }))).toBe(

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { clusterAvailable, startCluster, type PgCluster } from '../helpers/pg-cluster.ts';
 import { pgbouncerAvailable, startBouncer, type Bouncer } from '../helpers/pgbouncer.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
@@ -117,4 +118,18 @@ describe.runIf(available)('through PgBouncer in transaction pooling', () => {
     // Nothing logged that PgBouncer refused (an unsupported startup parameter, a prepared statement).
     expect(bouncer.logs.filter((l) => /unsupported startup parameter|prepared statement/.test(l))).toEqual([]);
   }, 120_000);
+
+  it('claims a Web Bot Auth nonce once among 20 claims at once from two stores sharing the bouncer', async () => {
+    const stores = [await openPostgresStore(viaBouncer), await openPostgresStore(viaBouncer)];
+    try {
+      const expires = Math.floor(Date.now() / 1000) + 60;
+      const claims = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => stores[i % 2]!.telemetry.claimNonce!('ChatGPT-User', 'bounced', expires)),
+      );
+      expect(claims.filter(Boolean)).toHaveLength(1);
+      expect(bouncer.logs.filter((l) => /prepared statement/.test(l))).toEqual([]);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
 });

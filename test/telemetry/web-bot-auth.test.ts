@@ -22,9 +22,11 @@ import {
 import {
   createSignatureVerifier,
   authoritiesOf,
+  CLOCK_SKEW_S,
   ledgerOutcome,
   verifySignedRequest,
   type KeyResolver,
+  type SignatureVerifierOptions,
   type SignedRequest,
 } from '../../api/telemetry/web-bot-auth/web-bot-auth.ts';
 
@@ -824,7 +826,11 @@ describe('the directory cache', () => {
 });
 
 describe('the signature verifier', () => {
-  async function setUp(answer?: (req: IncomingMessage, res: ServerResponse) => void, maxPending = 2) {
+  async function setUp(
+    answer?: (req: IncomingMessage, res: ServerResponse) => void,
+    maxPending = 2,
+    more: Pick<SignatureVerifierOptions, 'claimNonce' | 'onClaimFailure'> = {},
+  ) {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: answer ?? serveKeys(() => [key.publicJwk]) });
     const family: BotFamily = {
@@ -851,6 +857,7 @@ describe('the signature verifier', () => {
         done();
       },
       maxPending,
+      ...more,
     });
     const settled = (n: number) => new Promise<void>((resolve) => (done = () => results.length >= n && resolve()));
     const agent = `sig1="${server.origin}"`;
@@ -933,6 +940,61 @@ describe('the signature verifier', () => {
     expect(results.slice(4)).toEqual(['ChatGPT-User:verified', 'ChatGPT-User:verified']);
     expect(v.stats().replays).toBe(2);
     expect(ledgerOutcome('replayed')).toBe('failed');
+  });
+
+  it('claims on the shared memory only a nonce this process has not seen: one another process claimed is replayed here', async () => {
+    // The memory every process shares, as the PostgreSQL store keeps it: one claim per (signer, nonce).
+    const shared = new Map<string, number>([['ChatGPT-User\nclaimed-elsewhere', Number.MAX_SAFE_INTEGER]]);
+    const asked: string[] = [];
+    const claimNonce = async (signer: string, nonce: string, expiresAt: number) => {
+      asked.push(nonce);
+      if (shared.has(`${signer}\n${nonce}`)) return false;
+      shared.set(`${signer}\n${nonce}`, expiresAt);
+      return true;
+    };
+    const { v, key, family, results, settled, agent } = await setUp(undefined, 10, { claimNonce });
+    const created = Math.floor(Date.now() / 1000) - 1;
+    let wait = settled(2);
+    v.check(family, await signed(key, { agent, nonce: 'claimed-elsewhere' }));
+    v.check(family, await signed(key, { agent, nonce: 'fresh', created, expires: created + 60 }));
+    await wait;
+    expect(results.sort()).toEqual(['ChatGPT-User:replayed', 'ChatGPT-User:verified']);
+    // Kept until the signature expires, with the clock skew a later use may still claim.
+    expect(shared.get('ChatGPT-User\nfresh')).toBe(created + 60 + CLOCK_SKEW_S);
+    // A replay this process saw is answered here, with no round trip; a signature without a nonce claims nothing.
+    wait = settled(4);
+    v.check(family, await signed(key, { agent, nonce: 'fresh', target: '/other' }));
+    v.check(family, await signed(key, { agent }));
+    await wait;
+    expect(results.slice(2).sort()).toEqual(['ChatGPT-User:replayed', 'ChatGPT-User:verified']);
+    expect(asked.sort()).toEqual(['claimed-elsewhere', 'fresh']);
+    expect(v.stats()).toMatchObject({ replays: 2, nonceClaimFailures: 0 });
+  });
+
+  it('counts a signature whose nonce the shared memory could not claim as unverified, never verified, and tells of it', async () => {
+    const failures: unknown[] = [];
+    const outage = new Error('PostgreSQL did not answer the last call');
+    const { v, key, family, results, settled, agent } = await setUp(undefined, 10, {
+      claimNonce: () => Promise.reject(outage),
+      onClaimFailure: (error) => failures.push(error),
+    });
+    const wait = settled(2);
+    v.check(family, await signed(key, { agent, nonce: 'during-the-outage' }));
+    v.check(family, await signed(key, { agent }));
+    await wait;
+    expect(results.sort()).toEqual(['ChatGPT-User:unverified', 'ChatGPT-User:verified']);
+    expect(failures).toEqual([outage]);
+    expect(v.stats()).toMatchObject({ replays: 0, nonceClaimFailures: 1 });
+  });
+
+  it('holds a check while its claim waits for the shared memory: claims in flight are bounded with the checks', async () => {
+    let claims = 0;
+    const { v, key, family, agent } = await setUp(undefined, 1, {
+      claimNonce: () => (claims++, new Promise<boolean>(() => {})),
+    });
+    expect(v.check(family, await signed(key, { agent, nonce: 'held' }))).toBeNull();
+    await until(() => claims === 1);
+    expect(v.check(family, await signed(key, { agent, nonce: 'next' }))).toBe('unverified');
   });
 
   it("forgets a signer's nonces when they expire, and never takes a replay as verified when its memory is full", async () => {

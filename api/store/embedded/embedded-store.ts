@@ -543,6 +543,8 @@ function storeOver(
       load: async () => (memory.telemetry ? structuredClone(memory.telemetry) : null),
       save: (snapshot) => commit('telemetry.save', snapshot),
       others: async () => [],
+      // No claimNonce: one process owns the data folder, so its verifier's own nonce memory sees
+      // every use; a journal write per signed request would add nothing.
     },
     close,
   };

@@ -53,6 +53,15 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     name: 'kept counts: citizens by class, feed messages, drift samples, kept by triggers in the writing transaction; store moves',
     sql: keptCountsSql(),
   },
+  {
+    version: 6,
+    name: 'Web Bot Auth nonces claimed once across processes, each until its signature expires',
+    sql: `
+      CREATE TABLE signature_nonces (
+        signer text NOT NULL, nonce_hash text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (signer, nonce_hash));
+      CREATE INDEX signature_nonces_expires_at ON signature_nonces (expires_at);
+    `,
+  },
 ];
 
 /** The unique indexes that keep names from looking alike: a write refused by one is NAME_TAKEN. */

@@ -28,6 +28,7 @@ import {
   type GuardedPool,
   type PostgresOptions,
 } from './pool.ts';
+import { signatureNonces } from './signature-nonces.ts';
 
 const RECEIPT_LOCK = 7243002;
 
@@ -249,6 +250,7 @@ export async function openPostgresStore(
   const writing = reportingUnknownOutcomes(settings.logger);
   // Each process keeps its own telemetry ledger row; readers add them up.
   const processId = randomUUID();
+  const nonces = signatureNonces(pool, settings.logger);
 
   return {
     pool,
@@ -473,6 +475,8 @@ export async function openPostgresStore(
             processId,
           ])
         ).rows.map((r) => r.snapshot),
+      // A captured signed request replayed to each process verifies once in all of them.
+      claimNonce: (signer, nonce, expiresAt) => nonces.claim(signer, nonce, expiresAt),
     },
     close: async () => {
       schema.stop();

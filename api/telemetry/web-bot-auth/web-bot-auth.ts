@@ -262,6 +262,13 @@ export interface SignatureVerifierOptions {
   maxPending?: number;
   /** Nonces remembered per signer at most (NONCES_PER_SIGNER by default). */
   maxNonces?: number;
+  /**
+   * Claims a nonce this process has not seen on the memory every process shares (the PostgreSQL
+   * store's `claimNonce`): true for the first use anywhere. None: this process's memory decides alone.
+   */
+  claimNonce?: (signer: string, nonce: string, expiresAt: number) => Promise<boolean>;
+  /** Told of every claim that failed or was not answered in time (its signature counted unverified). */
+  onClaimFailure?: (error: unknown) => void;
   /** The directory cache's clock, jitter and sizes (tests). */
   directories?: Omit<DirectoryCacheOptions, 'fetch' | 'onFetch'>;
 }
@@ -292,8 +299,9 @@ const directoryKey = (m: Pick<AgentMember, 'type' | 'fetchUrl'>) => `${m.type} $
  * so a client cannot make the service fetch a URL of its choosing, and each registered directory
  * has its own cache slot and fetch budget, which no flood of other URLs, keyids or signers can
  * evict or spend. A signature verifies only for the service's own authorities, and a signature
- * with a nonce once: the nonce is remembered per signer until it expires. Each
- * signature is checked in the background; every fetch is guarded (https, public addresses, bounded).
+ * with a nonce once: the nonce is remembered per signer until it expires, by this process and,
+ * given `claimNonce`, by every process that shares the store. Each signature is checked in the
+ * background; every fetch is guarded (https, public addresses, bounded).
  */
 export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const byOrigin = new Map<string, BotFamily>();
@@ -313,7 +321,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const maxNonces = o.maxNonces ?? NONCES_PER_SIGNER;
   // Per signer: nonce -> when its signature expires, in seconds.
   const nonces = new Map<string, Map<string, number>>();
-  const counts = { replays: 0, unregistered: 0 };
+  const counts = { replays: 0, unregistered: 0, nonceClaimFailures: 0 };
   let pending = 0;
   const resolveKey: KeyResolver = (member, keyid) => {
     if (!member) return Promise.resolve({ status: 'unavailable' });
@@ -326,10 +334,11 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   const clock = () => Math.floor((o.directories?.now ?? Date.now)() / 1000);
 
   /**
-   * A verified signature's first use, or a replay of it. Remembered until it expires; a signer
-   * whose memory is full of unexpired nonces gets `unverified` (never a replay taken as verified).
+   * A verified signature's first use, or a replay of it, as this process remembers. Remembered until
+   * it expires; a signer whose memory is full of unexpired nonces gets `unverified` (never a replay
+   * taken as verified).
    */
-  function firstUse(family: string, id: string, expires: number): SignatureOutcome {
+  function firstLocalUse(family: string, id: string, expires: number): SignatureOutcome {
     let seen = nonces.get(family);
     if (!seen) nonces.set(family, (seen = new Map()));
     const now = clock();
@@ -342,6 +351,25 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
     if (seen.size >= maxNonces) return 'unverified';
     seen.set(id, expires);
     return 'verified';
+  }
+
+  /**
+   * A verified signature's first use in every process: first here (a replay here needs no round
+   * trip, and the memory's cap holds), then claimed on the shared memory. A claim that fails or is
+   * not answered within the store's bounds is `unverified`, never `verified` unchecked.
+   */
+  async function firstUse(family: string, id: string, expires: number): Promise<SignatureOutcome> {
+    const local = firstLocalUse(family, id, expires);
+    if (local !== 'verified' || !o.claimNonce) return local;
+    try {
+      if (await o.claimNonce(family, id, expires + CLOCK_SKEW_S)) return 'verified';
+      counts.replays++;
+      return 'replayed';
+    } catch (error) {
+      counts.nonceClaimFailures++;
+      o.onClaimFailure?.(error);
+      return 'unverified';
+    }
   }
 
   return {
@@ -362,21 +390,25 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
         select: (member) => member !== null && byOrigin.get(member.origin) === family,
         now: clock(),
         ...(o.authorities ? { authorities: o.authorities } : {}),
-      }).then((result) => {
-        pending--;
+      }).then(async (result) => {
         // Without a nonce, two requests of one second may carry the very same signature (it need cover
         // no path): only a nonce tells a replay from the signer's next request.
         const outcome =
           result.outcome === 'verified' && result.nonce !== undefined
-            ? firstUse(family.family, result.nonce, result.expires ?? clock())
+            ? await firstUse(family.family, result.nonce, result.expires ?? clock())
             : result.outcome;
+        // A check waiting for its claim is still running: MAX_PENDING_CHECKS bounds claims too.
+        pending--;
         o.onResult(family.family, outcome);
       });
       return null;
     },
     /** Directory fetches started so far (tests, metrics). */
     directoryFetches: () => directories.fetches(),
-    /** Replayed signatures seen, and members naming a directory no family registers (never fetched). */
+    /**
+     * Replayed signatures seen (here or by another process), members naming a directory no family
+     * registers (never fetched), and nonces the shared memory did not claim in time.
+     */
     stats: () => ({ ...counts, directoryFetches: directories.fetches() }),
   };
 }
