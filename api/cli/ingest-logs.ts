@@ -1,5 +1,5 @@
 import { createReadStream, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { createGunzip } from 'node:zlib';
@@ -134,24 +134,45 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
   }
 }
 
-/** A file's lines (gunzipped when its name ends in .gz), and the bytes read so far for the bar. */
+/** A file's bytes (gunzipped when its name ends in .gz), and the bytes read so far for the bar. */
 function open(file: string): { input: Readable; size: number; read: () => number } {
   // stat first: a missing file is an error here, not an unhandled stream event.
   const size = file === '-' ? 0 : statSync(file).size;
-  const raw = file === '-' ? process.stdin : createReadStream(file);
+  // Reads of 1 MiB: a batch is about that size, and fewer chunks are fewer copies of a line cut between two.
+  const raw = file === '-' ? process.stdin : createReadStream(file, { highWaterMark: 1024 * 1024 });
   let read = 0;
   raw.on('data', (chunk: Buffer) => (read += chunk.length));
   if (!file.endsWith('.gz')) return { input: raw, size, read: () => read };
-  const input = raw.pipe(createGunzip());
+  const input = raw.pipe(createGunzip({ chunkSize: 256 * 1024 }));
   raw.once('error', (error: Error) => input.destroy(error));
   return { input, size, read: () => read };
+}
+
+/** The first lines of a file (blank ones left out), to recognise its format: up to 20, within its first 4 MiB. */
+function sampler() {
+  const decoder = new StringDecoder('utf8');
+  let text = '';
+  let lines: string[] = [];
+  return {
+    /** Adds the next bytes (none at the end); true once the sample is complete. */
+    add(chunk: Buffer | null): boolean {
+      text += chunk ? decoder.write(chunk) : decoder.end();
+      const all = text.split(/\r\n|\n|\r/);
+      const complete = chunk === null || text.length >= 4 * 1024 * 1024 ? all : all.slice(0, -1);
+      lines = complete.filter((l) => l.trim() !== '').slice(0, 20);
+      return chunk === null || lines.length === 20 || text.length >= 4 * 1024 * 1024;
+    },
+    lines: () => lines,
+  };
 }
 
 async function ingestFile(file: string): Promise<void> {
   const { input, size, read } = open(file);
   const batcher = createBatcher({ maxLines: batchLines, maxBytes: batchBytes });
   let format = values.format as LogFormat | undefined;
-  const sample: string[] = [];
+  // The format is decided once per file, from its first lines, before anything is sent.
+  const sample = format === undefined ? sampler() : null;
+  let decided = format !== undefined;
   const queue: LogBatch[] = [];
   const inFlight = new Set<Promise<void>>();
   const dispatch = async (batch: LogBatch) => {
@@ -161,27 +182,28 @@ async function ingestFile(file: string): Promise<void> {
   };
   const take = async (batches: LogBatch[]) => {
     for (const batch of batches) {
-      // The format is decided once per file, from its first lines, before anything is sent.
-      if (format === undefined && sample.length < 20) {
-        queue.push(batch);
-        continue;
-      }
-      await dispatch(batch);
+      summary.linesRead += batch.records;
+      if (!decided) queue.push(batch);
+      else await dispatch(batch);
     }
   };
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    if (line.trim() !== '' && !line.startsWith('#')) summary.linesRead++;
-    if (format === undefined && sample.length < 20 && line.trim() !== '') {
-      sample.push(line);
-      if (sample.length === 20) format = detectFormat(sample) ?? undefined;
+  // Raw chunks, cut into batches at line ends without making a string of each line.
+  for await (const chunk of input as AsyncIterable<Buffer>) {
+    if (!decided && sample!.add(chunk)) {
+      format = detectFormat(sample!.lines()) ?? undefined;
+      decided = true;
+      for (const batch of queue.splice(0)) await dispatch(batch);
     }
-    const done = batcher.push(line);
-    if (done.length) await take(done);
-    if (format !== undefined && queue.length) for (const batch of queue.splice(0)) await dispatch(batch);
+    await take(batcher.pushBytes(chunk));
     progress.update(read(), size, file);
   }
-  format ??= detectFormat(sample) ?? undefined;
-  for (const batch of [...queue.splice(0), ...[batcher.end()].filter((b) => b !== null)]) await dispatch(batch);
+  if (!decided) {
+    sample!.add(null);
+    format = detectFormat(sample!.lines()) ?? undefined;
+    decided = true;
+  }
+  for (const batch of queue.splice(0)) await dispatch(batch);
+  await take(batcher.end());
   await Promise.all(inFlight);
   summary.files++;
 }
