@@ -18,6 +18,7 @@ import type { BatchAgents } from './log-formats/parse-pool.ts';
 import { referralRule, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
+  addRecent,
   count,
   countReferral,
   countStep,
@@ -34,6 +35,7 @@ import {
   settle,
   type FunnelStep,
   type LedgerEvent,
+  type RecentEntry,
   type TelemetrySnapshot,
 } from './ledger/ledger.ts';
 import type { RobotsJudge } from './robots/robots.ts';
@@ -139,7 +141,7 @@ export function underAny(prefixes: string[]): (path: string) => boolean {
 /** The host without its port; the last answer is remembered (requests mostly name one host). */
 let lastHost = '';
 let lastHostName = '';
-function hostName(host: string): string {
+export function hostName(host: string): string {
   if (host === lastHost) return lastHostName;
   const colon = host.lastIndexOf(':');
   lastHost = host;
@@ -249,7 +251,7 @@ export async function createTelemetry(o: TelemetryOptions) {
    * can be checked by address is looked up (null while DNS answers, settled later); anything else,
    * or a line without an address, is unverifiable.
    */
-  function byAddress(classification: Classification, address: string | undefined): Outcome | null {
+  function byAddress(classification: Classification, address: string | undefined, n = 1): Outcome | null {
     const known = classification.known;
     if (!classification.bot) return null;
     if (known?.robots_only) return 'failed';
@@ -258,7 +260,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     const outcome = verifier.lookup(known, address, ipKey);
     if (outcome === null) {
       const key = `${known.family}\n${ipKey}`;
-      waiting.set(key, (waiting.get(key) ?? 0) + 1);
+      waiting.set(key, (waiting.get(key) ?? 0) + n);
     }
     return outcome;
   }
@@ -297,6 +299,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     preferenceBroken: false,
     format: undefined,
     markdownTokens: 0,
+    n: 1,
+    since: undefined,
+    recent: undefined,
   };
   const breaksUsage = createPreferenceJudge(o.usage ?? []);
 
@@ -318,6 +323,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     verification: Outcome | null,
     live: boolean,
     address: string | undefined,
+    n = 1,
+    since?: Date,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
@@ -351,11 +358,17 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
+    event.n = n;
+    event.since = since;
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
-    if (counted && o.alerts && classification.bot)
+    if (counted && o.alerts && classification.bot) {
       alertOn(name, seen, bait || robots?.broke != null, path, verification);
+      // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
+      if (verification === 'failed' && name !== null && ledger.families[name])
+        for (let i = 1; i < n; i++) o.alerts.failed(name, ledger.families[name].operator, 1);
+    }
     if (counted && o.alerts && event.preferenceBroken && name !== null && ledger.families[name])
       o.alerts.preference(
         name,
@@ -417,25 +430,17 @@ export async function createTelemetry(o: TelemetryOptions) {
         agents.quiet.times.forEach((time, i) => {
           if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet!.counts[i]!;
         });
-      for (let i = 0; i < lines.length; i++) {
-        const l = lines[i]!;
-        if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
-          outOfRange++;
-          continue;
-        }
+      /** One line, as a live request would be counted; whether it counted. */
+      const countLine = (l: IngestLine, classification: Classification): boolean => {
         const path = readable(l.path);
-        const classification = classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
-        if (classification.operator) continue;
+        if (classification.operator) return false;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
           !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
-        if (!classification.bot && !bait && !classification.unknown) {
-          if (referred) counted++;
-          continue;
-        }
-        if (
+        if (!classification.bot && !bait && !classification.unknown) return referred;
+        return (
           countRequest(
             l,
             classification,
@@ -445,11 +450,77 @@ export async function createTelemetry(o: TelemetryOptions) {
             byAddress(classification, l.clientAddress),
             false,
             l.clientAddress,
-          ) ||
-          referred
-        )
-          counted++;
+          ) || referred
+        );
+      };
+      if (!agents?.items) {
+        for (let i = 0; i < lines.length; i++) {
+          const l = lines[i]!;
+          if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
+            outOfRange++;
+            continue;
+          }
+          if (countLine(l, classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent))) counted++;
+        }
+        return { counted, outOfRange };
       }
+      // A worker's groups and lone lines, in the order of their first lines. The recent requests are
+      // placed at the end, from the batch's latest lines, as counting each line would have left them.
+      const entries: (RecentEntry | undefined)[] = [];
+      const scratch: RecentEntry[] = [];
+      let recentCounted = 0;
+      event.recent = scratch;
+      try {
+        agents.items.forEach((item, k) => {
+          if (typeof item === 'number') {
+            const l = lines[item]!;
+            if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
+              outOfRange++;
+              return;
+            }
+            if (countLine(l, classes![agents.agentOf[item]!]!)) counted++;
+            if (scratch.length) ((entries[k] = scratch.pop()!), recentCounted++);
+            return;
+          }
+          const at = dateOfLine(item.at);
+          // A group's lines share an hour dated hours before the clock: within the range or out, all.
+          if (ledgerTime(at, now()) === null) {
+            outOfRange += item.n;
+            return;
+          }
+          const since = new Date(item.since);
+          const referred = item.referral
+            ? countReferral(ledger, item.referral.operator, item.referral.source, at, now(), item.n, since)
+            : false;
+          dirty ||= referred;
+          const classification = classes![item.agent]!;
+          const path = readable(item.path);
+          const request =
+            item.request &&
+            countRequest(
+              item,
+              classification,
+              isBait(path),
+              path,
+              at,
+              item.verification === 'lookup' ? byAddress(classification, item.address, item.n) : item.verification,
+              false,
+              undefined,
+              item.n,
+              since,
+            );
+          if (request || referred) counted += item.n;
+          if (scratch.length) ((entries[k] = scratch.pop()!), (recentCounted += item.n));
+        });
+      } finally {
+        event.recent = undefined;
+      }
+      const last: RecentEntry[] = [];
+      for (const [k, time] of agents.tail ?? []) {
+        const entry = entries[k];
+        if (entry) last.push(typeof agents.items[k] === 'number' ? entry : { ...entry, at: time });
+      }
+      addRecent(ledger, recentCounted, last);
       return { counted, outOfRange };
     },
     /** The requests ingestBatch counted, alone. */

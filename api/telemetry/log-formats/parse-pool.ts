@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { Content } from '../../content/load.ts';
 import { parseBatch, type ParsedBatch } from './parse.ts';
 import type { LogFormat } from './types.ts';
+import type { Outcome } from '../verification/verify.ts';
 
 /** A batch's distinct User-Agents and, line by line, the index of the line's own among them. */
 export interface BatchAgents {
@@ -9,13 +10,55 @@ export interface BatchAgents {
   agentOf: Int32Array;
   /** Lines set aside as counting nothing but their date: each distinct time and how many lines had it. */
   quiet?: { times: string[]; counts: number[] };
+  /**
+   * What to count, in the order of each one's first line: a group of lines the ledger counts alike,
+   * or the index in the batch's lines of a line counted alone. Absent: every line, in order.
+   */
+  items?: (LineGroup | number)[];
+  /** The latest bot and bait requests, oldest first, for the ledger's recent ones: [item, the line's ISO time]. */
+  tail?: [number, string][];
 }
 
-/** What a worker needs to judge a line as the counting thread would (telemetryRulesOf's content). */
+/** Lines of an ingested batch that the ledger counts alike (line-groups.ts), counted as one event of `n` requests. */
+export interface LineGroup {
+  /** Its place among the batch's items. */
+  item: number;
+  /** Index of the lines' User-Agent in the batch's agents. */
+  agent: number;
+  method: string;
+  /** The path and host as the lines have them. */
+  path: string;
+  host: string;
+  status: number;
+  /** The earliest and latest times of its lines (ISO), within one hour. */
+  since: string;
+  at: string;
+  n: number;
+  /** Counted as requests (a bot, a bait hit, an unknown client); false: only as a referral. */
+  request: boolean;
+  /** The verification outcome, or 'lookup' when the counting thread looks `address` up (reverse DNS); null for no bot. */
+  verification: Outcome | 'lookup' | null;
+  address?: string;
+  /** The AI product that sent these people, if one did. */
+  referral: { operator: string; source: string } | null;
+}
+
+/** The robots.txt files the counting thread judges by (createRobotsJudge's arguments). */
+export interface RobotsSources {
+  own: string;
+  others: ReadonlyMap<string, string>;
+  ownHosts: readonly string[];
+}
+
+/**
+ * What a worker needs to judge a line as the counting thread would: telemetryRulesOf's content,
+ * and the robots.txt files and ledger retention of the counting thread (without them a worker
+ * only reads and sets aside; every other line is counted one by one).
+ */
 export type LineRules = Pick<
   Content,
   'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'
->;
+> & { robots?: RobotsSources; retention?: { hours: number; days: number } };
 
 /** A batch as the ingest route hands it over: JSON records, or a text body's bytes (one record a line). */
 export type BatchRecords = (string | Record<string, unknown>)[] | Uint8Array;
@@ -64,6 +107,8 @@ export function createParsePool(size: number, rules?: LineRules): ParsePool {
             botIpRanges: rules.botIpRanges,
             crawlPolicy: rules.crawlPolicy,
             aiReferrers: rules.aiReferrers,
+            robots: rules.robots,
+            retention: rules.retention,
           }
         : null,
     });
