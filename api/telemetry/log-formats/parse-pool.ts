@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
 import type { Content } from '../../content/load.ts';
 import { parseBatch, type ParsedBatch } from './parse.ts';
@@ -68,6 +69,20 @@ const utf8 = new TextDecoder('utf-8', { fatal: false });
 /** A text body's records: its lines, without a last empty one or a line's CR. */
 export function splitLines(records: BatchRecords): (string | Record<string, unknown>)[] {
   if (!(records instanceof Uint8Array)) return records;
+  // Valid UTF-8 without a BOM (the decoder would drop it) is decoded line by line: a line of ASCII
+  // stays a one-byte string, where one non-Latin-1 character made the whole body's lines two-byte.
+  if (isUtf8(records) && !(records[0] === 0xef && records[1] === 0xbb && records[2] === 0xbf)) {
+    const buf = Buffer.from(records.buffer, records.byteOffset, records.length);
+    const out: string[] = [];
+    const line = (s: number, e: number) => out.push(buf.toString('utf8', s, e > s && buf[e - 1] === 0x0d ? e - 1 : e));
+    let s = 0;
+    for (let e = buf.indexOf(0x0a); e !== -1; e = buf.indexOf(0x0a, s)) {
+      line(s, e);
+      s = e + 1;
+    }
+    if (s < buf.length) line(s, buf.length);
+    return out;
+  }
   const lines = utf8.decode(records).split('\n');
   if (lines.at(-1) === '') lines.pop();
   return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import {
   parseCombined,
   unescapeQuoted,
 } from '../../../api/telemetry/log-formats/index.ts';
+import { splitLines } from '../../../api/telemetry/log-formats/parse-pool.ts';
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures', name), 'utf8');
 const linesOf = (name: string) => fixture(name).split('\n');
@@ -204,5 +206,32 @@ describe("today's JSON line shape", () => {
   it('skips a record too long to be a log line, and lines of an unknown shape', () => {
     expect(parseBatch(['x'.repeat(20_000)], 'combined').skipped).toEqual({ 'too-long': 1 });
     expect(parseBatch(['hello', 'world', ''])).toEqual({ format: null, lines: [], skipped: { unparseable: 2 } });
+  });
+});
+
+describe("a text body's lines", () => {
+  it('are the lines of the body decoded whole, split at \\n, without a last empty one or a CR, whatever the bytes', () => {
+    const whole = (bytes: Uint8Array) => {
+      const lines = new TextDecoder().decode(bytes).split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));
+    };
+    const pieces = ['a', 'GET /', ' ', '\n', '\r', '\r\n', 'é', '🦀', '\ufeff', '"', '\u2028'].map((p) => Buffer.from(p));
+    const odd = [Buffer.from([0xff]), Buffer.from([0xe2, 0x82]), Buffer.from([0xc3])];
+    let seed = 5;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let decodedByLine = 0;
+    for (let i = 0; i < 3000; i++) {
+      const parts: Buffer[] = [];
+      const n = Math.floor(random() * 30);
+      for (let k = 0; k < n; k++) {
+        const from = i % 3 === 0 && random() < 0.1 ? odd : pieces;
+        parts.push(from[Math.floor(random() * from.length)]!);
+      }
+      const bytes = new Uint8Array(Buffer.concat(parts));
+      if (isUtf8(bytes) && bytes[0] !== 0xef) decodedByLine++;
+      expect(splitLines(bytes), JSON.stringify([...bytes])).toEqual(whole(bytes));
+    }
+    expect(decodedByLine).toBeGreaterThan(1000);
   });
 });
