@@ -301,6 +301,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     markdownTokens: 0,
     n: 1,
     since: undefined,
+    atIso: undefined,
     recent: undefined,
   };
   const breaksUsage = createPreferenceJudge(o.usage ?? []);
@@ -324,7 +325,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     live: boolean,
     address: string | undefined,
     n = 1,
-    since?: Date,
+    since?: string,
+    atIso?: string,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
@@ -360,6 +362,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.markdownTokens = r.markdownTokens ?? 0;
     event.n = n;
     event.since = since;
+    event.atIso = atIso;
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
@@ -414,6 +417,18 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
+  // Ingested User-Agents' classifications: a log's distinct strings come back batch after batch,
+  // and a Map lookup is a fraction of the classifier's LRU (bounded: cleared when full).
+  const logged = new Map<string, Classification>();
+  const classifyLogged = (ua: string): Classification => {
+    let c = logged.get(ua);
+    if (c === undefined) {
+      if (logged.size >= 8192) logged.clear();
+      logged.set(ua, (c = o.classify(ua)));
+    }
+    return c;
+  };
+
   const telemetry = {
     /**
      * Counts requests a CDN or proxy served; a line's client address is verified like a live
@@ -424,7 +439,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     ingestBatch(lines: IngestLine[], agents?: BatchAgents): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
-      const classes = agents?.agents.map((a) => o.classify(a));
+      const classes = agents?.agents.map(classifyLogged);
       // Lines a worker found to count nothing (people not sent by an AI product): only their dates are read.
       if (agents?.quiet)
         agents.quiet.times.forEach((time, i) => {
@@ -482,15 +497,23 @@ export async function createTelemetry(o: TelemetryOptions) {
             if (scratch.length) ((entries[k] = scratch.pop()!), recentCounted++);
             return;
           }
-          const at = dateOfLine(item.at);
+          const at = new Date(item.atMs);
           // A group's lines share an hour dated hours before the clock: within the range or out, all.
           if (ledgerTime(at, now()) === null) {
             outOfRange += item.n;
             return;
           }
-          const since = new Date(item.since);
           const referred = item.referral
-            ? countReferral(ledger, item.referral.operator, item.referral.source, at, now(), item.n, since)
+            ? countReferral(
+                ledger,
+                item.referral.operator,
+                item.referral.source,
+                at,
+                now(),
+                item.n,
+                item.since,
+                item.at,
+              )
             : false;
           dirty ||= referred;
           const classification = classes![item.agent]!;
@@ -507,7 +530,8 @@ export async function createTelemetry(o: TelemetryOptions) {
               false,
               undefined,
               item.n,
-              since,
+              item.since,
+              item.at,
             );
           if (request || referred) counted += item.n;
           if (scratch.length) ((entries[k] = scratch.pop()!), (recentCounted += item.n));

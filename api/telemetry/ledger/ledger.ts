@@ -151,10 +151,11 @@ export interface LedgerEvent {
   markdownTokens?: number;
   /**
    * Requests this event stands for (1 when left out): an ingest worker's group of log lines that
-   * the ledger counts alike, `at` the latest of them and `since` the earliest.
+   * the ledger counts alike, `at` the latest of them and `since` the earliest (ISO), `atIso` `at`'s ISO form.
    */
   n?: number;
-  since?: Date | undefined;
+  since?: string | undefined;
+  atIso?: string | undefined;
   /** Where the request's entry among the recent ones goes instead of the ledger (an ingested batch places its own). */
   recent?: RecentEntry[] | undefined;
 }
@@ -641,11 +642,12 @@ let lastMs = NaN;
 let lastIso = '';
 let lastHour = '';
 let lastDay = '';
-function timeKeys(at: Date): void {
+function timeKeys(at: Date, iso?: string): void {
   const ms = at.getTime();
   if (ms === lastMs) return;
   lastMs = ms;
-  lastIso = at.toISOString();
+  // An ingested line's time comes as the ISO string it was parsed to (toISOString's).
+  lastIso = iso ?? at.toISOString();
   lastHour = `${lastIso.slice(0, 13)}:00:00Z`;
   lastDay = lastIso.slice(0, 10);
 }
@@ -669,9 +671,9 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   // An unknown client is counted apart, never in a family's row.
   if (c.unknown) s.presence.unknownClients = (s.presence.unknownClients ?? 0) + n;
   if (!c.bot && !e.bait) return true;
-  const since = e.since && e.since < when ? e.since.toISOString() : null;
-  timeKeys(when);
+  timeKeys(when, when === e.at ? e.atIso : undefined);
   const at = lastIso;
+  const since = e.since !== undefined && e.since < at ? e.since : null;
   const hour = lastHour;
   const day = lastDay;
   if (at > s.updatedAt) s.updatedAt = at;
@@ -742,13 +744,14 @@ export function countReferral(
   at: Date,
   now: Date,
   n = 1,
-  since?: Date,
+  since?: string,
+  atIso?: string,
 ): boolean {
   const when = ledgerTime(at, now);
   if (when === null) return false;
-  const first = since && since < when ? since.toISOString() : null;
-  timeKeys(when);
+  timeKeys(when, when === at ? atIso : undefined);
   const iso = lastIso;
+  const first = since !== undefined && since < iso ? since : null;
   const rows = (s.referrals ??= {});
   let name = cut(operator, L.nameChars);
   if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;

@@ -127,7 +127,10 @@ export function groupLines(
       if (group) {
         group.n++;
         if (lastIso < group.since) group.since = lastIso;
-        if (lastIso > group.at) group.at = lastIso;
+        if (lastIso > group.at) {
+          group.at = lastIso;
+          group.atMs = lastMs;
+        }
         item = group.item;
       } else {
         item = items.length;
@@ -140,6 +143,7 @@ export function groupLines(
           status: line.status,
           since: lastIso,
           at: lastIso,
+          atMs: lastMs,
           n: 1,
           request,
           verification,

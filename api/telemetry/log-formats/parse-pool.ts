@@ -34,6 +34,8 @@ export interface LineGroup {
   /** The earliest and latest times of its lines (ISO), within one hour. */
   since: string;
   at: string;
+  /** `at` in ms since 1970. */
+  atMs: number;
   n: number;
   /** Counted as requests (a bot, a bait hit, an unknown client); false: only as a referral. */
   request: boolean;
