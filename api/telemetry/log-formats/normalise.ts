@@ -16,6 +16,8 @@ export interface RawLine {
   referer?: unknown;
   /** The query, when the format logs it apart from the target (CloudFront's cs-uri-query). */
   query?: unknown;
+  /** The time already as toISOString writes it (the combined parser's), instead of `time`. */
+  iso?: string;
 }
 
 const METHOD = /^[A-Z]{3,10}$/;
@@ -57,7 +59,9 @@ function isoOf(value: unknown): string | null {
 /** The path of a request target (query dropped) and the host an absolute URL names. */
 function targetOf(target: string): { path: string; host: string } | null {
   if (target.startsWith('/')) {
-    const end = target.search(/[?#]/);
+    const q = target.indexOf('?');
+    const h = target.indexOf('#');
+    const end = q === -1 ? h : h === -1 ? q : Math.min(q, h);
     return { path: end === -1 ? target : target.slice(0, end), host: '' };
   }
   if (/^https?:\/\//i.test(target)) {
@@ -91,7 +95,8 @@ export function finish(raw: RawLine): Parsed {
     userAgent: present(raw.userAgent).slice(0, 1024),
     status,
   };
-  if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
+  if (raw.iso !== undefined) line.time = raw.iso;
+  else if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
     const time = isoOf(raw.time);
     if (time === null) return { skip: 'bad-time' };
     line.time = time;

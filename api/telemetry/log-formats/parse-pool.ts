@@ -153,10 +153,17 @@ export function createParsePool(size: number, rules?: LineRules): ParsePool {
       const id = nextId++;
       return new Promise((resolve, reject) => {
         slot.pending.set(id, { resolve, reject });
-        // A body's bytes are copied once into their own buffer and handed over (a Buffer may be a view of a shared pool).
+        // A body's bytes are handed over: moved when they are a whole buffer of their own (the body
+        // is not read again once its fingerprint is taken), else copied once into one (a small
+        // Buffer may be a view of Node's shared pool).
         if (records instanceof Uint8Array) {
-          const bytes = new Uint8Array(records);
-          slot.worker.postMessage({ id, records: bytes, format }, [bytes.buffer]);
+          const own =
+            records.buffer instanceof ArrayBuffer &&
+            records.byteOffset === 0 &&
+            records.byteLength === records.buffer.byteLength &&
+            records.byteLength > Buffer.poolSize;
+          const bytes = own ? records : new Uint8Array(records);
+          slot.worker.postMessage({ id, records: bytes, format }, [bytes.buffer as ArrayBuffer]);
         } else slot.worker.postMessage({ id, records, format });
       });
     },

@@ -216,7 +216,9 @@ describe("a text body's lines", () => {
       if (lines.at(-1) === '') lines.pop();
       return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));
     };
-    const pieces = ['a', 'GET /', ' ', '\n', '\r', '\r\n', 'é', '🦀', '\ufeff', '"', '\u2028'].map((p) => Buffer.from(p));
+    const pieces = ['a', 'GET /', ' ', '\n', '\r', '\r\n', 'é', '🦀', '\ufeff', '"', '\u2028'].map((p) =>
+      Buffer.from(p),
+    );
     const odd = [Buffer.from([0xff]), Buffer.from([0xe2, 0x82]), Buffer.from([0xc3])];
     let seed = 5;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
@@ -233,5 +235,43 @@ describe("a text body's lines", () => {
       expect(splitLines(bytes), JSON.stringify([...bytes])).toEqual(whole(bytes));
     }
     expect(decodedByLine).toBeGreaterThan(1000);
+  });
+});
+
+describe('combined times', () => {
+  it("read a minute's seconds as parsing each one's date would", () => {
+    const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+    const reference = (text: string) => {
+      const m = /^(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/.exec(text);
+      const month = m && MONTHS.indexOf(m[2]!) + 1;
+      if (!m || !month) return null;
+      const date = new Date(
+        `${m[3]}-${String(month).padStart(2, '0')}-${m[1]}T${m[4]}:${m[5]}:${m[6]}${m[7]}${m[8]}:${m[9]}`,
+      );
+      return Number.isNaN(date.getTime()) ? null : date.toISOString();
+    };
+    let seed = 9;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const two = (n: number) => String(n).padStart(2, '0');
+    let valid = 0;
+    for (let i = 0; i < 20_000; i++) {
+      // Runs of seconds within a minute, with odd days, hours, minutes, seconds and offsets among them.
+      const day = random() < 0.05 ? 31 : 1 + Math.floor(random() * 28);
+      const hour = random() < 0.05 ? 24 : Math.floor(random() * 24);
+      const minute = random() < 0.03 ? 60 : Math.floor(random() * 60);
+      const month = MONTHS[random() < 0.02 ? 1 : Math.floor(random() * 12)]!;
+      const year = random() < 0.02 ? 9999 : 2026;
+      const offset =
+        random() < 0.5
+          ? '+0000'
+          : `${random() < 0.5 ? '-' : '+'}${two(Math.floor(random() * 15))}${random() < 0.5 ? '00' : '30'}`;
+      for (let second = Math.floor(random() * 50), k = 0; k < 12; k++, second += 1 + Math.floor(random() * 3)) {
+        const text = `${two(day)}/${month}/${year}:${two(hour)}:${two(minute)}:${two(second % 63)} ${offset}`;
+        const want = reference(text);
+        if (want) valid++;
+        expect(clfTime(text), text).toBe(want);
+      }
+    }
+    expect(valid).toBeGreaterThan(100_000);
   });
 });
