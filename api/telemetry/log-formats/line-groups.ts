@@ -27,6 +27,10 @@ export interface Classified {
 export const CLASSIFIED_AGENTS = 8192;
 
 let batches = 0;
+type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
+/** Referers whose referral a worker keeps (bounded: cleared when full). */
+const REFERERS = 4096;
+const referrals = new Map<string, Referral | null>();
 // What a User-Agent is counted as, by a number: classes never share one (numbers are not reused).
 const classIds = new Map<string, number>();
 let nextClassId = 0;
@@ -68,7 +72,7 @@ export function groupLines(
   const agents: string[] = [];
   const times = new Map<string, number>();
   const items: (LineGroup | number)[] = [];
-  const groups = new Map<string, LineGroup>();
+  const groups = new Map<number, Map<string, Map<string, LineGroup>>>();
   const tail: [number, string][] = [];
   const recentFrom = now.getTime() - RECENT_MS;
   const batch = ++batches;
@@ -86,6 +90,27 @@ export function groupLines(
     }
     return found;
   };
+  // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
+  const referralOf = (referer: string | undefined, utmSource: string | undefined): Referral | null => {
+    if (utmSource !== undefined || referer === undefined) return rules.referrals(referer, utmSource) ?? null;
+    let found = referrals.get(referer);
+    if (found === undefined) {
+      if (referrals.size >= REFERERS) referrals.clear();
+      referrals.set(referer, (found = rules.referrals(referer, undefined) ?? null));
+    }
+    return found;
+  };
+  // Quiet lines' times, counted in runs: consecutive lines mostly share theirs.
+  let runTime: string | undefined;
+  let run = 0;
+  const quietAt = (time: string | undefined) => {
+    if (time === runTime) run++;
+    else {
+      if (runTime) times.set(runTime, (times.get(runTime) ?? 0) + run);
+      runTime = time;
+      run = 1;
+    }
+  };
   let lastIso = '';
   let lastMs = NaN;
   let lastInRange = false;
@@ -94,16 +119,15 @@ export function groupLines(
     const found = classifiedAs(line.userAgent);
     const c = found.c;
     if (c.operator) {
-      if (line.time) times.set(line.time, (times.get(line.time) ?? 0) + 1);
+      quietAt(line.time);
       continue;
     }
     const path = readable(line.path);
     const bait = isBait(path);
     const request = c.bot || bait || c.unknown === true;
-    const referral =
-      !c.bot && (line.referer || line.utmSource) ? (rules.referrals(line.referer, line.utmSource) ?? null) : null;
+    const referral = !c.bot && (line.referer || line.utmSource) ? referralOf(line.referer, line.utmSource) : null;
     if (!request && !referral) {
-      if (line.time) times.set(line.time, (times.get(line.time) ?? 0) + 1);
+      quietAt(line.time);
       continue;
     }
     if (line.time !== lastIso) {
@@ -122,8 +146,13 @@ export function groupLines(
       const address = verification === 'lookup' ? line.clientAddress! : '';
       // Lines are grouped by what their User-Agent is counted as, not by the string: a group's
       // first line names it (`agent`), and the counting thread classifies that one alike.
-      const key = `${found.id}\t${request ? 1 : 0}\t${line.method}\t${line.status}\t${lastHour}\t${verification}\t${address}\t${referral ? `${referral.operator}\n${referral.source}` : ''}\t${line.host.length}\t${line.host}${line.path}`;
-      const group = groups.get(key);
+      // By classification and path first: one long key hashed a line cost more than three short ones.
+      let byPath = groups.get(found.id);
+      if (byPath === undefined) groups.set(found.id, (byPath = new Map()));
+      let byRest = byPath.get(line.path);
+      if (byRest === undefined) byPath.set(line.path, (byRest = new Map()));
+      const key = `${request ? 1 : 0}\t${line.method}\t${line.status}\t${lastHour}\t${verification}\t${address}\t${referral ? `${referral.operator}\n${referral.source}` : ''}\t${line.host}`;
+      const group = byRest!.get(key);
       if (group) {
         group.n++;
         if (lastIso < group.since) group.since = lastIso;
@@ -150,7 +179,7 @@ export function groupLines(
           ...(address ? { address } : {}),
           referral,
         };
-        groups.set(key, g);
+        byRest!.set(key, g);
         items.push(g);
       }
     }
@@ -160,6 +189,7 @@ export function groupLines(
       if (tail.length >= 2 * TAIL) tail.splice(0, tail.length - TAIL);
     }
   }
+  quietAt(undefined);
   return {
     alone,
     agents: {
