@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
+import { startServer, startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The ingest route reads batches on worker threads (INGEST_WORKERS), which also set aside the lines
@@ -205,3 +206,82 @@ describe('log ingest on worker threads', () => {
     expect(() => workers('17')).toThrow(/INGEST_WORKERS/);
   });
 });
+
+const pgAvailable = await postgresAvailable();
+describe.runIf(pgAvailable)(
+  'log ingest on worker threads, on PostgreSQL: two processes, their ledgers added up',
+  () => {
+    let a: ServerProcess;
+    let b: ServerProcess;
+    let alone: TestServer;
+    beforeAll(async () => {
+      const robots = mkdtempSync(join(tmpdir(), 'ingest-robots-'));
+      writeFileSync(join(robots, 'shop.example.txt'), SHOP_ROBOTS);
+      const env = { INGEST_TOKEN: TOKEN, ROBOTS_TXT_DIR: robots, WRITE_RATE_LIMIT: '0' };
+      const DATABASE_URL = await freshDatabase();
+      const shared = { ...env, DATABASE_URL, INGEST_WORKERS: '2', TELEMETRY_FLUSH_MS: '100' };
+      [a, b, alone] = await Promise.all([
+        startServerProcess(shared),
+        startServerProcess(shared),
+        startServer({ ...env, INGEST_WORKERS: '0' }),
+      ]);
+    });
+    afterAll(async () => {
+      await Promise.all([a?.stop(), b?.stop(), alone?.stop()]);
+      await dropDatabases();
+    });
+
+    it("counts each batch once across both, and their merged wall shows the single-threaded path's counts", async () => {
+      const lines = await log(8_000);
+      const batches = [0, 1, 2, 3].map((k) => `${lines.slice(k * 2_000, (k + 1) * 2_000).join('\n')}\n`);
+      const send = (s: { url: string }, body: string, key: string) =>
+        fetch(`${s.url}/api/telemetry/ingest`, {
+          method: 'POST',
+          // The CLI's User-Agent: the operator's own traffic, never counted (the replay goes to one process only).
+          headers: {
+            'Content-Type': 'text/plain',
+            'User-Agent': 'agent-node-ingest-logs',
+            Authorization: `Bearer ${TOKEN}`,
+            'Idempotency-Key': key,
+          },
+          body,
+        });
+      const keys = batches.map((_, k) => `log-pg-test-batch-${k}-0123456789abcdef`);
+      const answers = [];
+      for (const [k, body] of batches.entries()) {
+        const [mine, single] = await Promise.all([send(k < 2 ? a : b, body, keys[k]!), send(alone, body, keys[k]!)]);
+        expect([mine.status, single.status]).toEqual([202, 202]);
+        const answer = await mine.json();
+        expect(answer).toEqual(await single.json());
+        answers.push(answer);
+      }
+      // The first batch again, to the other process: its answer replayed from the shared store, nothing counted.
+      const again = await send(b, batches[0]!, keys[0]!);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await again.json()).toEqual(answers[0]);
+
+      type Traffic = {
+        observedRequests: number;
+        unknownClientRequests: number;
+        families: { family: string; requests: number; statusCounts: Record<string, number> }[];
+      };
+      const traffic = async (s: { url: string }) =>
+        (await (await fetch(`${s.url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as Traffic;
+      const want = await traffic(alone);
+      expect(want.observedRequests).toBeGreaterThan(1_000);
+      // Each process shows the other's counts once the other has saved its ledger (every 100 ms here).
+      for (const s of [a, b]) {
+        const got = await waitFor(() => traffic(s), {
+          until: (t) => t.observedRequests === want.observedRequests,
+          what: `${s.url} showing ${want.observedRequests} bot requests`,
+        });
+        expect(got.unknownClientRequests).toBe(want.unknownClientRequests);
+        for (const name of ['Googlebot', 'GPTBot']) {
+          const row = (t: Traffic) => t.families.find((f) => f.family === name);
+          expect(row(got)?.requests, name).toBe(row(want)?.requests);
+          expect(row(got)?.statusCounts, name).toEqual(row(want)?.statusCounts);
+        }
+      }
+    });
+  },
+);
