@@ -275,3 +275,31 @@ describe('combined times', () => {
     expect(valid).toBeGreaterThan(100_000);
   });
 });
+
+describe('a combined request', () => {
+  it('is two or three words between single spaces, as splitting it at its spaces says', () => {
+    const requests = [
+      'GET / HTTP/1.1',
+      'GET /x',
+      'GET /x ',
+      'GET  /x HTTP/1.1',
+      'GET / HTTP/1.1 ',
+      ' GET /',
+      '-',
+      'GET',
+      'GET /a b c',
+      '\\x16\\x03\\x01',
+      'POST /api?a=b HTTP/2.0',
+    ];
+    for (const request of requests) {
+      const parts = request.split(' ');
+      const want = parts.length < 2 || parts.length > 3 ? 'not-a-request' : `${parts[0]} ${parts[1]!.split(/[?#]/)[0]}`;
+      const got = parseCombined(`192.0.2.1 - - [10/Oct/2000:13:55:36 -0700] "${request}" 200 5 "-" "curl/8"`)!;
+      const read = 'skip' in got ? got.skip : `${got.line.method} ${got.line.path}`;
+      // A first word that is no method, or a second that is no path, is skipped for that instead.
+      if (want === 'not-a-request') expect(read, request).toBe(want);
+      else expect(read === want || read === 'bad-method' || read === 'bad-path', `${request}: ${read}`).toBe(true);
+      if (want !== 'not-a-request') expect(read, request).not.toBe('not-a-request');
+    }
+  });
+});
