@@ -21,6 +21,7 @@ export interface RawLine {
 }
 
 const METHOD = /^[A-Z]{3,10}$/;
+const STATUS = /^\d{3}$/;
 const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
 // `-` is how the text formats write an absent value.
 const present = (v: unknown): string => {
@@ -79,14 +80,12 @@ function targetOf(target: string): { path: string; host: string } | null {
 export function finish(raw: RawLine): Parsed {
   const method = present(raw.method).toUpperCase();
   if (!METHOD.test(method)) return { skip: 'bad-method' };
-  const target = targetOf(present(raw.target));
+  // Each field read once (a trim each; they were read twice).
+  const targetText = present(raw.target);
+  const target = targetOf(targetText);
   if (!target || target.path.length > 2048) return { skip: 'bad-path' };
-  const status =
-    typeof raw.status === 'number'
-      ? raw.status
-      : /^\d{3}$/.test(present(raw.status))
-        ? Number(present(raw.status))
-        : NaN;
+  const statusText = typeof raw.status === 'number' ? '' : present(raw.status);
+  const status = typeof raw.status === 'number' ? raw.status : STATUS.test(statusText) ? Number(statusText) : NaN;
   if (!Number.isInteger(status) || status < 100 || status > 599) return { skip: 'bad-status' };
   const line: LogLine = {
     method,
@@ -102,13 +101,14 @@ export function finish(raw: RawLine): Parsed {
     line.time = time;
   }
   // Only a well-formed address can be verified; anything else (a proxy chain, `unknown`) is left out.
-  const address = present(raw.clientAddress).replace(/^\[|\]$/g, '');
+  const given = present(raw.clientAddress);
+  const address =
+    given.charCodeAt(0) === 0x5b || given.charCodeAt(given.length - 1) === 0x5d ? given.replace(/^\[|\]$/g, '') : given;
   if (isIP(address)) line.clientAddress = address;
   const referer = present(raw.referer);
   if (referer !== '') line.referer = referer.slice(0, REFERER_MAX_CHARS);
-  const target_ = present(raw.target);
-  const q = target_.indexOf('?');
-  const utm = utmSourceOf(q === -1 ? present(raw.query) : target_.slice(q + 1).split('#')[0]!);
+  const q = targetText.indexOf('?');
+  const utm = utmSourceOf(q === -1 ? present(raw.query) : targetText.slice(q + 1).split('#')[0]!);
   if (utm) line.utmSource = utm;
   return { line };
 }
