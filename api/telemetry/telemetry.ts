@@ -38,7 +38,7 @@ import {
   type RecentEntry,
   type TelemetrySnapshot,
 } from './ledger/ledger.ts';
-import type { RobotsJudge } from './robots/robots.ts';
+import type { RobotsJudge, RobotsVerdict } from './robots/robots.ts';
 import {
   createPreferenceJudge,
   preferenceOf,
@@ -50,6 +50,11 @@ import { createVerifier, rangesOf, type Outcome, type Resolver } from './verific
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
+/**
+ * An ingest group's robots.txt verdict: judged, no rule broken, not a fetch of robots.txt (those go
+ * one by one), so the ledger reads nothing else of it.
+ */
+const JUDGED: RobotsVerdict = { host: '', version: '', broke: null };
 
 /**
  * What content/ gives telemetry: the classifier over the bot table and its human clients, the
@@ -327,6 +332,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     n = 1,
     since?: string,
     atIso?: string,
+    /** The verdict an ingest worker found with the same robots.txt files (a group's: judged, nothing broken). */
+    judged?: RobotsVerdict | null,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
@@ -334,13 +341,15 @@ export async function createTelemetry(o: TelemetryOptions) {
     // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
     // own tokens; an ingested line's query is not in its record, so only its path is judged.
     const robots =
-      o.robots && classification.bot
-        ? o.robots.judge(
-            live ? null : host,
-            r.query ? r.path + r.query : r.path,
-            classification.known?.tokens ?? (classification.family ? [classification.family] : []),
-          )
-        : null;
+      judged !== undefined
+        ? judged
+        : o.robots && classification.bot
+          ? o.robots.judge(
+              live ? null : host,
+              r.query ? r.path + r.query : r.path,
+              classification.known?.tokens ?? (classification.family ? [classification.family] : []),
+            )
+          : null;
     const name =
       o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
     const seen = name === null || name in ledger.families;
@@ -532,6 +541,7 @@ export async function createTelemetry(o: TelemetryOptions) {
               item.n,
               item.since,
               item.at,
+              o.robots && classification.bot ? (item.judged ? JUDGED : null) : undefined,
             );
           if (request || referred) counted += item.n;
           if (scratch.length) ((entries[k] = scratch.pop()!), (recentCounted += item.n));

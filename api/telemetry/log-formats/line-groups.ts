@@ -1,5 +1,5 @@
 import { cut, LEDGER_LIMITS, ledgerTime } from '../ledger/ledger.ts';
-import type { RobotsJudge } from '../robots/robots.ts';
+import type { RobotsJudge, RobotsVerdict } from '../robots/robots.ts';
 import { hostName, readable, type telemetryRulesOf, underAny } from '../telemetry.ts';
 import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
@@ -137,7 +137,12 @@ export function groupLines(
       lastHour = lastIso.slice(0, 13);
     }
     let item: number;
-    if (!(lastMs < recentFrom) || (c.bot && c.known === null && c.family !== null) || robotsInOrder(line, c, path)) {
+    const verdict = judge(line, c);
+    if (
+      !(lastMs < recentFrom) ||
+      (c.bot && c.known === null && c.family !== null) ||
+      (verdict !== null && (verdict.broke !== null || cut(path, LEDGER_LIMITS.pathChars) === '/robots.txt'))
+    ) {
       item = items.push(alone.length) - 1;
       alone.push(line);
       agentOf.push(found.agent);
@@ -176,6 +181,7 @@ export function groupLines(
           n: 1,
           request,
           verification,
+          judged: verdict !== null,
           ...(address ? { address } : {}),
           referral,
         };
@@ -201,11 +207,13 @@ export function groupLines(
     },
   };
 
-  /** A judged fetch of robots.txt or a broken rule: the ledger counts it against the fetches before it. */
-  function robotsInOrder(line: LogLine, c: ReturnType<typeof rules.classify>, path: string): boolean {
-    if (!robots || !c.bot) return false;
-    const verdict = robots.judge(hostName(line.host), line.path, c.known?.tokens ?? (c.family ? [c.family] : []));
-    return verdict !== null && (verdict.broke !== null || cut(path, LEDGER_LIMITS.pathChars) === '/robots.txt');
+  /**
+   * The robots.txt verdict on a bot's line, as the counting thread judges it. A judged fetch of
+   * robots.txt or a broken rule goes alone: the ledger counts it against the fetches before it.
+   */
+  function judge(line: LogLine, c: Classification): RobotsVerdict | null {
+    if (!robots || !c.bot) return null;
+    return robots.judge(hostName(line.host), line.path, c.known?.tokens ?? (c.family ? [c.family] : []));
   }
 
   /** The verification outcome the counting thread would find without a lookup; 'lookup' when reverse DNS decides. */

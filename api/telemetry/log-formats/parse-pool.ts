@@ -42,6 +42,8 @@ export interface LineGroup {
   /** The verification outcome, or 'lookup' when the counting thread looks `address` up (reverse DNS); null for no bot. */
   verification: Outcome | 'lookup' | null;
   address?: string;
+  /** Judged against a robots.txt (a bot's lines on a host that has one; none broke a rule). */
+  judged: boolean;
   /** The AI product that sent these people, if one did. */
   referral: { operator: string; source: string } | null;
 }
