@@ -9,8 +9,9 @@ import { startChild } from './lib.ts';
 
 // `npm run ingest-logs` on a combined log of 500,000 lines (60% people, 40% bots, as a real site's
 // log reads), against GoAccess (Debian's /usr/bin/goaccess) on the same file in the same run: wall
-// time of each whole command, and the ratio. Then what the service made of the lines (people taken
-// for bots, bots counted), and the parser alone, in process.
+// time of each whole command, and the ratio, with the CPU the command and each of the gateway's
+// threads used. Then what the service made of the lines (people taken for bots, bots counted), and
+// the parser alone, in process.
 const LINES = Number(process.env.BENCH_LINES ?? 500_000);
 const TOKEN = 'bench-ingest-token-0123456789abcdefghij';
 const GOACCESS = process.env.GOACCESS ?? '/usr/bin/goaccess';
