@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { createAudioParser } from './ingress/audio-parser.ts';
-import { createParsePool } from './telemetry/log-formats/parse-pool.ts';
+import { createParsePool, type RobotsSources } from './telemetry/log-formats/parse-pool.ts';
 import type { Config } from './config.ts';
 import { loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
@@ -125,16 +125,18 @@ export interface EngineOptions {
  * live requests and ingested lines of SITE_URL's and CANON_URL's hosts, and the files in
  * ROBOTS_TXT_DIR for other hosts.
  */
-async function robotsJudgeOf(own: string | undefined, content: Content, config: Config) {
+/** The robots.txt files requests are judged by: the judge's, and the ingest workers' (the same). */
+async function robotsSourcesOf(own: string | undefined, content: Content, config: Config): Promise<RobotsSources> {
   const others = config.ROBOTS_TXT_DIR
     ? await readRobotsDir(config.ROBOTS_TXT_DIR).catch((error: Error) => {
         throw new StartupError(`ROBOTS_TXT_DIR: cannot read ${config.ROBOTS_TXT_DIR}: ${error.message}`);
       })
     : new Map<string, string>();
-  return createRobotsJudge(own ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL }), others, [
-    new URL(config.SITE_URL).hostname,
-    new URL(config.CANON_URL).hostname,
-  ]);
+  return {
+    own: own ?? buildRobots(content, { site: config.SITE_URL, canon: config.CANON_URL }),
+    others,
+    ownHosts: [new URL(config.SITE_URL).hostname, new URL(config.CANON_URL).hostname],
+  };
 }
 
 /**
@@ -149,10 +151,11 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const { store, rateLimitBackend, writable, ceiling } = options.store
     ? { store: options.store }
     : await openStore(config, logger, options.metrics);
+  const robots = await robotsSourcesOf(options.robotsTxt, content, config);
   const telemetry = await createTelemetry({
     funnelStepOf,
     ...telemetryRulesOf(content),
-    robots: await robotsJudgeOf(options.robotsTxt, content, config),
+    robots: createRobotsJudge(robots.own, robots.others, robots.ownHosts),
     resolver: options.resolver ?? systemResolver(config.DNS_SERVERS),
     fetchDirectory:
       options.fetchDirectory ?? httpDirectoryFetcher({ allowLoopback: config.WEB_BOT_AUTH_ALLOW_LOOPBACK }),
@@ -197,8 +200,13 @@ export async function createEngine(config: Config, options: EngineOptions) {
     },
     (stopped) => logger.warn(stopped, 'audio parse stopped'),
   );
-  // Ingested log batches are parsed and classified on threads of their own (INGEST_WORKERS).
-  const logParser = createParsePool(config.INGEST_WORKERS, content);
+  // Ingested log batches are parsed, judged and grouped on threads of their own (INGEST_WORKERS),
+  // by the same content, robots.txt files and retention as the ledger's.
+  const logParser = createParsePool(config.INGEST_WORKERS, {
+    ...content,
+    robots,
+    retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
+  });
   const now = () => new Date();
   const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
   // The MCP and A2A doors call the operations' handlers by id, from this map, once the routes fill it.

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadContent } from '../api/content/load.ts';
@@ -9,8 +9,9 @@ import { startChild } from './lib.ts';
 
 // `npm run ingest-logs` on a combined log of 500,000 lines (60% people, 40% bots, as a real site's
 // log reads), against GoAccess (Debian's /usr/bin/goaccess) on the same file in the same run: wall
-// time of each whole command, and the ratio. Then what the service made of the lines (people taken
-// for bots, bots counted), and the parser alone, in process.
+// time of each whole command, and the ratio, with the CPU the command and each of the gateway's
+// threads used. Then what the service made of the lines (people taken for bots, bots counted), and
+// the parser alone, in process.
 const LINES = Number(process.env.BENCH_LINES ?? 500_000);
 const TOKEN = 'bench-ingest-token-0123456789abcdefghij';
 const GOACCESS = process.env.GOACCESS ?? '/usr/bin/goaccess';
@@ -104,6 +105,28 @@ for (let i = 0; i < LINES; i++) {
 writeFileSync(file, `${lines.join('\n')}\n`);
 console.log(`log: ${LINES} combined lines (${truth.filter(Boolean).length} bots'), ${file}`);
 
+/** CPU seconds (user + system) of each thread of a process, by thread name and id (Linux /proc, 100 ticks a second). */
+function threadSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(`${name}/${tid}`, (Number(f[11]) + Number(f[12])) / 100);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out;
+}
+/** CPU seconds of this process's waited-for children (cutime + cstime): a finished command's whole CPU. */
+function childrenSeconds(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) / 100;
+}
+
 /** Wall seconds of a command run to its end. */
 function timed(
   command: string,
@@ -142,15 +165,26 @@ try {
     '-o',
     join(dir, 'report.html'),
   ]);
+  const threadsBefore = threadSeconds(gateway.child.pid!);
+  const cliBefore = childrenSeconds();
   ingest = await timed('node_modules/.bin/node', ['api/cli/ingest-logs.ts', '--json', '--url', gateway.url, file], {
     ...process.env,
     INGEST_TOKEN: TOKEN,
   });
+  const cli = childrenSeconds() - cliBefore;
+  // The gateway's threads that worked during the run (main thread, parse workers, libuv, GC), busiest first.
+  const busy = [...threadSeconds(gateway.child.pid!)]
+    .map(([thread, s]) => [thread, s - (threadsBefore.get(thread) ?? 0)] as const)
+    .filter(([, s]) => s >= 0.05)
+    .sort((a, b) => b[1] - a[1]);
   const summary = JSON.parse(ingest.out) as { linesRead: number; counted: number; seconds: number };
   const wall = (await (await fetch(`${gateway.url}/bot-traffic.json`)).json()) as { observedRequests: number };
   console.log(`goaccess ${GOACCESS}: ${goaccess.seconds.toFixed(2)} s`);
   console.log(
     `ingest-logs: ${summary.linesRead} lines in ${ingest.seconds.toFixed(2)} s wall (${summary.counted} counted; ${wall.observedRequests} bot requests on the wall)`,
+  );
+  console.log(
+    `CPU: ingest-logs ${cli.toFixed(2)} s; gateway threads ${busy.map(([t, s]) => `${t} ${s.toFixed(2)} s`).join(', ')}`,
   );
   console.log(
     `GoAccess time over ingest-logs time: ${(goaccess.seconds / ingest.seconds).toFixed(2)} (target ≥ 2: ${goaccess.seconds / ingest.seconds >= 2 ? 'met' : 'NOT met'})`,

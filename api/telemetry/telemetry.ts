@@ -18,6 +18,7 @@ import type { BatchAgents } from './log-formats/parse-pool.ts';
 import { referralRule, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
+  addRecent,
   count,
   countReferral,
   countStep,
@@ -34,9 +35,10 @@ import {
   settle,
   type FunnelStep,
   type LedgerEvent,
+  type RecentEntry,
   type TelemetrySnapshot,
 } from './ledger/ledger.ts';
-import type { RobotsJudge } from './robots/robots.ts';
+import type { RobotsJudge, RobotsVerdict } from './robots/robots.ts';
 import {
   createPreferenceJudge,
   preferenceOf,
@@ -48,6 +50,11 @@ import { createVerifier, rangesOf, type Outcome, type Resolver } from './verific
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
+/**
+ * An ingest group's robots.txt verdict: judged, no rule broken, not a fetch of robots.txt (those go
+ * one by one), so the ledger reads nothing else of it.
+ */
+const JUDGED: RobotsVerdict = { host: '', version: '', broke: null };
 
 /**
  * What content/ gives telemetry: the classifier over the bot table and its human clients, the
@@ -139,7 +146,7 @@ export function underAny(prefixes: string[]): (path: string) => boolean {
 /** The host without its port; the last answer is remembered (requests mostly name one host). */
 let lastHost = '';
 let lastHostName = '';
-function hostName(host: string): string {
+export function hostName(host: string): string {
   if (host === lastHost) return lastHostName;
   const colon = host.lastIndexOf(':');
   lastHost = host;
@@ -265,7 +272,7 @@ export async function createTelemetry(o: TelemetryOptions) {
    * can be checked by address is looked up (null while DNS answers, settled later); anything else,
    * or a line without an address, is unverifiable.
    */
-  function byAddress(classification: Classification, address: string | undefined): Outcome | null {
+  function byAddress(classification: Classification, address: string | undefined, n = 1): Outcome | null {
     const known = classification.known;
     if (!classification.bot) return null;
     if (known?.robots_only) return 'failed';
@@ -274,7 +281,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     const outcome = verifier.lookup(known, address, ipKey);
     if (outcome === null) {
       const key = `${known.family}\n${ipKey}`;
-      waiting.set(key, (waiting.get(key) ?? 0) + 1);
+      waiting.set(key, (waiting.get(key) ?? 0) + n);
     }
     return outcome;
   }
@@ -313,6 +320,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     preferenceBroken: false,
     format: undefined,
     markdownTokens: 0,
+    n: 1,
+    since: undefined,
+    atIso: undefined,
+    recent: undefined,
   };
   const breaksUsage = createPreferenceJudge(o.usage ?? []);
 
@@ -334,6 +345,11 @@ export async function createTelemetry(o: TelemetryOptions) {
     verification: Outcome | null,
     live: boolean,
     address: string | undefined,
+    n = 1,
+    since?: string,
+    atIso?: string,
+    /** The verdict an ingest worker found with the same robots.txt files (a group's: judged, nothing broken). */
+    judged?: RobotsVerdict | null,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     const step = o.funnelStepOf(r.method, r.path);
@@ -341,13 +357,15 @@ export async function createTelemetry(o: TelemetryOptions) {
     // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
     // own tokens; an ingested line's query is not in its record, so only its path is judged.
     const robots =
-      o.robots && classification.bot
-        ? o.robots.judge(
-            live ? null : host,
-            r.query ? r.path + r.query : r.path,
-            classification.known?.tokens ?? (classification.family ? [classification.family] : []),
-          )
-        : null;
+      judged !== undefined
+        ? judged
+        : o.robots && classification.bot
+          ? o.robots.judge(
+              live ? null : host,
+              r.query ? r.path + r.query : r.path,
+              classification.known?.tokens ?? (classification.family ? [classification.family] : []),
+            )
+          : null;
     const name =
       o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
     const seen = name === null || name in ledger.families;
@@ -367,11 +385,18 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
+    event.n = n;
+    event.since = since;
+    event.atIso = atIso;
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
-    if (counted && o.alerts && classification.bot)
+    if (counted && o.alerts && classification.bot) {
       alertOn(name, seen, bait || robots?.broke != null, path, verification);
+      // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
+      if (verification === 'failed' && name !== null && ledger.families[name])
+        for (let i = 1; i < n; i++) o.alerts.failed(name, ledger.families[name].operator, 1);
+    }
     if (counted && o.alerts && event.preferenceBroken && name !== null && ledger.families[name])
       o.alerts.preference(
         name,
@@ -417,6 +442,18 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
+  // Ingested User-Agents' classifications: a log's distinct strings come back batch after batch,
+  // and a Map lookup is a fraction of the classifier's LRU (bounded: cleared when full).
+  const logged = new Map<string, Classification>();
+  const classifyLogged = (ua: string): Classification => {
+    let c = logged.get(ua);
+    if (c === undefined) {
+      if (logged.size >= 8192) logged.clear();
+      logged.set(ua, (c = o.classify(ua)));
+    }
+    return c;
+  };
+
   const telemetry = {
     /**
      * Counts requests a CDN or proxy served; a line's client address is verified like a live
@@ -427,31 +464,23 @@ export async function createTelemetry(o: TelemetryOptions) {
     ingestBatch(lines: IngestLine[], agents?: BatchAgents): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
-      const classes = agents?.agents.map((a) => o.classify(a));
+      const classes = agents?.agents.map(classifyLogged);
       // Lines a worker found to count nothing (people not sent by an AI product): only their dates are read.
       if (agents?.quiet)
         agents.quiet.times.forEach((time, i) => {
           if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet!.counts[i]!;
         });
-      for (let i = 0; i < lines.length; i++) {
-        const l = lines[i]!;
-        if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
-          outOfRange++;
-          continue;
-        }
+      /** One line, as a live request would be counted; whether it counted. */
+      const countLine = (l: IngestLine, classification: Classification): boolean => {
         const path = readable(l.path);
-        const classification = classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
-        if (classification.operator) continue;
+        if (classification.operator) return false;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
           !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
-        if (!classification.bot && !bait && !classification.unknown) {
-          if (referred) counted++;
-          continue;
-        }
-        if (
+        if (!classification.bot && !bait && !classification.unknown) return referred;
+        return (
           countRequest(
             l,
             classification,
@@ -461,11 +490,87 @@ export async function createTelemetry(o: TelemetryOptions) {
             byAddress(classification, l.clientAddress),
             false,
             l.clientAddress,
-          ) ||
-          referred
-        )
-          counted++;
+          ) || referred
+        );
+      };
+      if (!agents?.items) {
+        for (let i = 0; i < lines.length; i++) {
+          const l = lines[i]!;
+          if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
+            outOfRange++;
+            continue;
+          }
+          if (countLine(l, classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent))) counted++;
+        }
+        return { counted, outOfRange };
       }
+      // A worker's groups and lone lines, in the order of their first lines. The recent requests are
+      // placed at the end, from the batch's latest lines, as counting each line would have left them.
+      const entries: (RecentEntry | undefined)[] = [];
+      const scratch: RecentEntry[] = [];
+      let recentCounted = 0;
+      event.recent = scratch;
+      try {
+        agents.items.forEach((item, k) => {
+          if (typeof item === 'number') {
+            const l = lines[item]!;
+            if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
+              outOfRange++;
+              return;
+            }
+            if (countLine(l, classes![agents.agentOf[item]!]!)) counted++;
+            if (scratch.length) ((entries[k] = scratch.pop()!), recentCounted++);
+            return;
+          }
+          const at = new Date(item.atMs);
+          // A group's lines share an hour dated hours before the clock: within the range or out, all.
+          if (ledgerTime(at, now()) === null) {
+            outOfRange += item.n;
+            return;
+          }
+          const referred = item.referral
+            ? countReferral(
+                ledger,
+                item.referral.operator,
+                item.referral.source,
+                at,
+                now(),
+                item.n,
+                item.since,
+                item.at,
+              )
+            : false;
+          dirty ||= referred;
+          const classification = classes![item.agent]!;
+          const path = readable(item.path);
+          const request =
+            item.request &&
+            countRequest(
+              item,
+              classification,
+              isBait(path),
+              path,
+              at,
+              item.verification === 'lookup' ? byAddress(classification, item.address, item.n) : item.verification,
+              false,
+              undefined,
+              item.n,
+              item.since,
+              item.at,
+              o.robots && classification.bot ? (item.judged ? JUDGED : null) : undefined,
+            );
+          if (request || referred) counted += item.n;
+          if (scratch.length) ((entries[k] = scratch.pop()!), (recentCounted += item.n));
+        });
+      } finally {
+        event.recent = undefined;
+      }
+      const last: RecentEntry[] = [];
+      for (const [k, time] of agents.tail ?? []) {
+        const entry = entries[k];
+        if (entry) last.push(typeof agents.items[k] === 'number' ? entry : { ...entry, at: time });
+      }
+      addRecent(ledger, recentCounted, last);
       return { counted, outOfRange };
     },
     /** The requests ingestBatch counted, alone. */

@@ -1,8 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
-import { startServer, type TestServer } from '../helpers/server.ts';
+import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
+import { startServer, startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 // The ingest route reads batches on worker threads (INGEST_WORKERS), which also set aside the lines
@@ -15,15 +18,31 @@ const corpus = (file: string) =>
     .split('\n')
     .filter((l) => l !== '' && !l.startsWith('#'));
 
-/** A combined log as a site's reads: people (some sent by AI products), bots, probes, bait, robots.txt, old lines. */
+const GOOGLEBOT = 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)';
+// Names the bot table does not know: their rows are earned by distinct clients, in order.
+const INVENTED = [
+  'FooCrawlerZ/3.1 (+https://foo.example/bot)',
+  'BarSpiderQ/0.9 (+https://bar.example/)',
+  'QuuxFetchBot/2.0',
+];
+// Another host's robots.txt (ROBOTS_TXT_DIR): lines logged with its vhost are judged by it.
+const SHOP_ROBOTS = 'User-agent: GPTBot\nDisallow: /checkout\n\nUser-agent: *\nDisallow: /cart\nAllow: /\n';
+
+/**
+ * A combined log as a site's reads: people (some sent by AI products, by Referer or utm_source),
+ * bots, probes, bait, robots.txt fetches and broken rules on another host, names the table does not
+ * know from several addresses, Googlebot from its ranges and from elsewhere, old lines, lines of
+ * the last hour, and lines dated ahead of the clock.
+ */
 async function log(lines: number): Promise<string[]> {
   const bait = (await loadContent('content')).crawlPolicy.disallow[0]!;
   const people = corpus('test/fixtures/user-agents/people.txt');
   const bots = [
-    'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+    GOOGLEBOT,
     'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
     'agent-node-ingest-logs',
     'Whibse',
+    ...INVENTED,
     ...corpus('test/fixtures/user-agents/bots.txt'),
   ];
   let seed = 7;
@@ -38,35 +57,63 @@ async function log(lines: number): Promise<string[]> {
   return Array.from({ length: lines }, (_, i) => {
     const bot = random() < 0.4;
     const ua = bot ? pick(bots) : pick(people);
-    // One line in fifty is older than the ledger keeps: counted as out of range, both ways.
-    const time = clf(random() < 0.02 ? start - 40 * 86_400_000 : start + i * 7_000);
+    // One line in fifty is older than the ledger keeps, one in a hundred ahead of the clock (out of
+    // range), one in a hundred just ahead (counted as now), three in a hundred of the last hour.
+    const t = random();
+    const time = clf(
+      t < 0.02
+        ? start - 40 * 86_400_000
+        : t < 0.03
+          ? Date.now() + 3_600_000
+          : t < 0.04
+            ? Date.now() + 60_000
+            : t < 0.07
+              ? Date.now() - Math.floor(random() * 3_600_000)
+              : start + i * 1_500,
+    );
+    const shop = random() < 0.2;
     const r = random();
-    const path =
-      r < 0.05 ? '/robots.txt' : r < 0.08 ? bait : r < 0.12 ? '/wp-login.php' : pick(['/', '/llms.txt', '/bot-wall']);
+    const path = shop
+      ? pick(['/', '/checkout/pay', '/cart', '/robots.txt', '/products/1'])
+      : r < 0.05
+        ? '/robots.txt'
+        : r < 0.08
+          ? bait
+          : r < 0.12
+            ? '/wp-login.php'
+            : pick(['/', '/llms.txt', '/bot-wall', '/?utm_source=chatgpt.com', '/docs/api']);
     const referer = bot
       ? '-'
       : pick(['-', 'https://chatgpt.com/', 'https://www.perplexity.ai/', 'https://www.google.com/']);
-    const address = `203.0.113.${Math.floor(random() * 250)}`;
-    return `${address} - - [${time}] "GET ${path} HTTP/1.1" ${path === '/wp-login.php' ? 404 : 200} 512 "${referer}" "${ua.replace(/["\\]/g, '')}"`;
+    const address =
+      ua === GOOGLEBOT && random() < 0.5
+        ? `66.249.66.${Math.floor(random() * 250)}`
+        : INVENTED.includes(ua)
+          ? `198.51.100.${1 + Math.floor(random() * 6)}`
+          : `203.0.113.${Math.floor(random() * 250)}`;
+    const status = path === '/wp-login.php' ? 404 : random() < 0.1 ? 304 : 200;
+    return `${shop ? 'shop.example:443 ' : ''}${address} - - [${time}] "GET ${path} HTTP/1.1" ${status} 512 "${referer}" "${ua.replace(/["\\]/g, '')}"`;
   });
 }
 
 let single: TestServer;
 let workers: TestServer;
 beforeAll(async () => {
+  const robots = mkdtempSync(join(tmpdir(), 'ingest-robots-'));
+  writeFileSync(join(robots, 'shop.example.txt'), SHOP_ROBOTS);
   [single, workers] = await Promise.all([
-    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '0' }),
-    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '2' }),
+    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '0', ROBOTS_TXT_DIR: robots, WRITE_RATE_LIMIT: '0' }),
+    startServer({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '2', ROBOTS_TXT_DIR: robots, WRITE_RATE_LIMIT: '0' }),
   ]);
 });
 afterAll(async () => {
   await Promise.all([single?.stop(), workers?.stop()]);
 });
 
-const post = (server: TestServer, body: string) =>
+const post = (server: TestServer, body: string, type = 'text/plain') =>
   fetch(`${server.url}/api/telemetry/ingest`, {
     method: 'POST',
-    headers: { 'Content-Type': 'text/plain', Authorization: `Bearer ${TOKEN}` },
+    headers: { 'Content-Type': type, Authorization: `Bearer ${TOKEN}` },
     body,
   });
 /**
@@ -87,16 +134,37 @@ const wall = async (server: TestServer) => {
 
 describe('log ingest on worker threads', () => {
   it('answers each batch and leaves the wall exactly as the single-threaded path does', async () => {
-    const lines = await log(6_000);
-    const batches = [lines.slice(0, 2_500), lines.slice(2_500, 5_000), lines.slice(5_000)].map(
-      (b) => `${b.join('\n')}\n`,
-    );
+    const lines = await log(12_000);
+    const batches = [
+      lines.slice(0, 2_500),
+      lines.slice(2_500, 5_000),
+      lines.slice(5_000, 10_000),
+      lines.slice(10_000),
+    ].map((b) => `${b.join('\n')}\n`);
     for (const body of batches) {
       const [a, b] = await Promise.all([post(single, body), post(workers, body)]);
       expect(a.status).toBe(202);
       expect(b.status).toBe(202);
       expect(await b.json()).toEqual(await a.json());
     }
+    // JSON lines too, some without a time (counted at the server's clock).
+    const json = JSON.stringify({
+      lines: Array.from({ length: 400 }, (_, i) => ({
+        method: 'GET',
+        path: i % 3 ? '/llms.txt' : '/robots.txt',
+        host: 'cdn.example',
+        userAgent: i % 2 ? GOOGLEBOT : INVENTED[i % 3]!,
+        status: 200,
+        ...(i % 4 ? { time: new Date(Date.now() - 5 * 3_600_000 - i * 1000).toISOString() } : {}),
+        clientAddress: `198.51.100.${i % 9}`,
+      })),
+    });
+    const [ja, jb] = await Promise.all([
+      post(single, json, 'application/json'),
+      post(workers, json, 'application/json'),
+    ]);
+    expect([ja.status, jb.status]).toEqual([202, 202]);
+    expect(await jb.json()).toEqual(await ja.json());
     // Reverse-DNS answers settle claims after the batch's answer: wait for both walls to settle alike.
     const [a, b] = await waitFor(async () => [await wall(single), await wall(workers)] as const, {
       until: ([x, y]) => JSON.stringify(x) === JSON.stringify(y),
@@ -104,10 +172,16 @@ describe('log ingest on worker threads', () => {
     }).catch(async () => [await wall(single), await wall(workers)] as const);
     expect(b).toEqual(a);
     const traffic = a.traffic as { observedRequests: number; unknownClientRequests: number; families: unknown[] };
-    // The log exercised what the workers set aside and what they must not: bots, unknown clients, referrals.
-    expect(traffic.observedRequests).toBeGreaterThan(1_000);
+    // The log exercised what the workers set aside, group and leave one by one: bots, unknown
+    // clients, referrals, broken rules of another host's robots.txt, invented names, verification.
+    expect(traffic.observedRequests).toBeGreaterThan(2_000);
     expect(traffic.unknownClientRequests).toBeGreaterThan(0);
-    expect(JSON.stringify(a.wall)).toMatch(/chatgpt|OpenAI/i);
+    const wallText = JSON.stringify(a.wall);
+    expect(wallText).toMatch(/chatgpt|OpenAI/i);
+    expect(wallText).toContain('shop.example');
+    expect(wallText).toMatch(/Disallow: \/(checkout|cart)/);
+    expect(wallText).toMatch(/FooCrawlerZ|BarSpiderQ|QuuxFetchBot/);
+    expect(JSON.stringify(a.traffic)).toMatch(/"verified":[1-9]/);
   });
 
   it('counts the lines of a batch on its bytes, as the single-threaded path counted them after decoding', async () => {
@@ -132,3 +206,82 @@ describe('log ingest on worker threads', () => {
     expect(() => workers('17')).toThrow(/INGEST_WORKERS/);
   });
 });
+
+const pgAvailable = await postgresAvailable();
+describe.runIf(pgAvailable)(
+  'log ingest on worker threads, on PostgreSQL: two processes, their ledgers added up',
+  () => {
+    let a: ServerProcess;
+    let b: ServerProcess;
+    let alone: TestServer;
+    beforeAll(async () => {
+      const robots = mkdtempSync(join(tmpdir(), 'ingest-robots-'));
+      writeFileSync(join(robots, 'shop.example.txt'), SHOP_ROBOTS);
+      const env = { INGEST_TOKEN: TOKEN, ROBOTS_TXT_DIR: robots, WRITE_RATE_LIMIT: '0' };
+      const DATABASE_URL = await freshDatabase();
+      const shared = { ...env, DATABASE_URL, INGEST_WORKERS: '2', TELEMETRY_FLUSH_MS: '100' };
+      [a, b, alone] = await Promise.all([
+        startServerProcess(shared),
+        startServerProcess(shared),
+        startServer({ ...env, INGEST_WORKERS: '0' }),
+      ]);
+    });
+    afterAll(async () => {
+      await Promise.all([a?.stop(), b?.stop(), alone?.stop()]);
+      await dropDatabases();
+    });
+
+    it("counts each batch once across both, and their merged wall shows the single-threaded path's counts", async () => {
+      const lines = await log(8_000);
+      const batches = [0, 1, 2, 3].map((k) => `${lines.slice(k * 2_000, (k + 1) * 2_000).join('\n')}\n`);
+      const send = (s: { url: string }, body: string, key: string) =>
+        fetch(`${s.url}/api/telemetry/ingest`, {
+          method: 'POST',
+          // The CLI's User-Agent: the operator's own traffic, never counted (the replay goes to one process only).
+          headers: {
+            'Content-Type': 'text/plain',
+            'User-Agent': 'agent-node-ingest-logs',
+            Authorization: `Bearer ${TOKEN}`,
+            'Idempotency-Key': key,
+          },
+          body,
+        });
+      const keys = batches.map((_, k) => `log-pg-test-batch-${k}-0123456789abcdef`);
+      const answers = [];
+      for (const [k, body] of batches.entries()) {
+        const [mine, single] = await Promise.all([send(k < 2 ? a : b, body, keys[k]!), send(alone, body, keys[k]!)]);
+        expect([mine.status, single.status]).toEqual([202, 202]);
+        const answer = await mine.json();
+        expect(answer).toEqual(await single.json());
+        answers.push(answer);
+      }
+      // The first batch again, to the other process: its answer replayed from the shared store, nothing counted.
+      const again = await send(b, batches[0]!, keys[0]!);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(await again.json()).toEqual(answers[0]);
+
+      type Traffic = {
+        observedRequests: number;
+        unknownClientRequests: number;
+        families: { family: string; requests: number; statusCounts: Record<string, number> }[];
+      };
+      const traffic = async (s: { url: string }) =>
+        (await (await fetch(`${s.url}/bot-traffic.json`, { headers: { 'User-Agent': BROWSER } })).json()) as Traffic;
+      const want = await traffic(alone);
+      expect(want.observedRequests).toBeGreaterThan(1_000);
+      // Each process shows the other's counts once the other has saved its ledger (every 100 ms here).
+      for (const s of [a, b]) {
+        const got = await waitFor(() => traffic(s), {
+          until: (t) => t.observedRequests === want.observedRequests,
+          what: `${s.url} showing ${want.observedRequests} bot requests`,
+        });
+        expect(got.unknownClientRequests).toBe(want.unknownClientRequests);
+        for (const name of ['Googlebot', 'GPTBot']) {
+          const row = (t: Traffic) => t.families.find((f) => f.family === name);
+          expect(row(got)?.requests, name).toBe(row(want)?.requests);
+          expect(row(got)?.statusCounts, name).toEqual(row(want)?.statusCounts);
+        }
+      }
+    });
+  },
+);

@@ -149,7 +149,19 @@ export interface LedgerEvent {
   /** The format answered, and the Markdown's token estimate (x-markdown-tokens). */
   format?: ServedFormat | undefined;
   markdownTokens?: number;
+  /**
+   * Requests this event stands for (1 when left out): an ingest worker's group of log lines that
+   * the ledger counts alike, `at` the latest of them and `since` the earliest (ISO), `atIso` `at`'s ISO form.
+   */
+  n?: number;
+  since?: string | undefined;
+  atIso?: string | undefined;
+  /** Where the request's entry among the recent ones goes instead of the ledger (an ingested batch places its own). */
+  recent?: RecentEntry[] | undefined;
 }
+
+/** One of the ledger's recent requests. */
+export type RecentEntry = TelemetrySnapshot['recent'][number];
 
 /** Hourly and daily buckets kept: LEDGER_HOURS and LEDGER_DAYS, set once at start (setLedgerRetention). */
 export const RETENTION_BOUNDS = {
@@ -630,11 +642,12 @@ let lastMs = NaN;
 let lastIso = '';
 let lastHour = '';
 let lastDay = '';
-function timeKeys(at: Date): void {
+function timeKeys(at: Date, iso?: string): void {
   const ms = at.getTime();
   if (ms === lastMs) return;
   lastMs = ms;
-  lastIso = at.toISOString();
+  // An ingested line's time comes as the ISO string it was parsed to (toISOString's).
+  lastIso = iso ?? at.toISOString();
   lastHour = `${lastIso.slice(0, 13)}:00:00Z`;
   lastDay = lastIso.slice(0, 10);
 }
@@ -652,44 +665,66 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   if (!c.bot && !e.bait && !c.unknown) return false;
   const when = ledgerTime(e.at, now);
   if (when === null) return false;
+  // A group's requests are all within the range or all outside: an ingest worker groups lines by
+  // the hour, the range starts on one, and only lines dated hours before the clock are grouped.
+  const n = e.n ?? 1;
   // An unknown client is counted apart, never in a family's row.
-  if (c.unknown) s.presence.unknownClients = (s.presence.unknownClients ?? 0) + 1;
+  if (c.unknown) s.presence.unknownClients = (s.presence.unknownClients ?? 0) + n;
   if (!c.bot && !e.bait) return true;
-  timeKeys(when);
+  timeKeys(when, when === e.at ? e.atIso : undefined);
   const at = lastIso;
+  const since = e.since !== undefined && e.since < at ? e.since : null;
   const hour = lastHour;
   const day = lastDay;
   if (at > s.updatedAt) s.updatedAt = at;
-  if (e.bait) s.presence.baitHits++;
+  if (e.bait) s.presence.baitHits += n;
   if (c.bot) {
-    s.observedRequests++;
-    if (c.known) s.presence.namedBotHits++;
+    s.observedRequests += n;
+    if (c.known) s.presence.namedBotHits += n;
   }
   const row = rowOf(s, c, at, hour, e.client);
   const path = cut(e.path, L.pathChars);
-  row.requests++;
-  if (at < row.firstSeen) row.firstSeen = at;
+  row.requests += n;
+  if ((since ?? at) < row.firstSeen) row.firstSeen = since ?? at;
   if (at > row.lastSeen) row.lastSeen = at;
-  bump(row.paths, path, 1, L.pathsPerFamily);
-  bump(row.status, statusClass(e.status));
-  bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), 1, L.hostsPerFamily);
+  bump(row.paths, path, n, L.pathsPerFamily);
+  bump(row.status, statusClass(e.status), n);
+  bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), n, L.hostsPerFamily);
   // A new bucket: the oldest may have left the clock's window (pruned here, not per request).
-  if (bump(row.hourly, hour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
-  if (bump(row.daily, day)) prune(row.daily, daySpan(now.getTime()), L.days);
-  if (e.bait) row.baitHits++;
-  if (isDeep(e.path)) row.deepHits++;
-  if (e.path === '/robots.txt') row.robotsFetches++;
-  if (e.disallowed && c.bot) row.violations++;
-  if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at);
-  if (c.bot && (e.preferenceBroken || e.format)) countUsage(usagePart(row), e);
+  if (bump(row.hourly, hour, n)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, day, n)) prune(row.daily, daySpan(now.getTime()), L.days);
+  if (e.bait) row.baitHits += n;
+  if (isDeep(e.path)) row.deepHits += n;
+  if (e.path === '/robots.txt') row.robotsFetches += n;
+  if (e.disallowed && c.bot) row.violations += n;
+  if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at, n);
+  if (c.bot && (e.preferenceBroken || e.format)) countUsage(usagePart(row), e, n);
   const ok = e.status >= 200 && e.status < 300;
   const step = ok ? e.step : undefined;
-  if (step) row[step]++;
-  if (e.verification) row[e.verification]++;
-  s.recent.push({ at, family: row.family, class: row.class, path, status: e.status });
+  if (step) row[step] += n;
+  if (e.verification) row[e.verification] += n;
+  const entry = { at, family: row.family, class: row.class, path, status: e.status };
+  if (e.recent) {
+    e.recent.push(entry);
+    return true;
+  }
+  s.recent.push(entry);
   // Trimmed in halves, not by a shift per request (a shift was most of what count() cost): readers take recentOf(s).
   if (s.recent.length >= 2 * L.recent) s.recent.splice(0, s.recent.length - L.recent);
   return true;
+}
+
+/**
+ * Adds `count` requests counted in order to the recent ones, of which `last` are the latest entries
+ * (at least the last 2 × LEDGER_LIMITS.recent, or all): the ledger ends as pushing each in turn
+ * would have left it (it trims to LEDGER_LIMITS.recent each time it reaches twice as many).
+ */
+export function addRecent(s: TelemetrySnapshot, count: number, last: readonly RecentEntry[]): void {
+  if (count <= 0) return;
+  // A ledger holding twice as many or more (never left so by count()) is trimmed at the first push.
+  const total = Math.min(s.recent.length, 2 * L.recent - 1) + count;
+  const keep = total < 2 * L.recent ? total : L.recent + ((total - 2 * L.recent) % L.recent);
+  s.recent = [...s.recent, ...last].slice(-keep);
 }
 
 /** The last LEDGER_LIMITS.recent requests counted, oldest first (the ledger holds up to twice as many). */
@@ -702,11 +737,21 @@ export const OTHER_OPERATORS = '(other operators)';
  * Same clock rules as count(); false when dated outside ledgerRange(now). Bounded like families:
  * LEDGER_LIMITS.referralOperators rows, LEDGER_LIMITS.sourcesPerOperator sources in each.
  */
-export function countReferral(s: TelemetrySnapshot, operator: string, source: string, at: Date, now: Date): boolean {
+export function countReferral(
+  s: TelemetrySnapshot,
+  operator: string,
+  source: string,
+  at: Date,
+  now: Date,
+  n = 1,
+  since?: string,
+  atIso?: string,
+): boolean {
   const when = ledgerTime(at, now);
   if (when === null) return false;
-  timeKeys(when);
+  timeKeys(when, when === at ? atIso : undefined);
   const iso = lastIso;
+  const first = since !== undefined && since < iso ? since : null;
   const rows = (s.referrals ??= {});
   let name = cut(operator, L.nameChars);
   if (!(name in rows) && Object.keys(rows).length >= L.referralOperators - 1) name = OTHER_OPERATORS;
@@ -719,12 +764,12 @@ export function countReferral(s: TelemetrySnapshot, operator: string, source: st
     firstSeen: iso,
     lastSeen: iso,
   });
-  row.visits++;
-  if (iso < row.firstSeen) row.firstSeen = iso;
+  row.visits += n;
+  if ((first ?? iso) < row.firstSeen) row.firstSeen = first ?? iso;
   if (iso > row.lastSeen) row.lastSeen = iso;
-  bump(row.sources, cut(source, L.hostChars), 1, L.sourcesPerOperator);
-  if (bump(row.hourly, lastHour)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
-  if (bump(row.daily, lastDay)) prune(row.daily, daySpan(now.getTime()), L.days);
+  bump(row.sources, cut(source, L.hostChars), n, L.sourcesPerOperator);
+  if (bump(row.hourly, lastHour, n)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
+  if (bump(row.daily, lastDay, n)) prune(row.daily, daySpan(now.getTime()), L.days);
   if (iso > s.updatedAt) s.updatedAt = iso;
   return true;
 }
@@ -850,8 +895,8 @@ function ruleOf(p: RobotsPart, r: Omit<RobotsRuleCount, 'requests' | 'afterFetch
  * host (the first one); a request a Disallow rule forbids is counted under its rule and path,
  * and as sent after a fetch when the family had fetched that host's file before it.
  */
-function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string): void {
-  p.judged++;
+function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string, n: number): void {
+  p.judged += n;
   const host = cut(v.host, L.hostChars);
   if (path === '/robots.txt') {
     const first = p.fetchedAt[host];
@@ -859,8 +904,8 @@ function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string):
   }
   if (!v.broke) return;
   const fetched = p.fetchedAt[host];
-  const after = fetched !== undefined && fetched <= at ? 1 : 0;
-  p.violations++;
+  const after = fetched !== undefined && fetched <= at ? n : 0;
+  p.violations += n;
   p.afterFetch += after;
   const rule = ruleOf(p, {
     host,
@@ -869,9 +914,9 @@ function countRobots(p: RobotsPart, v: RobotsVerdict, path: string, at: string):
     rule: cut(v.broke.text, L.robotsChars),
     agent: cut(v.broke.agent, L.nameChars),
   });
-  rule.requests++;
+  rule.requests += n;
   rule.afterFetch += after;
-  bump(rule.paths, cut(path, L.robotsChars), 1, L.robotsPathsPerRule);
+  bump(rule.paths, cut(path, L.robotsChars), n, L.robotsPathsPerRule);
 }
 
 /** Adds another process's robots part into one (within the same bounds). */
@@ -896,10 +941,10 @@ function mergeRobots(into: RobotsPart, from: RobotsPart): void {
 export const usagePart = (row: FamilyRow): UsagePart =>
   (row.usage ??= { preferenceBroken: 0, markdown: 0, html: 0, json: 0, markdownTokens: 0 });
 
-function countUsage(p: UsagePart, e: LedgerEvent): void {
-  if (e.preferenceBroken) p.preferenceBroken++;
-  if (e.format) p[e.format]++;
-  if (e.format === 'markdown') p.markdownTokens += e.markdownTokens ?? 0;
+function countUsage(p: UsagePart, e: LedgerEvent, n: number): void {
+  if (e.preferenceBroken) p.preferenceBroken += n;
+  if (e.format) p[e.format] += n;
+  if (e.format === 'markdown') p.markdownTokens += (e.markdownTokens ?? 0) * n;
 }
 
 /** Adds another process's usage part into one. */

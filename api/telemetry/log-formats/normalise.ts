@@ -16,9 +16,12 @@ export interface RawLine {
   referer?: unknown;
   /** The query, when the format logs it apart from the target (CloudFront's cs-uri-query). */
   query?: unknown;
+  /** The time already as toISOString writes it (the combined parser's), instead of `time`. */
+  iso?: string;
 }
 
 const METHOD = /^[A-Z]{3,10}$/;
+const STATUS = /^\d{3}$/;
 const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
 // `-` is how the text formats write an absent value.
 const present = (v: unknown): string => {
@@ -57,7 +60,9 @@ function isoOf(value: unknown): string | null {
 /** The path of a request target (query dropped) and the host an absolute URL names. */
 function targetOf(target: string): { path: string; host: string } | null {
   if (target.startsWith('/')) {
-    const end = target.search(/[?#]/);
+    const q = target.indexOf('?');
+    const h = target.indexOf('#');
+    const end = q === -1 ? h : h === -1 ? q : Math.min(q, h);
     return { path: end === -1 ? target : target.slice(0, end), host: '' };
   }
   if (/^https?:\/\//i.test(target)) {
@@ -75,14 +80,12 @@ function targetOf(target: string): { path: string; host: string } | null {
 export function finish(raw: RawLine): Parsed {
   const method = present(raw.method).toUpperCase();
   if (!METHOD.test(method)) return { skip: 'bad-method' };
-  const target = targetOf(present(raw.target));
+  // Each field read once (a trim each; they were read twice).
+  const targetText = present(raw.target);
+  const target = targetOf(targetText);
   if (!target || target.path.length > 2048) return { skip: 'bad-path' };
-  const status =
-    typeof raw.status === 'number'
-      ? raw.status
-      : /^\d{3}$/.test(present(raw.status))
-        ? Number(present(raw.status))
-        : NaN;
+  const statusText = typeof raw.status === 'number' ? '' : present(raw.status);
+  const status = typeof raw.status === 'number' ? raw.status : STATUS.test(statusText) ? Number(statusText) : NaN;
   if (!Number.isInteger(status) || status < 100 || status > 599) return { skip: 'bad-status' };
   const line: LogLine = {
     method,
@@ -91,19 +94,21 @@ export function finish(raw: RawLine): Parsed {
     userAgent: present(raw.userAgent).slice(0, 1024),
     status,
   };
-  if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
+  if (raw.iso !== undefined) line.time = raw.iso;
+  else if (raw.time !== undefined && raw.time !== null && present(raw.time) !== '') {
     const time = isoOf(raw.time);
     if (time === null) return { skip: 'bad-time' };
     line.time = time;
   }
   // Only a well-formed address can be verified; anything else (a proxy chain, `unknown`) is left out.
-  const address = present(raw.clientAddress).replace(/^\[|\]$/g, '');
+  const given = present(raw.clientAddress);
+  const address =
+    given.charCodeAt(0) === 0x5b || given.charCodeAt(given.length - 1) === 0x5d ? given.replace(/^\[|\]$/g, '') : given;
   if (isIP(address)) line.clientAddress = address;
   const referer = present(raw.referer);
   if (referer !== '') line.referer = referer.slice(0, REFERER_MAX_CHARS);
-  const target_ = present(raw.target);
-  const q = target_.indexOf('?');
-  const utm = utmSourceOf(q === -1 ? present(raw.query) : target_.slice(q + 1).split('#')[0]!);
+  const q = targetText.indexOf('?');
+  const utm = utmSourceOf(q === -1 ? present(raw.query) : targetText.slice(q + 1).split('#')[0]!);
   if (utm) line.utmSource = utm;
   return { line };
 }

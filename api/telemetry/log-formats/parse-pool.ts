@@ -1,7 +1,9 @@
+import { isUtf8 } from 'node:buffer';
 import { Worker } from 'node:worker_threads';
 import type { Content } from '../../content/load.ts';
 import { parseBatch, type ParsedBatch } from './parse.ts';
 import type { LogFormat } from './types.ts';
+import type { Outcome } from '../verification/verify.ts';
 
 /** A batch's distinct User-Agents and, line by line, the index of the line's own among them. */
 export interface BatchAgents {
@@ -9,13 +11,59 @@ export interface BatchAgents {
   agentOf: Int32Array;
   /** Lines set aside as counting nothing but their date: each distinct time and how many lines had it. */
   quiet?: { times: string[]; counts: number[] };
+  /**
+   * What to count, in the order of each one's first line: a group of lines the ledger counts alike,
+   * or the index in the batch's lines of a line counted alone. Absent: every line, in order.
+   */
+  items?: (LineGroup | number)[];
+  /** The latest bot and bait requests, oldest first, for the ledger's recent ones: [item, the line's ISO time]. */
+  tail?: [number, string][];
 }
 
-/** What a worker needs to judge a line as the counting thread would (telemetryRulesOf's content). */
+/** Lines of an ingested batch that the ledger counts alike (line-groups.ts), counted as one event of `n` requests. */
+export interface LineGroup {
+  /** Its place among the batch's items. */
+  item: number;
+  /** Index of the lines' User-Agent in the batch's agents. */
+  agent: number;
+  method: string;
+  /** The path and host as the lines have them. */
+  path: string;
+  host: string;
+  status: number;
+  /** The earliest and latest times of its lines (ISO), within one hour. */
+  since: string;
+  at: string;
+  /** `at` in ms since 1970. */
+  atMs: number;
+  n: number;
+  /** Counted as requests (a bot, a bait hit, an unknown client); false: only as a referral. */
+  request: boolean;
+  /** The verification outcome, or 'lookup' when the counting thread looks `address` up (reverse DNS); null for no bot. */
+  verification: Outcome | 'lookup' | null;
+  address?: string;
+  /** Judged against a robots.txt (a bot's lines on a host that has one; none broke a rule). */
+  judged: boolean;
+  /** The AI product that sent these people, if one did. */
+  referral: { operator: string; source: string } | null;
+}
+
+/** The robots.txt files the counting thread judges by (createRobotsJudge's arguments). */
+export interface RobotsSources {
+  own: string;
+  others: ReadonlyMap<string, string>;
+  ownHosts: readonly string[];
+}
+
+/**
+ * What a worker needs to judge a line as the counting thread would: telemetryRulesOf's content,
+ * and the robots.txt files and ledger retention of the counting thread (without them a worker
+ * only reads and sets aside; every other line is counted one by one).
+ */
 export type LineRules = Pick<
   Content,
   'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'
->;
+> & { robots?: RobotsSources; retention?: { hours: number; days: number } };
 
 /** A batch as the ingest route hands it over: JSON records, or a text body's bytes (one record a line). */
 export type BatchRecords = (string | Record<string, unknown>)[] | Uint8Array;
@@ -25,6 +73,20 @@ const utf8 = new TextDecoder('utf-8', { fatal: false });
 /** A text body's records: its lines, without a last empty one or a line's CR. */
 export function splitLines(records: BatchRecords): (string | Record<string, unknown>)[] {
   if (!(records instanceof Uint8Array)) return records;
+  // Valid UTF-8 without a BOM (the decoder would drop it) is decoded line by line: a line of ASCII
+  // stays a one-byte string, where one non-Latin-1 character made the whole body's lines two-byte.
+  if (isUtf8(records) && !(records[0] === 0xef && records[1] === 0xbb && records[2] === 0xbf)) {
+    const buf = Buffer.from(records.buffer, records.byteOffset, records.length);
+    const out: string[] = [];
+    const line = (s: number, e: number) => out.push(buf.toString('utf8', s, e > s && buf[e - 1] === 0x0d ? e - 1 : e));
+    let s = 0;
+    for (let e = buf.indexOf(0x0a); e !== -1; e = buf.indexOf(0x0a, s)) {
+      line(s, e);
+      s = e + 1;
+    }
+    if (s < buf.length) line(s, buf.length);
+    return out;
+  }
   const lines = utf8.decode(records).split('\n');
   if (lines.at(-1) === '') lines.pop();
   return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));
@@ -64,6 +126,8 @@ export function createParsePool(size: number, rules?: LineRules): ParsePool {
             botIpRanges: rules.botIpRanges,
             crawlPolicy: rules.crawlPolicy,
             aiReferrers: rules.aiReferrers,
+            robots: rules.robots,
+            retention: rules.retention,
           }
         : null,
     });
@@ -91,10 +155,17 @@ export function createParsePool(size: number, rules?: LineRules): ParsePool {
       const id = nextId++;
       return new Promise((resolve, reject) => {
         slot.pending.set(id, { resolve, reject });
-        // A body's bytes are copied once into their own buffer and handed over (a Buffer may be a view of a shared pool).
+        // A body's bytes are handed over: moved when they are a whole buffer of their own (the body
+        // is not read again once its fingerprint is taken), else copied once into one (a small
+        // Buffer may be a view of Node's shared pool).
         if (records instanceof Uint8Array) {
-          const bytes = new Uint8Array(records);
-          slot.worker.postMessage({ id, records: bytes, format }, [bytes.buffer]);
+          const own =
+            records.buffer instanceof ArrayBuffer &&
+            records.byteOffset === 0 &&
+            records.byteLength === records.buffer.byteLength &&
+            records.byteLength > Buffer.poolSize;
+          const bytes = own ? records : new Uint8Array(records);
+          slot.worker.postMessage({ id, records: bytes, format }, [bytes.buffer as ArrayBuffer]);
         } else slot.worker.postMessage({ id, records, format });
       });
     },

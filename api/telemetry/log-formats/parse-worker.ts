@@ -1,16 +1,24 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { setLedgerRetention } from '../ledger/ledger.ts';
+import { createRobotsJudge } from '../robots/robots.ts';
 import { readable, telemetryRulesOf, underAny } from '../telemetry.ts';
+import { groupLines, type Classified } from './line-groups.ts';
 import { parseBatch } from './parse.ts';
 import { splitLines, type BatchRecords, type LineRules } from './parse-pool.ts';
 import type { LogFormat, LogLine } from './types.ts';
 
 // A log-ingest worker thread: reads a batch's records (parseBatch), sets aside the lines that count
-// nothing (a person's client on a path that is no bait, not sent by an AI product: only their date
-// is returned, for the out-of-range count), and names each other line's User-Agent by its index
-// among the batch's distinct ones, so the thread that counts classifies each distinct string once.
+// nothing (the operator's own, a person's client on a path that is no bait, not sent by an AI
+// product: only their date is returned, for the out-of-range count), and groups the others as the
+// ledger counts them (line-groups.ts), or, without the counting thread's robots.txt files, names
+// each other line's User-Agent by its index among the batch's distinct ones.
 const given = workerData as LineRules | null;
 const rules = given ? telemetryRulesOf(given) : null;
 const isBait = underAny(given?.crawlPolicy.disallow ?? []);
+if (given?.retention) setLedgerRetention(given.retention);
+// Classifications by User-Agent, kept across batches (bounded in groupLines).
+const classified = new Map<string, Classified>();
+const robots = given?.robots ? createRobotsJudge(given.robots.own, given.robots.others, given.robots.ownHosts) : null;
 
 /** True when the counting thread would do nothing with the line but check its date. */
 function quiet(line: LogLine): boolean {
@@ -24,6 +32,13 @@ function quiet(line: LogLine): boolean {
 parentPort!.on('message', (m: { id: number; records: BatchRecords; format: LogFormat | undefined }) => {
   const parsed = parseBatch(splitLines(m.records), m.format);
   const accepted = parsed.lines.length;
+  if (rules && robots) {
+    const { alone, agents } = groupLines(parsed.lines, { rules, robots, classified }, isBait, new Date());
+    parentPort!.postMessage({ id: m.id, parsed: { ...parsed, lines: alone }, accepted, agents }, [
+      agents.agentOf.buffer as ArrayBuffer,
+    ]);
+    return;
+  }
   const kept: LogLine[] = [];
   const times = new Map<string, number>();
   const index = new Map<string, number>();

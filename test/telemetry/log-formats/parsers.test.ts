@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +9,7 @@ import {
   parseCombined,
   unescapeQuoted,
 } from '../../../api/telemetry/log-formats/index.ts';
+import { splitLines } from '../../../api/telemetry/log-formats/parse-pool.ts';
 
 const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures', name), 'utf8');
 const linesOf = (name: string) => fixture(name).split('\n');
@@ -204,5 +206,100 @@ describe("today's JSON line shape", () => {
   it('skips a record too long to be a log line, and lines of an unknown shape', () => {
     expect(parseBatch(['x'.repeat(20_000)], 'combined').skipped).toEqual({ 'too-long': 1 });
     expect(parseBatch(['hello', 'world', ''])).toEqual({ format: null, lines: [], skipped: { unparseable: 2 } });
+  });
+});
+
+describe("a text body's lines", () => {
+  it('are the lines of the body decoded whole, split at \\n, without a last empty one or a CR, whatever the bytes', () => {
+    const whole = (bytes: Uint8Array) => {
+      const lines = new TextDecoder().decode(bytes).split('\n');
+      if (lines.at(-1) === '') lines.pop();
+      return lines.map((r) => (r.endsWith('\r') ? r.slice(0, -1) : r));
+    };
+    const pieces = ['a', 'GET /', ' ', '\n', '\r', '\r\n', 'é', '🦀', '\ufeff', '"', '\u2028'].map((p) =>
+      Buffer.from(p),
+    );
+    const odd = [Buffer.from([0xff]), Buffer.from([0xe2, 0x82]), Buffer.from([0xc3])];
+    let seed = 5;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let decodedByLine = 0;
+    for (let i = 0; i < 3000; i++) {
+      const parts: Buffer[] = [];
+      const n = Math.floor(random() * 30);
+      for (let k = 0; k < n; k++) {
+        const from = i % 3 === 0 && random() < 0.1 ? odd : pieces;
+        parts.push(from[Math.floor(random() * from.length)]!);
+      }
+      const bytes = new Uint8Array(Buffer.concat(parts));
+      if (isUtf8(bytes) && bytes[0] !== 0xef) decodedByLine++;
+      expect(splitLines(bytes), JSON.stringify([...bytes])).toEqual(whole(bytes));
+    }
+    expect(decodedByLine).toBeGreaterThan(1000);
+  });
+});
+
+describe('combined times', () => {
+  it("read a minute's seconds as parsing each one's date would", () => {
+    const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+    const reference = (text: string) => {
+      const m = /^(\d{2})\/(\w{3})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/.exec(text);
+      const month = m && MONTHS.indexOf(m[2]!) + 1;
+      if (!m || !month) return null;
+      const date = new Date(
+        `${m[3]}-${String(month).padStart(2, '0')}-${m[1]}T${m[4]}:${m[5]}:${m[6]}${m[7]}${m[8]}:${m[9]}`,
+      );
+      return Number.isNaN(date.getTime()) ? null : date.toISOString();
+    };
+    let seed = 9;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const two = (n: number) => String(n).padStart(2, '0');
+    let valid = 0;
+    for (let i = 0; i < 20_000; i++) {
+      // Runs of seconds within a minute, with odd days, hours, minutes, seconds and offsets among them.
+      const day = random() < 0.05 ? 31 : 1 + Math.floor(random() * 28);
+      const hour = random() < 0.05 ? 24 : Math.floor(random() * 24);
+      const minute = random() < 0.03 ? 60 : Math.floor(random() * 60);
+      const month = MONTHS[random() < 0.02 ? 1 : Math.floor(random() * 12)]!;
+      const year = random() < 0.02 ? 9999 : 2026;
+      const offset =
+        random() < 0.5
+          ? '+0000'
+          : `${random() < 0.5 ? '-' : '+'}${two(Math.floor(random() * 15))}${random() < 0.5 ? '00' : '30'}`;
+      for (let second = Math.floor(random() * 50), k = 0; k < 12; k++, second += 1 + Math.floor(random() * 3)) {
+        const text = `${two(day)}/${month}/${year}:${two(hour)}:${two(minute)}:${two(second % 63)} ${offset}`;
+        const want = reference(text);
+        if (want) valid++;
+        expect(clfTime(text), text).toBe(want);
+      }
+    }
+    expect(valid).toBeGreaterThan(100_000);
+  });
+});
+
+describe('a combined request', () => {
+  it('is two or three words between single spaces, as splitting it at its spaces says', () => {
+    const requests = [
+      'GET / HTTP/1.1',
+      'GET /x',
+      'GET /x ',
+      'GET  /x HTTP/1.1',
+      'GET / HTTP/1.1 ',
+      ' GET /',
+      '-',
+      'GET',
+      'GET /a b c',
+      '\\x16\\x03\\x01',
+      'POST /api?a=b HTTP/2.0',
+    ];
+    for (const request of requests) {
+      const parts = request.split(' ');
+      const want = parts.length < 2 || parts.length > 3 ? 'not-a-request' : `${parts[0]} ${parts[1]!.split(/[?#]/)[0]}`;
+      const got = parseCombined(`192.0.2.1 - - [10/Oct/2000:13:55:36 -0700] "${request}" 200 5 "-" "curl/8"`)!;
+      const read = 'skip' in got ? got.skip : `${got.line.method} ${got.line.path}`;
+      // A first word that is no method, or a second that is no path, is skipped for that instead.
+      if (want === 'not-a-request') expect(read, request).toBe(want);
+      else expect(read === want || read === 'bad-method' || read === 'bad-path', `${request}: ${read}`).toBe(true);
+      if (want !== 'not-a-request') expect(read, request).not.toBe('not-a-request');
+    }
   });
 });
