@@ -184,6 +184,14 @@ interface Pair {
   upstreamGone: boolean;
 }
 
+/** A relay in front of the database `url` names, and the same URL through it. */
+export async function relayTo(url: string): Promise<{ relay: Relay; through: string }> {
+  const relay = await startRelay(Number(new URL(url).port || 5432));
+  const through = new URL(url);
+  through.port = String(relay.port);
+  return { relay, through: through.href };
+}
+
 export async function startRelay(target: number): Promise<Relay> {
   let mode: RelayMode = 'forward';
   let cut: { text: Buffer; hold: RelayMode } | null = null;

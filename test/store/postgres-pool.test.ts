@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../api/store/types.ts';
-import { startRelay } from '../helpers/pg-cluster.ts';
+import { relayTo } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { citizen } from './contract.ts';
 
@@ -55,10 +55,8 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
 
   it('while PostgreSQL does not answer, one call waits out the timeout and the others fail at once; it heals by itself', async () => {
     const url = await freshDatabase();
-    const relay = await startRelay(Number(new URL(url).port || 5432));
-    const through = new URL(url);
-    through.port = String(relay.port);
-    const store = await openPostgresStore(through.href, {
+    const { relay, through } = await relayTo(url);
+    const store = await openPostgresStore(through, {
       connectTimeoutMs: 400,
       queryTimeoutMs: 300,
       idleTimeoutMs: 60_000,
@@ -102,10 +100,8 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
 
   it('tells a new connection refused from a pooled one: reachable() fails while the pool still answers', async () => {
     const url = await freshDatabase();
-    const relay = await startRelay(Number(new URL(url).port || 5432));
-    const through = new URL(url);
-    through.port = String(relay.port);
-    const store = await openPostgresStore(through.href, { connectTimeoutMs: 400, idleTimeoutMs: 60_000 });
+    const { relay, through } = await relayTo(url);
+    const store = await openPostgresStore(through, { connectTimeoutMs: 400, idleTimeoutMs: 60_000 });
     try {
       await store.pool.reachable();
       await store.citizens.list({ limit: 1 });

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
-import { startRelay } from '../helpers/pg-cluster.ts';
+import { relayTo } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -80,10 +80,8 @@ describe.runIf(available)('Web Bot Auth nonces on PostgreSQL', () => {
 
   it('fails a claim PostgreSQL does not answer within the pool bounds, and at once on a closed port', async () => {
     const url = await freshDatabase();
-    const relay = await startRelay(Number(new URL(url).port || 5432));
-    const through = new URL(url);
-    through.port = String(relay.port);
-    const store = await openPostgresStore(through.href, {
+    const { relay, through } = await relayTo(url);
+    const store = await openPostgresStore(through, {
       connectTimeoutMs: 400,
       queryTimeoutMs: 300,
       idleTimeoutMs: 60_000,
