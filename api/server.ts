@@ -45,6 +45,7 @@ import {
 } from './operator/index.ts';
 import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
+import { sendRequestId } from './http/request-id.ts';
 import { limitConnections } from './gateway/connections.ts';
 import { closeStalledConnections } from './gateway/stalled-connections.ts';
 import { createSharedAnswers } from './gateway/shared-answers.ts';
@@ -223,7 +224,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const finishing = new WeakMap<object, RequestContext>();
   const tracked = (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => {
     const context: RequestContext = { id: requestIdOf(req.headers['x-request-id']) };
-    res.setHeader('X-Request-Id', context.id);
+    sendRequestId(res, context.id);
     // Registered before the gateway's own 'close' listener, which reports the request: it finds the context here.
     res.on('close', () => finishing.set(req.socket, context));
     const method = req.method ?? 'GET';

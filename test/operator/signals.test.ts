@@ -65,6 +65,23 @@ describe.runIf(available)('signals an on-call engineer can page on', () => {
     }
   });
 
+  it("sends each answer its own X-Request-Id: a static file's, a problem's, a page's and a document's kept as shared answers", async () => {
+    for (const path of [
+      '/api/convert',
+      '/no-such-page',
+      '/bot-wall',
+      '/bot-wall',
+      '/bot-wall.json',
+      '/bot-wall.json',
+    ]) {
+      const id = `reader-${path.length}-${Math.random().toString(36).slice(2)}`;
+      const answer = await fetch(`${server.url}${path}`, { headers: { 'X-Request-Id': id } });
+      await answer.arrayBuffer();
+      // One header, this request's: a shared answer does not carry the id of the reader it was made for.
+      expect([path, answer.headers.get('x-request-id')]).toEqual([path, id]);
+    }
+  });
+
   it('raises no bot alert for the operator tooling (curl, Wget)', async () => {
     const from = server.logs.length;
     for (const ua of ['curl/8.5.0', 'Wget/1.21.4']) {
