@@ -31,6 +31,19 @@ import {
 } from '../../api/telemetry/web-bot-auth/web-bot-auth.ts';
 
 // The draft's appendix and cloudflare/web-bot-auth's test_data, copied with their sources noted.
+/** An assistant family of our table that signs its requests from the key directory at `origin`. */
+const signingFamily = (family: string, operator: string, origin: string): BotFamily => ({
+  family,
+  operator,
+  tokens: [family],
+  kind: 'ai-assistant',
+  class: 'Intelligence',
+  verify: 'web-bot-auth',
+  weak: false,
+  robots_only: false,
+  signature_agents: [origin],
+});
+
 const VECTORS = JSON.parse(readFileSync(new URL('fixtures/web-bot-auth-vectors.json', import.meta.url), 'utf8')) as {
   keys: Record<string, JsonWebKey>;
   requests: {
@@ -833,17 +846,7 @@ describe('the signature verifier', () => {
   ) {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: answer ?? serveKeys(() => [key.publicJwk]) });
-    const family: BotFamily = {
-      family: 'ChatGPT-User',
-      operator: 'OpenAI',
-      tokens: ['ChatGPT-User'],
-      kind: 'ai-assistant',
-      class: 'Intelligence',
-      verify: 'web-bot-auth',
-      weak: false,
-      robots_only: false,
-      signature_agents: [server.origin],
-    };
+    const family = signingFamily('ChatGPT-User', 'OpenAI', server.origin);
     const results: string[] = [];
     const fetches: string[] = [];
     let done: () => void = () => {};
@@ -1003,19 +1006,7 @@ describe('the signature verifier', () => {
     let clock = Date.now();
     const results: string[] = [];
     const v = createSignatureVerifier({
-      families: [
-        {
-          family: 'A',
-          operator: 'A',
-          tokens: ['A'],
-          kind: 'ai-assistant',
-          class: 'Intelligence',
-          verify: 'web-bot-auth',
-          weak: false,
-          robots_only: false,
-          signature_agents: [server.origin],
-        },
-      ],
+      families: [signingFamily('A', 'A', server.origin)],
       fetchDirectory: httpDirectoryFetcher({ allowLoopback: true, timeoutMs: 1000 }),
       onResult: (_f, outcome) => results.push(outcome),
       maxNonces: 2,
