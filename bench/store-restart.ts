@@ -16,38 +16,47 @@ const { logger } = createLogging(
   process.env.BENCH_LOG ? process.stderr : new Writable({ write: (_c, _e, cb) => cb() }),
 );
 
+/**
+ * Citizen `n` and the shout its oath writes, ids made from `ms` and `n`: the snapshot's and the
+ * journal tail's in id spaces of their own.
+ */
+function oathOf(kind: 'seed' | 'tail', n: number, ms: number, at: string) {
+  const hex = ms.toString(16).padStart(12, '0');
+  const id = (variant: string) =>
+    `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-${variant}-${String(n).padStart(12, '0')}`;
+  const seed = kind === 'seed';
+  const name = `restart-${kind}-${n}`;
+  const memberId = id(seed ? '8000' : 'a000');
+  return {
+    citizen: {
+      memberId,
+      name,
+      class: 'agent' as const,
+      purpose: 'measure a restart',
+      status: 'trillionaire' as const,
+      joinedAt: at,
+      passportHash: n.toString(16).padStart(64, seed ? '0' : 'b'),
+    },
+    message: {
+      id: id(seed ? '9000' : 'b000'),
+      name,
+      kind: 'message' as const,
+      message: seed ? `I am ${name}, here to measure a restart.` : `I am ${name}.`,
+      citizenId: memberId,
+      verified: true,
+      wall: true,
+      createdAt: at,
+    },
+  };
+}
+
 function seedSnapshot(dir: string, citizens: number): Promise<void> {
   const data = emptyData();
   const t = Date.parse('2026-01-01T00:00:00.000Z');
   for (let i = 0; i < citizens; i++) {
-    const hex = (t + i).toString(16).padStart(12, '0');
-    const memberId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-${String(i).padStart(12, '0')}`;
-    const at = new Date(t + i).toISOString();
-    data.citizens.insert(
-      {
-        memberId,
-        name: `restart-seed-${i}`,
-        class: 'agent',
-        purpose: 'measure a restart',
-        status: 'trillionaire',
-        joinedAt: at,
-        passportHash: i.toString(16).padStart(64, '0'),
-      },
-      true,
-    );
-    data.messages.insert(
-      {
-        id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-9000-${String(i).padStart(12, '0')}`,
-        name: `restart-seed-${i}`,
-        kind: 'message',
-        message: `I am restart-seed-${i}, here to measure a restart.`,
-        citizenId: memberId,
-        verified: true,
-        wall: true,
-        createdAt: at,
-      },
-      false,
-    );
+    const { citizen, message } = oathOf('seed', i, t + i, new Date(t + i).toISOString());
+    data.citizens.insert(citizen, true);
+    data.messages.insert(message, false);
   }
   data.seq = 1;
   return new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json')).write(data);
@@ -65,44 +74,20 @@ export interface RestartFigure {
 
 /** A data folder of `citizens` in a snapshot and `tail` oaths in its journal, as this commit writes them. */
 export async function seedStore(dir: string, citizens: number, tail: number): Promise<void> {
-  {
-    await seedSnapshot(dir, citizens);
-    // The first start computes the name keys and writes the snapshot anew with them (as a real one would have).
-    const first = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
-    await first.close();
-    const writer = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
-    const now = new Date().toISOString();
-    for (let from = 0; from < tail; from += 500)
-      await Promise.all(
-        Array.from({ length: Math.min(500, tail - from) }, (_, i) => {
-          const n = from + i;
-          const hex = (Date.parse(now) + n).toString(16).padStart(12, '0');
-          const memberId = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-a000-${String(n).padStart(12, '0')}`;
-          return writer.citizens.add(
-            {
-              memberId,
-              name: `restart-tail-${n}`,
-              class: 'agent',
-              purpose: 'measure a restart',
-              status: 'trillionaire',
-              joinedAt: now,
-              passportHash: n.toString(16).padStart(64, 'b'),
-            },
-            {
-              id: `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-b000-${String(n).padStart(12, '0')}`,
-              name: `restart-tail-${n}`,
-              kind: 'message',
-              message: `I am restart-tail-${n}.`,
-              citizenId: memberId,
-              verified: true,
-              wall: true,
-              createdAt: now,
-            },
-          );
-        }),
-      );
-    await writer.close();
-  }
+  await seedSnapshot(dir, citizens);
+  // The first start computes the name keys and writes the snapshot anew with them (as a real one would have).
+  const first = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
+  await first.close();
+  const writer = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
+  const now = new Date().toISOString();
+  for (let from = 0; from < tail; from += 500)
+    await Promise.all(
+      Array.from({ length: Math.min(500, tail - from) }, (_, i) => {
+        const { citizen, message } = oathOf('tail', from + i, Date.parse(now) + from + i, now);
+        return writer.citizens.add(citizen, message);
+      }),
+    );
+  await writer.close();
 }
 
 /** Opens the store in `dir` `rounds` times: wall and CPU of each open. */
@@ -111,21 +96,19 @@ export async function openTimes(
   expected: number,
   rounds: number,
 ): Promise<{ ms: number[]; cpuMs: number[] }> {
-  {
-    const ms: number[] = [];
-    const cpuMs: number[] = [];
-    for (let round = 0; round < rounds; round++) {
-      const cpu = process.cpuUsage();
-      const started = performance.now();
-      const store = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
-      ms.push(performance.now() - started);
-      const used = process.cpuUsage(cpu);
-      cpuMs.push((used.user + used.system) / 1000);
-      if ((await store.citizens.stats()).total !== expected) throw new Error('a restart lost citizens');
-      await store.close();
-    }
-    return { ms, cpuMs };
+  const ms: number[] = [];
+  const cpuMs: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const store = await openEmbeddedStore({ dir, logger, compactEvery: 1e12, compactBytes: 1e15 });
+    ms.push(performance.now() - started);
+    const used = process.cpuUsage(cpu);
+    cpuMs.push((used.user + used.system) / 1000);
+    if ((await store.citizens.stats()).total !== expected) throw new Error('a restart lost citizens');
+    await store.close();
   }
+  return { ms, cpuMs };
 }
 
 export async function restartFigure(citizens: number, tail: number, rounds: number): Promise<RestartFigure> {
@@ -143,17 +126,18 @@ export async function restartFigure(citizens: number, tail: number, rounds: numb
 // tree under the same load: BENCH_RESTART_SEED=<dir> seeds a folder and exits; BENCH_RESTART_OPEN=<dir>
 // opens it BENCH_RESTART_ROUNDS times and prints the CPU of each open (a driver alternates the trees).
 const env = process.env;
-if (import.meta.url === `file://${process.argv[1]}` && env.BENCH_RESTART_SEED) {
+const run = import.meta.url === `file://${process.argv[1]}`;
+if (run && env.BENCH_RESTART_SEED) {
   await seedStore(
     env.BENCH_RESTART_SEED,
     Number(env.BENCH_RESTART_CITIZENS ?? 1_000_000),
     Number(env.BENCH_RESTART_TAIL ?? 20_000),
   );
-} else if (import.meta.url === `file://${process.argv[1]}` && env.BENCH_RESTART_OPEN) {
+} else if (run && env.BENCH_RESTART_OPEN) {
   const expected = Number(env.BENCH_RESTART_CITIZENS ?? 1_000_000) + Number(env.BENCH_RESTART_TAIL ?? 20_000);
   const { ms, cpuMs } = await openTimes(env.BENCH_RESTART_OPEN, expected, Number(env.BENCH_RESTART_ROUNDS ?? 1));
   console.log(`open cpu ${cpuMs.map((m) => m.toFixed(0)).join(' ')} wall ${ms.map((m) => m.toFixed(0)).join(' ')}`);
-} else if (import.meta.url === `file://${process.argv[1]}`) {
+} else if (run) {
   const figure = await restartFigure(
     Number(process.env.BENCH_RESTART_CITIZENS ?? 1_000_000),
     Number(process.env.BENCH_RESTART_TAIL ?? 20_000),
