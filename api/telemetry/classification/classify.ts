@@ -70,13 +70,9 @@ export const UNKNOWN_CLIENT: Classification = Object.freeze({
   verify: 'none',
   unknown: true,
 });
-const UNNAMED: Classification = Object.freeze({
-  bot: true,
-  family: 'unnamed bot',
-  class: 'Bot',
-  known: null,
-  verify: 'none',
-});
+/** A bot outside our table, named after what the string says (its product, a library, its address). */
+const botNamed = (family: string): Classification => ({ bot: true, family, class: 'Bot', known: null, verify: 'none' });
+const UNNAMED: Classification = Object.freeze(botNamed('unnamed bot'));
 
 /** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
 export const classificationOf = (known: BotFamily): Classification =>
@@ -545,9 +541,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const name = botWord ?? selfName(t, ua);
     // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
     const shown = productName(t, ua) ?? name;
-    const bot: Classification = shown
-      ? { bot: true, family: shown, class: 'Bot', known: null, verify: 'none' }
-      : UNNAMED;
+    const bot = shown ? botNamed(shown) : UNNAMED;
     const first = t.lower[0];
     if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
     if (surelyBot(ua, name)) return bot;
@@ -611,27 +605,26 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // device runs it.
     if (weak === undefined && !startsAsBrowser(ua)) {
       const library = leadingLibrary(lower[0]);
-      if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua))
-        return { bot: true, family: library, class: 'Bot', known: null, verify: 'none' };
+      if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua)) return botNamed(library);
     }
-    // A program on a language runtime, named by its first token ("twine/3.4.2 ... CPython/3.8.12").
-    if (!startsAsBrowser(ua) && RUNTIME.test(ua) && phrases.get(lower[0]!)?.human === undefined) {
-      const name = productTokens(ua).original[0]!;
-      return { bot: true, family: name, class: 'Bot', known: null, verify: 'none' };
-    }
-    // An app on a system's HTTP stack is named by its first token: a name of a program's work is a
-    // tool's ("Email%20Extractor/29 CFNetwork/897.15 Darwin/17.5.0", "URLTester/1 CFNetwork/974.1").
-    // (Downloaders and thumbnailers are people's apps: "Free%20Video%20Downloader/1.5 CFNetwork/672.0.8".)
-    if (human && stackOnly && phrases.get(lower[0]!)?.human === undefined && !startsAsBrowser(ua)) {
-      const app = productTokens(ua).original[0]!.replaceAll('%20', ' ');
-      if (SURELY_BOT.test(app) || APP_AT_WORK.test(app))
-        return { bot: true, family: app, class: 'Bot', known: null, verify: 'none' };
+    // A string named by its first token, no person's client, that is no browser's: a program on a
+    // language runtime ("twine/3.4.2 ... CPython/3.8.12"), or an app on a system's HTTP stack whose
+    // name is a program's work ("Email%20Extractor/29 CFNetwork/897.15", "URLTester/1 CFNetwork/974.1";
+    // downloaders and thumbnailers are people's apps: "Free%20Video%20Downloader/1.5 CFNetwork/672.0.8").
+    if (!startsAsBrowser(ua) && phrases.get(lower[0]!)?.human === undefined) {
+      const onRuntime = RUNTIME.test(ua);
+      if (onRuntime || (human && stackOnly)) {
+        const first = productTokens(ua).original[0]!;
+        if (onRuntime) return botNamed(first);
+        const app = first.replaceAll('%20', ' ');
+        if (SURELY_BOT.test(app) || APP_AT_WORK.test(app)) return botNamed(app);
+      }
     }
     // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
     if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
     if (weak) {
       const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
-      const c: Classification = name ? { bot: true, family: name, class: 'Bot', known: null, verify: 'none' } : weak;
+      const c = name ? botNamed(name) : weak;
       // "Android 13; Spider 8" is a phone; "LG-GT505 ... Java/ASVM/1.1 Profile/MIDP-2.1" a feature phone.
       if (name === null) return isPersonDevice(ua) ? HUMAN : c;
       return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
