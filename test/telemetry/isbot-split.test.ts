@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
-import { byFirstCharacter, isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
+import { isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
 
 const fixtures = new URL('fixtures/', import.meta.url);
 /** Every User-Agent of the fixtures (a tab-separated line's last column), as written and as node's parser hands it over. */
@@ -12,7 +12,7 @@ const userAgents = readdirSync(fixtures)
   .map((l) => l.split('\t').at(-1)!)
   .flatMap((ua) => [ua, Buffer.from(ua).toString('latin1')]);
 
-describe('isbot split in two RegExps', () => {
+describe('isbot in two parts', () => {
   it('answers as isbot on every User-Agent of the fixtures', () => {
     expect(userAgents.length).toBeGreaterThan(20_000);
     expect(userAgents.filter((ua) => isbot(ua) !== isbotItself(ua))).toEqual([]);
@@ -37,24 +37,6 @@ describe('isbot split in two RegExps', () => {
       anchored: ['^abc', '^a(b|c)', '^[|]x'],
       anywhere: ['^ab|cd', 'x|^y'],
     });
-  });
-
-  it('gathers patterns by a first character only where the RegExp stays the same', () => {
-    // Not a quantified first character, not a pattern with a top-level |, nothing that is no plain character.
-    expect(byFirstCharacter(['abc', 'abd', 'a?x', 'ab|cd', 'b', '\\bperl', '(?<!x)bot', 'a{2}', 'a'])).toEqual([
-      'a(?:bc|bd|)',
-      'b(?:)',
-      'a?x',
-      'ab|cd',
-      '\\bperl',
-      '(?<!x)bot',
-      'a{2}',
-    ]);
-    for (const ua of ['xabcx', 'xabdx', 'b', 'cd', 'x', 'aax', 'perl', 'a'])
-      expect([ua, new RegExp(byFirstCharacter(['abc', 'abd', 'ab|cd', 'b', 'a?x']).join('|')).test(ua)]).toEqual([
-        ua,
-        /abc|abd|ab|cd|b|a?x/.test(ua),
-      ]);
   });
 
   it('answers false for the empty string, as isbot does', () => {

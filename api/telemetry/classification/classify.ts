@@ -1,4 +1,5 @@
-import { byFirstCharacter, isbot, isbotByWord } from './isbot-split.ts';
+import { isbot, isbotByWord } from './isbot-split.ts';
+import { indexedAlternation } from './literal-index.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
 import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
@@ -162,13 +163,11 @@ function byFirstWord<F, H>(families: PhraseIndex<F>, humans: PhraseIndex<H>) {
   return index;
 }
 
-const SEPARATOR = /[-_.]/;
 /**
  * A name followed by a suffix of its own ("Dataprovider.com", "AdsBot-Google-Mobile-Apps",
  * "Googlebot-Mobile"): the longest head of the token, cut at - _ or ., that names a family.
  */
 function headAt<T>(single: Map<string, T>, token: string): T | undefined {
-  if (!SEPARATOR.test(token)) return undefined;
   for (let end = token.length - 1; end > 1; end--) {
     const ch = token.charCodeAt(end);
     if (ch !== 45 && ch !== 95 && ch !== 46) continue;
@@ -184,15 +183,11 @@ const BOTLIKE =
 /** Words that show a program, though no name is made of them (a bot's spellings, SEO tools). */
 const EVIDENCE_ONLY = /b0t|spyder|^seo$/i;
 /** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
-const WORK_WORD = new RegExp(
-  // Gathered by first character (as isbot's list is): V8 then tries a few tails at each position, not 30 words.
-  byFirstCharacter(
-    String.raw`uptime monitor screenshot thumb validat extract downloader webhook hookshot test(?:er|ing)?(?![a-z])
-      sitemap rank(?![a-z]) resolver expander tracer unshorten cacher resizer preload perf(?:ormance)?(?![a-z])
-      summari[sz]er watchdog fuzz embedder pipeline middleware loader generator search\s?engine
-      link\s?(?:check|valet|alarm|analy)`.split(/\s+/),
-  ).join('|'),
-  'i',
+const WORK_WORD = indexedAlternation(
+  String.raw`uptime monitor screenshot thumb validat extract downloader webhook hookshot test(?:er|ing)?(?![a-z])
+    sitemap rank(?![a-z]) resolver expander tracer unshorten cacher resizer preload perf(?:ormance)?(?![a-z])
+    summari[sz]er watchdog fuzz embedder pipeline middleware loader generator search\s?engine
+    link\s?(?:check|valet|alarm|analy)`.split(/\s+/),
 );
 /** "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"), not inside one ("tpapi", "Enseo"). */
 const SERVICE_WORD = /\b(?:api|API|seo|SEO)\b|[a-z](?:API|SEO)\b/;
@@ -203,7 +198,7 @@ const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
 /** A language runtime's own token: the string is a program's ("nyawc/1.8.1 CPython/3.6.5 Linux/3.10.0"). */
 const RUNTIME =
   /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client/i;
-const showsWork = (ua: string) => WORK_WORD.test(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 

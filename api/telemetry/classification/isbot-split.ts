@@ -1,27 +1,12 @@
 import { createIsbotFromList, list } from 'isbot';
+import { indexedAlternation, topLevelAlternation } from './literal-index.ts';
 
-// isbot's own answer, from its own list, compiled as two RegExps instead of one. In isbot's single
-// alternation V8 tries every `^...` pattern (78 of 206) at every position of the string and fails
-// each there; gathered under one leading `^` they are tried at position 0 only, and the rest are
-// gathered by first character. The same answer (test/telemetry/isbot-split.test.ts compares both
-// on every User-Agent of our fixtures) in about 78% of the time on a browser's string, the case
-// that always reaches isbot.
-
-/** Whether a pattern has a `|` outside groups and classes (then its `^` anchors only its first branch). */
-function topLevelAlternation(pattern: string): boolean {
-  let depth = 0;
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '\\') i++;
-    else if (inClass) inClass = ch !== ']';
-    else if (ch === '[') inClass = true;
-    else if (ch === '(') depth++;
-    else if (ch === ')') depth--;
-    else if (ch === '|' && depth === 0) return true;
-  }
-  return false;
-}
+// isbot's own answer, from its own list, compiled in two parts instead of one RegExp. In isbot's
+// single alternation V8 tries every `^...` pattern (78 of 206) at every position of the string and
+// fails each there; gathered under one leading `^` they are tried at position 0 only. The rest are
+// tried only where their leading literal occurs (literal-index.ts). The same answer
+// (test/telemetry/isbot-split.test.ts compares both on every User-Agent of our fixtures) in about a
+// third of the time on a browser's string, the case that always reaches isbot.
 
 /** isbot's list split in two: the patterns anchored at the start of the string, and the rest. */
 export function splitIsbotList(patterns: readonly string[]): { anchored: string[]; anywhere: string[] } {
@@ -31,34 +16,12 @@ export function splitIsbotList(patterns: readonly string[]): { anchored: string[
   return { anchored, anywhere };
 }
 
-/** A pattern that starts with a plain character no quantifier follows, and has no `|` at its top level. */
-const startsPlain = (p: string) => /^[a-z0-9 ](?![?*+{])/.test(p) && !topLevelAlternation(p);
-
-/**
- * The patterns that start with the same plain character gathered behind it (`abuse|advisor` is
- * `a(?:buse|dvisor)`, the same RegExp): V8 then checks each position against 23 first characters,
- * not 110 patterns. The others as they are.
- */
-export function byFirstCharacter(patterns: readonly string[]): string[] {
-  const groups = new Map<string, string[]>();
-  const others: string[] = [];
-  for (const p of patterns) {
-    if (!startsPlain(p)) others.push(p);
-    else {
-      const tails = groups.get(p[0]!);
-      if (tails) tails.push(p.slice(1));
-      else groups.set(p[0]!, [p.slice(1)]);
-    }
-  }
-  return [...[...groups].map(([first, tails]) => `${first}(?:${tails.join('|')})`), ...others];
-}
-
 const { anchored, anywhere } = splitIsbotList(list);
 const atStart = createIsbotFromList([`^(?:${anchored.map((p) => p.slice(1)).join('|')})`]);
-const inside = createIsbotFromList(byFirstCharacter(anywhere));
+const inside = indexedAlternation(anywhere);
 
 /** isbot(userAgent), the same answer sooner. */
-export const isbot = (userAgent: string): boolean => atStart(userAgent) || inside(userAgent);
+export const isbot = (userAgent: string): boolean => atStart(userAgent) || (userAgent !== '' && inside(userAgent));
 
 /**
  * isbot's patterns that read a string's shape, not a word: a lone product token with a version
@@ -79,7 +42,8 @@ export const isShapePattern = (p: string) =>
 
 const { anchored: wordAnchored, anywhere: wordAnywhere } = splitIsbotList(list.filter((p) => !isShapePattern(p)));
 const wordAtStart = createIsbotFromList([`^(?:${wordAnchored.map((p) => p.slice(1)).join('|')})`]);
-const wordInside = createIsbotFromList(byFirstCharacter(wordAnywhere));
+const wordInside = indexedAlternation(wordAnywhere);
 
 /** Whether one of isbot's word patterns (a name, a bot word, a tool) matches: evidence, where its shape patterns are not. */
-export const isbotByWord = (userAgent: string): boolean => wordAtStart(userAgent) || wordInside(userAgent);
+export const isbotByWord = (userAgent: string): boolean =>
+  wordAtStart(userAgent) || (userAgent !== '' && wordInside(userAgent));
