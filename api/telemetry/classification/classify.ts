@@ -533,14 +533,22 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
   function unknownBot(ua: string): Classification {
     const t = productTokens(ua);
     const botWord = nameOf(t, ua);
+    const first = t.lower[0];
+    const personFirst = first !== undefined && isPersonClientName(first);
+    // A name is read off the string, so it holds a bot's word only where the string does. Most
+    // strings here (people's that isbot's shape patterns took) hold none and no address: whether they
+    // are a person's is settled before a name is read (its RegExps were most of the slowest calls).
+    const plain = botWord === null && !SURELY_BOT.test(ua) && !signsAsBot(ua);
+    if (plain && (personFirst || personClient(ua))) return HUMAN;
     const name = botWord ?? selfName(t, ua);
     // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
     const shown = productName(t, ua) ?? name;
     const bot = shown ? botNamed(shown) : UNNAMED;
-    const first = t.lower[0];
-    if (first !== undefined && isPersonClientName(first) && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
-    if (surelyBot(ua, name)) return bot;
-    if (personClient(ua)) return HUMAN;
+    if (!plain) {
+      if (personFirst && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
+      if (surelyBot(ua, name)) return bot;
+      if (personClient(ua)) return HUMAN;
+    }
     // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
     const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
     if (botWords || isbotByWord(ua) || namesLibrary(ua) || showsWork(ua) || genericWords(ua)) return bot;

@@ -194,14 +194,13 @@ const BOT_MARK = /https?:|@/i;
 /** A token's name without a version glued to it: "lavf52.111.0" is Lavf. */
 const GLUED_VERSION = /[\d._-]+$/;
 
-/** Which product token of a string is a person's client's, if any (the first, as a name). */
-export function personClientToken(ua: string): string | null {
-  for (const token of lowerTokens(ua)) {
-    if (PERSON_CLIENT_NAMES.has(token)) return token;
-    const head = token.replace(GLUED_VERSION, '');
-    if (head !== token && head.length >= 3 && PERSON_CLIENT_NAMES.has(head)) return head;
-  }
-  return null;
+/** The token less a version glued to it; the RegExp only where the token ends as a version does (most do not). */
+function withoutGluedVersion(token: string): string {
+  const last = token.charCodeAt(token.length - 1);
+  // 0-9 . _ -
+  return (last >= 48 && last <= 57) || last === 46 || last === 95 || last === 45
+    ? token.replace(GLUED_VERSION, '')
+    : token;
 }
 
 /** Whether a string names a library or tool of the client parser's list. */
@@ -250,7 +249,8 @@ export function leadingLibrary(first: string | undefined): string | null {
  * answer.
  */
 export function isPersonClient(ua: string): boolean {
-  return personClientToken(ua) !== null || isPersonDevice(ua);
+  const tokens = lowerTokens(ua);
+  return tokens.some(isPersonClientName) || showsPersonDevice(ua, tokens);
 }
 
 /**
@@ -259,10 +259,13 @@ export function isPersonClient(ua: string): boolean {
  * feature phone) is the device's runtime, not a bot.
  */
 export function isPersonDevice(ua: string): boolean {
+  return showsPersonDevice(ua, lowerTokens(ua));
+}
+
+function showsPersonDevice(ua: string, tokens: string[]): boolean {
   if (FEATURE_PHONE.test(ua)) return true;
   if (BOT_MARK.test(ua)) return false;
-  for (const token of lowerTokens(ua)) if (PERSONAL_SYSTEMS.has(token)) return true;
-  return false;
+  return tokens.some((token) => PERSONAL_SYSTEMS.has(token));
 }
 
 export type PersonClientCheck = (ua: string) => boolean;
@@ -275,6 +278,6 @@ export function createPersonClientCheck(): PersonClientCheck {
 /** Whether a lowercase product token (or its head before a glued version) names a person's client. */
 export function isPersonClientName(token: string): boolean {
   if (PERSON_CLIENT_NAMES.has(token)) return true;
-  const head = token.replace(GLUED_VERSION, '');
+  const head = withoutGluedVersion(token);
   return head !== token && head.length >= 3 && PERSON_CLIENT_NAMES.has(head);
 }
