@@ -1,4 +1,5 @@
 import Negotiator from 'negotiator';
+import { remember } from '../memo.ts';
 
 /** What a page offers, in the server's order of preference: HTML wins a tie (`*\/*`, `text/*`). */
 const OFFERED = ['text/html', 'text/markdown'];
@@ -21,9 +22,6 @@ export function prefersMarkdown(accept: string | undefined): boolean {
   const known = memo.get(accept);
   if (known !== undefined) return known;
   const markdown = new Negotiator({ headers: { accept } }).mediaType(OFFERED) === 'text/markdown';
-  if (accept.length <= NEGOTIATION_MEMO.chars) {
-    if (memo.size >= NEGOTIATION_MEMO.entries) memo.clear();
-    memo.set(accept, markdown);
-  }
+  if (accept.length <= NEGOTIATION_MEMO.chars) remember(memo, NEGOTIATION_MEMO.entries, accept, markdown);
   return markdown;
 }

@@ -1,5 +1,6 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
+import { remember } from '../memo.ts';
 
 /**
  * Choices made, by header value: clients send few distinct Accept-Encoding values, and reading one
@@ -23,10 +24,7 @@ export function chooseEncoding(header: string | undefined): 'br' | 'gzip' | null
   let choice = choices.get(header);
   if (choice === undefined) {
     choice = readAcceptEncoding(header);
-    if (header.length <= 256) {
-      if (choices.size >= ENCODING_CHOICES_KEPT) choices.clear();
-      choices.set(header, choice);
-    }
+    if (header.length <= 256) remember(choices, ENCODING_CHOICES_KEPT, header, choice);
   }
   return choice;
 }

@@ -1,4 +1,5 @@
 import properties from 'regenerate-unicode-properties';
+import { remember } from '../memo.ts';
 
 /**
  * Script mixing, as UTS #39 section 5.2 ("Restriction-Level Detection") defines it, at the level it
@@ -82,9 +83,7 @@ export function scriptsOf(c: string): Set<string> | null {
   const found = new Set<string>();
   for (const [script, pattern] of SCRIPTS) if (pattern.test(c)) found.add(script);
   const scripts = found.has('Common') || found.has('Inherited') ? null : found;
-  if (known.size >= KNOWN_MAX) known.clear();
-  known.set(c, scripts);
-  return scripts;
+  return remember(known, KNOWN_MAX, c, scripts);
 }
 
 const augmented = (scripts: Set<string>) => new Set([...scripts].flatMap((s) => [s, ...(AUGMENT[s] ?? [])]));

@@ -48,6 +48,7 @@ import {
 } from './robots/preferences.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verification/verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
+import { remember } from '../memo.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 /**
@@ -184,17 +185,10 @@ export async function createTelemetry(o: TelemetryOptions) {
   const now = o.now ?? wallClock;
   const classifyOn = classifyOnConnection(o.classify);
   const isBait = underAny(o.baitPaths);
-  // Hashed addresses of recent claims that need a lookup key (bounded: cleared when full).
+  // Hashed addresses of recent claims that need a lookup key.
   const ipKeys = new Map<string, string>();
-  const ipKeyOf = (address: string) => {
-    let key = ipKeys.get(address);
-    if (key === undefined) {
-      if (ipKeys.size >= 4096) ipKeys.clear();
-      key = hash('sha256', address, 'base64url').slice(0, 16);
-      ipKeys.set(address, key);
-    }
-    return key;
-  };
+  const ipKeyOf = (address: string) =>
+    ipKeys.get(address) ?? remember(ipKeys, 4096, address, hash('sha256', address, 'base64url').slice(0, 16));
   // Before the saved ledger is brought to the clock: keepClock drops buckets past the retention.
   if (o.retention) setLedgerRetention(o.retention);
   const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
@@ -443,16 +437,9 @@ export async function createTelemetry(o: TelemetryOptions) {
   }
 
   // Ingested User-Agents' classifications: a log's distinct strings come back batch after batch,
-  // and a Map lookup is a fraction of the classifier's LRU (bounded: cleared when full).
+  // and a Map lookup is a fraction of the classifier's LRU.
   const logged = new Map<string, Classification>();
-  const classifyLogged = (ua: string): Classification => {
-    let c = logged.get(ua);
-    if (c === undefined) {
-      if (logged.size >= 8192) logged.clear();
-      logged.set(ua, (c = o.classify(ua)));
-    }
-    return c;
-  };
+  const classifyLogged = (ua: string): Classification => logged.get(ua) ?? remember(logged, 8192, ua, o.classify(ua));
 
   const telemetry = {
     /**

@@ -4,6 +4,7 @@ import { hostName, readable, type telemetryRulesOf, underAny } from '../telemetr
 import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
 import type { LogLine } from './types.ts';
+import { remember } from '../../memo.ts';
 
 /** What an ingest worker judges lines with: the counting thread's rules, made from the same content and files. */
 export interface GroupRules {
@@ -28,7 +29,7 @@ export const CLASSIFIED_AGENTS = 8192;
 
 let batches = 0;
 type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
-/** Referers whose referral a worker keeps (bounded: cleared when full). */
+/** Referers whose referral a worker keeps. */
 const REFERERS = 4096;
 const referrals = new Map<string, Referral | null>();
 // What a User-Agent is counted as, by a number: classes never share one (numbers are not reused).
@@ -39,10 +40,7 @@ function classify(rules: GroupRules['rules'], ua: string): Classified {
   // The table entry by name: a family's entry is one object, curated or generated.
   const key = `${c.bot}\t${c.unknown === true}\t${c.class}\t${c.verify}\t${c.known ? `=${c.known.family}` : ''}\t${c.family}`;
   let id = classIds.get(key);
-  if (id === undefined) {
-    if (classIds.size >= CLASSIFIED_AGENTS) classIds.clear();
-    classIds.set(key, (id = nextClassId++));
-  }
+  if (id === undefined) id = remember(classIds, CLASSIFIED_AGENTS, key, nextClassId++);
   return { c, id, batch: 0, agent: 0 };
 }
 
@@ -80,10 +78,7 @@ export function groupLines(
   // One lookup by User-Agent a line: hashing a long string is most of what a lookup costs.
   const classifiedAs = (ua: string): Classified => {
     let found = cache.get(ua);
-    if (found === undefined) {
-      if (cache.size >= CLASSIFIED_AGENTS) cache.clear();
-      cache.set(ua, (found = classify(rules, ua)));
-    }
+    if (found === undefined) found = remember(cache, CLASSIFIED_AGENTS, ua, classify(rules, ua));
     if (found.batch !== batch) {
       found.batch = batch;
       found.agent = agents.push(ua) - 1;
@@ -93,12 +88,10 @@ export function groupLines(
   // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
   const referralOf = (referer: string | undefined, utmSource: string | undefined): Referral | null => {
     if (utmSource !== undefined || referer === undefined) return rules.referrals(referer, utmSource) ?? null;
-    let found = referrals.get(referer);
-    if (found === undefined) {
-      if (referrals.size >= REFERERS) referrals.clear();
-      referrals.set(referer, (found = rules.referrals(referer, undefined) ?? null));
-    }
-    return found;
+    const found = referrals.get(referer);
+    return found !== undefined
+      ? found
+      : remember(referrals, REFERERS, referer, rules.referrals(referer, undefined) ?? null);
   };
   // Quiet lines' times, counted in runs: consecutive lines mostly share theirs.
   let runTime: string | undefined;

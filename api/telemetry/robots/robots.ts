@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { remember } from '../../memo.ts';
 
 /**
  * robots.txt as RFC 9309 reads it, to judge a crawler's request against the rules the file gives
@@ -254,13 +255,8 @@ export function createRobotsJudge(
     let byTokens = selections.get(file);
     if (!byTokens) selections.set(file, (byTokens = new Map()));
     const key = tokens.length === 1 ? tokens[0]! : tokens.join('\n');
-    let s = byTokens.get(key);
-    if (!s) {
-      // Bounded by the families the classifier names; cleared if a flood of unknown names grows it.
-      if (byTokens.size >= 4096) byTokens.clear();
-      byTokens.set(key, (s = judged(file, selectRules(file, tokens))));
-    }
-    return s;
+    // As many as the families the classifier names, unless a flood of unknown names grows it.
+    return byTokens.get(key) ?? remember(byTokens, 4096, key, judged(file, selectRules(file, tokens)));
   };
   return {
     /** The versions in force, by host (`site` for the service's own). */
