@@ -451,7 +451,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     ingestBatch(lines: IngestLine[], agents?: BatchAgents): { counted: number; outOfRange: number } {
       let counted = 0;
       let outOfRange = 0;
-      const classes = agents?.agents.map(classifyLogged);
+      // A batch's User-Agents classified on first use: most are people's on quiet lines, never read here.
+      const classes = new Array<Classification | undefined>(agents?.agents.length ?? 0);
+      const classOf = (agent: number): Classification => (classes[agent] ??= classifyLogged(agents!.agents[agent]!));
       // Lines a worker found to count nothing (people not sent by an AI product): only their dates are read.
       if (agents?.quiet)
         agents.quiet.times.forEach((time, i) => {
@@ -487,7 +489,7 @@ export async function createTelemetry(o: TelemetryOptions) {
             outOfRange++;
             continue;
           }
-          if (countLine(l, classes ? classes[agents!.agentOf[i]!]! : o.classify(l.userAgent))) counted++;
+          if (countLine(l, agents ? classOf(agents.agentOf[i]!) : o.classify(l.userAgent))) counted++;
         }
         return { counted, outOfRange };
       }
@@ -505,7 +507,7 @@ export async function createTelemetry(o: TelemetryOptions) {
               outOfRange++;
               return;
             }
-            if (countLine(l, classes![agents.agentOf[item]!]!)) counted++;
+            if (countLine(l, classOf(agents.agentOf[item]!))) counted++;
             if (scratch.length) ((entries[k] = scratch.pop()!), recentCounted++);
             return;
           }
@@ -528,7 +530,7 @@ export async function createTelemetry(o: TelemetryOptions) {
               )
             : false;
           dirty ||= referred;
-          const classification = classes![item.agent]!;
+          const classification = classOf(item.agent);
           const path = readable(item.path);
           const request =
             item.request &&

@@ -111,10 +111,10 @@ export function createBatcher({ maxLines, maxBytes }: BatcherOptions) {
    * as bytes, never made a string: the common case, and the cost of reading a file line by line.
    * Any other line goes the way readline's would.
    */
-  function pushLines(buf: Buffer, end: number, out: LogBatch[]): void {
-    const valid = isUtf8(buf.subarray(0, end));
-    let nextCr = buf.indexOf(CR);
-    for (let start = 0; start < end;) {
+  function pushLines(buf: Buffer, from: number, end: number, out: LogBatch[]): void {
+    const valid = isUtf8(buf.subarray(from, end));
+    let nextCr = buf.indexOf(CR, from);
+    for (let start = from; start < end;) {
       const eol = buf.indexOf(LF, start);
       let stop = eol;
       if (nextCr !== -1 && nextCr < start) nextCr = buf.indexOf(CR, start);
@@ -158,14 +158,21 @@ export function createBatcher({ maxLines, maxBytes }: BatcherOptions) {
     /** Adds the next bytes of a file, lines cut anywhere; returns the batches they completed. */
     pushBytes(chunk: Buffer): LogBatch[] {
       const out: LogBatch[] = [];
-      if (chunk.lastIndexOf(LF) === -1) {
+      const first = chunk.indexOf(LF);
+      if (first === -1) {
         carry.push(chunk);
         return out;
       }
-      const buf = carry.length ? Buffer.concat([...carry, chunk]) : chunk;
-      const last = buf.lastIndexOf(LF);
-      pushLines(buf, last + 1, out);
-      carry = last + 1 < buf.length ? [buf.subarray(last + 1)] : [];
+      // The line the carry begins is copied whole; the chunk's own lines are never copied here.
+      let from = 0;
+      if (carry.length) {
+        const line = Buffer.concat([...carry, chunk.subarray(0, first + 1)]);
+        pushLines(line, 0, line.length, out);
+        from = first + 1;
+      }
+      const last = chunk.lastIndexOf(LF);
+      pushLines(chunk, from, last + 1, out);
+      carry = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : [];
       return out;
     },
     /** The last batches: the file's last line when it has no line end (it may complete one), and the partial one. */
