@@ -11,6 +11,7 @@ const FLOORS: readonly (readonly string[])[] = [
     'tracing.ts',
     'log.ts',
     'startup-error.ts',
+    'memo.ts',
     'problems',
     'names',
     'schemas',

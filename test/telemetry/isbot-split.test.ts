@@ -1,16 +1,9 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
+import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import { isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
 
-const fixtures = new URL('fixtures/', import.meta.url);
-/** Every User-Agent of the fixtures (a tab-separated line's last column), as written and as node's parser hands it over. */
-const userAgents = readdirSync(fixtures)
-  .filter((f) => /\.(txt|tsv)$/.test(f))
-  .flatMap((f) => readFileSync(new URL(f, fixtures), 'utf8').split('\n'))
-  .filter((l) => l !== '' && !l.startsWith('#'))
-  .map((l) => l.split('\t').at(-1)!)
-  .flatMap((ua) => [ua, Buffer.from(ua).toString('latin1')]);
+const userAgents = fixtureAgentsAsReceived;
 
 describe('isbot in two parts', () => {
   it('answers as isbot on every User-Agent of the fixtures', () => {

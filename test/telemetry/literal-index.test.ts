@@ -1,20 +1,13 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { list } from 'isbot';
 import { describe, expect, it } from 'vitest';
+import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import {
   indexedAlternation,
   leadingLiteral,
   requiredLiteral,
 } from '../../api/telemetry/classification/literal-index.ts';
 
-const fixtures = new URL('fixtures/', import.meta.url);
-/** Every User-Agent of the fixtures, as written and as node's parser hands it over (Latin-1). */
-const userAgents = readdirSync(fixtures)
-  .filter((f) => /\.(txt|tsv)$/.test(f))
-  .flatMap((f) => readFileSync(new URL(f, fixtures), 'utf8').split('\n'))
-  .filter((l) => l !== '' && !l.startsWith('#'))
-  .map((l) => l.split('\t').at(-1)!)
-  .flatMap((ua) => [ua, Buffer.from(ua).toString('latin1')]);
+const userAgents = fixtureAgentsAsReceived;
 
 /** The same answers as the plain alternation, on every string given. */
 function expectSameAnswers(patterns: string[], strings: string[]) {

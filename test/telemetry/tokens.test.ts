@@ -1,15 +1,10 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { lowerTokens, productTokens } from '../../api/telemetry/classification/tokens.ts';
+import { fixtureAgents } from '../helpers/fixture-agents.ts';
 
 // The product tokens of a User-Agent, as the classifier reads them: split at whitespace and
 // ; ( ) , [ ] { } " ' < > |, the version after a slash left out, tokens starting with + dropped.
-const fixtures = new URL('fixtures/', import.meta.url);
-const userAgents = readdirSync(fixtures)
-  .filter((f) => /\.(txt|tsv)$/.test(f))
-  .flatMap((f) => readFileSync(new URL(f, fixtures), 'utf8').split('\n'))
-  .filter((l) => l !== '' && !l.startsWith('#'))
-  .map((l) => l.split('\t').at(-1)!);
+const userAgents = fixtureAgents;
 
 /** The same rule written as a RegExp split, the definition the scan must keep. */
 const bySplit = (ua: string) =>
