@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { FORMATS } from './log-formats.ts';
 import { apiSchemas } from './registry.ts';
 
-/** The log formats POST /api/telemetry/ingest reads (api/telemetry/log-formats has a reader for each). */
-export const FORMATS = ['json', 'combined', 'cloudflare', 'cloudfront', 'drain'] as const;
+export { FORMATS };
 
 /** Most records in one batch to POST /api/telemetry/ingest (bytes: INGEST_BATCH_BYTES, 4 MiB by default). */
 export const INGEST_MAX_LINES = 10_000;

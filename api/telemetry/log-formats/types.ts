@@ -1,4 +1,4 @@
-import { FORMATS } from '../../schemas/ingest.ts';
+import { FORMATS } from '../../schemas/log-formats.ts';
 
 /**
  * One request a CDN or proxy served, as its log line says. `clientAddress`, when the log has it, is
