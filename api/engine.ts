@@ -201,12 +201,13 @@ export async function createEngine(config: Config, options: EngineOptions) {
     (stopped) => logger.warn(stopped, 'audio parse stopped'),
   );
   // Ingested log batches are parsed, judged and grouped on threads of their own (INGEST_WORKERS),
-  // by the same content, robots.txt files and retention as the ledger's.
-  const logParser = createParsePool(config.INGEST_WORKERS, {
-    ...content,
-    robots,
-    retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
-  });
+  // by the same content, robots.txt files and retention as the ledger's; started with the service
+  // when ingest is on (INGEST_TOKEN), so the first batch after a start does not wait for them.
+  const logParser = createParsePool(
+    config.INGEST_WORKERS,
+    { ...content, robots, retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS } },
+    { eager: config.INGEST_TOKEN !== undefined },
+  );
   const now = () => new Date();
   const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
   // The MCP and A2A doors call the operations' handlers by id, from this map, once the routes fill it.
