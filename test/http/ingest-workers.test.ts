@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -194,6 +194,20 @@ describe('log ingest on worker threads', () => {
       const [a, b] = await Promise.all([post(single, body), post(workers, body)]);
       expect([a.status, b.status]).toEqual([status, status]);
       expect(await b.json()).toEqual(await a.json());
+    }
+  });
+
+  it('starts its worker threads with the service when ingest is on, before any batch', async () => {
+    // Each worker is a thread of the process: two more than the same server reading batches itself.
+    const threads = (server: ServerProcess) => readdirSync(`/proc/${server.child.pid}/task`).length;
+    const [pool, inline] = await Promise.all([
+      startServerProcess({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '2' }),
+      startServerProcess({ INGEST_TOKEN: TOKEN, INGEST_WORKERS: '0' }),
+    ]);
+    try {
+      await waitFor(() => threads(pool) - threads(inline), { until: (more) => more >= 2, what: 'two more threads' });
+    } finally {
+      await Promise.all([pool.stop(), inline.stop()]);
     }
   });
 
