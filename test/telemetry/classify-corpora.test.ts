@@ -79,12 +79,26 @@ describe("people's clients and bots from sources the classifier does not read", 
   });
 
   it('counts an unknown product token alone as an unknown client, and still a bot with evidence', () => {
-    for (const ua of ['Florienzh/1.0', 'Melvil/1.0', 'Mozilla/5.0 (compatible; GWPImages/1.0)'])
+    // With a browser's prefix around the name, with a version or without one.
+    for (const ua of [
+      'Florienzh/1.0',
+      'Melvil/1.0',
+      'Mozilla/5.0 (compatible; GWPImages/1.0)',
+      'Mozilla/4.0 (compatible; Arachmo)',
+      'Mozilla/5.0 (compatible; Add Catalog/2.1;)',
+    ])
       expect(classify(ua), ua).toMatchObject({ bot: false, unknown: true, family: null });
+    // Browsers' own compatible comments name a system too.
+    for (const ua of [
+      'Mozilla/5.0 (compatible; Konqueror/3.5; Linux) KHTML/3.5.10 (like Gecko)',
+      'Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1)',
+    ])
+      expect([classify(ua).bot, classify(ua).unknown], ua).toEqual([false, undefined]);
     for (const [ua, family] of [
       ['Florienzh-bot/1.0', 'Florienzh-bot'],
       ['Florienzh/1.0 (+https://florienzh.example/about)', 'Florienzh'],
       ['Mozilla/5.0 (compatible; FlorienzhCrawler/1.0)', 'FlorienzhCrawler'],
+      ['Mozilla/4.0 (compatible; Florienzh-client)', 'Florienzh-client'],
       ['python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0', 'python-requests'],
     ])
       expect(classify(ua!), ua).toMatchObject({ bot: true, family });

@@ -434,6 +434,12 @@ const ENDS_NAME = /^(?:\/\S*)?\s*(?:\(.*)?$/;
 const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
 
 const HEADER_NAME = /^user-agent:\s*/i;
+/**
+ * A browser's prefix around one name and nothing else ("Mozilla/4.0 (compatible; Arachmo)"): isbot
+ * reads the shape only with a version after the name, so without one it passed as a person. It is
+ * judged as that shape is: a bot on evidence, else an unknown client.
+ */
+const NAME_ONLY_CLAIM = /^Mozilla\/\d\.\d+ \(compatible; ?[^;()]+;?\)$/i;
 
 /**
  * A token that names both an app and its link-preview fetcher: the fetcher sends the token and a
@@ -635,7 +641,13 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return HUMAN;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (!isbot(ua) && !signsAsBot(ua) && !showsWork(ua) && (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)))
+    if (
+      !isbot(ua) &&
+      !signsAsBot(ua) &&
+      !showsWork(ua) &&
+      (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)) &&
+      !NAME_ONLY_CLAIM.test(ua)
+    )
       return HUMAN;
     return unknownBot(ua);
   }
