@@ -86,8 +86,8 @@ const agents = {
   'http:': new HttpAgent({ keepAlive: true }),
   'https:': new HttpsAgent({ keepAlive: true }),
 };
-/** POSTs `body` and reads the whole answer, within 60 s. */
-function post(url: string, headers: Record<string, string>, body: Buffer): Promise<Answer> {
+/** POSTs a batch's body and reads the whole answer, within 60 s. */
+function post(url: string, headers: Record<string, string>, { body, bytes }: LogBatch): Promise<Answer> {
   const target = new URL(url);
   const send = target.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
@@ -95,7 +95,7 @@ function post(url: string, headers: Record<string, string>, body: Buffer): Promi
       target,
       {
         method: 'POST',
-        headers: { ...headers, 'Content-Length': String(body.length) },
+        headers: { ...headers, 'Content-Length': String(bytes) },
         agent: agents[target.protocol as keyof typeof agents],
         timeout: 60_000,
       },
@@ -110,7 +110,10 @@ function post(url: string, headers: Record<string, string>, body: Buffer): Promi
     );
     req.once('timeout', () => req.destroy(new Error('no answer within 60 s')));
     req.once('error', reject);
-    req.end(body);
+    // The pieces go out in one write of the socket (corked), not joined into a copy first.
+    req.cork();
+    for (const part of body) req.write(part);
+    req.end();
   });
 }
 
@@ -129,7 +132,7 @@ async function send(batch: LogBatch, format: LogFormat | undefined): Promise<voi
           Authorization: `Bearer ${token}`,
           'Idempotency-Key': batch.key,
         },
-        batch.body,
+        batch,
       );
     } catch (error) {
       if (attempt >= 5) fail(`cannot reach ${endpoint}: ${error instanceof Error ? error.message : String(error)}`);

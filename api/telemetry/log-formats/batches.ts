@@ -6,8 +6,13 @@ import { MAX_RECORD_CHARS } from './parse.ts';
 export interface LogBatch {
   /** Line number (1-based) of the batch's first record in its file. */
   firstLine: number;
-  /** Records, with the W3C directives (CloudFront's #Fields:) that govern them in front, as UTF-8 bytes. */
-  body: Buffer<ArrayBuffer>;
+  /**
+   * Records, with the W3C directives (CloudFront's #Fields:) that govern them in front, as UTF-8
+   * bytes: the pieces in order, views of the file's reads (written out as they are, never joined).
+   */
+  body: readonly Uint8Array[];
+  /** The body's length in bytes. */
+  bytes: number;
   /** Records in the batch (directives and blank lines left out). */
   records: number;
   /**
@@ -54,11 +59,16 @@ export function createBatcher({ maxLines, maxBytes }: BatcherOptions) {
   function cut(): LogBatch | null {
     if (records === 0) return null;
     closeRun();
-    const head = directives.length ? Buffer.from(`${directives.join('\n')}\n`) : null;
-    const body =
-      parts.length === 1 && head === null ? Buffer.from(parts[0]!) : Buffer.concat(head ? [head, ...parts] : parts);
-    const key = createHash('sha256').update(`${firstLine}\n`).update(body).digest('base64url');
-    const batch = { firstLine, body, records, key: `log-${key}` };
+    const body = directives.length ? [Buffer.from(`${directives.join('\n')}\n`), ...parts] : parts;
+    const hash = createHash('sha256').update(`${firstLine}\n`);
+    for (const part of body) hash.update(part);
+    const batch = {
+      firstLine,
+      body,
+      bytes: body.reduce((n, part) => n + part.byteLength, 0),
+      records,
+      key: `log-${hash.digest('base64url')}`,
+    };
     parts = [];
     records = 0;
     bytes = 0;

@@ -7,7 +7,10 @@ function batchesOf(lines: string[], maxLines = 2, maxBytes = 1024 * 1024): LogBa
   const batcher = createBatcher({ maxLines, maxBytes });
   return [...lines.flatMap((l) => batcher.push(l)), ...batcher.end()];
 }
-const text = (b: LogBatch) => b.body.toString('utf8');
+const text = (b: LogBatch) => {
+  expect(b.bytes).toBe(b.body.reduce((n, part) => n + part.byteLength, 0));
+  return Buffer.concat(b.body).toString('utf8');
+};
 
 /** The batches of a file as the CLI cut them before it read bytes: readline's lines, pushed one by one. */
 async function byReadline(file: Buffer, maxLines: number, maxBytes: number): Promise<LogBatch[]> {
