@@ -99,6 +99,10 @@ describe("people's clients and bots from sources the classifier does not read", 
       ['Florienzh/1.0 (+https://florienzh.example/about)', 'Florienzh'],
       ['Mozilla/5.0 (compatible; FlorienzhCrawler/1.0)', 'FlorienzhCrawler'],
       ['Mozilla/4.0 (compatible; Florienzh-client)', 'Florienzh-client'],
+      // A version glued to the name is no part of it: one family, whatever its version.
+      ['Mozilla/4.0 (compatible; Florienzh-client-2.6.1)', 'Florienzh-client'],
+      ['Florienzh-bot-3.0 (+https://florienzh.example/)', 'Florienzh-bot'],
+      ['Mozilla/5.0 (compatible; FlorienzhCrawler v.1.16)', 'FlorienzhCrawler'],
       ['python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0', 'python-requests'],
     ])
       expect(classify(ua!), ua).toMatchObject({ bot: true, family });

@@ -72,7 +72,19 @@ export const UNKNOWN_CLIENT: Classification = Object.freeze({
   unknown: true,
 });
 /** A bot outside our table, named after what the string says (its product, a library, its address). */
-const botNamed = (family: string): Classification => ({ bot: true, family, class: 'Bot', known: null, verify: 'none' });
+const botNamed = (family: string): Classification => ({
+  bot: true,
+  family: withoutVersion(family),
+  class: 'Bot',
+  known: null,
+  verify: 'none',
+});
+/** A version glued to a name read off the string ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1"): one family, whatever its version. */
+const GLUED_NAME_VERSION = /[-_ ][vV]?\.?\d[\d.]*$/;
+const withoutVersion = (name: string) => {
+  const head = name.replace(GLUED_NAME_VERSION, '');
+  return head.length >= 3 ? head : name;
+};
 const UNNAMED: Classification = Object.freeze(botNamed('unnamed bot'));
 
 /** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
