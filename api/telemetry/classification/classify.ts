@@ -79,8 +79,11 @@ const botNamed = (family: string): Classification => ({
   known: null,
   verify: 'none',
 });
-/** A version glued to a name read off the string ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1"): one family, whatever its version. */
-const GLUED_NAME_VERSION = /[-_ ][vV]?\.?\d[\d.]*$/;
+/**
+ * A version glued to a name read off the string ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1"):
+ * one family, whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
+ */
+const GLUED_NAME_VERSION = /[-_ ](?:[vV]\.?\d[\d.]*|\d+\.\d[\d.]*)$/;
 const withoutVersion = (name: string) => {
   const head = name.replace(GLUED_NAME_VERSION, '');
   return head.length >= 3 ? head : name;
