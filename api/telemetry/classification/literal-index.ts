@@ -11,35 +11,35 @@
  * usual. The answers are new RegExp(patterns.join('|'), 'i').test's (test/telemetry/literal-index.test.ts).
  */
 
-/** Whether a pattern has a `|` outside groups and classes (then its first branch's literal is not every match's). */
-export function topLevelAlternation(pattern: string): boolean {
+/**
+ * The index of the first character from `from` on, outside classes and escapes, for which `stop`
+ * holds given the group depth after it (a `(` counts in, a `)` out); -1 when none does.
+ */
+function scan(pattern: string, from: number, stop: (ch: string, depth: number) => boolean): number {
   let depth = 0;
   let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
+  for (let i = from; i < pattern.length; i++) {
+    const ch = pattern[i]!;
     if (ch === '\\') i++;
     else if (inClass) inClass = ch !== ']';
     else if (ch === '[') inClass = true;
-    else if (ch === '(') depth++;
-    else if (ch === ')') depth--;
-    else if (ch === '|' && depth === 0) return true;
+    else {
+      if (ch === '(') depth++;
+      else if (ch === ')') depth--;
+      if (stop(ch, depth)) return i;
+    }
   }
-  return false;
+  return -1;
 }
 
-/** Where the group opening at `open` closes. */
+/** Whether a pattern has a `|` outside groups and classes (then its first branch's literal is not every match's). */
+export const topLevelAlternation = (pattern: string): boolean =>
+  scan(pattern, 0, (ch, depth) => ch === '|' && depth === 0) >= 0;
+
+/** Where the group opening at `open` closes (the pattern's length when it does not). */
 function closing(pattern: string, open: number): number {
-  let depth = 0;
-  let inClass = false;
-  for (let i = open; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === '\\') i++;
-    else if (inClass) inClass = ch !== ']';
-    else if (ch === '[') inClass = true;
-    else if (ch === '(') depth++;
-    else if (ch === ')' && --depth === 0) return i;
-  }
-  return pattern.length;
+  const at = scan(pattern, open, (ch, depth) => ch === ')' && depth === 0);
+  return at < 0 ? pattern.length : at;
 }
 
 const SPECIAL = new Set('[](){}|?*+.^$');
