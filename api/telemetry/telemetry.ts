@@ -156,6 +156,9 @@ export function hostName(host: string): string {
   return lastHostName;
 }
 
+/** The product tokens a crawler's robots.txt group is chosen by: its family's, else the name it gave. */
+export const robotsTokens = (c: Classification): readonly string[] => c.known?.tokens ?? (c.family ? [c.family] : []);
+
 /** A time as a Date, one Date per millisecond (a Date a request was a tenth of counting's cost). */
 let clockMs = NaN;
 let clock = new Date(0);
@@ -354,11 +357,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       judged !== undefined
         ? judged
         : o.robots && classification.bot
-          ? o.robots.judge(
-              live ? null : host,
-              r.query ? r.path + r.query : r.path,
-              classification.known?.tokens ?? (classification.family ? [classification.family] : []),
-            )
+          ? o.robots.judge(live ? null : host, r.query ? r.path + r.query : r.path, robotsTokens(classification))
           : null;
     const name =
       o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;

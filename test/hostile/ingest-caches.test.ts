@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
-import { CLASSIFIED_AGENTS, groupLines, type Classified } from '../../api/telemetry/log-formats/line-groups.ts';
+import {
+  CLASSIFIED_AGENTS,
+  groupLines,
+  REFERERS,
+  type Classified,
+  type Referral,
+} from '../../api/telemetry/log-formats/line-groups.ts';
 import { telemetryRulesOf, underAny } from '../../api/telemetry/telemetry.ts';
 import type { LogLine } from '../../api/telemetry/log-formats/types.ts';
 
@@ -36,5 +42,40 @@ describe("an ingest worker's memory under a flood of distinct User-Agents", () =
       expect(quiet).toBe(5_000);
     }
     expect(seen).toBe(50_000);
+  });
+
+  it(`keeps at most ${REFERERS} Referers' referrals, however many it reads, and still counts each visit an AI product sent`, async () => {
+    const content = await loadContent('content');
+    const referred = new Map<string, Referral | null>();
+    const rules = {
+      rules: telemetryRulesOf(content),
+      robots: null,
+      classified: new Map<string, Classified>(),
+      referred,
+    };
+    const isBait = underAny(content.crawlPolicy.disallow);
+    const hourAgo = new Date(Date.now() - 3 * 3_600_000).toISOString();
+    const browser =
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    for (let batch = 0; batch < 3; batch++) {
+      // Every line a visit from chatgpt.com with a Referer never seen before.
+      const lines: LogLine[] = Array.from({ length: 5_000 }, (_, i) => ({
+        method: 'GET',
+        path: '/docs/start',
+        host: 'example.org',
+        status: 200,
+        time: hourAgo,
+        userAgent: browser,
+        referer: `https://chatgpt.com/c/${batch}-${i}`,
+      }));
+      const { agents } = groupLines(lines, rules, isBait, new Date());
+      expect(referred.size).toBeLessThanOrEqual(REFERERS);
+      const counted = (agents.items ?? []).reduce<number>(
+        (n, item) => n + (typeof item === 'number' ? 1 : item.referral ? item.n : 0),
+        0,
+      );
+      expect(counted).toBe(5_000);
+    }
+    expect(referred.size).toBeGreaterThan(0);
   });
 });

@@ -1,6 +1,6 @@
 import { cut, LEDGER_LIMITS, ledgerTime } from '../ledger/ledger.ts';
 import type { RobotsJudge, RobotsVerdict } from '../robots/robots.ts';
-import { hostName, readable, type telemetryRulesOf, underAny } from '../telemetry.ts';
+import { hostName, readable, robotsTokens, type telemetryRulesOf, underAny } from '../telemetry.ts';
 import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
 import type { LogLine } from './types.ts';
@@ -12,6 +12,8 @@ export interface GroupRules {
   robots: RobotsJudge | null;
   /** The worker's answers by User-Agent, kept across batches (classifiedBy). */
   classified?: Map<string, Classified>;
+  /** The worker's referrals by Referer, kept across batches. */
+  referred?: Map<string, Referral | null>;
 }
 
 type Classification = ReturnType<ReturnType<typeof telemetryRulesOf>['classify']>;
@@ -28,10 +30,9 @@ export interface Classified {
 export const CLASSIFIED_AGENTS = 8192;
 
 let batches = 0;
-type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
+export type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
 /** Referers whose referral a worker keeps. */
-const REFERERS = 4096;
-const referrals = new Map<string, Referral | null>();
+export const REFERERS = 4096;
 // What a User-Agent is counted as, by a number: classes never share one (numbers are not reused).
 const classIds = new Map<string, number>();
 let nextClassId = 0;
@@ -61,7 +62,7 @@ const TAIL = 2 * LEDGER_LIMITS.recent;
  */
 export function groupLines(
   lines: readonly LogLine[],
-  { rules, robots, classified }: GroupRules,
+  { rules, robots, classified, referred }: GroupRules,
   isBait: ReturnType<typeof underAny>,
   now: Date,
 ): { alone: LogLine[]; agents: BatchAgents } {
@@ -75,6 +76,7 @@ export function groupLines(
   const recentFrom = now.getTime() - RECENT_MS;
   const batch = ++batches;
   const cache = classified ?? new Map<string, Classified>();
+  const referrals = referred ?? new Map<string, Referral | null>();
   // One lookup by User-Agent a line: hashing a long string is most of what a lookup costs.
   const classifiedAs = (ua: string): Classified => {
     let found = cache.get(ua);
@@ -206,7 +208,7 @@ export function groupLines(
    */
   function judge(line: LogLine, c: Classification): RobotsVerdict | null {
     if (!robots || !c.bot) return null;
-    return robots.judge(hostName(line.host), line.path, c.known?.tokens ?? (c.family ? [c.family] : []));
+    return robots.judge(hostName(line.host), line.path, robotsTokens(c));
   }
 
   /** The verification outcome the counting thread would find without a lookup; 'lookup' when reverse DNS decides. */

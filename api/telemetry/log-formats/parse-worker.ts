@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { setLedgerRetention } from '../ledger/ledger.ts';
 import { createRobotsJudge } from '../robots/robots.ts';
 import { readable, telemetryRulesOf, underAny } from '../telemetry.ts';
-import { groupLines, type Classified } from './line-groups.ts';
+import { groupLines, type Classified, type Referral } from './line-groups.ts';
 import { parseBatch } from './parse.ts';
 import { splitLines, type BatchRecords, type LineRules } from './parse-pool.ts';
 import type { LogFormat, LogLine } from './types.ts';
@@ -18,6 +18,8 @@ const isBait = underAny(given?.crawlPolicy.disallow ?? []);
 if (given?.retention) setLedgerRetention(given.retention);
 // Classifications by User-Agent, kept across batches (bounded in groupLines).
 const classified = new Map<string, Classified>();
+// Referrals by Referer, kept across batches (bounded in groupLines).
+const referred = new Map<string, Referral | null>();
 const robots = given?.robots ? createRobotsJudge(given.robots.own, given.robots.others, given.robots.ownHosts) : null;
 
 /** True when the counting thread would do nothing with the line but check its date. */
@@ -33,7 +35,7 @@ parentPort!.on('message', (m: { id: number; records: BatchRecords; format: LogFo
   const parsed = parseBatch(splitLines(m.records), m.format);
   const accepted = parsed.lines.length;
   if (rules && robots) {
-    const { alone, agents } = groupLines(parsed.lines, { rules, robots, classified }, isBait, new Date());
+    const { alone, agents } = groupLines(parsed.lines, { rules, robots, classified, referred }, isBait, new Date());
     parentPort!.postMessage({ id: m.id, parsed: { ...parsed, lines: alone }, accepted, agents }, [
       agents.agentOf.buffer as ArrayBuffer,
     ]);
