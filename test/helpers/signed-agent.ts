@@ -58,13 +58,11 @@ export function contentSignedFrom(agents: string[]): string {
   const content = mkdtempSync(join(tmpdir(), 'agentnode-content-'));
   cpSync('content', content, { recursive: true });
   const families = join(content, 'bot-families.yaml');
-  writeFileSync(
-    families,
-    readFileSync(families, 'utf8').replace(
-      "signature_agents: ['https://chatgpt.com']",
-      `signature_agents: [${agents.map((a) => `'${a}'`).join(', ')}]`,
-    ),
-  );
+  const shipped = "signature_agents: ['https://chatgpt.com']";
+  const text = readFileSync(families, 'utf8');
+  // Left in place, the server would look for chatgpt.com's directory: a test sends nothing off this machine.
+  if (!text.includes(shipped)) throw new Error(`content/bot-families.yaml no longer holds ${shipped}`);
+  writeFileSync(families, text.replace(shipped, `signature_agents: [${agents.map((a) => `'${a}'`).join(', ')}]`));
   return content;
 }
 
