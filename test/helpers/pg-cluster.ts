@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 
 const run = promisify(execFile);
 
@@ -190,6 +191,18 @@ export async function relayTo(url: string): Promise<{ relay: Relay; through: str
   const through = new URL(url);
   through.port = String(relay.port);
   return { relay, through: through.href };
+}
+
+/**
+ * A store on the database `url` names, reached through a relay a test can silence, with pool
+ * bounds short enough to wait out (connect 400 ms, query 300 ms).
+ */
+export async function storeThroughRelay(
+  url: string,
+): Promise<{ relay: Relay; store: Awaited<ReturnType<typeof openPostgresStore>> }> {
+  const { relay, through } = await relayTo(url);
+  const store = await openPostgresStore(through, { connectTimeoutMs: 400, queryTimeoutMs: 300, idleTimeoutMs: 60_000 });
+  return { relay, store };
 }
 
 export async function startRelay(target: number): Promise<Relay> {

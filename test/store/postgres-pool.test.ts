@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { IDEMPOTENCY_TTL_MS } from '../../api/store/types.ts';
-import { relayTo } from '../helpers/pg-cluster.ts';
+import { relayTo, storeThroughRelay } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { citizen } from './contract.ts';
 
@@ -55,12 +55,7 @@ describe.runIf(available)('PostgreSQL store: bounds and at-most-once', () => {
 
   it('while PostgreSQL does not answer, one call waits out the timeout and the others fail at once; it heals by itself', async () => {
     const url = await freshDatabase();
-    const { relay, through } = await relayTo(url);
-    const store = await openPostgresStore(through, {
-      connectTimeoutMs: 400,
-      queryTimeoutMs: 300,
-      idleTimeoutMs: 60_000,
-    });
+    const { relay, store } = await storeThroughRelay(url);
     try {
       await store.citizens.list({ limit: 1 });
       relay.set('hold');

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
-import { relayTo } from '../helpers/pg-cluster.ts';
+import { storeThroughRelay } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -80,12 +80,7 @@ describe.runIf(available)('Web Bot Auth nonces on PostgreSQL', () => {
 
   it('fails a claim PostgreSQL does not answer within the pool bounds, and at once on a closed port', async () => {
     const url = await freshDatabase();
-    const { relay, through } = await relayTo(url);
-    const store = await openPostgresStore(through, {
-      connectTimeoutMs: 400,
-      queryTimeoutMs: 300,
-      idleTimeoutMs: 60_000,
-    });
+    const { relay, store } = await storeThroughRelay(url);
     const timed = async (claim: () => Promise<boolean>) => {
       const started = performance.now();
       const error = await claim().then(
