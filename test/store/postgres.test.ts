@@ -4,7 +4,9 @@ import { IDEMPOTENCY_LEASE_MS, TELEMETRY_STALE_MS, type TelemetryStore } from '.
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
+import { storeThroughRelay } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
 
 const available = await postgresAvailable();
@@ -60,6 +62,35 @@ describe.runIf(available)('PostgreSQL telemetry rows', () => {
     const after = await openPostgresStore(url);
     expect(await after.telemetry.load(([first]) => first!)).toBeNull();
     await Promise.all([live.close(), next.close(), after.close(), db.end()]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL telemetry rows after a partition', () => {
+  it('never go back to an older ledger when a save the process gave up on reaches the database late', async () => {
+    const url = await freshDatabase();
+    const { relay, store } = await storeThroughRelay(url);
+    const ledgers = store.telemetry as TelemetryStore<TelemetrySnapshot>;
+    const ledger = (n: number): TelemetrySnapshot => ({ ...emptySnapshot(new Date()), observedRequests: n });
+    const db = new pg.Pool({ connectionString: url });
+    const saved = async () =>
+      (
+        await db.query<{ n: number }>(`SELECT (snapshot->>'observedRequests')::int AS n FROM telemetry_ledgers`)
+      ).rows.map((r) => r.n);
+    try {
+      await ledgers.save(ledger(1));
+      // The save of 2 is held on its way (the process gives up on it), the save of 3 gets through.
+      relay.cutAt('"observedRequests":2', 'hold');
+      await expect(ledgers.save(ledger(2))).rejects.toThrow();
+      await ledgers.save(ledger(3));
+      expect(await saved()).toEqual([3]);
+      // The held statement reaches PostgreSQL now, and runs; its connection then closes.
+      const open = relay.open();
+      relay.set('forward');
+      await waitFor(() => relay.open(), { until: (n) => n < open, what: 'the held connection closed' });
+      expect(await saved()).toEqual([3]);
+    } finally {
+      await Promise.all([store.close(), db.end(), relay.close()]);
+    }
   });
 });
 

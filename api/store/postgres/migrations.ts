@@ -62,6 +62,11 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
       CREATE INDEX signature_nonces_expires_at ON signature_nonces (expires_at);
     `,
   },
+  {
+    version: 7,
+    name: 'telemetry ledger saves numbered: a save a process gave up on, run late, never overwrites a later one',
+    sql: `ALTER TABLE telemetry_ledgers ADD COLUMN saved_seq bigint NOT NULL DEFAULT 0;`,
+  },
 ];
 
 /** The unique indexes that keep names from looking alike: a write refused by one is NAME_TAKEN. */

@@ -250,6 +250,7 @@ export async function openPostgresStore(
   const writing = reportingUnknownOutcomes(settings.logger);
   // Each process keeps its own telemetry ledger row; readers add them up.
   const processId = randomUUID();
+  let ledgerSaves = 0;
   const nonces = signatureNonces(pool, settings.logger);
 
   return {
@@ -462,13 +463,19 @@ export async function openPostgresStore(
                 return folded;
               }),
             ),
-      save: (snapshot) =>
-        writing(async () => {
+      // Numbered: a statement this process gave up on (a timeout in a partition) can still reach the
+      // database after a later save; it then changes nothing, so the row never goes back in time.
+      save: (snapshot) => {
+        const seq = ++ledgerSaves;
+        return writing(async () => {
           await pool.write(
-            'INSERT INTO telemetry_ledgers VALUES ($1, $2, now()) ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now()',
-            [processId, JSON.stringify(snapshot)],
+            `INSERT INTO telemetry_ledgers (process_id, snapshot, updated_at, saved_seq) VALUES ($1, $2, now(), $3)
+             ON CONFLICT (process_id) DO UPDATE SET snapshot = excluded.snapshot, updated_at = now(), saved_seq = excluded.saved_seq
+             WHERE telemetry_ledgers.saved_seq < excluded.saved_seq`,
+            [processId, JSON.stringify(snapshot), seq],
           );
-        }),
+        });
+      },
       others: async () =>
         (
           await pool.query<{ snapshot: object }>('SELECT snapshot FROM telemetry_ledgers WHERE process_id <> $1', [
