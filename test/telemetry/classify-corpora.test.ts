@@ -55,6 +55,21 @@ describe("people's clients and bots from sources the classifier does not read", 
     expect(answers.filter(named).length / answers.filter(recognised).length).toBeGreaterThanOrEqual(0.985);
   });
 
+  // Yauaa's own test cases, a parser none of ours is built from, assembled after the rules above
+  // were written (test/fixtures/user-agents/assemble-yauaa.mjs). Its people are those it parses as
+  // a browser or app on a person's device, so they include what other lists call bots: WhatsApp's
+  // and Skype's link previews, Windows' RSS platform, mail and translation proxies, FirePHP,
+  // DuckDuckGo's favicon fetcher (isbot lists those). Floors just under the measured rates.
+  it("recognises Yauaa's robots and takes few of its people's clients for bots", () => {
+    const bots = lines('../fixtures/user-agents/yauaa-bots.txt');
+    const people = lines('../fixtures/user-agents/yauaa-people.txt');
+    expect([bots.length, people.length]).toEqual([541, 3653]);
+    const answers = bots.map((ua) => classify(ua));
+    expect(answers.filter(recognised).length / bots.length).toBeGreaterThanOrEqual(0.925);
+    expect(answers.filter(named).length / bots.length).toBeGreaterThanOrEqual(0.91);
+    expect(people.filter((ua) => classify(ua).bot).length / people.length).toBeLessThanOrEqual(0.014);
+  });
+
   it("calls people's clients that were once taken for bots people", () => {
     for (const ua of [
       'MPlayer SVN-r33713',
@@ -74,6 +89,12 @@ describe("people's clients and bots from sources the classifier does not read", 
       'Thunderbird/115.3.1',
       'AntennaPod/3.2.0',
       'Mozilla/5.0 (Linux; Android 7.0; M bot 51 Build/NRD90M) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/56.0.2924.87 Mobile Safari/537.36',
+      // A people's client named in two words whose first is shared with bots (Google, Microsoft).
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/538.1 (KHTML, like Gecko) Google Earth Pro/7.3.6.9345 Safari/538.1',
+      // An Android API level is no API service.
+      'Acme Shop/Android/4.12.0 (Build 912 with API 34 on Pixel 8)',
+      // curl's option pasted in front of a phone's string.
+      '--user-agent=Mozilla/5.0 (Linux; Android 13; SM-A536B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.43 Mobile Safari/537.36',
     ])
       expect(classify(ua), ua).toMatchObject({ bot: false });
   });

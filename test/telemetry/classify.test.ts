@@ -222,6 +222,16 @@ describe('classification', () => {
     expect(bot('Mozilla/5.0 (X11; Linux x86_64; someone@gmail.com) Gecko/20100101 Firefox/120.0').family).not.toBe(
       'gmail.com',
     );
+    // A mailbox spelled out against harvesters is a contact too.
+    expect(bot('Quarryfetch/2.0 (ops at quarry dash labs dot example)')).toMatchObject({ bot: true });
+    expect(
+      bot('Mozilla/5.0 (Windows NT 10.0; rv:120.0) Gecko/20100101 Firefox/120.0 (ops at quarry dot example)').bot,
+    ).toBe(true);
+    // A program built with Go reports its toolchain.
+    expect(bot('shipyard-agent 4.2.0 (4-2-stable; go1.23.4; linux/amd64)')).toMatchObject({
+      bot: true,
+      family: 'shipyard-agent',
+    });
     // A locale's "@calendar=" is no contact: a person's browser.
     expect(
       bot(

@@ -204,15 +204,18 @@ const WORK_WORD = indexedAlternation(
     summari[sz]er watchdog fuzz embedder pipeline middleware loader generator search\s?engine
     link\s?(?:check|valet|alarm|analy)`.split(/\s+/),
 );
-/** "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"), not inside one ("tpapi", "Enseo"). */
-const SERVICE_WORD = /\b(?:api|API|seo|SEO)\b|[a-z](?:API|SEO)\b/;
+/**
+ * "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"),
+ * not inside one ("tpapi", "Enseo"), nor an Android API level ("with API 31" in an app's string).
+ */
+const SERVICE_WORD = /\b(?:api|API)\b(?! ?\d)|\b(?:seo|SEO)\b|[a-z](?:API|SEO)\b/;
 /** Words of work in an app's own name that make it a tool, not a person's app ("URLTester", "Email Extractor"). */
 const APP_AT_WORK = /extract|test(?:er|ing)?(?![a-z])|check|monitor|validat/i;
 /** A program's own name first: a Perl or Ruby module ("LWP::Simple/5.800", "WWW::Document/0.02") or a Windows executable ("xpymep.exe"). */
 const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
 /** A language runtime's own token: the string is a program's ("nyawc/1.8.1 CPython/3.6.5 Linux/3.10.0"). */
 const RUNTIME =
-  /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client/i;
+  /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client|\bgo1\.\d/i;
 const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
@@ -313,9 +316,12 @@ function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => 
   return null;
 }
 
-/** An address or a contact: bots sign with one, people's browsers and apps do not ("@calendar=" is a locale's). */
+/**
+ * An address or a contact: bots sign with one, people's browsers and apps do not ("@calendar=" is a
+ * locale's). A mailbox may be spelled out against harvesters: "scout at surphace dot com".
+ */
 const CONTACT =
-  /https?:\/\/|\bwww\.|[\w.+-]@(?:[a-z0-9-]+\.[a-z]|localhost\b)|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b/;
+  /https?:\/\/|\bwww\.|[\w.+-]@(?:[a-z0-9-]+\.[a-z]|localhost\b)|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b|\w at [a-z0-9-]+(?: d(?:ot|ash) [a-z0-9-]+)* dot [a-z]{2,}\b/;
 /** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
 const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
 /** Signs with an address or a contact and names no phone's system (the cheaper test first: most people's strings name one). */
@@ -448,7 +454,8 @@ function appendedToBrowser(ua: string, lower: string[], i: number): boolean {
 const ENDS_NAME = /^(?:\/\S*)?\s*(?:\(.*)?$/;
 const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
 
-const HEADER_NAME = /^user-agent:\s*/i;
+/** A header's name, or curl's and wget's option, pasted in front of the value. */
+const HEADER_NAME = /^(?:user-agent:\s*|--user-agent=)/i;
 /**
  * A browser's prefix around one name and nothing else ("Mozilla/4.0 (compatible; Arachmo)"): isbot
  * reads the shape only with a version after the name, so without one it passed as a person. It is

@@ -127,6 +127,28 @@ export const PERSON_CLIENT_NAMES: ReadonlySet<string> = (() => {
 })();
 
 /**
+ * Two-word names of people's clients whose first word is shared (Google Earth, Microsoft Office,
+ * Yahoo Mail, The Bat): the first word maps to the second words that follow it in a list's
+ * pattern. Splash is left out: Scrapinghub's renderer writes "Splash Version".
+ */
+export const PERSON_CLIENT_PHRASES: ReadonlyMap<string, ReadonlySet<string>> = (() => {
+  const phrases = new Map<string, Set<string>>();
+  const PHRASE = /^([A-Za-z0-9_-]+)(?: |%20|\\s\+?|\[ _\]|\[ \]\??| \?)([A-Za-z][A-Za-z0-9]+)/;
+  for (const file of ['browsers', 'mobile_apps', 'mediaplayers', 'pim', 'feed_readers'])
+    for (const entry of list(file)) {
+      const pattern = entry.regex.replace(/^\^/, '');
+      for (const alternative of pattern.startsWith('(?:') ? pattern.slice(3).split('|') : [pattern]) {
+        const m = PHRASE.exec(alternative.replace(/^\^/, ''));
+        const first = m?.[1]!.toLowerCase();
+        if (m === null || first === undefined || first === 'splash' || !SHARED_WORDS.has(first)) continue;
+        if (!phrases.has(first)) phrases.set(first, new Set());
+        phrases.get(first)!.add(m[2]!.toLowerCase());
+      }
+    }
+  return phrases;
+})();
+
+/**
  * Product names of HTTP libraries and tools (the parser's libraries list), each with the list's
  * name for it (okhttp: OkHttp, winhttp: Windows HTTP): a program's, not a person's.
  */
@@ -250,7 +272,10 @@ export function leadingLibrary(first: string | undefined): string | null {
  */
 export function isPersonClient(ua: string): boolean {
   const tokens = lowerTokens(ua);
-  return tokens.some(isPersonClientName) || showsPersonDevice(ua, tokens);
+  return (
+    tokens.some((token, i) => isPersonClientName(token) || PERSON_CLIENT_PHRASES.get(token)?.has(tokens[i + 1]!)) ||
+    showsPersonDevice(ua, tokens)
+  );
 }
 
 /**
