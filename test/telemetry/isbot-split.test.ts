@@ -2,6 +2,7 @@ import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
 import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import { isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
+import { isbotOrShowsWork, showsWork } from '../../api/telemetry/classification/classify.ts';
 
 const userAgents = fixtureAgentsAsReceived;
 
@@ -12,6 +13,18 @@ describe('isbot in two parts', () => {
     // Both answers occur: the comparison is not one of two constants.
     expect(userAgents.some(isbot)).toBe(true);
     expect(userAgents.some((ua) => !isbot(ua))).toBe(true);
+  });
+
+  it("answers the classifier's person gate, isbot or a word of work, in one scan as the two do apart", () => {
+    const withWork = [
+      ...userAgents,
+      ...userAgents.slice(0, 500).map((ua) => `${ua} SiteThumbnailer`),
+      '',
+      'ExtractorX',
+    ];
+    expect(withWork.filter((ua) => isbotOrShowsWork(ua) !== (isbot(ua) || showsWork(ua)))).toEqual([]);
+    // Strings only a word of work flags are among them.
+    expect(withWork.some((ua) => !isbot(ua) && showsWork(ua))).toBe(true);
   });
 
   it('answers as isbot where each anchored pattern starts the string, and where it does not', () => {

@@ -1,4 +1,4 @@
-import { isbot, isbotByWord } from './isbot-split.ts';
+import { isbot, isbotAtStart, isbotByWord, ISBOT_ANYWHERE } from './isbot-split.ts';
 import { indexedAlternation } from './literal-index.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
@@ -198,12 +198,18 @@ const BOTLIKE =
 /** Words that show a program, though no name is made of them (a bot's spellings, SEO tools). */
 const EVIDENCE_ONLY = /b0t|spyder|^seo$/i;
 /** Words of a program's work that isbot's list lacks ("CopperEgg/RevealUptime", "Webthumb", "SiteGuardian (Internet Monitoring)"). */
-const WORK_WORD = indexedAlternation(
+const WORK_WORDS =
   String.raw`uptime monitor screenshot thumb validat extract downloader webhook hookshot test(?:er|ing)?(?![a-z])
     sitemap rank(?![a-z]) resolver expander tracer unshorten cacher resizer preload perf(?:ormance)?(?![a-z])
     summari[sz]er watchdog fuzz embedder pipeline middleware loader generator search\s?engine
-    link\s?(?:check|valet|alarm|analy)`.split(/\s+/),
-);
+    link\s?(?:check|valet|alarm|analy)`.split(/\s+/);
+const WORK_WORD = indexedAlternation(WORK_WORDS);
+/**
+ * isbot's unanchored patterns and the work words in one index: every person's string passes the
+ * gate that asks both, and one scan of it is half the cost of two (the scans were a third of a
+ * browser's classification).
+ */
+const ISBOT_OR_WORK_WORD = indexedAlternation([...ISBOT_ANYWHERE, ...WORK_WORDS]);
 /**
  * "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"),
  * not inside one ("tpapi", "Enseo"), nor an Android API level ("with API 31" in an app's string).
@@ -216,7 +222,11 @@ const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
 /** A language runtime's own token: the string is a program's ("nyawc/1.8.1 CPython/3.6.5 Linux/3.10.0"). */
 const RUNTIME =
   /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client|\bgo1\.\d/i;
-const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+/** A word of a program's work, a service's word, or a program's own name. */
+export const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+/** isbot(ua) || showsWork(ua), with one scan of the string where the two would make two. */
+export const isbotOrShowsWork = (ua: string) =>
+  isbotAtStart(ua) || (ua !== '' && ISBOT_OR_WORK_WORD(ua)) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -664,9 +674,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
     if (
-      !isbot(ua) &&
+      !isbotOrShowsWork(ua) &&
       !signsAsBot(ua) &&
-      !showsWork(ua) &&
       (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)) &&
       !NAME_ONLY_CLAIM.test(ua)
     )

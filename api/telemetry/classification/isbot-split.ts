@@ -17,11 +17,14 @@ export function splitIsbotList(patterns: readonly string[]): { anchored: string[
 }
 
 const { anchored, anywhere } = splitIsbotList(list);
-const atStart = createIsbotFromList([`^(?:${anchored.map((p) => p.slice(1)).join('|')})`]);
+/** isbot's patterns anchored at the start, as one RegExp tried at position 0. */
+export const isbotAtStart = createIsbotFromList([`^(?:${anchored.map((p) => p.slice(1)).join('|')})`]);
+/** isbot's other patterns, for an index that also holds other patterns (classify.ts's person gate). */
+export const ISBOT_ANYWHERE: readonly string[] = anywhere;
 const inside = indexedAlternation(anywhere);
 
 /** isbot(userAgent), the same answer sooner. */
-export const isbot = (userAgent: string): boolean => atStart(userAgent) || (userAgent !== '' && inside(userAgent));
+export const isbot = (userAgent: string): boolean => isbotAtStart(userAgent) || (userAgent !== '' && inside(userAgent));
 
 /**
  * isbot's patterns that read a string's shape, not a word: a lone product token with a version
