@@ -14,9 +14,15 @@ import type { LogLine } from '../../api/telemetry/log-formats/types.ts';
 // log made to fill the worker's memory): the worker's answers by User-Agent stay within their bound,
 // and every line is still counted, grouped or alone.
 describe("an ingest worker's memory under a flood of distinct User-Agents", () => {
-  it(`keeps at most ${CLASSIFIED_AGENTS} User-Agents' answers, however many it reads`, async () => {
+  it(`keeps at most ${CLASSIFIED_AGENTS} User-Agents' answers and numbers of what they count as, however many it reads`, async () => {
     const content = await loadContent('content');
-    const rules = { rules: telemetryRulesOf(content), robots: null, classified: new Map<string, Classified>() };
+    const classIds = new Map<string, number>();
+    const rules = {
+      rules: telemetryRulesOf(content),
+      robots: null,
+      classified: new Map<string, Classified>(),
+      classIds,
+    };
     const isBait = underAny(content.crawlPolicy.disallow);
     const hourAgo = new Date(Date.now() - 3 * 3_600_000).toISOString();
     let seen = 0;
@@ -36,6 +42,9 @@ describe("an ingest worker's memory under a flood of distinct User-Agents", () =
       seen += lines.length;
       const { alone, agents } = groupLines(lines, rules, isBait, new Date());
       expect(rules.classified.size).toBeLessThanOrEqual(CLASSIFIED_AGENTS);
+      // Each invented name is a family of its own, so a class of its own.
+      expect(classIds.size).toBeLessThanOrEqual(CLASSIFIED_AGENTS);
+      expect(classIds.size).toBeGreaterThan(0);
       // Every bot line is counted (the invented names alone, in place); the people's lines only dated.
       const quiet = (agents.quiet?.counts ?? []).reduce((a, b) => a + b, 0);
       expect(alone.length).toBe(5_000);

@@ -14,6 +14,8 @@ export interface GroupRules {
   classified?: Map<string, Classified>;
   /** The worker's referrals by Referer, kept across batches. */
   referred?: Map<string, Referral | null>;
+  /** The worker's numbers for what a User-Agent is counted as, kept across batches. */
+  classIds?: Map<string, number>;
 }
 
 type Classification = ReturnType<ReturnType<typeof telemetryRulesOf>['classify']>;
@@ -33,10 +35,10 @@ let batches = 0;
 export type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
 /** Referers whose referral a worker keeps. */
 export const REFERERS = 4096;
-// What a User-Agent is counted as, by a number: classes never share one (numbers are not reused).
-const classIds = new Map<string, number>();
+// What a User-Agent is counted as, by a number: classes never share one (numbers are not reused,
+// so a memo cleared when full gives a class a new number, and its lines only group apart).
 let nextClassId = 0;
-function classify(rules: GroupRules['rules'], ua: string): Classified {
+function classify(rules: GroupRules['rules'], ua: string, classIds: Map<string, number>): Classified {
   const c = rules.classify(ua);
   // The table entry by name: a family's entry is one object, curated or generated.
   const key = `${c.bot}\t${c.unknown === true}\t${c.class}\t${c.verify}\t${c.known ? `=${c.known.family}` : ''}\t${c.family}`;
@@ -62,7 +64,7 @@ const TAIL = 2 * LEDGER_LIMITS.recent;
  */
 export function groupLines(
   lines: readonly LogLine[],
-  { rules, robots, classified, referred }: GroupRules,
+  { rules, robots, classified, referred, classIds }: GroupRules,
   isBait: ReturnType<typeof underAny>,
   now: Date,
 ): { alone: LogLine[]; agents: BatchAgents } {
@@ -77,10 +79,11 @@ export function groupLines(
   const batch = ++batches;
   const cache = classified ?? new Map<string, Classified>();
   const referrals = referred ?? new Map<string, Referral | null>();
+  const ids = classIds ?? new Map<string, number>();
   // One lookup by User-Agent a line: hashing a long string is most of what a lookup costs.
   const classifiedAs = (ua: string): Classified => {
     let found = cache.get(ua);
-    if (found === undefined) found = remember(cache, CLASSIFIED_AGENTS, ua, classify(rules, ua));
+    if (found === undefined) found = remember(cache, CLASSIFIED_AGENTS, ua, classify(rules, ua, ids));
     if (found.batch !== batch) {
       found.batch = batch;
       found.agent = agents.push(ua) - 1;

@@ -20,6 +20,8 @@ if (given?.retention) setLedgerRetention(given.retention);
 const classified = new Map<string, Classified>();
 // Referrals by Referer, kept across batches (bounded in groupLines).
 const referred = new Map<string, Referral | null>();
+// What each User-Agent is counted as, by a number, kept across batches (bounded in groupLines).
+const classIds = new Map<string, number>();
 const robots = given?.robots ? createRobotsJudge(given.robots.own, given.robots.others, given.robots.ownHosts) : null;
 
 /** True when the counting thread would do nothing with the line but check its date. */
@@ -35,7 +37,12 @@ parentPort!.on('message', (m: { id: number; records: BatchRecords; format: LogFo
   const parsed = parseBatch(splitLines(m.records), m.format);
   const accepted = parsed.lines.length;
   if (rules && robots) {
-    const { alone, agents } = groupLines(parsed.lines, { rules, robots, classified, referred }, isBait, new Date());
+    const { alone, agents } = groupLines(
+      parsed.lines,
+      { rules, robots, classified, referred, classIds },
+      isBait,
+      new Date(),
+    );
     parentPort!.postMessage({ id: m.id, parsed: { ...parsed, lines: alone }, accepted, agents }, [
       agents.agentOf.buffer as ArrayBuffer,
     ]);
