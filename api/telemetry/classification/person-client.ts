@@ -258,10 +258,8 @@ export function leadingLibrary(first: string | undefined): string | null {
   if (named !== undefined) return named;
   const colon = first.indexOf(':');
   if (colon > 0) return LIBRARIES.get(first.slice(0, colon)) ?? null;
-  const last = first.charCodeAt(first.length - 1);
-  if (last < 48 || last > 57) return null;
-  const head = first.replace(GLUED_VERSION, '');
-  return head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
+  const head = withoutGluedVersion(first);
+  return head !== first && head.length >= 3 ? (LIBRARIES.get(head) ?? null) : null;
 }
 
 /**
