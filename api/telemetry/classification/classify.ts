@@ -227,7 +227,7 @@ const RUNTIME =
   /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client|\bgo1\.\d/i;
 /** A word of a program's work, a service's word, or a program's own name. */
 export const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
-/** isbot(ua) || showsWork(ua) || carriesAttackPayload(ua), with one scan of the string where the three would make three. */
+/** isbot(ua) || showsWork(ua) || an attack's marker, with one scan of the string where the three would make three. */
 export const mayBeBot = (ua: string) =>
   isbotAtStart(ua) || (ua !== '' && MAY_BE_BOT(ua)) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
