@@ -19,25 +19,12 @@ const list = (name: string) =>
   require(`node-device-detector/regexes/client/${name}.js`) as { regex: string; name: string }[];
 
 /**
- * The literal product names a pattern's alternatives start with, lowercase: `(?:FBAV|Facebook/)`
- * gives fbav and facebook, `Clementine(?:[ /]...)` clementine, `MPlayer[ /]` mplayer. A name under
- * 3 characters or one a quantifier shortens below that is left out.
+ * The alternatives a client pattern starts with: `(?:FBAV|Facebook/)` gives FBAV and Facebook/,
+ * `Clementine(?:[ /]...)` itself; a leading `^` or `(?:^|...)` is dropped, and a group followed by
+ * `?` or `*` is optional, so what follows it starts the pattern.
  */
-export function leadingNames(pattern: string): string[] {
+function leadingAlternatives(pattern: string): string[] {
   let s = pattern.replace(/^\^/, '').replace(/^\(\?:\^\|[^)]*\)/, '');
-  const alternatives: string[] = [];
-  const split = (text: string) => {
-    let depth = 0;
-    let start = 0;
-    for (let k = 0; k < text.length; k++) {
-      const c = text[k];
-      if (c === '\\') k++;
-      else if (c === '(') depth++;
-      else if (c === ')') depth--;
-      else if (c === '|' && depth === 0) (alternatives.push(text.slice(start, k)), (start = k + 1));
-    }
-    alternatives.push(text.slice(start));
-  };
   if (s.startsWith('(?:')) {
     let depth = 0;
     let i = 0;
@@ -47,18 +34,36 @@ export function leadingNames(pattern: string): string[] {
       else if (c === '(') depth++;
       else if (c === ')' && --depth === 0) break;
     }
-    // A group followed by a quantifier is optional: the name is what follows it.
     const after = s[i + 1];
     if (after === '?' || after === '*') s = s.slice(i + 2);
     else s = s.slice(3, i);
   }
-  split(s);
+  const alternatives: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let k = 0; k < s.length; k++) {
+    const c = s[k];
+    if (c === '\\') k++;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === '|' && depth === 0) (alternatives.push(s.slice(start, k)), (start = k + 1));
+  }
+  alternatives.push(s.slice(start));
+  return alternatives.map((a) => a.replace(/^\^/, ''));
+}
+
+/**
+ * The literal product names a pattern's alternatives start with, lowercase: `(?:FBAV|Facebook/)`
+ * gives fbav and facebook, `Clementine(?:[ /]...)` clementine, `MPlayer[ /]` mplayer. A name under
+ * 3 characters or one a quantifier shortens below that is left out.
+ */
+export function leadingNames(pattern: string): string[] {
   const names: string[] = [];
-  for (const a of alternatives) {
-    const m = /^((?:[A-Za-z0-9_-]|\\[.-])+)/.exec(a.replace(/^\^/, ''));
+  for (const a of leadingAlternatives(pattern)) {
+    const m = /^((?:[A-Za-z0-9_-]|\\[.-])+)/.exec(a);
     if (!m) continue;
     let word = m[1]!.replace(/\\/g, '');
-    const next = a.replace(/^\^/, '')[m[0].length];
+    const next = a[m[0].length];
     if (next !== undefined && '?*+{'.includes(next)) word = word.slice(0, -1);
     if (word.length >= 3) names.push(word.toLowerCase());
   }
@@ -135,16 +140,14 @@ export const PERSON_CLIENT_PHRASES: ReadonlyMap<string, ReadonlySet<string>> = (
   const phrases = new Map<string, Set<string>>();
   const PHRASE = /^([A-Za-z0-9_-]+)(?: |%20|\\s\+?|\[ _\]|\[ \]\??| \?)([A-Za-z][A-Za-z0-9]+)/;
   for (const file of ['browsers', 'mobile_apps', 'mediaplayers', 'pim', 'feed_readers'])
-    for (const entry of list(file)) {
-      const pattern = entry.regex.replace(/^\^/, '');
-      for (const alternative of pattern.startsWith('(?:') ? pattern.slice(3).split('|') : [pattern]) {
-        const m = PHRASE.exec(alternative.replace(/^\^/, ''));
+    for (const entry of list(file))
+      for (const alternative of leadingAlternatives(entry.regex)) {
+        const m = PHRASE.exec(alternative);
         const first = m?.[1]!.toLowerCase();
         if (m === null || first === undefined || first === 'splash' || !SHARED_WORDS.has(first)) continue;
         if (!phrases.has(first)) phrases.set(first, new Set());
         phrases.get(first)!.add(m[2]!.toLowerCase());
       }
-    }
   return phrases;
 })();
 
