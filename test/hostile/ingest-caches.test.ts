@@ -3,6 +3,7 @@ import { loadContent } from '../../api/content/load.ts';
 import {
   CLASSIFIED_AGENTS,
   groupLines,
+  type GroupRules,
   REFERERS,
   type Classified,
   type Referral,
@@ -13,17 +14,17 @@ import type { LogLine } from '../../api/telemetry/log-formats/types.ts';
 // A log whose every line names a User-Agent never seen before (a crawler rotating its string, or a
 // log made to fill the worker's memory): the worker's answers by User-Agent stay within their bound,
 // and every line is still counted, grouped or alone.
+/** A worker's rules as parse-worker.ts makes them, without robots.txt files, with the memos a test watches. */
+async function workerRules(memos: Pick<GroupRules, 'referred' | 'classIds'>) {
+  const content = await loadContent('content');
+  const rules = { rules: telemetryRulesOf(content), robots: null, classified: new Map<string, Classified>(), ...memos };
+  return { rules, isBait: underAny(content.crawlPolicy.disallow) };
+}
+
 describe("an ingest worker's memory under a flood of distinct User-Agents", () => {
   it(`keeps at most ${CLASSIFIED_AGENTS} User-Agents' answers and numbers of what they count as, however many it reads`, async () => {
-    const content = await loadContent('content');
     const classIds = new Map<string, number>();
-    const rules = {
-      rules: telemetryRulesOf(content),
-      robots: null,
-      classified: new Map<string, Classified>(),
-      classIds,
-    };
-    const isBait = underAny(content.crawlPolicy.disallow);
+    const { rules, isBait } = await workerRules({ classIds });
     const hourAgo = new Date(Date.now() - 3 * 3_600_000).toISOString();
     let seen = 0;
     for (let batch = 0; batch < 5; batch++) {
@@ -54,15 +55,8 @@ describe("an ingest worker's memory under a flood of distinct User-Agents", () =
   });
 
   it(`keeps at most ${REFERERS} Referers' referrals, however many it reads, and still counts each visit an AI product sent`, async () => {
-    const content = await loadContent('content');
     const referred = new Map<string, Referral | null>();
-    const rules = {
-      rules: telemetryRulesOf(content),
-      robots: null,
-      classified: new Map<string, Classified>(),
-      referred,
-    };
-    const isBait = underAny(content.crawlPolicy.disallow);
+    const { rules, isBait } = await workerRules({ referred });
     const hourAgo = new Date(Date.now() - 3 * 3_600_000).toISOString();
     const browser =
       'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36';
