@@ -150,7 +150,7 @@ console.log(
         `unknown clients ${share(answers.filter((a) => a.unknown).length, bots.length)}, ` +
         `named ${share(recognised.filter((a) => a.family && a.family !== 'unnamed bot').length, bots.length)} (goal ≥ 95%)`,
     );
-    // Why the rest is missed: the issue's own rules make these no bots (an unknown client, or a
+    // Why the rest is missed: the wall's own rules make these no bots (an unknown client, or a
     // client a people's list names: Office, Snapchat, feed readers), and the rest no rule sees.
     const taken = bots.filter((_, i) => !answers[i]!.bot && answers[i]!.operator !== true && !answers[i]!.unknown);
     const peoples = taken.filter((ua) => isPersonClient(ua)).length;
