@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_FILE, generatedTableText } from '../../api/cli/refresh-bot-families.ts';
-import { expandPattern } from '../../api/telemetry/classification/bot-lists.ts';
+import { expandPattern, generatedFamilies } from '../../api/telemetry/classification/bot-lists.ts';
 
 describe('the generated bot table', () => {
   it('is exactly what npm run refresh-bot-families makes from the installed lists', async () => {
@@ -42,5 +42,39 @@ describe('patterns read as the names they match', () => {
     expect(expandPattern('[A-z0-9]*-Lighthouse')).toEqual(['-Lighthouse']);
     expect(expandPattern('(a|b)(c|d)(e|f)(g|h)(i|j)(k|l)(m|n)')).toBeNull();
     expect(expandPattern('(unclosed')).toBeNull();
+  });
+});
+
+describe("crawler-user-agents' entries read as the names their examples give", () => {
+  const tokensOf = (pattern: string, instance: string) =>
+    generatedFamilies({ families: [], human_clients: {} }, [], [{ pattern, instances: [instance] }]).map(
+      (f) => f.tokens,
+    );
+
+  it('takes every word the match covers, one space or an apostrophe apart, not the first alone', () => {
+    expect(tokensOf('Dow Jones Searchbot', 'Dow Jones Searchbot')).toEqual([['Dow Jones Searchbot']]);
+    expect(
+      tokensOf(
+        "Let's Encrypt",
+        "Mozilla/5.0 (compatible; Let's Encrypt validation server; +https://www.letsencrypt.org)",
+      ),
+    ).toEqual([["Let's Encrypt"]]);
+  });
+
+  it('ends the name at a version, a comment or another delimiter, and after four words', () => {
+    expect(tokensOf('BlogTraffic/\\d\\.\\d+ Feed-Fetcher', 'BlogTraffic/1.4 Feed-Fetcher')).toEqual([['BlogTraffic']]);
+    expect(tokensOf('Owler \\(ows', 'Owler (ows.eu/owler)')).toEqual([['Owler']]);
+    expect(tokensOf('Acme .*Crawler', 'Acme Super Duper Mega Crawler')).toEqual([['Acme Super Duper Mega']]);
+    expect(tokensOf('ExampleBot', 'Mozilla/5.0 (compatible; ExampleBot/1.0)')).toEqual([['ExampleBot']]);
+  });
+
+  it('leaves in the shipped table no first word of a longer name as a token of its own', () => {
+    const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as {
+      families: { tokens: string[] }[];
+    };
+    const tokens = new Set(table.families.flatMap((f) => f.tokens));
+    for (const word of ['Let', 'Dow', 'New', 'Bad', 'Server', 'XML']) expect(tokens.has(word), word).toBe(false);
+    for (const name of ["Let's Encrypt", 'Dow Jones Searchbot', 'New York Times Newsgathering'])
+      expect(tokens.has(name), name).toBe(true);
   });
 });

@@ -71,6 +71,9 @@ describe('reference sets', () => {
       ['ApacheBench/2.3', 'ApacheBench'],
       ['collectd/5.12.0', 'collectd'],
       ['Mozilla/5.0 (compatible; Cloudflare-AMP/1.0)', 'CloudFlare AMP Fetcher'],
+      // A list's name of several words is the name, not its first word ("Let", "Dow").
+      ["Mozilla/5.0 (compatible; Let's Encrypt validation server; +https://www.letsencrypt.org)", "Let's Encrypt"],
+      ['Dow Jones Searchbot', 'Dow Jones Searchbot'],
     ])
       expect(classify(ua!), ua).toMatchObject({ bot: true, family });
   });

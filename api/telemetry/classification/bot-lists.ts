@@ -1,5 +1,5 @@
 import type { BotFamilies, BotFamily, GeneratedBotFamily } from '../../schemas/bot-families.ts';
-import { productTokens } from './tokens.ts';
+import { productTokens, type Tokens } from './tokens.ts';
 
 // From the lists the field keeps (Matomo device-detector's bots.yml, crawler-user-agents) to rows
 // of our token table: pure, so `npm run refresh-bot-families` and the test that the shipped table is
@@ -301,10 +301,33 @@ class Claims {
   }
 }
 
+/** Most product tokens a pattern's match is read as one name across ("Dow Jones Searchbot"). */
+const MAX_NAME_WORDS = 4;
+
+/**
+ * The name a crawler pattern matches in its example: the product token at the match's start and
+ * the words after it, one space (or an apostrophe) apart, that the match covers: "Dow Jones
+ * Searchbot" and "Let's Encrypt", not their first words, which name nothing alone ("Dow", and "Let"
+ * in "please let us know"). A version, a comment or another delimiter ends the name.
+ */
+function namedSpan(instance: string, t: Tokens, at: number, end: number): string {
+  let last = at;
+  while (
+    last + 1 < t.original.length &&
+    last + 1 - at < MAX_NAME_WORDS &&
+    t.starts[last + 1]! < end &&
+    t.starts[last + 1] === t.starts[last]! + t.original[last]!.length + 1 &&
+    " '".includes(instance[t.starts[last + 1]! - 1]!) &&
+    /^[a-z0-9]/i.test(t.original[last + 1]!)
+  )
+    last++;
+  return instance.slice(t.starts[at], t.starts[last]! + t.original[last]!.length);
+}
+
 /**
  * The generated rows: device-detector's bots, each pattern expanded to the names it matches (names
  * that differ only in case and separators are one family), then crawler-user-agents, each entry by
- * the product token its pattern matches in its own example User-Agents. Curated tokens, human client
+ * the name its pattern matches in its own example User-Agents (namedSpan). Curated tokens, human client
  * tokens and names are never taken.
  */
 export function generatedFamilies(
@@ -347,7 +370,7 @@ export function generatedFamilies(
       if (!m) continue;
       const t = productTokens(instance);
       const at = t.starts.findLastIndex((s) => s <= m.index);
-      const token = t.original[at];
+      const token = at < 0 ? undefined : namedSpan(instance, t, at, m.index + m[0].length);
       if (
         !token ||
         NOT_NAMES.has(token.toLowerCase()) ||
