@@ -179,6 +179,14 @@ describe('classification', () => {
       known: { source: 'crawler-user-agents' },
     });
     expect(classify('Xenu Link Sleuth/1.3.8').family).toBe('Xenu Link Sleuth');
+    // "<Word> Spider", else its first bot-like token; never a sentence's words, a version or a
+    // spelled-out "at".
+    expect(classify('Acme Spider (+http://acme.example/)').family).toBe('Acme Spider');
+    expect(classify('ZorgBot (zorg.example/about. If our bot caused problems please write to us)').family).toBe(
+      'ZorgBot',
+    );
+    expect(classify('Quuxbot/QuuxBot v2.1 (Spider; http://quux.example/bot/)').family).toBe('Quuxbot');
+    expect(classify('Mozilla/5.0 (compatible; +zorg.b.o.t[at]gmail.com)').family).toBe('unnamed bot');
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
     const tokens = new Set(

@@ -220,6 +220,18 @@ export const NOT_NAMES = new Set([
   'site',
   'online',
   'link',
+  // A sentence's words and a mailbox spelled out ("If our bot caused problems", "bot[at]example").
+  'our',
+  'your',
+  'my',
+  'this',
+  'is',
+  'if',
+  'in',
+  'we',
+  'us',
+  'at',
+  'dot',
 ]);
 
 /** Matomo's categories, by our kind and class. */

@@ -308,11 +308,16 @@ function nameAt(t: Tokens, ua: string, i: number): string {
   return name;
 }
 
-/** The name an unknown bot gives itself: "<Word> Spider", else the first bot-like token. */
+/**
+ * The name an unknown bot gives itself: "<Word> Spider" (no sentence's word, as in "If our bot
+ * caused problems", and no version, as in "v1.3 (Spider"), else the first bot-like token.
+ */
 function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => false): string | null {
-  for (let i = 1; i < t.lower.length; i++)
-    if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(t.lower[i - 1]!) && !skip(t.lower[i - 1]!))
+  for (let i = 1; i < t.lower.length; i++) {
+    const word = t.lower[i - 1]!;
+    if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(word) && !VERSION_WORD.test(word) && !skip(word))
       return `${t.original[i - 1]} ${t.original[i]}`;
+  }
   for (let i = 0; i < t.lower.length; i++) {
     const lower = t.lower[i]!;
     if (
