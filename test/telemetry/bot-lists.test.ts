@@ -68,6 +68,33 @@ describe("crawler-user-agents' entries read as the names their examples give", (
     expect(tokensOf('ExampleBot', 'Mozilla/5.0 (compatible; ExampleBot/1.0)')).toEqual([['ExampleBot']]);
   });
 
+  it('joins a bot device-detector names alike to that family, and names a clash by its operator, never by a number', () => {
+    const disqus = generatedFamilies(
+      { families: [], human_clients: {} },
+      [{ regex: 'DisqusAdstxtCrawler', name: 'Disqus', producer: { name: 'Disqus, Inc.' } }],
+      [{ pattern: 'Disqus', instances: ['Disqus/1.0'] }],
+    );
+    expect(disqus.map((f) => [f.family, f.operator, f.tokens])).toEqual([
+      ['Disqus', 'Disqus, Inc.', ['DisqusAdstxtCrawler', 'Disqus']],
+    ]);
+    const curated = {
+      families: [
+        { family: 'httpx', operator: '(tool)', tokens: ['python-httpx'], kind: 'tool', class: 'Bot', verify: 'none' },
+      ],
+      human_clients: {},
+    } as unknown as Parameters<typeof generatedFamilies>[0];
+    const clash = generatedFamilies(
+      curated,
+      [{ regex: 'httpx', name: 'httpx', producer: { name: 'ProjectDiscovery, Inc.' } }],
+      [],
+    );
+    expect(clash.map((f) => f.family)).toEqual(['httpx (ProjectDiscovery, Inc.)']);
+    const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as {
+      families: { family: string }[];
+    };
+    expect(table.families.filter((f) => / \(\d+\)$/.test(f.family))).toEqual([]);
+  });
+
   it('leaves in the shipped table no first word of a longer name as a token of its own', () => {
     const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as {
       families: { tokens: string[] }[];

@@ -299,9 +299,10 @@ class Claims {
     for (const t of free) this.tokens.add(t.toLowerCase());
     return free;
   }
-  /** A family name not yet used: the preferred one, else the first token. */
-  name(preferred: string, tokens: string[]): string {
-    for (const n of [preferred, ...tokens]) {
+  /** A family name not yet used: the preferred one, else the first token, else either with its operator's name. */
+  name(preferred: string, tokens: string[], operator?: string): string {
+    const owned = operator === undefined || operator === 'unknown' ? [] : [`${preferred} (${operator})`];
+    for (const n of [preferred, ...tokens, ...owned]) {
       if (n.length <= 64 && !this.names.has(n.toLowerCase())) {
         this.names.add(n.toLowerCase());
         return n;
@@ -365,7 +366,7 @@ export function generatedFamilies(
       // too): its category holds for the bot it is named after, the others are just bots.
       const own = groups.size === 1 || bot.name.includes('$') || squash(tokens[0]!).includes(squash(bot.name));
       out.push({
-        family: claims.name(preferred, tokens),
+        family: claims.name(preferred, tokens, bot.producer?.name?.trim() || undefined),
         operator: bot.producer?.name?.trim() || (bot.name.includes('$') ? 'unknown' : bot.name),
         tokens,
         ...(own ? kindOf(bot.category) : kindOf(undefined)),
@@ -395,6 +396,13 @@ export function generatedFamilies(
     }
     const free = claims.take(tokens);
     if (free.length === 0) continue;
+    // The same bot as a family of device-detector's ("Disqus", "IAS Crawler"): its tokens join that
+    // row, which knows the operator, rather than making "Disqus (1382)".
+    const same = out.find((f) => f.family.toLowerCase() === free[0]!.toLowerCase());
+    if (same) {
+      same.tokens.push(...free);
+      continue;
+    }
     out.push({
       family: claims.name(free[0]!, free),
       operator: 'unknown',
