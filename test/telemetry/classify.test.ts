@@ -187,6 +187,13 @@ describe('classification', () => {
     );
     expect(classify('Quuxbot/QuuxBot v2.1 (Spider; http://quux.example/bot/)').family).toBe('Quuxbot');
     expect(classify('Mozilla/5.0 (compatible; +zorg.b.o.t[at]gmail.com)').family).toBe('unnamed bot');
+    // Nor what a sentence leaves after a name: a colon, a dash, a "v." before its number.
+    expect(classify('Zorp Hurdler v. 1.05 (+http://zorp.example/hurdler.html)').family).toBe('Zorp Hurdler');
+    expect(classify('Zorp MetaCrawler v.0.9.7c (http://zorp.example/)').family).toBe('MetaCrawler');
+    expect(classify('Mozilla/5.0 (X11; Linux i686) Safari/537.36; Zorp-Crawler: http://zorp.example').family).toBe(
+      'Zorp-Crawler',
+    );
+    expect(classify('Zorp.com - BOT/v.0.1').family).toBe('Zorp.com');
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
     const tokens = new Set(

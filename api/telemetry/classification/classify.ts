@@ -85,8 +85,10 @@ const botNamed = (family: string): Classification => ({
  * one family, whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
  */
 const GLUED_NAME_VERSION = /[-_ ](?:[vV]\.?\d[\d.]*|\d+\.\d[\d.]*)$/;
+/** What a sentence leaves after a name: a colon, a dash, a full stop, a "v." whose number is a token of its own ("SSL-Crawler:", "Qirina Hurdler v."). */
+const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
 const withoutVersion = (name: string) => {
-  const head = name.replace(GLUED_NAME_VERSION, '');
+  const head = name.replace(GLUED_NAME_VERSION, '').replace(TRAILING, '');
   return head.length >= 3 ? head : name;
 };
 const UNNAMED: Classification = Object.freeze(botNamed('unnamed bot'));
@@ -241,7 +243,8 @@ const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 // The RegExps of the uncached path, as module constants: a literal in a function is a new RegExp
 // object each time it runs.
 const STARTS_WITH_LETTER = /^[a-z]/i;
-const VERSION_WORD = /^v\d/i;
+const STARTS_AS_WORD = /^[a-z0-9]/i;
+const VERSION_WORD = /^v(?:\.?\d|\.$)/i;
 const NUMBERISH = /^[\d.x_-]+$/;
 const COMPATIBLE = /compatible/i;
 const BROWSER_STRING = /^(mozilla|opera)\//i;
@@ -315,7 +318,13 @@ function nameAt(t: Tokens, ua: string, i: number): string {
 function nameOf(t: Tokens, ua: string, skip: (lower: string) => boolean = () => false): string | null {
   for (let i = 1; i < t.lower.length; i++) {
     const word = t.lower[i - 1]!;
-    if (GENERIC_NAMES.has(t.lower[i]!) && !NOT_NAMES.has(word) && !VERSION_WORD.test(word) && !skip(word))
+    if (
+      GENERIC_NAMES.has(t.lower[i]!) &&
+      STARTS_AS_WORD.test(word) &&
+      !NOT_NAMES.has(word) &&
+      !VERSION_WORD.test(word) &&
+      !skip(word)
+    )
       return `${t.original[i - 1]} ${t.original[i]}`;
   }
   for (let i = 0; i < t.lower.length; i++) {
