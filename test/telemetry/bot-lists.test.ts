@@ -77,6 +77,19 @@ describe("crawler-user-agents' entries read as the names their examples give", (
     expect(disqus.map((f) => [f.family, f.operator, f.tokens])).toEqual([
       ['Disqus', 'Disqus, Inc.', ['DisqusAdstxtCrawler', 'Disqus']],
     ]);
+    // Whatever version the example gives: one family, named without it.
+    const yooz = generatedFamilies(
+      { families: [], human_clients: {} },
+      [{ regex: 'yoozBot', name: 'yoozBot', producer: { name: 'yooz' } }],
+      [
+        { pattern: 'yoozBot-2\\.2', instances: ['Mozilla/5.0 (compatible; yoozBot-2.2; http://yooz.example)'] },
+        { pattern: 'binlar', instances: ['binlar_2.6.3 ops@example.mail'] },
+      ],
+    );
+    expect(yooz.map((f) => [f.family, f.tokens])).toEqual([
+      ['yoozBot', ['yoozBot', 'yoozBot-2.2']],
+      ['binlar', ['binlar_2.6.3']],
+    ]);
     const curated = {
       families: [
         { family: 'httpx', operator: '(tool)', tokens: ['python-httpx'], kind: 'tool', class: 'Bot', verify: 'none' },

@@ -314,6 +314,19 @@ class Claims {
   }
 }
 
+/**
+ * A version glued to a name ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1"): one family,
+ * whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
+ */
+const GLUED_NAME_VERSION = /[-_ ](?:[vV]\.?\d[\d.]*|\d+\.\d[\d.]*)$/;
+/** What a sentence leaves after a name: a colon, a dash, a full stop, a "v." whose number is a token of its own ("SSL-Crawler:", "Qirina Hurdler v."). */
+const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
+/** A name without a glued version or what a sentence leaves after it; unchanged where less than 3 characters would be left. */
+export const bareName = (name: string): string => {
+  const head = name.replace(GLUED_NAME_VERSION, '').replace(TRAILING, '');
+  return head.length >= 3 ? head : name;
+};
+
 /** Most product tokens a pattern's match is read as one name across ("Dow Jones Searchbot"). */
 const MAX_NAME_WORDS = 4;
 
@@ -396,15 +409,20 @@ export function generatedFamilies(
     }
     const free = claims.take(tokens);
     if (free.length === 0) continue;
-    // The same bot as a family of device-detector's ("Disqus", "IAS Crawler"): its tokens join that
-    // row, which knows the operator, rather than making "Disqus (1382)".
-    const same = out.find((f) => f.family.toLowerCase() === free[0]!.toLowerCase());
+    // The same bot as a family of device-detector's, by name or token, whatever version its example
+    // gives ("Disqus", "IAS Crawler", "yoozBot-2.2"): its tokens join that row, which knows the
+    // operator, rather than making "Disqus (1382)" or a second yoozBot.
+    const name = bareName(free[0]!);
+    const same = out.find(
+      (f) =>
+        f.family.toLowerCase() === name.toLowerCase() || f.tokens.some((t) => t.toLowerCase() === name.toLowerCase()),
+    );
     if (same) {
       same.tokens.push(...free);
       continue;
     }
     out.push({
-      family: claims.name(free[0]!, free),
+      family: claims.name(name, free),
       operator: 'unknown',
       tokens: free,
       kind: search ? 'search' : 'other',

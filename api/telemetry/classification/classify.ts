@@ -3,7 +3,7 @@ import { ATTACK_MARKERS, carriesAttackPayload } from './attack-payload.ts';
 import { indexedAlternation } from './literal-index.ts';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, GeneratedBotFamily, VerifyMethod } from '../../schemas/bot-families.ts';
-import { asFamily, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
+import { asFamily, bareName, NOT_NAMES, PLATFORM_WORDS } from './bot-lists.ts';
 import {
   createPersonClientCheck,
   isPersonClientName,
@@ -75,22 +75,11 @@ export const UNKNOWN_CLIENT: Classification = Object.freeze({
 /** A bot outside our table, named after what the string says (its product, a library, its address). */
 const botNamed = (family: string): Classification => ({
   bot: true,
-  family: withoutVersion(family),
+  family: bareName(family),
   class: 'Bot',
   known: null,
   verify: 'none',
 });
-/**
- * A version glued to a name read off the string ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1"):
- * one family, whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
- */
-const GLUED_NAME_VERSION = /[-_ ](?:[vV]\.?\d[\d.]*|\d+\.\d[\d.]*)$/;
-/** What a sentence leaves after a name: a colon, a dash, a full stop, a "v." whose number is a token of its own ("SSL-Crawler:", "Qirina Hurdler v."). */
-const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
-const withoutVersion = (name: string) => {
-  const head = name.replace(GLUED_NAME_VERSION, '').replace(TRAILING, '');
-  return head.length >= 3 ? head : name;
-};
 const UNNAMED: Classification = Object.freeze(botNamed('unnamed bot'));
 /** A scanner that carries an attack's payload in its User-Agent, whatever browser the string also names. */
 const ATTACK_PROBE: Classification = Object.freeze(botNamed('attack probe'));
@@ -244,6 +233,8 @@ const GENERIC_NAMES = new Set(['spider', 'bot', 'crawler', 'robot']);
 // object each time it runs.
 const STARTS_WITH_LETTER = /^[a-z]/i;
 const STARTS_AS_WORD = /^[a-z0-9]/i;
+/** What follows a name but is none of its words: a mailbox, a host, an id ("binlar_2.6.3 binlar@example.mail", "Collector d4408643ccbd7e83"). */
+const NOT_A_WORD = /@|^www\.|^[\da-f]{12,}$|^.{25}/i;
 const VERSION_WORD = /^v(?:\.?\d|\.$)/i;
 const NUMBERISH = /^[\d.x_-]+$/;
 const COMPATIBLE = /compatible/i;
@@ -302,6 +293,7 @@ function nameAt(t: Tokens, ua: string, i: number): string {
       t.starts[j + 1] !== end + 1 ||
       !STARTS_WITH_LETTER.test(next) ||
       VERSION_WORD.test(next) ||
+      NOT_A_WORD.test(next) ||
       NAME_STOP.has(t.lower[j + 1]!)
     )
       break;
@@ -447,7 +439,7 @@ function withItsWords(ua: string, c: Classification, token: string): Classificat
   if (c.family?.toLowerCase() !== token) return c;
   const t = productTokens(ua);
   const at = t.lower.indexOf(token);
-  return at < 0 ? c : { ...c, family: nameAt(t, ua, at) };
+  return at < 0 ? c : { ...c, family: bareName(nameAt(t, ua, at)) };
 }
 
 /** A crawler's address written right after its token, in the "+http" manner of Googlebot's ("; (+http", " +http"). */
