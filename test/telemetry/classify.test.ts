@@ -194,6 +194,12 @@ describe('classification', () => {
       'Zorp-Crawler',
     );
     expect(classify('Zorp.com - BOT/v.0.1').family).toBe('Zorp.com');
+    // A mailbox, a host or an id after a name is none of its words.
+    expect(classify('ZorpCrawler www.zorp.example').family).toBe('ZorpCrawler');
+    expect(classify('zorp header collector ops@zorp.example').family).toBe('zorp header collector');
+    expect(classify('Zorp Document Collector d4408643ccbd7e83d0c5 (http://zorp.example/)').family).toBe(
+      'Zorp Document Collector',
+    );
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
     const tokens = new Set(
