@@ -647,7 +647,10 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         if (listed.e.tier === Tier.Listed || namedBy || isSigned() || isbot(ua)) {
           const c = withItsWords(ua, listed.e.c, token);
           if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
-          return isSigned() || surelyBot(ua, c.family) ? c : unlessPerson(ua, c);
+          // Judged by the words the string holds, not the list's name for them ("HTC Butterfly" is a
+          // phone, whatever a list calls the bot that writes "Butterfly/").
+          const written = lower.slice(listed.at, listed.at + listed.words).join(' ');
+          return isSigned() || surelyBot(ua, written) ? c : unlessPerson(ua, c);
         }
       }
     }
