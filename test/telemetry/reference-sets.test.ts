@@ -56,6 +56,8 @@ describe('reference sets', () => {
       // A list's "Butterfly Robot" writes "Butterfly/"; the phone is judged by what the string says.
       'Mozilla/5.0 (Linux; Android 9; HTC Butterfly 3 Build/PPR1) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36',
       'Podfriend 2.0 ios',
+      // A feed service's own app, which says so, is not the service's fetcher.
+      'NewsBlur Android App 12.1.0',
       'Yandex.Music/2023.01 (iPhone; iOS 16.1)',
       'Mozilla/5.0 (Linux; U; Android 6.0; en-US; dv(Redmi 4A);pr(UCBrowser/11.0.0.828);ov(6.0);pf(Linux);bt(UC);sm(1);nt(1);) UCBrowser/11 Mobile',
     ])

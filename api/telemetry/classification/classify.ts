@@ -487,7 +487,10 @@ const NAME_ONLY_CLAIM = /^Mozilla\/\d\.\d+ \(compatible; ?[^;()]+;?\)$/i;
  * version alone ("WhatsApp/2.19.81 A"); with anything more (a system, a device, Electron) it is the app.
  */
 const APP_AND_PREVIEW = new Map([['whatsapp', /^WhatsApp\/[\d.]+(?:[ /][A-Z])?$/i]]);
+/** An app that says it is one on a person's system ("NewsBlur iPhone App v3.6", "Netvibes iOS App"), not its service's fetcher. */
+const APP_ON_DEVICE = /\b(?:iPhone|iPad|iOS|Android) App\b/i;
 const isAppNotPreview = (ua: string, token: string) => {
+  if (ua.includes(' App') && APP_ON_DEVICE.test(ua)) return true;
   const preview = APP_AND_PREVIEW.get(token);
   return preview !== undefined && !preview.test(ua);
 };
