@@ -179,27 +179,24 @@ describe('classification', () => {
       known: { source: 'crawler-user-agents' },
     });
     expect(classify('Xenu Link Sleuth/1.3.8').family).toBe('Xenu Link Sleuth');
-    // "<Word> Spider", else its first bot-like token; never a sentence's words, a version or a
-    // spelled-out "at".
-    expect(classify('Acme Spider (+http://acme.example/)').family).toBe('Acme Spider');
-    expect(classify('ZorgBot (zorg.example/about. If our bot caused problems please write to us)').family).toBe(
-      'ZorgBot',
-    );
-    expect(classify('Quuxbot/QuuxBot v2.1 (Spider; http://quux.example/bot/)').family).toBe('Quuxbot');
-    expect(classify('Mozilla/5.0 (compatible; +zorg.b.o.t[at]gmail.com)').family).toBe('unnamed bot');
-    // Nor what a sentence leaves after a name: a colon, a dash, a "v." before its number.
-    expect(classify('Zorp Hurdler v. 1.05 (+http://zorp.example/hurdler.html)').family).toBe('Zorp Hurdler');
-    expect(classify('Zorp MetaCrawler v.0.9.7c (http://zorp.example/)').family).toBe('MetaCrawler');
-    expect(classify('Mozilla/5.0 (X11; Linux i686) Safari/537.36; Zorp-Crawler: http://zorp.example').family).toBe(
-      'Zorp-Crawler',
-    );
-    expect(classify('Zorp.com - BOT/v.0.1').family).toBe('Zorp.com');
-    // A mailbox, a host or an id after a name is none of its words.
-    expect(classify('ZorpCrawler www.zorp.example').family).toBe('ZorpCrawler');
-    expect(classify('zorp header collector ops@zorp.example').family).toBe('zorp header collector');
-    expect(classify('Zorp Document Collector d4408643ccbd7e83d0c5 (http://zorp.example/)').family).toBe(
-      'Zorp Document Collector',
-    );
+    for (const [ua, family] of [
+      // "<Word> Spider", else its first bot-like token; never a sentence's words, a version or a
+      // spelled-out "at".
+      ['Acme Spider (+http://acme.example/)', 'Acme Spider'],
+      ['ZorgBot (zorg.example/about. If our bot caused problems please write to us)', 'ZorgBot'],
+      ['Quuxbot/QuuxBot v2.1 (Spider; http://quux.example/bot/)', 'Quuxbot'],
+      ['Mozilla/5.0 (compatible; +zorg.b.o.t[at]gmail.com)', 'unnamed bot'],
+      // Nor what a sentence leaves after a name: a colon, a dash, a "v." before its number.
+      ['Zorp Hurdler v. 1.05 (+http://zorp.example/hurdler.html)', 'Zorp Hurdler'],
+      ['Zorp MetaCrawler v.0.9.7c (http://zorp.example/)', 'MetaCrawler'],
+      ['Mozilla/5.0 (X11; Linux i686) Safari/537.36; Zorp-Crawler: http://zorp.example', 'Zorp-Crawler'],
+      ['Zorp.com - BOT/v.0.1', 'Zorp.com'],
+      // A mailbox, a host or an id after a name is none of its words.
+      ['ZorpCrawler www.zorp.example', 'ZorpCrawler'],
+      ['zorp header collector ops@zorp.example', 'zorp header collector'],
+      ['Zorp Document Collector d4408643ccbd7e83d0c5 (http://zorp.example/)', 'Zorp Document Collector'],
+    ])
+      expect(classify(ua!).family, ua).toBe(family);
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');
     expect(c).toMatchObject({ bot: true, family: 'FooCrawlerZ', class: 'Bot', known: null });
     const tokens = new Set(
