@@ -205,6 +205,11 @@ describe('classification', () => {
     expect(tokens.has(c.family!)).toBe(true);
   });
 
+  it('takes a vulnerability scanner that a client list files among mobile apps for a bot (OpenVAS)', () => {
+    expect(classify('Mozilla/5.0 [en] (X11, U; OpenVAS-VT 21.4.4)')).toMatchObject({ bot: true, family: 'OpenVAS' });
+    expect(classify('OpenVAS-VT 22.4.1')).toMatchObject({ bot: true, family: 'OpenVAS' });
+  });
+
   it('takes a program for a bot on the evidence of its name, its work or its contact, and names it', () => {
     const bot = (ua: string) => classify(ua);
     // Words of a program's work, alone or in a name's last capitals, never inside a word.
