@@ -2,9 +2,11 @@ import { list } from 'isbot';
 import { describe, expect, it } from 'vitest';
 import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 import {
+  closing,
   indexedAlternation,
   leadingLiteral,
   requiredLiteral,
+  topLevelBranches,
 } from '../../api/telemetry/classification/literal-index.ts';
 
 const userAgents = fixtureAgentsAsReceived;
@@ -38,6 +40,16 @@ function probes(patterns: string[]): string[] {
     `İ${t}`,
   ]);
 }
+
+describe("a pattern's groups and branches", () => {
+  it('splits at the | outside groups, classes and escapes, and finds where a group closes', () => {
+    expect(topLevelBranches('FBAV|Facebook/')).toEqual(['FBAV', 'Facebook/']);
+    expect(topLevelBranches('a(?:b|c)|[|(]d|e\\|f')).toEqual(['a(?:b|c)', '[|(]d', 'e\\|f']);
+    expect(topLevelBranches('one')).toEqual(['one']);
+    expect(closing('(?:a|(b)|[)])x', 0)).toBe(12);
+    expect(closing('(?:unclosed', 0)).toBe(11);
+  });
+});
 
 describe('the literal a pattern starts with', () => {
   it('skips what tests the text around the start, and stops before what is not one character', () => {

@@ -32,12 +32,25 @@ function scan(pattern: string, from: number, stop: (ch: string, depth: number) =
   return -1;
 }
 
+const topLevelBar = (ch: string, depth: number) => ch === '|' && depth === 0;
+
 /** Whether a pattern has a `|` outside groups and classes (then its first branch's literal is not every match's). */
-export const topLevelAlternation = (pattern: string): boolean =>
-  scan(pattern, 0, (ch, depth) => ch === '|' && depth === 0) >= 0;
+export const topLevelAlternation = (pattern: string): boolean => scan(pattern, 0, topLevelBar) >= 0;
+
+/** A pattern's branches: its text between the `|`s outside groups and classes. */
+export function topLevelBranches(pattern: string): string[] {
+  const branches: string[] = [];
+  let start = 0;
+  for (let bar = scan(pattern, 0, topLevelBar); bar >= 0; bar = scan(pattern, start, topLevelBar)) {
+    branches.push(pattern.slice(start, bar));
+    start = bar + 1;
+  }
+  branches.push(pattern.slice(start));
+  return branches;
+}
 
 /** Where the group opening at `open` closes (the pattern's length when it does not). */
-function closing(pattern: string, open: number): number {
+export function closing(pattern: string, open: number): number {
   const at = scan(pattern, open, (ch, depth) => ch === ')' && depth === 0);
   return at < 0 ? pattern.length : at;
 }

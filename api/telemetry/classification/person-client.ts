@@ -1,6 +1,7 @@
 // First: keeps node's nextTick entries fast while the client lists below load (see tick-shape.ts).
 import './tick-shape.ts';
 import { createRequire } from 'node:module';
+import { closing, topLevelBranches } from './literal-index.ts';
 import { lowerTokens } from './tokens.ts';
 
 // A browser/app parser's view of a User-Agent, asked only when our table names no bot and the only
@@ -26,30 +27,11 @@ const list = (name: string) =>
 function leadingAlternatives(pattern: string): string[] {
   let s = pattern.replace(/^\^/, '').replace(/^\(\?:\^\|[^)]*\)/, '');
   if (s.startsWith('(?:')) {
-    let depth = 0;
-    let i = 0;
-    for (; i < s.length; i++) {
-      const c = s[i];
-      if (c === '\\') i++;
-      else if (c === '(') depth++;
-      else if (c === ')' && --depth === 0) break;
-    }
-    const after = s[i + 1];
-    if (after === '?' || after === '*') s = s.slice(i + 2);
-    else s = s.slice(3, i);
+    const end = closing(s, 0);
+    const after = s[end + 1];
+    s = after === '?' || after === '*' ? s.slice(end + 2) : s.slice(3, end);
   }
-  const alternatives: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let k = 0; k < s.length; k++) {
-    const c = s[k];
-    if (c === '\\') k++;
-    else if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (c === '|' && depth === 0) (alternatives.push(s.slice(start, k)), (start = k + 1));
-  }
-  alternatives.push(s.slice(start));
-  return alternatives.map((a) => a.replace(/^\^/, ''));
+  return topLevelBranches(s).map((a) => a.replace(/^\^/, ''));
 }
 
 /**
