@@ -216,11 +216,12 @@ const PROGRAM_NAME = /^[a-z][\w-]*::|^[\w-]+\.exe\b/i;
 /** A language runtime's own token: the string is a program's ("nyawc/1.8.1 CPython/3.6.5 Linux/3.10.0"). */
 const RUNTIME =
   /\b(?:CPython|PyPy|Jython|IronPython|Ruby|Perl|Deno|Bun|OpenJDK)\/\d|\bPHP\/\d|\bnode(?:\.js)?\/v?\d|Go-http-client|\bgo1\.\d/i;
+/** A service's word or a program's own name: what shows work besides the indexed work words. */
+const namesWork = (ua: string) => SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
 /** A word of a program's work, a service's word, or a program's own name. */
-export const showsWork = (ua: string) => WORK_WORD(ua) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+export const showsWork = (ua: string) => WORK_WORD(ua) || namesWork(ua);
 /** isbot(ua) || showsWork(ua) || an attack's marker, with one scan of the string where the three would make three. */
-export const mayBeBot = (ua: string) =>
-  isbotAtStart(ua) || (ua !== '' && MAY_BE_BOT(ua)) || SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua);
+export const mayBeBot = (ua: string) => isbotAtStart(ua) || (ua !== '' && MAY_BE_BOT(ua)) || namesWork(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
