@@ -195,6 +195,30 @@ describe('classification', () => {
       ['ZorpCrawler www.zorp.example', 'ZorpCrawler'],
       ['zorp header collector ops@zorp.example', 'zorp header collector'],
       ['Zorp Document Collector d4408643ccbd7e83d0c5 (http://zorp.example/)', 'Zorp Document Collector'],
+      // Named nowhere else, by the words isbot's pattern matched: the token it falls in and the words
+      // after it, before it where that token is generic, a mailbox's sender, a whole word of a version.
+      [
+        'Mozilla/5.0 (Windows NT 6.1; WOW64; Neustar WPM) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/48.0.2564.82 Safari/537.36',
+        'Neustar WPM',
+      ],
+      ['Mozilla/4.0 (compatible; MSIE 7.0; Windows NT 5.1; ZorpDownload 2.0; .NET CLR 2.0.50727)', 'ZorpDownload'],
+      ['Mozilla/5.0 (Zorpix Agent)', 'Zorpix Agent'],
+      ['Mozilla/5.0 (Zorp Link Monitor v1.4)', 'Zorp Link Monitor'],
+      ['Mozilla/5.0 (zorp3.1.4@mail.example)', 'zorp'],
+      [
+        'Mozilla/5.0 (Windows NT 6.1) AppleWebKit/538.1 (KHTML, like Gecko) ZorpJS/1.1.2+PhantomJS/2.1.1 Safari/538.1',
+        'PhantomJS',
+      ],
+      // Never generic words alone, a piece of a word, or what no name is made of.
+      ['HTTP Service', 'unnamed bot'],
+      [
+        'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.22 (KHTML, like Gecko) Safari/537.22 +zorpcrawler',
+        'unnamed bot',
+      ],
+      [
+        'Mozilla/5.0 (Windows; U; Windows NT 5.1; rv:1.9.0.7; Zorp JavaScript=yes) Gecko/20090219 Firefox/3.0.7',
+        'unnamed bot',
+      ],
     ])
       expect(classify(ua!).family, ua).toBe(family);
     const c = classify('Mozilla/5.0 (compatible; FooCrawlerZ/3.1; +https://foo.example/bot)');

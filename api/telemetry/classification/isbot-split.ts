@@ -50,3 +50,13 @@ const wordInside = indexedAlternation(wordAnywhere);
 /** Whether one of isbot's word patterns (a name, a bot word, a tool) matches: evidence, where its shape patterns are not. */
 export const isbotByWord = (userAgent: string): boolean =>
   wordAtStart(userAgent) || (userAgent !== '' && wordInside(userAgent));
+
+const wordPattern = new RegExp(list.filter((p) => !isShapePattern(p)).join('|'), 'i');
+/**
+ * Where the first of isbot's word patterns matches, and what it matched: where a bot that names
+ * itself nowhere else has its name ("Neustar WPM" in a browser's platform comment).
+ */
+export function isbotWordAt(userAgent: string): { at: number; text: string } | null {
+  const m = wordPattern.exec(userAgent);
+  return m ? { at: m.index, text: m[0] } : null;
+}
