@@ -108,6 +108,31 @@ describe("crawler-user-agents' entries read as the names their examples give", (
     expect(table.families.filter((f) => / \(\d+\)$/.test(f.family))).toEqual([]);
   });
 
+  it('gives an entry whose own name a row holds to that row, not to a family named after its examples', () => {
+    // A generated row takes the examples' other names.
+    const zorp = generatedFamilies(
+      { families: [], human_clients: {} },
+      [{ regex: 'zorpbot', name: 'Zorp bot', producer: { name: 'Zorp' } }],
+      [{ pattern: 'zorpbot', instances: ['zorpbot-image (+http://zorp.example/bot.html)', 'zorpbot-page'] }],
+    );
+    expect(zorp.map((f) => [f.family, f.tokens])).toEqual([['Zorp bot', ['zorpbot', 'zorpbot-image', 'zorpbot-page']]]);
+    // A curated row needs no token the classifier reads by its head; an address the pattern matched
+    // in names its own bot still ("quuxlib/1.0 (+http://zorp.example/zorpbot.htm)").
+    const curated = {
+      families: [
+        { family: 'Zorpbot', operator: 'Zorp', tokens: ['zorpbot'], kind: 'search', class: 'Crawler', verify: 'none' },
+      ],
+      human_clients: {},
+    } as unknown as Parameters<typeof generatedFamilies>[0];
+    const examples = [
+      'zorpbot-media/1.1 (+http://zorp.example/zorpbot.htm)',
+      'quuxlib/1.0 (+http://zorp.example/zorpbot.htm)',
+    ];
+    expect(
+      generatedFamilies(curated, [], [{ pattern: 'zorpbot', instances: examples }]).map((f) => [f.family, f.tokens]),
+    ).toEqual([['quuxlib', ['quuxlib']]]);
+  });
+
   it('leaves in the shipped table no first word of a longer name as a token of its own', () => {
     const table = JSON.parse(readFileSync(new URL(`../../content/${GENERATED_FILE}`, import.meta.url), 'utf8')) as {
       families: { tokens: string[] }[];

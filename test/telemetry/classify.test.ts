@@ -179,6 +179,9 @@ describe('classification', () => {
       known: { source: 'crawler-user-agents' },
     });
     expect(classify('Xenu Link Sleuth/1.3.8').family).toBe('Xenu Link Sleuth');
+    // An example of a list's entry is the bot that entry is, not one named after another example.
+    expect(classify('msnbot-media/1.1 (+http://search.msn.com/msnbot.htm)').family).toBe('Bingbot');
+    expect(classify('psbot-page (+http://www.picsearch.com/bot.html)').family).toBe('Picsearch bot');
     for (const [ua, family] of [
       // "<Word> Spider", else its first bot-like token; never a sentence's words, a version or a
       // spelled-out "at".

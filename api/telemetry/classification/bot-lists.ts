@@ -291,6 +291,11 @@ class Claims {
     }
     for (const list of Object.values(curated.human_clients)) list.forEach(hold);
   }
+  /** Whether a list has claimed this token already. */
+  has(token: string): boolean {
+    const t = token.toLowerCase();
+    return this.tokens.has(t) || this.prefixes.some((p) => t.startsWith(p));
+  }
   /** The tokens still free, claimed now. */
   take(tokens: string[]): string[] {
     const free = tokens.filter(
@@ -351,6 +356,12 @@ function namedSpan(instance: string, t: Tokens, at: number, end: number): string
   return instance.slice(t.starts[at], t.starts[last]! + t.original[last]!.length);
 }
 
+/** Whether the classifier reads a token by its head, a name before - _ or . ("msnbot-media" by msnbot). */
+const readByHead = (token: string, head: string) =>
+  token.length > head.length &&
+  token.toLowerCase().startsWith(head.toLowerCase()) &&
+  '-_.'.includes(token[head.length]!);
+
 /**
  * The generated rows: device-detector's bots, each pattern expanded to the names it matches (names
  * that differ only in case and separators are one family), then crawler-user-agents, each entry by
@@ -408,7 +419,20 @@ export function generatedFamilies(
         continue;
       if (!tokens.some((x) => x.toLowerCase() === token.toLowerCase())) tokens.push(token);
     }
-    const free = claims.take(tokens);
+    // An entry whose own name a row holds already is that row's bot, whatever its examples add: a
+    // generated row takes the new tokens ("psbot-image" joins Picsearch's psbot); a curated row needs
+    // none the classifier reads by their head ("msnbot-media" is Bingbot's, not a family named after
+    // "librabot", which msnbot's address in its example matched).
+    const own = expandPattern(c.pattern)
+      ?.map(tokenOf)
+      .find((t) => t !== null && claims.has(t));
+    const owner = own ? out.find((f) => f.tokens.some((t) => t.toLowerCase() === own.toLowerCase())) : undefined;
+    let free = claims.take(tokens);
+    if (own && owner) {
+      owner.tokens.push(...free);
+      continue;
+    }
+    if (own) free = free.filter((t) => !readByHead(t, own));
     if (free.length === 0) continue;
     // The same bot as a family of device-detector's, by name or token, whatever version its example
     // gives ("Disqus", "IAS Crawler", "yoozBot-2.2"): its tokens join that row, which knows the
