@@ -409,6 +409,9 @@ function selfName(t: Tokens, ua: string): string | null {
   return engine ? engine[1]!.trim().slice(0, 64) : null;
 }
 
+const WORD_CHAR = /\w/;
+/** A name's characters: words, dots, dashes and "+", starting as a word (not "\\\\host", "{{.var}}", "JavaScript=yes"). */
+const NAME_SHAPE = /^[a-z0-9][\w .+-]+$/i;
 /**
  * The name at the words isbot's pattern matched, where the string names itself nowhere else: the
  * token the match falls in, with the words after it ("Neustar WPM", "QQDownload"), and before it
@@ -416,9 +419,6 @@ function selfName(t: Tokens, ua: string): string | null {
  * sender ("larbin2.6.3@unspecified.mail" is larbin); the match itself inside another token's
  * version ("CasperJS/1.1.2+PhantomJS/2.1.1"). None where every word is generic ("HTTP Service").
  */
-const WORD_CHAR = /\w/;
-/** A name's characters: words, dots, dashes and "+", starting as a word (not "\\\\host", "{{.var}}", "JavaScript=yes"). */
-const NAME_SHAPE = /^[a-z0-9][\w .+-]+$/i;
 function matchedName(t: Tokens, ua: string): string | null {
   const match = isbotWordAt(ua);
   if (match === null) return null;

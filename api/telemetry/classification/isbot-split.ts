@@ -53,8 +53,8 @@ export const isbotByWord = (userAgent: string): boolean =>
 
 const wordPattern = new RegExp(list.filter((p) => !isShapePattern(p)).join('|'), 'i');
 /**
- * Where the first of isbot's word patterns matches, and what it matched: where a bot that names
- * itself nowhere else has its name ("Neustar WPM" in a browser's platform comment).
+ * Where isbot's word patterns first match in the string, and what they matched: where a bot that
+ * names itself nowhere else has its name ("Neustar WPM" in a browser's platform comment).
  */
 export function isbotWordAt(userAgent: string): { at: number; text: string } | null {
   const m = wordPattern.exec(userAgent);
