@@ -4,20 +4,29 @@ import { arpaOf, startDnsResponder, type DnsResponder } from '../helpers/dns-res
 import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { METRICS_TOKEN, metric, pool } from './probe.ts';
+import { RDNS_NETWORK_FAILURES } from '../../api/telemetry/verification/verify.ts';
 
 // Many client addresses claiming to be Googlebot. Reverse-DNS verification runs
-// at most RDNS_MAX_IN_FLIGHT (16) lookups at once and one per network (/24) at a time, and caches
-// failures by network, so rotating addresses inside a network costs one lookup, not one per
-// address (before: 2,000 addresses, 1,992 lookups). Lookups are counted by
+// at most RDNS_MAX_IN_FLIGHT (16) lookups at once and one per network (/24) at a time, and counts
+// failures by network, so rotating addresses inside a network costs RDNS_NETWORK_FAILURES lookups
+// an hour, not one per address (before any bound: 2,000 addresses, 1,992 lookups); a failure is
+// only its own address's, so a spoofer never fails the crawler beside it. Lookups are counted by
 // agentnode_dns_lookups_total. They go to a DNS responder of the test's own on loopback
 // (DNS_SERVERS), never to the machine's resolver; it knows one Googlebot address and answers
 // NXDOMAIN for the rest (a fast failure, the case the network cache and the in-flight cap bound).
 const VERIFIED = '127.10.200.1';
 const VERIFIED_HOST = 'crawl-127-10-200-1.googlebot.com';
+// A crawler whose network a spoofer shares: the spoofer's failure must not fail it.
+const NEIGHBOUR = '127.10.201.1';
+const NEIGHBOUR_HOST = 'crawl-127-10-201-1.googlebot.com';
+const SPOOFER = '127.10.201.9';
 let dns: DnsResponder;
 let server: ServerProcess;
 beforeAll(async () => {
-  dns = await startDnsResponder({ ptr: { [VERIFIED]: [VERIFIED_HOST] }, hosts: { [VERIFIED_HOST]: [VERIFIED] } });
+  dns = await startDnsResponder({
+    ptr: { [VERIFIED]: [VERIFIED_HOST], [NEIGHBOUR]: [NEIGHBOUR_HOST] },
+    hosts: { [VERIFIED_HOST]: [VERIFIED], [NEIGHBOUR_HOST]: [NEIGHBOUR] },
+  });
   server = await startServerProcess({ DATA_DIR: ':memory:', METRICS_TOKEN, DNS_SERVERS: dns.address });
 });
 afterAll(async () => {
@@ -48,6 +57,15 @@ function claim(localAddress: string): Promise<number> {
   });
 }
 
+/** The wall's verification counts of Googlebot's claims. */
+const googlebotVerification = async () =>
+  (
+    (await (await fetch(`${server.url}/bot-wall.json`)).json()) as {
+      species: { species: string; verification: unknown }[];
+    }
+  ).species.find((s) => s.species === 'Googlebot')?.verification as
+    { verified: number; unverified: number } | undefined;
+
 describe('verification asks the resolver DNS_SERVERS names', () => {
   it('a Googlebot claim from an address the loopback responder knows is looked up there, once, and verified', async () => {
     const before = dns.queries.length;
@@ -77,8 +95,30 @@ describe('verification asks the resolver DNS_SERVERS names', () => {
   });
 });
 
+describe('a spoofer beside a crawler', () => {
+  it("fails alone: a crawler in the spoofer's network is still looked up and verified", async () => {
+    const before = (await googlebotVerification())!;
+    const ptrBefore = ptrQueries().length;
+    expect(await claim(SPOOFER)).toBe(200);
+    await waitFor(() => googlebotVerification(), {
+      until: (v) => v!.unverified === before.unverified + 1,
+      what: "the spoofer's claim counted unverified",
+    });
+    expect(await claim(NEIGHBOUR)).toBe(200);
+    const after = await waitFor(() => googlebotVerification(), {
+      until: (v) => v!.verified + v!.unverified === before.verified + before.unverified + 2,
+      what: "the crawler's claim counted",
+    });
+    expect(after).toEqual({ verified: before.verified + 1, unverified: before.unverified + 1 });
+    expect(ptrQueries().slice(ptrBefore)).toEqual([
+      { type: 'PTR', name: arpaOf(SPOOFER) },
+      { type: 'PTR', name: arpaOf(NEIGHBOUR) },
+    ]);
+  });
+});
+
 describe('reverse-DNS lookups under address rotation', () => {
-  it('2,000 addresses in 8 networks claiming Googlebot start at most one lookup a network, never more than 16 at once', async () => {
+  it('2,000 addresses in 8 networks claiming Googlebot start at most RDNS_NETWORK_FAILURES lookups a network, never more than 16 at once', async () => {
     const before = await metric(server, 'agentnode_dns_lookups_total');
     const ptrBefore = ptrQueries().length;
     let maxInFlight = 0;
@@ -95,9 +135,9 @@ describe('reverse-DNS lookups under address rotation', () => {
     console.log(`2,000 addresses in 8 networks: ${started} lookups, at most ${maxInFlight} in flight`);
     expect([...statuses]).toEqual([200]);
     // Lookups run one per network at a time; a request arriving while its network's lookup runs
-    // does not start another, and a failure closes the network for an hour.
+    // does not start another, and RDNS_NETWORK_FAILURES failures close the network for an hour.
     expect(started).toBeGreaterThanOrEqual(1);
-    expect(started).toBeLessThanOrEqual(8);
+    expect(started).toBeLessThanOrEqual(8 * RDNS_NETWORK_FAILURES);
     // Every lookup reached the loopback responder.
     await waitForQueries(ptrBefore + started);
     expect(ptrQueries().length - ptrBefore).toBe(started);

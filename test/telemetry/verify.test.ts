@@ -5,6 +5,7 @@ import { addressRanges, networkOf } from '../../api/telemetry/verification/addre
 import { ipv4Number } from '../../api/net/address.ts';
 import {
   createVerifier,
+  RDNS_NETWORK_FAILURES,
   rangesOf,
   verifyByDns,
   type Outcome,
@@ -189,16 +190,38 @@ describe('the bounded verifier', () => {
     expect(v.inFlight()).toBe(4);
   });
 
-  it('caches failures by network: an IPv6 client rotating addresses in its /64 causes one lookup', async () => {
+  it('counts failures by network: an IPv6 client rotating addresses in its /64 causes RDNS_NETWORK_FAILURES lookups', async () => {
     let calls = 0;
     const failing: Resolver = { reverse: async () => (calls++, []), resolve: async () => [] };
     const { v, results } = setup(failing);
-    expect(v.lookup(family('YandexBot'), '2001:db8:0:1::1', 'a')).toBeNull();
+    for (let i = 1; i <= RDNS_NETWORK_FAILURES; i++) {
+      expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `a${i}`)).toBeNull();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(results.map(([, o]) => o)).toEqual(Array(RDNS_NETWORK_FAILURES).fill('failed'));
+    // Past that, the network's other addresses are not looked up: unverifiable, not failed (no check said no).
+    for (let i = RDNS_NETWORK_FAILURES + 1; i < 2000; i++)
+      expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `k${i}`)).toBe('unverifiable');
+    // The addresses that failed stay failed.
+    expect(v.lookup(family('YandexBot'), '2001:db8:0:1::1', 'a1')).toBe('failed');
+    expect(calls).toBe(RDNS_NETWORK_FAILURES);
+  });
+
+  it('never fails a crawler because a spoofer in its network failed: each address is checked on its own', async () => {
+    const CRAWLER = '203.0.113.50';
+    const dns: Resolver = {
+      reverse: async (ip) => (ip === CRAWLER ? ['crawl-203-0-113-50.spider.yandex.com'] : []),
+      resolve: async () => [CRAWLER],
+    };
+    const { v, results } = setup(dns);
+    expect(v.lookup(family('YandexBot'), '203.0.113.51', 'spoofer')).toBeNull();
     await new Promise((r) => setImmediate(r));
-    expect(results).toEqual([['a', 'failed']]);
-    for (let i = 2; i < 2000; i++)
-      expect(v.lookup(family('YandexBot'), `2001:db8:0:1::${i.toString(16)}`, `k${i}`)).toBe('failed');
-    expect(calls).toBe(1);
+    expect(v.lookup(family('YandexBot'), CRAWLER, 'crawler')).toBeNull();
+    await new Promise((r) => setImmediate(r));
+    expect(results).toEqual([
+      ['spoofer', 'failed'],
+      ['crawler', 'verified'],
+    ]);
   });
 
   it('starts one lookup per network at a time and answers the same address from its cache', async () => {

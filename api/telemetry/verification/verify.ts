@@ -37,6 +37,12 @@ export const RDNS_MAX_IN_FLIGHT = 16;
 /** How long a DNS answer is trusted. */
 export const RDNS_SUCCESS_TTL_MS = 24 * 3_600_000;
 export const RDNS_FAILURE_TTL_MS = 3_600_000;
+/**
+ * Failed lookups a network (/24 or /64) may have for one family within RDNS_FAILURE_TTL_MS before
+ * its other addresses' claims are counted unverifiable, not looked up: a client rotating addresses
+ * costs this many lookups a network an hour, and a spoofer's failure never fails its neighbour.
+ */
+export const RDNS_NETWORK_FAILURES = 5;
 /** Entries in each verification cache (addresses, failed networks). */
 export const RDNS_CACHE_ENTRIES = 10_000;
 
@@ -109,16 +115,20 @@ export interface VerifierOptions {
 /**
  * Verifies claims by address. Published ranges decide first and at once. Reverse DNS runs in the
  * background with at most `maxInFlight` lookups process-wide and one per network (/24 or /64) at a
- * time; answers are cached by address, and failures also by network, so a client rotating its
- * addresses inside one network causes one lookup, not one per request. A claim that would need a
- * lookup past those caps is counted unverifiable rather than queued.
+ * time; answers are cached by address. Failures are also counted by network: after
+ * RDNS_NETWORK_FAILURES in an hour its other addresses are not looked up, so a client rotating its
+ * addresses inside one network causes a few lookups, not one per request. A failure is only ever its
+ * own address's: a spoofer in a crawler's network leaves the crawler verified, or at worst
+ * unverifiable. A claim that would need a lookup past those caps is counted unverifiable rather than
+ * queued.
  */
 export function createVerifier(o: VerifierOptions) {
   const ranges = o.ranges ?? new Map<string, AddressRanges>();
   const maxInFlight = o.maxInFlight ?? RDNS_MAX_IN_FLIGHT;
   const entries = o.cacheEntries ?? RDNS_CACHE_ENTRIES;
   const byAddress = new LRUCache<string, Outcome>({ max: entries, ttl: RDNS_SUCCESS_TTL_MS });
-  const failedNetworks = new LRUCache<string, true>({ max: entries, ttl: RDNS_FAILURE_TTL_MS });
+  // Network key → failed lookups since its first failure (the hour runs from that one).
+  const failedNetworks = new LRUCache<string, number>({ max: entries, ttl: RDNS_FAILURE_TTL_MS });
   // Network key → the address whose lookup is under way.
   const inFlight = new Map<string, string>();
   let lookups = 0;
@@ -141,7 +151,7 @@ export function createVerifier(o: VerifierOptions) {
       const known = byAddress.get(key);
       if (known) return known;
       const network = `${family.family}\n${networkOf(address)}`;
-      if (failedNetworks.has(network)) return 'failed';
+      if ((failedNetworks.get(network) ?? 0) >= RDNS_NETWORK_FAILURES) return 'unverifiable';
       const pending = inFlight.get(network);
       if (pending !== undefined) return pending === address ? null : 'unverifiable';
       if (inFlight.size >= maxInFlight) return 'unverifiable';
@@ -150,7 +160,8 @@ export function createVerifier(o: VerifierOptions) {
       void verifyByDns(family, address, o.resolver).then((outcome) => {
         inFlight.delete(network);
         if (outcome !== 'unverifiable') byAddress.set(key, outcome);
-        if (outcome === 'failed') failedNetworks.set(network, true);
+        if (outcome === 'failed')
+          failedNetworks.set(network, (failedNetworks.get(network) ?? 0) + 1, { noUpdateTTL: true });
         o.onResult(family.family, ipKey, outcome);
       });
       return null;
