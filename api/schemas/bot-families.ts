@@ -22,6 +22,16 @@ const SignatureAgent = z.url().refine((u) => {
   );
 }, 'must be an origin such as https://chatgpt.com, or a key set URL on one (http only on the loopback interface)');
 
+/** An IPv4 or IPv6 prefix; a bare address is taken as a /32 or /128. */
+const Cidr = z
+  .string()
+  .transform((c) => (c.includes('/') ? c : `${c}/${isIP(c) === 6 ? 128 : 32}`))
+  .refine((c) => {
+    const [net, bits] = c.split('/') as [string, string];
+    const kind = isIP(net);
+    return kind !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (kind === 6 ? 128 : 32);
+  }, 'must be an IPv4 or IPv6 prefix such as 66.249.64.0/19');
+
 /** One known crawler, agent or bot family. */
 export const BotFamilySchema = z.object({
   /** A clean name without version. */
@@ -58,6 +68,11 @@ export const BotFamilySchema = z.object({
   weak: z.boolean().default(false),
   /** A robots.txt control token no crawler sends as its User-Agent: a User-Agent claiming it is spoofed. */
   robots_only: z.boolean().default(false),
+  /**
+   * `kind: operator` only: the ranges (CIDR) the operator publishes its probes come from, beside the
+   * operator's own network; from anywhere else its token is a claim like a bot's.
+   */
+  probes_from: z.array(Cidr).optional(),
 });
 export type BotFamily = z.output<typeof BotFamilySchema>;
 
@@ -140,16 +155,6 @@ export type GeneratedBotFamilies = z.output<typeof GeneratedBotFamiliesSchema>;
 /** Search, advertising and link-preview families: presence only, never conversion targets. */
 export const neverTargets = (families: BotFamily[]): string[] =>
   families.filter((f) => f.kind === 'search' || f.kind === 'advertising' || f.kind === 'preview').map((f) => f.family);
-
-/** An IPv4 or IPv6 prefix; a bare address is taken as a /32 or /128. */
-const Cidr = z
-  .string()
-  .transform((c) => (c.includes('/') ? c : `${c}/${isIP(c) === 6 ? 128 : 32}`))
-  .refine((c) => {
-    const [net, bits] = c.split('/') as [string, string];
-    const kind = isIP(net);
-    return kind !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (kind === 6 ? 128 : 32);
-  }, 'must be an IPv4 or IPv6 prefix such as 66.249.64.0/19');
 
 /** The formats operators publish their lists in (see content/bot-ip-ranges.yaml). */
 export const RANGE_FORMATS = ['google-json', 'json-addresses', 'text', 'html-addresses'] as const;

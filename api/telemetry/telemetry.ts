@@ -49,6 +49,7 @@ import {
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verification/verify.ts';
 import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
 import { remember } from '../memo.ts';
+import { createOperatorTraffic } from './operator-traffic.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 /**
@@ -78,6 +79,7 @@ export function telemetryRulesOf(
       ),
     ),
     baitPaths: content.crawlPolicy.disallow,
+    ownTraffic: createOperatorTraffic(content.botFamilies.families),
     usage: usageRulesOf(content.crawlPolicy),
     referrals: referralRule(content.aiReferrers),
   };
@@ -187,6 +189,7 @@ export async function createTelemetry(o: TelemetryOptions) {
   const store = o.store as TelemetryStore<TelemetrySnapshot>;
   const now = o.now ?? wallClock;
   const classifyOn = classifyOnConnection(o.classify);
+  const ownTraffic = createOperatorTraffic(o.families);
   const isBait = underAny(o.baitPaths);
   // Hashed addresses of recent claims that need a lookup key.
   const ipKeys = new Map<string, string>();
@@ -459,11 +462,12 @@ export async function createTelemetry(o: TelemetryOptions) {
           if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet!.counts[i]!;
         });
       /** One line, as a live request would be counted; whether it counted. */
-      const countLine = (l: IngestLine, classification: Classification): boolean => {
+      const countLine = (l: IngestLine, named: Classification): boolean => {
         const path = readable(l.path);
         const bait = isBait(path);
         // The operator's own traffic (probes, our CLIs) is named by the classifier and never counted.
-        if (classification.operator) return false;
+        const classification = ownTraffic(named, l.clientAddress, path);
+        if (classification === null) return false;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
           !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
@@ -568,10 +572,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     observe(r: ObservedRequest): void {
       const claimed = classifyOn(r.userAgent, r.connection);
       const signed = bySignature(r, claimed);
-      const classification = signed?.classification ?? claimed;
       const path = readable(r.path);
+      const classification = ownTraffic(signed?.classification ?? claimed, r.remoteAddress, path);
+      if (classification === null) return;
       const bait = isBait(path);
-      if (classification.operator) return;
       const at = r.time === undefined ? now() : dateAt(r.time);
       if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, at);
       if (!classification.bot && !bait && !classification.unknown) return;

@@ -25,6 +25,7 @@ const INVENTED = [
   'BarSpiderQ/0.9 (+https://bar.example/)',
   'QuuxFetchBot/2.0',
 ];
+const OPERATOR = ['agent-node-ingest-logs', 'kube-probe/1.29'];
 // Another host's robots.txt (ROBOTS_TXT_DIR): lines logged with its vhost are judged by it.
 const SHOP_ROBOTS = 'User-agent: GPTBot\nDisallow: /checkout\n\nUser-agent: *\nDisallow: /cart\nAllow: /\n';
 
@@ -40,7 +41,7 @@ async function log(lines: number): Promise<string[]> {
   const bots = [
     GOOGLEBOT,
     'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)',
-    'agent-node-ingest-logs',
+    ...OPERATOR,
     'Whibse',
     ...INVENTED,
     ...corpus('test/fixtures/user-agents/bots.txt'),
@@ -85,12 +86,15 @@ async function log(lines: number): Promise<string[]> {
     const referer = bot
       ? '-'
       : pick(['-', 'https://chatgpt.com/', 'https://www.perplexity.ai/', 'https://www.google.com/']);
+    // The operator's probes and CLIs from its own network and, half the time, a client posing as them.
     const address =
       ua === GOOGLEBOT && random() < 0.5
         ? `66.249.66.${Math.floor(random() * 250)}`
-        : INVENTED.includes(ua)
-          ? `198.51.100.${1 + Math.floor(random() * 6)}`
-          : `203.0.113.${Math.floor(random() * 250)}`;
+        : OPERATOR.includes(ua) && random() < 0.5
+          ? `10.0.0.${Math.floor(random() * 250)}`
+          : INVENTED.includes(ua)
+            ? `198.51.100.${1 + Math.floor(random() * 6)}`
+            : `203.0.113.${Math.floor(random() * 250)}`;
     const status = path === '/wp-login.php' ? 404 : random() < 0.1 ? 304 : 200;
     return `${shop ? 'shop.example:443 ' : ''}${address} - - [${time}] "GET ${path} HTTP/1.1" ${status} 512 "${referer}" "${ua.replace(/["\\]/g, '')}"`;
   });

@@ -123,4 +123,37 @@ describe("the operator's own traffic", () => {
     );
     await t.close();
   });
+
+  it("is the operator's only from its side of the network, its probes' published ranges or on a probe path", async () => {
+    const t = await telemetry({ reverse: async () => [], resolve: async () => [] });
+    const live = (userAgent: string, remoteAddress: string, path = '/trap/x') =>
+      t.observe({
+        method: 'GET',
+        path,
+        host: '127.0.0.1:4321',
+        userAgent,
+        status: 200,
+        durationMs: 0.1,
+        remoteAddress,
+      });
+    // Its own: private, shared and loopback addresses; Google's probe ranges; any address on /livez.
+    live('kube-probe/1.29', '10.1.2.3');
+    live('kube-probe/1.29', '100.64.0.7');
+    live('ELB-HealthChecker/2.0', '::ffff:172.31.5.6');
+    live('GoogleHC/1.0', '35.191.8.9');
+    live('GoogleHC/1.0', '203.0.113.9', '/livez');
+    expect(t.ingest([line({ userAgent: 'kube-probe/1.29', path: '/trap/y', clientAddress: '192.168.1.1' })])).toBe(0);
+    expect(Object.keys(t.snapshot().families)).toEqual([]);
+    // From the internet the same tokens are a client's claim: counted, as a bot, never verified.
+    live('kube-probe/1.29 GPTBot/1.2', '203.0.113.10');
+    live('GoogleHC/1.0', '198.51.100.4', '/');
+    expect(
+      t.ingest([line({ userAgent: 'agent-node-verify-receipts', path: '/trap/z', clientAddress: '2001:db8::5' })]),
+    ).toBe(1);
+    const families = t.snapshot().families;
+    expect(Object.keys(families).sort()).toEqual(['GoogleHC', 'agent-node-verify-receipts', 'kube-probe']);
+    expect(families['kube-probe']).toMatchObject({ requests: 1, class: 'Bot' });
+    expect(t.snapshot().presence.baitHits).toBe(2);
+    await t.close();
+  });
 });

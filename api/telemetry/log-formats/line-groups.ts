@@ -115,12 +115,13 @@ export function groupLines(
   let lastHour = '';
   for (const line of lines) {
     const found = classifiedAs(line.userAgent);
-    const c = found.c;
-    if (c.operator) {
+    const path = readable(line.path);
+    // The operator's own lines count nothing; its token from outside its network is a claim, counted alone.
+    const c = found.c.operator ? rules.ownTraffic(found.c, line.clientAddress, path) : found.c;
+    if (c === null) {
       quietAt(line.time);
       continue;
     }
-    const path = readable(line.path);
     const bait = isBait(path);
     const request = c.bot || bait || c.unknown === true;
     const referral = !c.bot && (line.referer || line.utmSource) ? referralOf(line.referer, line.utmSource) : null;
@@ -138,6 +139,7 @@ export function groupLines(
     const verdict = judge(line, c);
     if (
       !(lastMs < recentFrom) ||
+      c !== found.c ||
       (c.bot && c.known === null && c.family !== null) ||
       (verdict !== null && (verdict.broke !== null || cut(path, LEDGER_LIMITS.pathChars) === '/robots.txt'))
     ) {

@@ -28,7 +28,7 @@ const robots = given?.robots ? createRobotsJudge(given.robots.own, given.robots.
 function quiet(line: LogLine): boolean {
   if (!rules) return false;
   const c = rules.classify(line.userAgent);
-  if (c.operator) return true;
+  if (c.operator) return rules.ownTraffic(c, line.clientAddress, readable(line.path)) === null;
   if (c.bot || c.unknown || isBait(readable(line.path))) return false;
   return !((line.referer || line.utmSource) && rules.referrals(line.referer, line.utmSource));
 }
