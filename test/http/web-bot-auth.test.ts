@@ -3,7 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders } from 'web-bot-auth';
 import { signerFromJWK } from 'web-bot-auth/crypto';
 import { request } from 'node:http';
-import { ownAddress, startServer, type TestServer } from '../helpers/server.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FLOW_SITE_URL } from '../helpers/env.ts';
+import { ownAddress, startServer, startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts';
 import {
   agentKey,
   CHROME,
@@ -224,6 +228,59 @@ describe('Web Bot Auth over HTTP', () => {
     expect(counts.Intelligence).toBeGreaterThanOrEqual(11);
   });
 });
+
+describe('Web Bot Auth nonces across a restart of the embedded store', () => {
+  it('never verifies a captured signature again after a restart: the new process cannot know it was seen', async () => {
+    const env = {
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'wba-restart-')),
+      CONTENT_DIR: contentSignedFrom([agent]),
+      WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true',
+    };
+    // Each process serves the test build's SITE_URL: the authority the signature is made for, sent as Host.
+    const site = new URL(FLOW_SITE_URL);
+    const headers = await signedHeadersOf(`${site.origin}/api/convert`, key, {
+      signatureAgent: `sig1="${agent}"`,
+      nonce: 'across-a-restart',
+    });
+    const verification = (p: ServerProcess, settled: number) =>
+      waitFor(
+        async () =>
+          (
+            (await (await fetch(`${p.url}/bot-traffic.json`, { headers: { 'User-Agent': CHROME } })).json()) as {
+              families: { family: string; verification: { verified: number; failed: number; unverifiable: number } }[];
+            }
+          ).families.find((f) => f.family === 'ChatGPT-User')?.verification,
+        {
+          until: (v) => v !== undefined && v.verified + v.failed + v.unverifiable >= settled,
+          what: `${settled} settled ChatGPT-User verifications`,
+        },
+      );
+    const first = await startServerProcess(env);
+    expect(await sendTo(first.url, '/api/convert', site.host, headers)).toBe(200);
+    expect(await verification(first, 1)).toMatchObject({ verified: 1, failed: 0, unverifiable: 0 });
+    await first.stop();
+    const second = await startServerProcess(env);
+    try {
+      expect(await sendTo(second.url, '/api/convert', site.host, headers)).toBe(200);
+      expect(await verification(second, 2)).toMatchObject({ verified: 1, failed: 0, unverifiable: 1 });
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+/** A GET of `path` sent to the server at `base` with the given Host (fetch cannot set one). */
+function sendTo(base: string, path: string, host: string, headers: Record<string, string>): Promise<number> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = request({ hostname, port, path, headers: { ...headers, Host: host, 'User-Agent': CHROME } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 async function classCounts(): Promise<Record<string, number>> {
   const wall = (await (await fetch(`${server.url}/bot-wall.json`, { headers: { 'User-Agent': CHROME } })).json()) as {

@@ -844,7 +844,7 @@ describe('the signature verifier', () => {
     // Room for every check a test starts at once: past it a check is counted at once and never
     // reported, and a test waiting for its report would wait for ever on a slow machine.
     maxPending = 10,
-    more: Pick<SignatureVerifierOptions, 'claimNonce' | 'onClaimFailure'> = {},
+    more: Pick<SignatureVerifierOptions, 'claimNonce' | 'onClaimFailure' | 'nonceMemorySince'> = {},
   ) {
     const key = await agentKey();
     const server = await directoryServer({ [WELL_KNOWN]: answer ?? serveKeys(() => [key.publicJwk]) });
@@ -862,6 +862,8 @@ describe('the signature verifier', () => {
         done();
       },
       maxPending,
+      // The signatures here are made a second before the check, whenever this worker started.
+      nonceMemorySince: 0,
       ...more,
     });
     const settled = (n: number) => new Promise<void>((resolve) => (done = () => results.length >= n && resolve()));
@@ -945,6 +947,25 @@ describe('the signature verifier', () => {
     expect(results.slice(4)).toEqual(['ChatGPT-User:verified', 'ChatGPT-User:verified']);
     expect(v.stats().replays).toBe(2);
     expect(ledgerOutcome('replayed')).toBe('failed');
+  });
+
+  it('counts a nonce signed before its memory began unverified, never verified: it may be a replay across a restart', async () => {
+    const since = Math.floor(Date.now() / 1000);
+    const { v, key, family, results, settled, agent } = await setUp(undefined, 10, { nonceMemorySince: since });
+    const wait = settled(2);
+    v.check(family, await signed(key, { agent, nonce: 'before', created: since - 5 }));
+    v.check(family, await signed(key, { agent, nonce: 'after', created: since }));
+    await wait;
+    expect(results.sort()).toEqual(['ChatGPT-User:unverified', 'ChatGPT-User:verified']);
+    // With a memory every process shares (PostgreSQL's), which outlives a restart, its claim decides.
+    const shared = await setUp(undefined, 10, { nonceMemorySince: since, claimNonce: async () => true });
+    const claimed = shared.settled(1);
+    shared.v.check(
+      shared.family,
+      await signed(shared.key, { agent: shared.agent, nonce: 'before', created: since - 5 }),
+    );
+    await claimed;
+    expect(shared.results).toEqual(['ChatGPT-User:verified']);
   });
 
   it('claims on the shared memory only a nonce this process has not seen: one another process claimed is replayed here', async () => {

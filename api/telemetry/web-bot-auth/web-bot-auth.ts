@@ -143,8 +143,9 @@ export interface SignatureCheck {
   reason: string;
   label?: string;
   member?: AgentMember | null;
-  /** The checked signature's `nonce` (when it has one) and `expires`, for replay detection. */
+  /** The checked signature's `nonce` (when it has one), `created` and `expires`, for replay detection. */
   nonce?: string;
+  created?: number;
   expires?: number;
 }
 
@@ -196,7 +197,7 @@ export async function verifySignedRequest(
     return { outcome: 'invalid', reason: 'sent to a host that is not this service', ...about };
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const maxWindow = o.maxWindowS ?? MAX_SIGNATURE_WINDOW_S;
-  const freshness: { nonce?: string; expires?: number } = {};
+  const freshness: { nonce?: string; created?: number; expires?: number } = {};
 
   async function resolveVerifier(candidate: UntrustedSignatureCandidate): Promise<Verifier> {
     const names = new Set(candidate.components.map((c) => c.name));
@@ -207,6 +208,7 @@ export async function verifySignedRequest(
       throw new Refusal('invalid', 'created, expires and keyid must be given');
     if (expires <= created) throw new Refusal('invalid', 'expires is not after created');
     if (expires - created > maxWindow) throw new Refusal('invalid', `valid for more than ${maxWindow} s`);
+    freshness.created = created;
     freshness.expires = expires;
     if (typeof candidate.parameters.nonce === 'string') freshness.nonce = candidate.parameters.nonce;
     if (TEST_KEY_THUMBPRINTS.has(keyid) && !o.allowTestKeys)
@@ -269,6 +271,12 @@ export interface SignatureVerifierOptions {
   claimNonce?: (signer: string, nonce: string, expiresAt: number) => Promise<boolean>;
   /** Told of every claim that failed or was not answered in time (its signature counted unverified). */
   onClaimFailure?: (error: unknown) => void;
+  /**
+   * When this process's memory of nonces began, in seconds (its start by default). Without
+   * `claimNonce`, a nonce'd signature created before it may have been used before a restart: it
+   * counts unverified, never verified.
+   */
+  nonceMemorySince?: number;
   /** The directory cache's clock, jitter and sizes (tests). */
   directories?: Omit<DirectoryCacheOptions, 'fetch' | 'onFetch'>;
 }
@@ -319,6 +327,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   });
   const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
   const maxNonces = o.maxNonces ?? NONCES_PER_SIGNER;
+  const memorySince = o.nonceMemorySince ?? Math.floor(performance.timeOrigin / 1000);
   // Per signer: nonce -> when its signature expires, in seconds.
   const nonces = new Map<string, Map<string, number>>();
   const counts = { replays: 0, unregistered: 0, nonceClaimFailures: 0 };
@@ -358,7 +367,10 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
    * trip, and the memory's cap holds), then claimed on the shared memory. A claim that fails or is
    * not answered within the store's bounds is `unverified`, never `verified` unchecked.
    */
-  async function firstUse(family: string, id: string, expires: number): Promise<SignatureOutcome> {
+  async function firstUse(family: string, id: string, created: number, expires: number): Promise<SignatureOutcome> {
+    // Made before this memory began, and no shared memory to ask: the process before a restart may
+    // have seen it (the embedded store keeps no nonces).
+    if (!o.claimNonce && created < memorySince) return 'unverified';
     const local = firstLocalUse(family, id, expires);
     if (local !== 'verified' || !o.claimNonce) return local;
     try {
@@ -395,7 +407,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
         // no path): only a nonce tells a replay from the signer's next request.
         const outcome =
           result.outcome === 'verified' && result.nonce !== undefined
-            ? await firstUse(family.family, result.nonce, result.expires ?? clock())
+            ? await firstUse(family.family, result.nonce, result.created ?? 0, result.expires ?? clock())
             : result.outcome;
         // A check waiting for its claim is still running: MAX_PENDING_CHECKS bounds claims too.
         pending--;
