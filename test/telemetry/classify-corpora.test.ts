@@ -81,11 +81,12 @@ describe("people's clients and bots from sources the classifier does not read", 
     expect(answers.filter((c) => !c.bot && c.unknown !== true).length / attacks.length).toBeLessThanOrEqual(0.06);
   });
 
-  it("calls people's clients that were once taken for bots people", () => {
+  it("calls people's clients that were once taken for bots people, not bots nor unknown clients", () => {
     for (const ua of [
       'MPlayer SVN-r33713',
       'Lavf52.111.0',
       'BSPlayer/2',
+      'GnomeMplayer/1.0.7',
       'Clementine 1.1',
       'GnomeMplayer/1.0',
       'w3m/0.5.3',
@@ -106,8 +107,10 @@ describe("people's clients and bots from sources the classifier does not read", 
       'Acme Shop/Android/4.12.0 (Build 912 with API 34 on Pixel 8)',
       // curl's option pasted in front of a phone's string.
       '--user-agent=Mozilla/5.0 (Linux; Android 13; SM-A536B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.43 Mobile Safari/537.36',
-    ])
-      expect(classify(ua), ua).toMatchObject({ bot: false });
+    ]) {
+      const c = classify(ua);
+      expect([ua, c.bot, c.unknown ?? false]).toEqual([ua, false, false]);
+    }
   });
 
   it('counts an unknown product token alone as an unknown client, and still a bot with evidence', () => {

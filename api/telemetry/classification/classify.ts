@@ -225,6 +225,8 @@ export const mayBeBot = (ua: string) => isbotAtStart(ua) || (ua !== '' && MAY_BE
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
+/** A program named a player, first in its string ("BSPlayer/2", "GnomeMplayer/1.0.7"): a person's media player. */
+const MEDIA_PLAYER = /^[a-z][\w-]*player(?:[\d._-]*)$/i;
 /** Words before a token that make it a comparison, not a claim: "like TwitterBot", "compatible with Googlebot". */
 const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 /** Words that name a bot only together with the word before them ("Speedy Spider"). */
@@ -626,7 +628,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const t = productTokens(ua);
     const botWord = nameOf(t, ua);
     const first = t.lower[0];
-    const personFirst = first !== undefined && isPersonClientName(first);
+    const personFirst =
+      first !== undefined && (isPersonClientName(first) || isOwnClient(first) || MEDIA_PLAYER.test(first));
     // A name is read off the string, so it holds a bot's word only where the string does. Most
     // strings here (people's that isbot's shape patterns took) hold none and no address: whether they
     // are a person's is settled before a name is read (its RegExps were most of the slowest calls).
