@@ -15,7 +15,7 @@ import {
 import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import type { BatchAgents } from './log-formats/parse-pool.ts';
-import { referralRule, type ReferralRule } from './referrals/referrals.ts';
+import { REFERERS, referralRule, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
   addRecent,
@@ -429,11 +429,27 @@ export async function createTelemetry(o: TelemetryOptions) {
    * people) whose Referer or utm_source the table names. Only the operator and the table's host
    * are kept, never the Referer itself.
    */
-  function countReferred(referer: string | undefined, utmSource: string | undefined, at: Date): boolean {
+  // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
+  const referers = new Map<string, ReturnType<ReferralRule> | null>();
+  const referredBy = (referer: string) => {
+    const found = referers.get(referer);
+    return found !== undefined
+      ? found
+      : remember(referers, REFERERS, referer, o.referrals!(referer, undefined) ?? null);
+  };
+
+  function countReferred(
+    referer: string | undefined,
+    utmSource: string | undefined,
+    at: Date,
+    address: string | undefined,
+  ): boolean {
     if (!o.referrals || (!referer && !utmSource)) return false;
-    const found = o.referrals(referer, utmSource);
+    const found =
+      utmSource !== undefined || referer === undefined ? o.referrals(referer, utmSource) : referredBy(referer);
     if (!found) return false;
-    const counted = countReferral(ledger, found.operator, found.source, at, now());
+    const client = address === undefined ? undefined : ipKeyOf(address);
+    const counted = countReferral(ledger, found.operator, found.source, at, now(), 1, undefined, undefined, client);
     dirty ||= counted;
     return counted;
   }
@@ -470,7 +486,8 @@ export async function createTelemetry(o: TelemetryOptions) {
         if (classification === null) return false;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
-          !classification.bot && countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now());
+          !classification.bot &&
+          countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now(), l.clientAddress);
         if (!classification.bot && !bait && !classification.unknown) return referred;
         return (
           countRequest(
@@ -577,7 +594,8 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (classification === null) return;
       const bait = isBait(path);
       const at = r.time === undefined ? now() : dateAt(r.time);
-      if (!classification.bot && r.referral) countReferred(r.referral.referer, r.referral.utmSource, at);
+      if (!classification.bot && r.referral)
+        countReferred(r.referral.referer, r.referral.utmSource, at, r.remoteAddress);
       if (!classification.bot && !bait && !classification.unknown) return;
       countRequest(
         r,

@@ -86,15 +86,18 @@ async function log(lines: number): Promise<string[]> {
     const referer = bot
       ? '-'
       : pick(['-', 'https://chatgpt.com/', 'https://www.perplexity.ai/', 'https://www.google.com/']);
-    // The operator's probes and CLIs from its own network and, half the time, a client posing as them.
+    // The operator's probes and CLIs from its own network and, half the time, a client posing as them;
+    // and one address that sends a third of the visits "from ChatGPT" (its share an hour is capped).
     const address =
-      ua === GOOGLEBOT && random() < 0.5
-        ? `66.249.66.${Math.floor(random() * 250)}`
-        : OPERATOR.includes(ua) && random() < 0.5
-          ? `10.0.0.${Math.floor(random() * 250)}`
-          : INVENTED.includes(ua)
-            ? `198.51.100.${1 + Math.floor(random() * 6)}`
-            : `203.0.113.${Math.floor(random() * 250)}`;
+      referer === 'https://chatgpt.com/' && random() < 0.3
+        ? '192.0.2.77'
+        : ua === GOOGLEBOT && random() < 0.5
+          ? `66.249.66.${Math.floor(random() * 250)}`
+          : OPERATOR.includes(ua) && random() < 0.5
+            ? `10.0.0.${Math.floor(random() * 250)}`
+            : INVENTED.includes(ua)
+              ? `198.51.100.${1 + Math.floor(random() * 6)}`
+              : `203.0.113.${Math.floor(random() * 250)}`;
     const status = path === '/wp-login.php' ? 404 : random() < 0.1 ? 304 : 200;
     return `${shop ? 'shop.example:443 ' : ''}${address} - - [${time}] "GET ${path} HTTP/1.1" ${status} 512 "${referer}" "${ua.replace(/["\\]/g, '')}"`;
   });

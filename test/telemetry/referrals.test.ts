@@ -148,6 +148,48 @@ describe('referrals in the ledger', () => {
     await t.close();
   });
 
+  it('counts at most LEDGER_LIMITS.referralsPerClientHour visits of one address an operator an hour, live or from logs', async () => {
+    const t = await telemetry();
+    const visit = (remoteAddress: string) =>
+      t.observe({
+        method: 'GET',
+        path: '/?utm_source=chatgpt.com',
+        host: 'site.example',
+        status: 200,
+        durationMs: 1,
+        userAgent: PERSON,
+        remoteAddress,
+        referral: { referer: 'https://chatgpt.com/' },
+      });
+    // One client's 500 "visits" count as the cap; 40 clients' one each count each.
+    for (let i = 0; i < 500; i++) visit('198.51.100.7');
+    for (let i = 0; i < 40; i++) visit(`203.0.113.${i}`);
+    // The same client's visits sent by another operator have their own share.
+    t.observe({
+      method: 'GET',
+      path: '/',
+      host: 'site.example',
+      status: 200,
+      durationMs: 1,
+      userAgent: PERSON,
+      remoteAddress: '198.51.100.7',
+      referral: { referer: 'https://www.perplexity.ai/' },
+    });
+    expect(t.snapshot().referrals!.OpenAI!.visits).toBe(LEDGER_LIMITS.referralsPerClientHour + 40);
+    expect(t.snapshot().referrals!.Perplexity!.visits).toBe(1);
+    // A log's lines from one address have the same share.
+    const d = new Date();
+    const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][d.getUTCMonth()];
+    const stamp = `${String(d.getUTCDate()).padStart(2, '0')}/${month}/${d.getUTCFullYear()}:${d.toISOString().slice(11, 19)} +0000`;
+    const parsed = parseLine(
+      'combined',
+      `198.51.100.8 - - [${stamp}] "GET / HTTP/1.1" 200 5 "https://chatgpt.com/" "${PERSON}"`,
+    );
+    const line = (parsed as { line: Parameters<typeof t.ingest>[0][number] }).line;
+    expect(t.ingestBatch(Array.from({ length: 50 }, () => line)).counted).toBe(LEDGER_LIMITS.referralsPerClientHour);
+    await t.close();
+  });
+
   it('counts referrals from ingested lines: combined (its Referer), JSON lines, and a utm_source in the target', async () => {
     const t = await telemetry();
     const time = new Date().toISOString();

@@ -224,6 +224,10 @@ export const LEDGER_LIMITS = {
   /** Referral rows (operators of content/ai-referrers.yaml; past them, "(other operators)"). */
   referralOperators: 32,
   sourcesPerOperator: 8,
+  /** Visits one client (address) is counted as sent by one AI operator in an hour: a person clicks a few links, a script thousands. */
+  referralsPerClientHour: 10,
+  /** Clients an hour whose referrals are tallied; past them, the hour's new clients are counted without a cap. */
+  referralClients: 8192,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -732,9 +736,33 @@ export const recentOf = (s: TelemetrySnapshot): TelemetrySnapshot['recent'] => s
 
 export const OTHER_OPERATORS = '(other operators)';
 
+/** Per live ledger: visits each client was counted as sent by each operator this hour. */
+const referralsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<string, number> }>();
+
+/**
+ * Whether one more visit of `client` (a hashed address) sent by `operator` may count this hour: at
+ * most LEDGER_LIMITS.referralsPerClientHour, so one address cannot make an AI product look like it
+ * sends hundreds of people. Past LEDGER_LIMITS.referralClients clients in the hour, new ones count
+ * uncapped: a flood of addresses must not stop real visits from counting.
+ */
+function referralAllowed(s: TelemetrySnapshot, operator: string, hour: string, client: string): boolean {
+  let given = referralsGiven.get(s);
+  if (given?.hour !== hour) referralsGiven.set(s, (given = { hour, byClient: new Map() }));
+  const key = `${client}\n${operator}`;
+  const n = given.byClient.get(key);
+  if (n === undefined) {
+    if (given.byClient.size < L.referralClients) given.byClient.set(key, 1);
+    return true;
+  }
+  if (n >= L.referralsPerClientHour) return false;
+  given.byClient.set(key, n + 1);
+  return true;
+}
+
 /**
  * Adds one visit an AI product sent (a person's request whose Referer or utm_source names one).
- * Same clock rules as count(); false when dated outside ledgerRange(now). Bounded like families:
+ * Same clock rules as count(); false when dated outside ledgerRange(now), or when `client` (a
+ * hashed address) has had its hour's share (referralAllowed). Bounded like families:
  * LEDGER_LIMITS.referralOperators rows, LEDGER_LIMITS.sourcesPerOperator sources in each.
  */
 export function countReferral(
@@ -746,10 +774,12 @@ export function countReferral(
   n = 1,
   since?: string,
   atIso?: string,
+  client?: string,
 ): boolean {
   const when = ledgerTime(at, now);
   if (when === null) return false;
   timeKeys(when, when === at ? atIso : undefined);
+  if (client !== undefined && !referralAllowed(s, operator, lastHour, client)) return false;
   const iso = lastIso;
   const first = since !== undefined && since < iso ? since : null;
   const rows = (s.referrals ??= {});

@@ -5,6 +5,7 @@ import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
 import type { LogLine } from './types.ts';
 import { remember } from '../../memo.ts';
+import { REFERERS } from '../referrals/referrals.ts';
 
 /** What an ingest worker judges lines with: the counting thread's rules, made from the same content and files. */
 export interface GroupRules {
@@ -33,8 +34,7 @@ export const CLASSIFIED_AGENTS = 8192;
 
 let batches = 0;
 export type Referral = NonNullable<ReturnType<GroupRules['rules']['referrals']>>;
-/** Referers whose referral a worker keeps. */
-export const REFERERS = 4096;
+export { REFERERS };
 // What a User-Agent is counted as, by a number: classes never share one (numbers are not reused,
 // so a memo cleared when full gives a class a new number, and its lines only group apart).
 let nextClassId = 0;
@@ -140,6 +140,8 @@ export function groupLines(
     if (
       !(lastMs < recentFrom) ||
       c !== found.c ||
+      // A visit an AI product sent, from an address: one client's visits an hour are capped, in order.
+      (referral !== null && line.clientAddress !== undefined) ||
       (c.bot && c.known === null && c.family !== null) ||
       (verdict !== null && (verdict.broke !== null || cut(path, LEDGER_LIMITS.pathChars) === '/robots.txt'))
     ) {

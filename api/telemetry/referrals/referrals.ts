@@ -32,6 +32,9 @@ function refererParts(referer: string): { host: string; path: string } | null {
   }
 }
 
+/** Referers whose referral a worker, and the counting thread, keep (each a memo, cleared when full). */
+export const REFERERS = 4096;
+
 /**
  * The rule of content/ai-referrers.yaml. A Referer's host matches a listed host or any subdomain of
  * it (the most specific listed host wins: gemini.google.com is Google's, google.com alone is no AI
