@@ -47,7 +47,12 @@ import {
   type UsageRule,
 } from './robots/preferences.ts';
 import { createVerifier, rangesOf, type Outcome, type Resolver } from './verification/verify.ts';
-import { createSignatureVerifier, ledgerOutcome, type DirectoryFetcher } from './web-bot-auth/web-bot-auth.ts';
+import {
+  CLOCK_SKEW_S,
+  createSignatureVerifier,
+  ledgerOutcome,
+  type DirectoryFetcher,
+} from './web-bot-auth/web-bot-auth.ts';
 import { remember } from '../memo.ts';
 import { createOperatorTraffic } from './operator-traffic.ts';
 
@@ -230,11 +235,16 @@ export async function createTelemetry(o: TelemetryOptions) {
     onFetch: (f) => o.logger.debug({ url: f.url, status: f.status }, 'web bot auth: key directory fetched'),
     // On a shared store, a nonce verifies once in all processes. Looked up at each call: the store's
     // methods may be wrapped (traced) after this.
+    // The embedded store keeps no nonces: a process that finds a ledger a process before it saved
+    // takes a signature created before its own start, or within the clock skew after, for one that
+    // process may have seen (a replay across a restart), and never verifies it.
     ...(store.claimNonce
       ? {
           claimNonce: (signer: string, nonce: string, expiresAt: number) => store.claimNonce!(signer, nonce, expiresAt),
         }
-      : {}),
+      : saved
+        ? { nonceMemorySince: Math.floor(Date.now() / 1000) + CLOCK_SKEW_S + 1 }
+        : {}),
     // An ordinary event (counted in /metrics): at debug, without a stack, as a database outage is
     // already one error line. The reason is the driver's (the store's error wraps it).
     onClaimFailure: (error) => {

@@ -238,10 +238,6 @@ describe('Web Bot Auth nonces across a restart of the embedded store', () => {
     };
     // Each process serves the test build's SITE_URL: the authority the signature is made for, sent as Host.
     const site = new URL(FLOW_SITE_URL);
-    const headers = await signedHeadersOf(`${site.origin}/api/convert`, key, {
-      signatureAgent: `sig1="${agent}"`,
-      nonce: 'across-a-restart',
-    });
     const verification = (p: ServerProcess, settled: number) =>
       waitFor(
         async () =>
@@ -256,6 +252,10 @@ describe('Web Bot Auth nonces across a restart of the embedded store', () => {
         },
       );
     const first = await startServerProcess(env);
+    const headers = await signedHeadersOf(`${site.origin}/api/convert`, key, {
+      signatureAgent: `sig1="${agent}"`,
+      nonce: 'across-a-restart',
+    });
     expect(await sendTo(first.url, '/api/convert', site.host, headers)).toBe(200);
     expect(await verification(first, 1)).toMatchObject({ verified: 1, failed: 0, unverifiable: 0 });
     await first.stop();

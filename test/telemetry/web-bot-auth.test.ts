@@ -862,8 +862,6 @@ describe('the signature verifier', () => {
         done();
       },
       maxPending,
-      // The signatures here are made a second before the check, whenever this worker started.
-      nonceMemorySince: 0,
       ...more,
     });
     const settled = (n: number) => new Promise<void>((resolve) => (done = () => results.length >= n && resolve()));

@@ -272,9 +272,9 @@ export interface SignatureVerifierOptions {
   /** Told of every claim that failed or was not answered in time (its signature counted unverified). */
   onClaimFailure?: (error: unknown) => void;
   /**
-   * When this process's memory of nonces began, in seconds (its start by default). Without
-   * `claimNonce`, a nonce'd signature created before it may have been used before a restart: it
-   * counts unverified, never verified.
+   * From when this memory of nonces knows every use, in seconds (0, the default: always). Without
+   * `claimNonce`, a nonce'd signature created before it may have been used by the process before a
+   * restart: it counts unverified, never verified.
    */
   nonceMemorySince?: number;
   /** The directory cache's clock, jitter and sizes (tests). */
@@ -327,7 +327,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
   });
   const maxPending = o.maxPending ?? MAX_PENDING_CHECKS;
   const maxNonces = o.maxNonces ?? NONCES_PER_SIGNER;
-  const memorySince = o.nonceMemorySince ?? Math.floor(performance.timeOrigin / 1000);
+  const memorySince = o.nonceMemorySince ?? 0;
   // Per signer: nonce -> when its signature expires, in seconds.
   const nonces = new Map<string, Map<string, number>>();
   const counts = { replays: 0, unregistered: 0, nonceClaimFailures: 0 };
