@@ -28,6 +28,7 @@ import { createLogging, requestContext, requestIdOf, type Logger, type LogSink, 
 import type { GuardedPool } from './store/postgres/pool.ts';
 import { requestSpan, startTracing, stopTracing, traceStore } from './tracing.ts';
 import { PATH } from './operations/paths.ts';
+import { PROBE_PATHS } from './telemetry/operator-traffic.ts';
 import { createEngine } from './engine.ts';
 import type { BodyLimit } from './operations/operation.ts';
 import type { Store } from './store/index.ts';
@@ -164,9 +165,6 @@ function whileStarting(req: IncomingMessage, res: ServerResponse): void {
 /** Live documents concurrent readers are sent from one Buffer made at most once a second. */
 const SHARED_PATHS = new Set([PATH.botWallPage, PATH.getBotWall, PATH.getBotTraffic]);
 
-/** Paths the probes and metrics answer, as metric operations. */
-const OPS_PATHS = { '/livez': 'livez', '/readyz': 'readyz', '/metrics': 'metrics' };
-
 /** Body rules by the operation's body limit: audio uploads and CDN log batches are larger than ordinary JSON writes. */
 function bodyPolicies(config: Config): (limit: BodyLimit | undefined) => BodyPolicy {
   const byLimit: Record<BodyLimit, BodyPolicy> = {
@@ -269,7 +267,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // Metrics cost a little per request, so they exist only where someone can read them.
     const metrics =
       config.METRICS_TOKEN || config.METRICS_PORT !== undefined
-        ? createMetrics(operationNamer((p) => files.has(p), OPS_PATHS))
+        ? createMetrics(operationNamer((p) => files.has(p), PROBE_PATHS))
         : undefined;
     const engine = await createEngine(config, {
       logger,

@@ -3,7 +3,7 @@ import { unmapped } from '../net/address.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Classification } from './classification/classify.ts';
 
-/** The paths the service's probes and metrics answer: a health checker asks these, from wherever it runs. */
+/** The paths the probes and metrics answer, by the operation name metrics give them: a health checker asks these, from wherever it runs. */
 export const PROBE_PATHS: Readonly<Record<string, string>> = {
   '/livez': 'livez',
   '/readyz': 'readyz',

@@ -226,7 +226,7 @@ export const mayBeBot = (ua: string) => isbotAtStart(ua) || (ua !== '' && MAY_BE
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
 /** A program named a player, first in its string ("BSPlayer/2", "GnomeMplayer/1.0.7"): a person's media player. */
-const MEDIA_PLAYER = /^[a-z][\w-]*player(?:[\d._-]*)$/i;
+const MEDIA_PLAYER = /^[a-z][\w-]*player[\d._-]*$/i;
 /** Words before a token that make it a comparison, not a claim: "like TwitterBot", "compatible with Googlebot". */
 const NOT_A_CLAIM = new Set(['like', 'with', 'following']);
 /** Words that name a bot only together with the word before them ("Speedy Spider"). */
