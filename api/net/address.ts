@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 
 // The forms of an IP address that more than one door reads: the per-client limits (api/http) and
 // crawler verification (api/telemetry) count an IPv6 host by the same /64.
@@ -61,3 +61,13 @@ export const prefix64 = (ip: string): string =>
     .slice(0, 4)
     .map((g) => g.toString(16))
     .join(':')}::/64`;
+
+/** The BlockList family an address is checked in. */
+export const addressFamily = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
+
+/** A BlockList of networks, each `[address, prefix bits]`, IPv4 and IPv6 alike. */
+export function networkList(networks: readonly (readonly [string, number])[]): BlockList {
+  const list = new BlockList();
+  for (const [net, prefix] of networks) list.addSubnet(net, prefix, addressFamily(net));
+  return list;
+}

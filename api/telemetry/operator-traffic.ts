@@ -1,5 +1,5 @@
-import { BlockList, isIP } from 'node:net';
-import { unmapped } from '../net/address.ts';
+import { isIP, type BlockList } from 'node:net';
+import { addressFamily, networkList, unmapped } from '../net/address.ts';
 import type { BotFamily } from '../schemas/bot-families.ts';
 import type { Classification } from './classification/classify.ts';
 
@@ -12,21 +12,17 @@ export const PROBE_PATHS: Readonly<Record<string, string>> = {
 
 // The operator's side of a network: loopback, private (RFC 1918), shared (RFC 6598: Kubernetes pod
 // and node networks often use it), link-local, and IPv6 unique-local.
-const INTERNAL = new BlockList();
-for (const [net, prefix] of [
+const INTERNAL = networkList([
   ['127.0.0.0', 8],
   ['10.0.0.0', 8],
   ['172.16.0.0', 12],
   ['192.168.0.0', 16],
   ['100.64.0.0', 10],
   ['169.254.0.0', 16],
-] as const)
-  INTERNAL.addSubnet(net, prefix, 'ipv4');
-INTERNAL.addAddress('::1', 'ipv6');
-INTERNAL.addSubnet('fc00::', 7, 'ipv6');
-INTERNAL.addSubnet('fe80::', 10, 'ipv6');
-
-const familyOf = (address: string) => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
+  ['::1', 128],
+  ['fc00::', 7],
+  ['fe80::', 10],
+]);
 
 /**
  * Tells the operator's own traffic (health probes, this project's CLIs: `kind: operator`) from a
@@ -38,15 +34,12 @@ const familyOf = (address: string) => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
  */
 export function createOperatorTraffic(families: readonly BotFamily[]) {
   const published = new Map<string, BlockList>();
-  for (const f of families) {
-    if (!f.probes_from?.length) continue;
-    const list = new BlockList();
-    for (const cidr of f.probes_from) {
-      const [net, bits] = cidr.split('/') as [string, string];
-      list.addSubnet(net, Number(bits), familyOf(net));
-    }
-    published.set(f.family, list);
-  }
+  for (const f of families)
+    if (f.probes_from?.length)
+      published.set(
+        f.family,
+        networkList(f.probes_from.map((cidr) => cidr.split('/') as [string, string]).map(([n, b]) => [n, Number(b)])),
+      );
   /**
    * What a request counts as: null for the operator's own (never counted), else its classification,
    * an operator's token from outside the operator's network made a bot's claim.
@@ -57,7 +50,7 @@ export function createOperatorTraffic(families: readonly BotFamily[]) {
     if (address === undefined || PROBE_PATHS[path] !== undefined) return null;
     const ip = unmapped(address);
     if (isIP(ip) !== 0) {
-      const family = familyOf(ip);
+      const family = addressFamily(ip);
       if (INTERNAL.check(ip, family) || published.get(c.family!)?.check(ip, family)) return null;
     }
     const { operator: _own, ...claim } = c;

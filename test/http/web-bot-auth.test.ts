@@ -93,17 +93,8 @@ async function signedGet(path: string, signer: AgentKey, signatureAgent = `sig1=
 }
 
 /** A GET to our server sent with another Host header (fetch cannot set one). */
-function sendWithHost(path: string, host: string, headers: Record<string, string>): Promise<number> {
-  const { hostname, port } = new URL(server.url);
-  return new Promise((resolve, reject) => {
-    const req = request({ hostname, port, path, headers: { ...headers, Host: host, 'User-Agent': CHROME } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode!));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const sendWithHost = (path: string, host: string, headers: Record<string, string>) =>
+  sendTo(server.url, path, host, headers);
 
 /** A GET signed the earlier drafts' way, by the `web-bot-auth` package: Signature-Agent a bare string. */
 async function legacySignedGet(path: string, signer: AgentKey): Promise<number> {

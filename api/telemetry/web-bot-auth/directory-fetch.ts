@@ -1,7 +1,8 @@
 import { Resolver } from 'node:dns/promises';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import { addressFamily, networkList } from '../../net/address.ts';
 
 /** What a key-directory fetch brought back: any status, the headers, the body read whole within bounds. */
 export interface DirectoryResponse {
@@ -28,8 +29,7 @@ export class DirectoryFetchError extends Error {
 
 // Special-purpose ranges (IANA registries): a directory is never fetched from any of them, so a
 // Signature-Agent cannot point the server at its own network (draft §6.7, OWASP SSRF).
-const FORBIDDEN = new BlockList();
-for (const [net, prefix] of [
+const FORBIDDEN = networkList([
   ['0.0.0.0', 8],
   ['10.0.0.0', 8],
   ['100.64.0.0', 10],
@@ -45,9 +45,6 @@ for (const [net, prefix] of [
   ['203.0.113.0', 24],
   ['224.0.0.0', 4],
   ['240.0.0.0', 4],
-] as const)
-  FORBIDDEN.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
   ['::', 128],
   ['::1', 128],
   ['64:ff9b::', 96],
@@ -60,13 +57,11 @@ for (const [net, prefix] of [
   ['fe80::', 10],
   ['fec0::', 10],
   ['ff00::', 8],
-] as const)
-  FORBIDDEN.addSubnet(net, prefix, 'ipv6');
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
-const family = (address: string) => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
+]);
+const LOOPBACK = networkList([
+  ['127.0.0.0', 8],
+  ['::1', 128],
+]);
 
 /**
  * Whether a directory may be fetched from this address: never from a private, loopback, link-local,
@@ -75,8 +70,8 @@ const family = (address: string) => (isIP(address) === 6 ? 'ipv6' : 'ipv4');
  */
 export function mayConnectTo(address: string, allowLoopback = false): boolean {
   if (isIP(address) === 0) return false;
-  if (allowLoopback && LOOPBACK.check(address, family(address))) return true;
-  return !FORBIDDEN.check(address, family(address));
+  if (allowLoopback && LOOPBACK.check(address, addressFamily(address))) return true;
+  return !FORBIDDEN.check(address, addressFamily(address));
 }
 
 export interface DirectoryFetcherOptions {
@@ -136,7 +131,7 @@ export function httpDirectoryFetcher(o: DirectoryFetcherOptions = {}): Directory
       const url = new URL(target);
       const host = url.hostname.replace(/^\[|\]$/g, '');
       const literal = isIP(host) !== 0;
-      const loopbackHost = literal && allowLoopback && LOOPBACK.check(host, family(host));
+      const loopbackHost = literal && allowLoopback && LOOPBACK.check(host, addressFamily(host));
       if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopbackHost))
         return reject(new DirectoryFetchError(`${url.protocol} is not https`));
       // A literal address is connected to without a lookup, so it is checked here.
