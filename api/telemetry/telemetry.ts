@@ -222,8 +222,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
       const n = waiting.get(key) ?? 0;
+      const genuine = genuineClaims(family);
       settle(ledger, family, outcome, n);
       if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
+      else if (n > 0 && genuine === 0) announce(family);
       waiting.delete(key);
       dirty = true;
     },
@@ -256,8 +258,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     },
     onResult: (family, outcome) => {
       const settled = ledgerOutcome(outcome);
+      const genuine = genuineClaims(family);
       settle(ledger, family, settled, 1);
       if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
+      else if (genuine === 0) announce(family);
       dirty = true;
     },
   });
@@ -374,7 +378,8 @@ export async function createTelemetry(o: TelemetryOptions) {
           : null;
     const name =
       o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
-    const seen = name === null || name in ledger.families;
+    // Announced once a claim of it did not fail: a spoofer's first claim takes no family's announcement.
+    const announced = name === null || genuineClaims(name) > 0;
     event.at = at;
     event.method = r.method;
     event.path = path;
@@ -398,7 +403,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
     if (counted && o.alerts && classification.bot) {
-      alertOn(name, seen, bait || robots?.broke != null, path, verification);
+      alertOn(name, announced, bait || robots?.broke != null, path, verification);
       // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
       if (verification === 'failed' && name !== null && ledger.families[name])
         for (let i = 1; i < n; i++) o.alerts.failed(name, ledger.families[name].operator, 1);
@@ -413,22 +418,38 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
+  /** Claims of a family that did not fail verification so far (verified or unverifiable); 0 without a row. */
+  function genuineClaims(family: string): number {
+    const row = ledger.families[family];
+    return row ? row.verified + row.unverifiable : 0;
+  }
+
+  /**
+   * A new family's alert, raised on its first claim that did not fail verification (at once, or when
+   * a lookup or a signature check answers): a spoofed claim of a crawler that has not come yet takes
+   * no announcement from the crawler, and a family whose every claim fails has its spoofing alert.
+   * Generic HTTP tools (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe
+   * with: counted, never news. A family folded into "(other families)" has no row and raises nothing.
+   */
+  function announce(family: string): void {
+    const row = ledger.families[family];
+    if (row && row.operator !== '(tool)') o.alerts?.newFamily(row.family, row.operator, row.class);
+  }
+
   /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
   function alertOn(
     name: string | null,
-    seen: boolean,
+    announced: boolean,
     disallowed: boolean,
     path: string,
     verification: Outcome | null,
   ): void {
-    // Almost every counted request is a known family's, verified or pending, on an allowed path: nothing to raise.
-    if (seen && !disallowed && verification !== 'failed') return;
+    // Almost every counted request is an announced family's, verified or pending, on an allowed path: nothing to raise.
+    if (announced && !disallowed && verification !== 'failed') return;
     const alerts = o.alerts!;
     const row = name === null ? undefined : ledger.families[name];
     if (!row) return;
-    // A family folded into "(other families)" has no row of its own and raises nothing new. Generic
-    // HTTP tools (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe with: counted, never news.
-    if (!seen && row.operator !== '(tool)') alerts.newFamily(row.family, row.operator, row.class);
+    if (!announced && (verification === 'verified' || verification === 'unverifiable')) announce(row.family);
     if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
     // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
     if (disallowed) alerts.robots(row.family, row.operator, path);

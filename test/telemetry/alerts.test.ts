@@ -231,13 +231,69 @@ describe('alerts from telemetry', () => {
         'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36',
     });
     await alerts.idle();
+    // A family whose every claim fails is no new family: its spoofing alert says what it is.
     expect(hook.got.map((a) => `${a.kind} ${a.family}`)).toEqual([
       'new-family GPTBot',
       'robots GPTBot',
-      'new-family Google-Extended',
       'spoofing Google-Extended',
     ]);
     expect(hook.got[1]!.detail).toEqual({ path: '/trap/x' });
+    await t.close();
+  });
+
+  it("announces a crawler on its first claim that does not fail: a spoofer before it takes no crawler's announcement", async () => {
+    const content = await loadContent('content');
+    const alerts = createAlerts({
+      webhookUrl: hook.url,
+      logger: pino({ level: 'silent' }),
+      windowMs: 3_600_000,
+      spoofThreshold: 1000,
+      maxQueue: 100,
+      timeoutMs: 2000,
+    });
+    let lookups = 0;
+    const t = await createTelemetry({
+      funnelStepOf,
+      ...telemetryRulesOf(content),
+      // One address of Google's by its PTR record and forward confirmation; no PTR record for the rest.
+      resolver: {
+        reverse: async (ip) => (lookups++, ip === '192.0.2.66' ? ['crawl-192-0-2-66.googlebot.com'] : []),
+        resolve: async (host) => (host === 'crawl-192-0-2-66.googlebot.com' ? ['192.0.2.66'] : []),
+      },
+      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
+      store: openMemoryStore().telemetry,
+      logger: pino({ level: 'silent' }),
+      flushMs: 60_000,
+      alerts,
+    });
+    const from = hook.got.length;
+    const googlebot = (remoteAddress: string) =>
+      t.observe({
+        method: 'GET',
+        host: 'site.example',
+        status: 200,
+        durationMs: 1,
+        path: '/',
+        remoteAddress,
+        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+      });
+    for (let i = 1; i <= 3; i++) googlebot(`198.51.${i}.7`);
+    await waitFor(() => t.snapshot().families.Googlebot?.failed, { until: (n) => n === 3, what: '3 failed claims' });
+    await alerts.idle();
+    expect(hook.got.slice(from)).toEqual([]);
+    // Google's own address, verified by its lookup: announced when the answer comes.
+    googlebot('192.0.2.66');
+    await waitFor(() => t.snapshot().families.Googlebot?.verified, {
+      until: (n) => n === 1,
+      what: 'the verified claim',
+    });
+    await alerts.idle();
+    expect(hook.got.slice(from).map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family Googlebot']);
+    // And once only, however its next claims are answered.
+    googlebot('66.249.66.1');
+    await alerts.idle();
+    expect(hook.got.slice(from)).toHaveLength(1);
+    expect(lookups).toBe(4);
     await t.close();
   });
 });
