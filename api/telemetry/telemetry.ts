@@ -455,11 +455,6 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (disallowed) alerts.robots(row.family, row.operator, path);
   }
 
-  /**
-   * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
-   * people) whose Referer or utm_source the table names. Only the operator and the table's host
-   * are kept, never the Referer itself.
-   */
   // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
   const referers = new Map<string, ReturnType<ReferralRule> | null>();
   const referredBy = (referer: string) => {
@@ -469,6 +464,12 @@ export async function createTelemetry(o: TelemetryOptions) {
       : remember(referers, REFERERS, referer, o.referrals!(referer, undefined) ?? null);
   };
 
+  /**
+   * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
+   * people) whose Referer or utm_source the table names, its address's share of the hour allowing
+   * (LEDGER_LIMITS.referralsPerClientHour). Only the operator and the table's host are kept, never
+   * the Referer itself.
+   */
   function countReferred(
     referer: string | undefined,
     utmSource: string | undefined,
