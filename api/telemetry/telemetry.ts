@@ -225,7 +225,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const genuine = genuineClaims(family);
       settle(ledger, family, outcome, n);
       if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
-      else if (n > 0 && genuine === 0) announce(family);
+      else if (n > 0 && genuine === 0) announce(family, outcome);
       waiting.delete(key);
       dirty = true;
     },
@@ -261,7 +261,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       const genuine = genuineClaims(family);
       settle(ledger, family, settled, 1);
       if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
-      else if (genuine === 0) announce(family);
+      else if (genuine === 0) announce(family, settled);
       dirty = true;
     },
   });
@@ -430,10 +430,12 @@ export async function createTelemetry(o: TelemetryOptions) {
    * no announcement from the crawler, and a family whose every claim fails has its spoofing alert.
    * Generic HTTP tools (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe
    * with: counted, never news. A family folded into "(other families)" has no row and raises nothing.
+   * A verified one is queued for the webhook ahead of alerts anyone could raise by writing a name.
    */
-  function announce(family: string): void {
+  function announce(family: string, outcome: Outcome): void {
     const row = ledger.families[family];
-    if (row && row.operator !== '(tool)') o.alerts?.newFamily(row.family, row.operator, row.class);
+    if (row && row.operator !== '(tool)')
+      o.alerts?.newFamily(row.family, row.operator, row.class, outcome === 'verified');
   }
 
   /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
@@ -449,7 +451,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     const alerts = o.alerts!;
     const row = name === null ? undefined : ledger.families[name];
     if (!row) return;
-    if (!announced && (verification === 'verified' || verification === 'unverifiable')) announce(row.family);
+    if (!announced && (verification === 'verified' || verification === 'unverifiable'))
+      announce(row.family, verification);
     if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
     // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
     if (disallowed) alerts.robots(row.family, row.operator, path);

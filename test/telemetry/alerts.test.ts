@@ -152,6 +152,27 @@ describe('alerts', () => {
     expect(lines.filter((l) => /not retried/.test(l.msg)).length).toBe(4);
   });
 
+  it("queues a verified crawler's new-family alert in the place of the newest other one when the queue is full", async () => {
+    hook.hang = true;
+    const alerts = createAlerts({
+      webhookUrl: hook.url,
+      logger: pino({ level: 'silent' }),
+      windowMs: 3_600_000,
+      spoofThreshold: 1,
+      maxQueue: 3,
+      timeoutMs: 200,
+    });
+    // A flood of names anyone can write: one in flight, three waiting, six only logged.
+    for (let i = 0; i < 10; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
+    expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: 3, dropped: 6 });
+    // Crawlers their verification proved take the others' places, never each other's.
+    for (const family of ['Googlebot', 'Bingbot', 'Applebot', 'YandexBot'])
+      expect(alerts.newFamily(family, null, 'Crawler', true)).toBe(true);
+    expect(alerts.stats()).toMatchObject({ queued: 3, dropped: 10 });
+    await alerts.idle();
+    expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Googlebot', 'Bingbot', 'Applebot']);
+  });
+
   it('remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped until old ones expire', () => {
     const c = clock();
     const alerts = createAlerts({

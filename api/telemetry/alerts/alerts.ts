@@ -62,6 +62,8 @@ export function createAlerts(o: AlertOptions) {
   // A Date only where one is written: a flood of spoofed requests reads the clock as a number.
   const nowMs = o.now ? () => o.now!().getTime() : Date.now;
   const queue: Alert[] = [];
+  // Queued alerts of crawlers their verification proved (never bumped for another).
+  const provenAlerts = new WeakSet<Alert>();
   let inFlight = 0;
   const stats = { raised: 0, sent: 0, failed: 0, dropped: 0 };
   let idle: (() => void)[] = [];
@@ -79,6 +81,7 @@ export function createAlerts(o: AlertOptions) {
     operator: string | null,
     message: string,
     detail: Alert['detail'],
+    proven = false,
   ): boolean {
     const at = now();
     const ms = at.getTime();
@@ -102,13 +105,18 @@ export function createAlerts(o: AlertOptions) {
     o.logger.warn({ alert }, `bot alert: ${message}`);
     if (!o.webhookUrl) return true;
     if (queue.length >= o.maxQueue) {
+      // A crawler proven by its verification takes the place of the newest alert anyone could raise
+      // by writing a name: a flood of claims cannot keep a real crawler's arrival from the webhook.
+      const bumped = proven ? queue.findLastIndex((a) => !provenAlerts.has(a)) : -1;
+      const left = bumped < 0 ? alert : queue.splice(bumped, 1)[0]!;
       stats.dropped++;
       o.logger.warn(
-        { kind, family: alert.family, queued: queue.length },
+        { kind: left.kind, family: left.family, queued: queue.length },
         'bot alert: the webhook queue is full; this alert was only logged',
       );
-      return true;
+      if (left === alert) return true;
     }
+    if (proven) provenAlerts.add(alert);
     queue.push(alert);
     pump();
     return true;
@@ -150,9 +158,12 @@ export function createAlerts(o: AlertOptions) {
   }
 
   return {
-    /** A family the ledger had never seen got its row. */
-    newFamily(family: string, operator: string | null, cls: string): boolean {
-      return raise('new-family', family, operator, `a new bot family: ${cut(family)}`, { class: cls });
+    /**
+     * A family's first claim that did not fail verification; `proven` when it was verified (by its
+     * ranges, DNS or signature): such an alert is queued even when the queue is full of others.
+     */
+    newFamily(family: string, operator: string | null, cls: string, proven = false): boolean {
+      return raise('new-family', family, operator, `a new bot family: ${cut(family)}`, { class: cls }, proven);
     },
     /** Failed verifications of a family; a spoofing alert once they reach the threshold within a window. */
     failed(family: string, operator: string | null, n = 1): boolean {
