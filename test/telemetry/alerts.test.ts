@@ -9,6 +9,7 @@ import { funnelStepOf } from '../../api/operations/paths.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
 import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import type { Resolver } from '../../api/telemetry/verification/verify.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -215,26 +216,31 @@ describe('alerts', () => {
 });
 
 describe('alerts from telemetry', () => {
-  it('raises a new family, a crawler on a bait path and a spike of spoofed claims, each once', async () => {
-    const content = await loadContent('content');
+  /** Telemetry over the shipped content whose alerts go to the test's webhook. */
+  async function alerting(spoofThreshold: number, resolver: Resolver) {
     const alerts = createAlerts({
       webhookUrl: hook.url,
       logger: pino({ level: 'silent' }),
       windowMs: 3_600_000,
-      spoofThreshold: 5,
+      spoofThreshold,
       maxQueue: 100,
       timeoutMs: 2000,
     });
     const t = await createTelemetry({
       funnelStepOf,
-      ...telemetryRulesOf(content),
-      resolver: { reverse: async () => [], resolve: async () => [] },
+      ...telemetryRulesOf(await loadContent('content')),
+      resolver,
       fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
       store: openMemoryStore().telemetry,
       logger: pino({ level: 'silent' }),
       flushMs: 60_000,
       alerts,
     });
+    return { alerts, t };
+  }
+
+  it('raises a new family, a crawler on a bait path and a spike of spoofed claims, each once', async () => {
+    const { alerts, t } = await alerting(5, { reverse: async () => [], resolve: async () => [] });
     const base = { method: 'GET', host: 'site.example', status: 200, durationMs: 1, remoteAddress: '192.0.2.1' };
     const GPT =
       'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
@@ -263,29 +269,11 @@ describe('alerts from telemetry', () => {
   });
 
   it("announces a crawler on its first claim that does not fail: a spoofer before it takes no crawler's announcement", async () => {
-    const content = await loadContent('content');
-    const alerts = createAlerts({
-      webhookUrl: hook.url,
-      logger: pino({ level: 'silent' }),
-      windowMs: 3_600_000,
-      spoofThreshold: 1000,
-      maxQueue: 100,
-      timeoutMs: 2000,
-    });
     let lookups = 0;
-    const t = await createTelemetry({
-      funnelStepOf,
-      ...telemetryRulesOf(content),
-      // One address of Google's by its PTR record and forward confirmation; no PTR record for the rest.
-      resolver: {
-        reverse: async (ip) => (lookups++, ip === '192.0.2.66' ? ['crawl-192-0-2-66.googlebot.com'] : []),
-        resolve: async (host) => (host === 'crawl-192-0-2-66.googlebot.com' ? ['192.0.2.66'] : []),
-      },
-      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
-      store: openMemoryStore().telemetry,
-      logger: pino({ level: 'silent' }),
-      flushMs: 60_000,
-      alerts,
+    // One address of Google's by its PTR record and forward confirmation; no PTR record for the rest.
+    const { alerts, t } = await alerting(1000, {
+      reverse: async (ip) => (lookups++, ip === '192.0.2.66' ? ['crawl-192-0-2-66.googlebot.com'] : []),
+      resolve: async (host) => (host === 'crawl-192-0-2-66.googlebot.com' ? ['192.0.2.66'] : []),
     });
     const from = hook.got.length;
     const googlebot = (remoteAddress: string) =>
