@@ -38,7 +38,12 @@ export function createOperatorTraffic(families: readonly BotFamily[]) {
     if (f.probes_from?.length)
       published.set(
         f.family,
-        networkList(f.probes_from.map((cidr) => cidr.split('/') as [string, string]).map(([n, b]) => [n, Number(b)])),
+        networkList(
+          f.probes_from.map((cidr) => {
+            const [net, bits] = cidr.split('/') as [string, string];
+            return [net, Number(bits)];
+          }),
+        ),
       );
   /**
    * What a request counts as: null for the operator's own (never counted), else its classification,
@@ -47,7 +52,7 @@ export function createOperatorTraffic(families: readonly BotFamily[]) {
   return function counted(c: Classification, address: string | undefined, path: string): Classification | null {
     if (!c.operator) return c;
     // A log line without an address: nothing tells, and no client chooses what a log records.
-    if (address === undefined || PROBE_PATHS[path] !== undefined) return null;
+    if (address === undefined || Object.hasOwn(PROBE_PATHS, path)) return null;
     const ip = unmapped(address);
     if (isIP(ip) !== 0) {
       const family = addressFamily(ip);

@@ -15,7 +15,7 @@ import {
 import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import type { BatchAgents } from './log-formats/parse-pool.ts';
-import { REFERERS, referralRule, type ReferralRule } from './referrals/referrals.ts';
+import { referralRule, rememberReferrals, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
   addRecent,
@@ -54,7 +54,7 @@ import {
   type DirectoryFetcher,
 } from './web-bot-auth/web-bot-auth.ts';
 import { remember } from '../memo.ts';
-import { createOperatorTraffic } from './operator-traffic.ts';
+import { createOperatorTraffic, type OperatorTraffic } from './operator-traffic.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 /**
@@ -95,6 +95,8 @@ export interface TelemetryOptions {
   resolver: Resolver;
   /** The curated families (content/bot-families.yaml), for Web Bot Auth's registered agents. */
   families: BotFamily[];
+  /** Tells the operator's own probes and CLIs from clients that write their names (telemetryRulesOf). */
+  ownTraffic: OperatorTraffic;
   /**
    * The names of every family of the bot table (curated and generated): their rows are never
    * given up. Sorts the rows of a ledger saved before the pool; `families` alone when left out.
@@ -194,7 +196,7 @@ export async function createTelemetry(o: TelemetryOptions) {
   const store = o.store as TelemetryStore<TelemetrySnapshot>;
   const now = o.now ?? wallClock;
   const classifyOn = classifyOnConnection(o.classify);
-  const ownTraffic = createOperatorTraffic(o.families);
+  const ownTraffic = o.ownTraffic;
   const isBait = underAny(o.baitPaths);
   // Hashed addresses of recent claims that need a lookup key.
   const ipKeys = new Map<string, string>();
@@ -458,14 +460,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (disallowed) alerts.robots(row.family, row.operator, path);
   }
 
-  // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
-  const referers = new Map<string, ReturnType<ReferralRule> | null>();
-  const referredBy = (referer: string) => {
-    const found = referers.get(referer);
-    return found !== undefined
-      ? found
-      : remember(referers, REFERERS, referer, o.referrals!(referer, undefined) ?? null);
-  };
+  const referralOf = o.referrals && rememberReferrals(o.referrals);
 
   /**
    * Counts a person an AI product sent: a request that is no bot (bots' Referers say nothing of
@@ -479,9 +474,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     at: Date,
     address: string | undefined,
   ): boolean {
-    if (!o.referrals || (!referer && !utmSource)) return false;
-    const found =
-      utmSource !== undefined || referer === undefined ? o.referrals(referer, utmSource) : referredBy(referer);
+    if (!referralOf || (!referer && !utmSource)) return false;
+    const found = referralOf(referer, utmSource);
     if (!found) return false;
     const client = address === undefined ? undefined : ipKeyOf(address);
     const counted = countReferral(ledger, found.operator, found.source, at, now(), 1, undefined, undefined, client);

@@ -5,6 +5,7 @@ import type { TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
 import { createClassifier } from '../../api/telemetry/classification/classify.ts';
 import { createTelemetry } from '../../api/telemetry/telemetry.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
+import { createOperatorTraffic } from '../../api/telemetry/operator-traffic.ts';
 
 afterEach(() => vi.useRealTimers());
 
@@ -22,6 +23,7 @@ describe('telemetry saving', () => {
       classify: createClassifier([]),
       resolver: { reverse: async () => [], resolve: async () => [] },
       families: [],
+      ownTraffic: createOperatorTraffic([]),
       fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
       store,
       baitPaths: [],

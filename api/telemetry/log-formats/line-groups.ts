@@ -5,7 +5,7 @@ import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
 import type { LogLine } from './types.ts';
 import { remember } from '../../memo.ts';
-import { REFERERS } from '../referrals/referrals.ts';
+import { REFERERS, rememberReferrals } from '../referrals/referrals.ts';
 
 /** What an ingest worker judges lines with: the counting thread's rules, made from the same content and files. */
 export interface GroupRules {
@@ -90,14 +90,7 @@ export function groupLines(
     }
     return found;
   };
-  // Referers repeat (a few sites send most visits): reading one as a URL costs more than a lookup.
-  const referralOf = (referer: string | undefined, utmSource: string | undefined): Referral | null => {
-    if (utmSource !== undefined || referer === undefined) return rules.referrals(referer, utmSource) ?? null;
-    const found = referrals.get(referer);
-    return found !== undefined
-      ? found
-      : remember(referrals, REFERERS, referer, rules.referrals(referer, undefined) ?? null);
-  };
+  const referralOf = rememberReferrals(rules.referrals, referrals);
   // Quiet lines' times, counted in runs: consecutive lines mostly share theirs.
   let runTime: string | undefined;
   let run = 0;

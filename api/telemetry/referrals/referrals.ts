@@ -1,3 +1,4 @@
+import { remember } from '../../memo.ts';
 import type { AiReferrers } from '../../schemas/ai-referrers.ts';
 
 /** Characters of a Referer header read at most; the gateway and the log readers cut it to this. */
@@ -34,6 +35,19 @@ function refererParts(referer: string): { host: string; path: string } | null {
 
 /** Referers whose referral a worker, and the counting thread, keep (each a memo, cleared when full). */
 export const REFERERS = 4096;
+
+/**
+ * The rule with each Referer's answer kept in `memo` (at most REFERERS): Referers repeat (a few
+ * sites send most visits), and reading one as a URL costs more than a lookup. A utm_source is read
+ * each time.
+ */
+export function rememberReferrals(rule: ReferralRule, memo = new Map<string, Referral | null>()): ReferralRule {
+  return (referer, utmSource) => {
+    if (utmSource !== undefined || referer === undefined) return rule(referer, utmSource);
+    const found = memo.get(referer);
+    return found !== undefined ? found : remember(memo, REFERERS, referer, rule(referer, undefined));
+  };
+}
 
 /**
  * The rule of content/ai-referrers.yaml. A Referer's host matches a listed host or any subdomain of
