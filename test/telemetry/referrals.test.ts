@@ -150,31 +150,22 @@ describe('referrals in the ledger', () => {
 
   it('counts at most LEDGER_LIMITS.referralsPerClientHour visits of one address an operator an hour, live or from logs', async () => {
     const t = await telemetry();
-    const visit = (remoteAddress: string) =>
+    const visit = (remoteAddress: string, referer = 'https://chatgpt.com/') =>
       t.observe({
         method: 'GET',
-        path: '/?utm_source=chatgpt.com',
+        path: '/',
         host: 'site.example',
         status: 200,
         durationMs: 1,
         userAgent: PERSON,
         remoteAddress,
-        referral: { referer: 'https://chatgpt.com/' },
+        referral: { referer },
       });
     // One client's 500 "visits" count as the cap; 40 clients' one each count each.
     for (let i = 0; i < 500; i++) visit('198.51.100.7');
     for (let i = 0; i < 40; i++) visit(`203.0.113.${i}`);
     // The same client's visits sent by another operator have their own share.
-    t.observe({
-      method: 'GET',
-      path: '/',
-      host: 'site.example',
-      status: 200,
-      durationMs: 1,
-      userAgent: PERSON,
-      remoteAddress: '198.51.100.7',
-      referral: { referer: 'https://www.perplexity.ai/' },
-    });
+    visit('198.51.100.7', 'https://www.perplexity.ai/');
     expect(t.snapshot().referrals!.OpenAI!.visits).toBe(LEDGER_LIMITS.referralsPerClientHour + 40);
     expect(t.snapshot().referrals!.Perplexity!.visits).toBe(1);
     // A log's lines from one address have the same share.
