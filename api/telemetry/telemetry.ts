@@ -502,10 +502,9 @@ export async function createTelemetry(o: TelemetryOptions) {
       const classes = new Array<Classification | undefined>(agents?.agents.length ?? 0);
       const classOf = (agent: number): Classification => (classes[agent] ??= classifyLogged(agents!.agents[agent]!));
       // Lines a worker found to count nothing (people not sent by an AI product): only their dates are read.
-      if (agents?.quiet)
-        agents.quiet.times.forEach((time, i) => {
-          if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet!.counts[i]!;
-        });
+      agents?.quiet.times.forEach((time, i) => {
+        if (ledgerTime(dateOfLine(time), now()) === null) outOfRange += agents.quiet.counts[i]!;
+      });
       /** One line, as a live request would be counted; whether it counted. */
       const countLine = (l: IngestLine, named: Classification): boolean => {
         const path = readable(l.path);
@@ -531,14 +530,13 @@ export async function createTelemetry(o: TelemetryOptions) {
           ) || referred
         );
       };
-      if (!agents?.items) {
-        for (let i = 0; i < lines.length; i++) {
-          const l = lines[i]!;
+      if (!agents) {
+        for (const l of lines) {
           if (l.time && ledgerTime(dateOfLine(l.time), now()) === null) {
             outOfRange++;
             continue;
           }
-          if (countLine(l, agents ? classOf(agents.agentOf[i]!) : o.classify(l.userAgent))) counted++;
+          if (countLine(l, o.classify(l.userAgent))) counted++;
         }
         return { counted, outOfRange };
       }
@@ -604,7 +602,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         event.recent = undefined;
       }
       const last: RecentEntry[] = [];
-      for (const [k, time] of agents.tail ?? []) {
+      for (const [k, time] of agents.tail) {
         const entry = entries[k];
         if (entry) last.push(typeof agents.items[k] === 'number' ? entry : { ...entry, at: time });
       }

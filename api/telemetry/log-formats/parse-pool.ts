@@ -10,14 +10,14 @@ export interface BatchAgents {
   agents: string[];
   agentOf: Int32Array;
   /** Lines set aside as counting nothing but their date: each distinct time and how many lines had it. */
-  quiet?: { times: string[]; counts: number[] };
+  quiet: { times: string[]; counts: number[] };
   /**
    * What to count, in the order of each one's first line: a group of lines the ledger counts alike,
-   * or the index in the batch's lines of a line counted alone. Absent: every line, in order.
+   * or the index in the batch's lines of a line counted alone.
    */
-  items?: (LineGroup | number)[];
+  items: (LineGroup | number)[];
   /** The latest bot and bait requests, oldest first, for the ledger's recent ones: [item, the line's ISO time]. */
-  tail?: [number, string][];
+  tail: [number, string][];
 }
 
 /** Lines of an ingested batch that the ledger counts alike (line-groups.ts), counted as one event of `n` requests. */
@@ -57,13 +57,12 @@ export interface RobotsSources {
 
 /**
  * What a worker needs to judge a line as the counting thread would: telemetryRulesOf's content,
- * and the robots.txt files and ledger retention of the counting thread (without them a worker
- * only reads and sets aside; every other line is counted one by one).
+ * and the robots.txt files and ledger retention of the counting thread.
  */
 export type LineRules = Pick<
   Content,
   'botFamilies' | 'botFamiliesGenerated' | 'botIpRanges' | 'crawlPolicy' | 'aiReferrers'
-> & { robots?: RobotsSources; retention?: { hours: number; days: number } };
+> & { robots: RobotsSources; retention?: { hours: number; days: number } };
 
 /** A batch as the ingest route hands it over: JSON records, or a text body's bytes (one record a line). */
 export type BatchRecords = (string | Record<string, unknown>)[] | Uint8Array;
@@ -112,26 +111,22 @@ interface Slot {
  * `eager` (loading the client lists and tables took a thread ~0.6 s, which the first batch waited
  * for), else on first use, and never keep the process alive.
  */
-export function createParsePool(size: number, rules?: LineRules, { eager = false } = {}): ParsePool {
+export function createParsePool(size: number, rules: LineRules, { eager = false } = {}): ParsePool {
   if (size <= 0)
     return { parse: async (records, format) => parseBatch(splitLines(records), format), close: async () => undefined };
   const slots: Slot[] = [];
   let nextId = 0;
   const start = (): Slot => {
-    // Without the rules, a worker only reads: every line goes back to be counted.
-    const worker = new Worker(new URL('./parse-worker.ts', import.meta.url), {
-      workerData: rules
-        ? {
-            botFamilies: rules.botFamilies,
-            botFamiliesGenerated: rules.botFamiliesGenerated,
-            botIpRanges: rules.botIpRanges,
-            crawlPolicy: rules.crawlPolicy,
-            aiReferrers: rules.aiReferrers,
-            robots: rules.robots,
-            retention: rules.retention,
-          }
-        : null,
-    });
+    const workerData: LineRules = {
+      botFamilies: rules.botFamilies,
+      botFamiliesGenerated: rules.botFamiliesGenerated,
+      botIpRanges: rules.botIpRanges,
+      crawlPolicy: rules.crawlPolicy,
+      aiReferrers: rules.aiReferrers,
+      robots: rules.robots,
+      ...(rules.retention ? { retention: rules.retention } : {}),
+    };
+    const worker = new Worker(new URL('./parse-worker.ts', import.meta.url), { workerData });
     worker.unref();
     const slot: Slot = { worker, pending: new Map() };
     worker.on('message', (m: { id: number; parsed: ParsedBatch; accepted: number; agents: BatchAgents }) => {
