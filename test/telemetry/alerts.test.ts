@@ -10,7 +10,9 @@ import { openMemoryStore } from '../../api/store/index.ts';
 import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import type { Resolver } from '../../api/telemetry/verification/verify.ts';
+import type { DirectoryFetcher } from '../../api/telemetry/web-bot-auth/directory-fetch.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { agentKey, CHROME, directoryAnswer, signedHeaders, WELL_KNOWN } from '../helpers/signed-agent.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A webhook receiver on loopback: what it was sent, and how many requests it held at once. */
@@ -217,7 +219,11 @@ describe('alerts', () => {
 
 describe('alerts from telemetry', () => {
   /** Telemetry over the shipped content whose alerts go to the test's webhook. */
-  async function alerting(spoofThreshold: number, resolver: Resolver) {
+  async function alerting(
+    spoofThreshold: number,
+    resolver: Resolver,
+    fetchDirectory: DirectoryFetcher = async () => Promise.reject(new Error('no key directories here')),
+  ) {
     const alerts = createAlerts({
       webhookUrl: hook.url,
       logger: pino({ level: 'silent' }),
@@ -230,7 +236,7 @@ describe('alerts from telemetry', () => {
       funnelStepOf,
       ...telemetryRulesOf(await loadContent('content')),
       resolver,
-      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
+      fetchDirectory,
       store: openMemoryStore().telemetry,
       logger: pino({ level: 'silent' }),
       flushMs: 60_000,
@@ -303,6 +309,57 @@ describe('alerts from telemetry', () => {
     await alerts.idle();
     expect(hook.got.slice(from)).toHaveLength(1);
     expect(lookups).toBe(4);
+    await t.close();
+  });
+
+  it('announces a signed agent when a signature check verifies it: forged signatures before it take no announcement', async () => {
+    const [key, forger] = await Promise.all([agentKey(), agentKey()]);
+    // ChatGPT-User's registered directory (content/bot-families.yaml), answered here, listing only `key`.
+    const fetched: string[] = [];
+    const { alerts, t } = await alerting(1000, { reverse: async () => [], resolve: async () => [] }, async (url) => {
+      fetched.push(url);
+      const { headers, body } = directoryAnswer([{ ...key.publicJwk, kid: key.keyid }]);
+      // As node:http gives them: header names in lower case.
+      const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+      return { status: 200, headers: lower, body: Buffer.from(body) };
+    });
+    const from = hook.got.length;
+    let nonce = 0;
+    const signedGet = async (signer: typeof key) => {
+      const h = await signedHeaders('http://site.example/llms.txt', signer, {
+        signatureAgent: 'sig1="https://chatgpt.com"',
+        nonce: `n-${nonce++}`,
+      });
+      t.observe({
+        method: 'GET',
+        host: 'site.example',
+        status: 200,
+        durationMs: 1,
+        path: '/llms.txt',
+        remoteAddress: '203.0.113.9',
+        userAgent: CHROME,
+        signature: {
+          signature: h.Signature!,
+          signatureInput: h['Signature-Input']!,
+          signatureAgent: h['Signature-Agent'],
+          target: '/llms.txt',
+        },
+      });
+    };
+    const verification = () => t.snapshot().families['ChatGPT-User'];
+    for (let i = 0; i < 3; i++) await signedGet(forger);
+    await waitFor(verification, { until: (f) => f?.failed === 3, what: '3 forged signatures failed' });
+    await alerts.idle();
+    expect(hook.got.slice(from)).toEqual([]);
+    await signedGet(key);
+    await waitFor(verification, { until: (f) => f?.verified === 1, what: 'the genuine signature verified' });
+    await alerts.idle();
+    expect(hook.got.slice(from).map((a) => `${a.kind} ${a.family}`)).toEqual(['new-family ChatGPT-User']);
+    await signedGet(key);
+    await waitFor(verification, { until: (f) => f?.verified === 2, what: 'the second genuine signature' });
+    await alerts.idle();
+    expect(hook.got.slice(from)).toHaveLength(1);
+    expect(fetched).toEqual([`https://chatgpt.com${WELL_KNOWN}`]);
     await t.close();
   });
 });
