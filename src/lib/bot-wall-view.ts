@@ -13,7 +13,8 @@ export const RANGES = {
 } as const;
 export type RangeKey = keyof typeof RANGES;
 export const DEFAULT_RANGE: RangeKey = '24h';
-export const isRange = (v: unknown): v is RangeKey => typeof v === 'string' && v in RANGES;
+// Own keys only: `?range=constructor` names no range.
+export const isRange = (v: unknown): v is RangeKey => typeof v === 'string' && Object.hasOwn(RANGES, v);
 
 export type VerifyMethod = 'ip-ranges' | 'reverse-dns' | 'web-bot-auth' | 'none' | 'unknown';
 export const METHOD_TEXT: Record<VerifyMethod, string> = {

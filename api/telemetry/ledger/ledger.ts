@@ -290,8 +290,18 @@ export const emptySnapshot = (now: Date): TelemetrySnapshot => ({
   recent: [],
 });
 
-/** Cuts a client-sent string to `max` characters (marked with an ellipsis). */
-export const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+// Object.prototype's own names. As a key of the ledger's maps (plain objects, saved as JSON),
+// `__proto__` would set the map's prototype and `constructor` would read a function, not a count.
+const PROTOTYPE_NAMES: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/**
+ * A client-sent string as a key of the ledger's maps: cut to `max` characters (marked with an
+ * ellipsis), and one of Object.prototype's names with a leading apostrophe (`'constructor`).
+ */
+export const cut = (text: string, max: number) => {
+  const key = text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return PROTOTYPE_NAMES.has(key) ? `'${key}` : key;
+};
 
 /** Adds to a counter map; returns true when the key is new. Past `cap` keys, new ones fold into "(other)". */
 const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity): boolean => {
