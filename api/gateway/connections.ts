@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { clientKey } from '../http/client.ts';
+import { clientKey } from '../net/address.ts';
 
 /**
  * How long a connection over its client's cap may stay without sending the request it is refused

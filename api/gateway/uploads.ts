@@ -1,4 +1,4 @@
-import { clientKey } from '../http/client.ts';
+import { clientKey } from '../net/address.ts';
 import { HttpProblem } from '../http/problem.ts';
 
 /** Bounds on request bodies the gateway streams to disk (audio uploads). */

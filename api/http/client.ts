@@ -1,21 +1,10 @@
-import { isIP, isIPv6 } from 'node:net';
+import { isIP } from 'node:net';
 import parseForwarded from 'forwarded-parse';
 import proxyaddr from 'proxy-addr';
-import { prefix64, unmapped } from '../net/address.ts';
+import { clientKey, unmapped } from '../net/address.ts';
 
 /** The header a trusted proxy writes the client into: X-Forwarded-For (nginx's default) or RFC 7239 Forwarded. */
 export type ProxyHeader = 'x-forwarded-for' | 'forwarded';
-
-/**
- * The unit one client is counted as by every per-client limit (writes, uploads, lingering,
- * connections): its IPv4 address, or for IPv6 its /64, which one host can rotate through.
- */
-export function clientKey(address: string): string {
-  // Every IPv6 form has a colon: an IPv4 address (almost every client) skips isIPv6's long pattern.
-  if (!address.includes(':') || !isIPv6(address)) return address;
-  const v4 = unmapped(address);
-  return v4 !== address ? v4 : prefix64(address);
-}
 
 /** An address as the socket or a proxy wrote it, plain: IPv4-mapped IPv6 as IPv4, no brackets or port; '' when it is none. */
 function plainAddress(written: string): string {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { clientKey } from './client.ts';
+import { clientKey } from '../net/address.ts';
 import { HttpProblem } from './problem.ts';
 
 /** Per-client write limiting (token bucket per minute) with IETF RateLimit headers. */

@@ -1,4 +1,4 @@
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, isIPv6 } from 'node:net';
 
 // The forms of an IP address that more than one door reads: the per-client limits (api/http) and
 // crawler verification (api/telemetry) count an IPv6 host by the same /64.
@@ -61,6 +61,18 @@ export const prefix64 = (ip: string): string =>
     .slice(0, 4)
     .map((g) => g.toString(16))
     .join(':')}::/64`;
+
+/**
+ * The unit one client is counted as by every per-client limit (writes, uploads, lingering,
+ * connections, the wall's pool evidence and referral tally): its IPv4 address, or for IPv6 its
+ * /64, which one host can rotate through.
+ */
+export function clientKey(address: string): string {
+  // Every IPv6 form has a colon: an IPv4 address (almost every client) skips isIPv6's long pattern.
+  if (!address.includes(':') || !isIPv6(address)) return address;
+  const v4 = unmapped(address);
+  return v4 !== address ? v4 : prefix64(address);
+}
 
 /** The BlockList family an address is checked in. */
 export const addressFamily = (address: string): 'ipv4' | 'ipv6' => (isIP(address) === 6 ? 'ipv6' : 'ipv4');

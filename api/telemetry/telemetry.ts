@@ -54,6 +54,7 @@ import {
   type DirectoryFetcher,
 } from './web-bot-auth/web-bot-auth.ts';
 import { remember } from '../memo.ts';
+import { clientKey } from '../net/address.ts';
 import { createOperatorTraffic, type OperatorTraffic } from './operator-traffic.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
@@ -202,6 +203,9 @@ export async function createTelemetry(o: TelemetryOptions) {
   const ipKeys = new Map<string, string>();
   const ipKeyOf = (address: string) =>
     ipKeys.get(address) ?? remember(ipKeys, 4096, address, hash('sha256', address, 'base64url').slice(0, 16));
+  // A client as the pool's evidence and the referral tally count one, hashed: an IPv6 host by its
+  // /64 (clientKey), which it can rotate through, as every per-client limit counts it.
+  const clientOf = (address: string) => ipKeyOf(clientKey(address));
   // Before the saved ledger is brought to the clock: keepClock drops buckets past the retention.
   if (o.retention) setLedgerRetention(o.retention);
   const saved = await store.load(([first, ...rest]) => mergeSnapshots(first!, rest));
@@ -394,7 +398,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.robots = robots;
     event.step = step;
     // Only a name the bot table does not know needs its client, as evidence (hashed, never stored).
-    event.client = classification.known === null && address ? ipKeyOf(address) : undefined;
+    event.client = classification.known === null && address ? clientOf(address) : undefined;
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
@@ -477,7 +481,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!referralOf || (!referer && !utmSource)) return false;
     const found = referralOf(referer, utmSource);
     if (!found) return false;
-    const client = address === undefined ? undefined : ipKeyOf(address);
+    const client = address === undefined ? undefined : clientOf(address);
     const counted = countReferral(ledger, found.operator, found.source, at, now(), 1, undefined, undefined, client);
     dirty ||= counted;
     return counted;

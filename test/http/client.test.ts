@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clientKey, createClientResolver } from '../../api/http/client.ts';
+import { createClientResolver } from '../../api/http/client.ts';
+import { clientKey } from '../../api/net/address.ts';
 
 describe('the client of a request', () => {
   it('is the socket peer when no proxy is trusted, whatever the headers say', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clientKey } from '../../api/http/client.ts';
+import { clientKey } from '../../api/net/address.ts';
 import { prefix64, unmapped, v6Groups } from '../../api/net/address.ts';
 import { networkOf } from '../../api/telemetry/verification/address-ranges.ts';
 

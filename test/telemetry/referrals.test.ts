@@ -164,9 +164,11 @@ describe('referrals in the ledger', () => {
     // One client's 500 "visits" count as the cap; 40 clients' one each count each.
     for (let i = 0; i < 500; i++) visit('198.51.100.7');
     for (let i = 0; i < 40; i++) visit(`203.0.113.${i}`);
+    // An IPv6 host rotating through its /64 is one client.
+    for (let i = 0; i < 500; i++) visit(`2001:db8:7:7::${i.toString(16)}`);
     // The same client's visits sent by another operator have their own share.
     visit('198.51.100.7', 'https://www.perplexity.ai/');
-    expect(t.snapshot().referrals!.OpenAI!.visits).toBe(LEDGER_LIMITS.referralsPerClientHour + 40);
+    expect(t.snapshot().referrals!.OpenAI!.visits).toBe(2 * LEDGER_LIMITS.referralsPerClientHour + 40);
     expect(t.snapshot().referrals!.Perplexity!.visits).toBe(1);
     // A log's lines from one address have the same share.
     const d = new Date();
