@@ -15,7 +15,7 @@ import {
 import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import type { BatchAgents } from './log-formats/parse-pool.ts';
-import { referralRule, rememberReferrals, type ReferralRule } from './referrals/referrals.ts';
+import { mayBeVisit, referralRule, rememberReferrals, type ReferralRule } from './referrals/referrals.ts';
 import type { Alerts } from './alerts/alerts.ts';
 import {
   addRecent,
@@ -518,7 +518,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         if (classification === null) return false;
         // A person an AI product sent is counted as a referral (once a line, with a bait hit or alone).
         const referred =
-          !classification.bot &&
+          mayBeVisit(classification, l.method, l.status) &&
           countReferred(l.referer, l.utmSource, l.time ? dateOfLine(l.time) : now(), l.clientAddress);
         if (!classification.bot && !bait && !classification.unknown) return referred;
         return (
@@ -625,7 +625,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       if (classification === null) return;
       const bait = isBait(path);
       const at = r.time === undefined ? now() : dateAt(r.time);
-      if (!classification.bot && r.referral)
+      if (r.referral && mayBeVisit(classification, r.method, r.status))
         countReferred(r.referral.referer, r.referral.utmSource, at, r.remoteAddress);
       if (!classification.bot && !bait && !classification.unknown) return;
       countRequest(

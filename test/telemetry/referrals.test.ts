@@ -11,6 +11,7 @@ import {
   mergeSnapshots,
   OTHER_OPERATORS,
 } from '../../api/telemetry/ledger/ledger.ts';
+import { groupLines } from '../../api/telemetry/log-formats/line-groups.ts';
 import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
 
 const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
@@ -136,6 +137,10 @@ describe('referrals in the ledger', () => {
     t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
     t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
     t.observe({ ...base, userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
+    // Not a person's page read: an unknown client (counted apart), a page that was not there, a POST.
+    t.observe({ ...base, userAgent: 'Florienzh/1.0', referral: { referer: 'https://chatgpt.com/' } });
+    t.observe({ ...base, status: 404, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
+    t.observe({ ...base, method: 'POST', userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
     const s = t.snapshot();
     expect(s.referrals!.OpenAI).toMatchObject({
       visits: 2,
@@ -195,9 +200,22 @@ describe('referrals in the ledger', () => {
       `198.51.100.1 - - [${stamp}] "GET /doctrine HTTP/1.1" 200 512 "https://claude.ai/chat/9" "${PERSON}"`,
       `198.51.100.2 - - [${stamp}] "GET /?utm_source=chatgpt.com HTTP/1.1" 200 512 "-" "${PERSON}"`,
       `198.51.100.3 - - [${stamp}] "GET / HTTP/1.1" 200 512 "https://example.org/" "${PERSON}"`,
+      // No visit: a page that was not there, an unknown client (counted apart).
+      `198.51.100.4 - - [${stamp}] "GET /gone HTTP/1.1" 404 512 "https://claude.ai/chat/9" "${PERSON}"`,
+      `198.51.100.5 - - [${stamp}] "GET / HTTP/1.1" 200 512 "https://claude.ai/chat/9" "Florienzh/1.0"`,
     ].map((l) => parseLine('combined', l));
     const lines = combined.flatMap((p) => (p && 'line' in p ? [p.line] : []));
-    expect(lines).toHaveLength(3);
+    expect(lines).toHaveLength(5);
+    // A parse worker groups the same lines dated hours before, without their addresses (recent lines
+    // and visits from an address go alone): the same two visits.
+    const earlier = new Date(Date.now() - 3 * 3_600_000).toISOString();
+    const { agents } = groupLines(
+      lines.map(({ clientAddress: _, ...l }) => ({ ...l, time: earlier })),
+      { rules: telemetryRulesOf(content), robots: null },
+      () => false,
+      new Date(),
+    );
+    expect(agents.items.filter((i) => typeof i !== 'number' && i.referral !== null)).toHaveLength(2);
     expect(lines[0]!.referer).toBe('https://claude.ai/chat/9');
     expect(lines[1]!.utmSource).toBe('chatgpt.com');
     const json = parseLine('json', {
@@ -211,7 +229,8 @@ describe('referrals in the ledger', () => {
     });
     expect(json && 'line' in json && json.line.referer).toBe('https://gemini.google.com/app');
     const result = t.ingestBatch([...lines, (json as { line: (typeof lines)[0] }).line]);
-    expect(result.counted).toBe(3);
+    // The unknown client is counted as a request (apart from bots), not as a visit.
+    expect(result.counted).toBe(4);
     expect(Object.fromEntries(Object.entries(t.snapshot().referrals!).map(([k, r]) => [k, r.visits]))).toEqual({
       Anthropic: 1,
       OpenAI: 1,

@@ -5,7 +5,7 @@ import type { Outcome } from '../verification/verify.ts';
 import type { BatchAgents, LineGroup } from './parse-pool.ts';
 import type { LogLine } from './types.ts';
 import { remember } from '../../memo.ts';
-import { REFERERS, rememberReferrals } from '../referrals/referrals.ts';
+import { mayBeVisit, REFERERS, rememberReferrals } from '../referrals/referrals.ts';
 
 /** What an ingest worker judges lines with: the counting thread's rules, made from the same content and files. */
 export interface GroupRules {
@@ -117,7 +117,10 @@ export function groupLines(
     }
     const bait = isBait(path);
     const request = c.bot || bait || c.unknown === true;
-    const referral = !c.bot && (line.referer || line.utmSource) ? referralOf(line.referer, line.utmSource) : null;
+    const referral =
+      (line.referer || line.utmSource) && mayBeVisit(c, line.method, line.status)
+        ? referralOf(line.referer, line.utmSource)
+        : null;
     if (!request && !referral) {
       quietAt(line.time);
       continue;

@@ -16,6 +16,13 @@ export interface Referral {
 /** Maps a request's Referer and utm_source to the AI operator that sent it. */
 export type ReferralRule = (referer: string | undefined, utmSource: string | undefined) => Referral | null;
 
+/**
+ * Whether a request can be a visit an AI product sent: a person's (neither a bot nor an unknown
+ * client, which are counted apart), reading a page (GET or HEAD) that was there (status below 400).
+ */
+export const mayBeVisit = (c: { bot: boolean; unknown?: true }, method: string, status: number): boolean =>
+  !c.bot && c.unknown !== true && (method === 'GET' || method === 'HEAD') && status < 400;
+
 /** The host of a Referer without `www.`, and its path; null when it is no http(s) URL. */
 function refererParts(referer: string): { host: string; path: string } | null {
   if (referer.length > REFERER_MAX_CHARS || !/^https?:\/\//i.test(referer)) return null;
