@@ -228,10 +228,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
       const n = waiting.get(key) ?? 0;
-      const genuine = genuineClaims(family);
+      const announced = announcedBefore(family);
       settle(ledger, family, outcome, n);
       if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
-      else if (n > 0 && genuine === 0) announce(family, outcome);
+      else if (n > 0 && !announced) announce(family, outcome);
       waiting.delete(key);
       dirty = true;
     },
@@ -264,13 +264,18 @@ export async function createTelemetry(o: TelemetryOptions) {
     },
     onResult: (family, outcome) => {
       const settled = ledgerOutcome(outcome);
-      const genuine = genuineClaims(family);
+      const announced = announcedBefore(family);
       settle(ledger, family, settled, 1);
       if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
-      else if (genuine === 0) announce(family, settled);
+      else if (!announced) announce(family, settled);
       dirty = true;
     },
   });
+  // Families a claim of which can be proven here: by published ranges, documented host names or a
+  // registered signature agent. Such a family is announced by a proven claim only.
+  const provable = new Set(
+    o.families.filter((f) => verifier.canVerify(f) || (f.signature_agents?.length ?? 0) > 0).map((f) => f.family),
+  );
 
   /**
    * A request signed by a registered agent is that agent's family, whatever its User-Agent says
@@ -384,8 +389,8 @@ export async function createTelemetry(o: TelemetryOptions) {
           : null;
     const name =
       o.alerts && classification.family !== null ? cut(classification.family, LEDGER_LIMITS.nameChars) : null;
-    // Announced once a claim of it did not fail: a spoofer's first claim takes no family's announcement.
-    const announced = name === null || genuineClaims(name) > 0;
+    // A spoofer's claim takes no family's announcement (announcedBefore).
+    const announced = name === null || announcedBefore(name);
     event.at = at;
     event.method = r.method;
     event.path = path;
@@ -424,23 +429,28 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
-  /** Claims of a family that did not fail verification so far (verified or unverifiable); 0 without a row. */
-  function genuineClaims(family: string): number {
+  /**
+   * Whether a family was announced: it has a verified claim, or, when no claim of it can be proven
+   * here, one that did not fail. A spoofer's claims of a provable family are failed, or unverifiable
+   * while its network's lookup is under way: none of them is the crawler's arrival.
+   */
+  function announcedBefore(family: string): boolean {
     const row = ledger.families[family];
-    return row ? row.verified + row.unverifiable : 0;
+    return row !== undefined && (row.verified > 0 || (!provable.has(family) && row.unverifiable > 0));
   }
 
   /**
-   * A new family's alert, raised on its first claim that did not fail verification (at once, or when
-   * a lookup or a signature check answers): a spoofed claim of a crawler that has not come yet takes
-   * no announcement from the crawler, and a family whose every claim fails has its spoofing alert.
-   * Generic HTTP tools (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe
-   * with: counted, never news. A family folded into "(other families)" has no row and raises nothing.
-   * A verified one is queued for the webhook ahead of alerts anyone could raise by writing a name.
+   * A new family's alert, raised on its first verified claim, or, for a family no claim of which can
+   * be proven here, its first claim that did not fail (at once, or when a lookup or a signature
+   * check answers): a spoofed claim of a crawler that has not come yet takes no announcement from
+   * the crawler, and a family whose every claim fails has its spoofing alert. Generic HTTP tools
+   * (curl, Wget: content/bot-families.yaml's "(tool)") are what operators probe with: counted, never
+   * news. A family folded into "(other families)" has no row and raises nothing. A verified one is
+   * queued for the webhook ahead of alerts anyone could raise by writing a name.
    */
   function announce(family: string, outcome: Outcome): void {
     const row = ledger.families[family];
-    if (row && row.operator !== '(tool)')
+    if (row && row.operator !== '(tool)' && (outcome === 'verified' || !provable.has(family)))
       o.alerts?.newFamily(row.family, row.operator, row.class, outcome === 'verified');
   }
 

@@ -176,10 +176,11 @@ describe('alerts', () => {
     expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Googlebot', 'Bingbot', 'Applebot']);
   });
 
-  it('remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped until old ones expire', () => {
+  it("remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped (logged once a window) until old ones expire; a verified crawler's takes the oldest one's place", () => {
     const c = clock();
+    const { logger, lines } = memoryLogger();
     const alerts = createAlerts({
-      logger: pino({ level: 'silent' }),
+      logger,
       windowMs: 60_000,
       spoofThreshold: 1,
       maxQueue: 1,
@@ -189,7 +190,13 @@ describe('alerts', () => {
     for (let i = 0; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
     expect(alerts.failed('One more', null)).toBe(false);
-    expect(alerts.stats().dropped).toBe(2);
+    expect(alerts.newFamily('And another', null, 'Bot')).toBe(false);
+    expect(alerts.stats().dropped).toBe(3);
+    // Said in the log, once a window.
+    expect(lines.filter((l) => /memory of raised alerts is full/.test(l.msg))).toHaveLength(1);
+    // A verified crawler's arrival takes the oldest pair's place.
+    expect(alerts.newFamily('Googlebot', 'Google', 'Crawler', true)).toBe(true);
+    expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(false);
     c.advance(60_000);
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(true);
   });
@@ -274,7 +281,7 @@ describe('alerts from telemetry', () => {
     await t.close();
   });
 
-  it("announces a crawler on its first claim that does not fail: a spoofer before it takes no crawler's announcement", async () => {
+  it("announces a crawler on its first verified claim: a spoofer's claims before it, failed or unverifiable, take no announcement", async () => {
     let lookups = 0;
     // One address of Google's by its PTR record and forward confirmation; no PTR record for the rest.
     const { alerts, t } = await alerting(1000, {
@@ -293,7 +300,11 @@ describe('alerts from telemetry', () => {
         userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
       });
     for (let i = 1; i <= 3; i++) googlebot(`198.51.${i}.7`);
-    await waitFor(() => t.snapshot().families.Googlebot?.failed, { until: (n) => n === 3, what: '3 failed claims' });
+    // Two at once from one network: the second is unverifiable while the first's lookup runs.
+    googlebot('198.51.9.1');
+    googlebot('198.51.9.2');
+    await waitFor(() => t.snapshot().families.Googlebot?.failed, { until: (n) => n === 4, what: '4 failed claims' });
+    expect(t.snapshot().families.Googlebot?.unverifiable).toBe(1);
     await alerts.idle();
     expect(hook.got.slice(from)).toEqual([]);
     // Google's own address, verified by its lookup: announced when the answer comes.
@@ -308,7 +319,33 @@ describe('alerts from telemetry', () => {
     googlebot('66.249.66.1');
     await alerts.idle();
     expect(hook.got.slice(from)).toHaveLength(1);
-    expect(lookups).toBe(4);
+    expect(lookups).toBe(5);
+    await t.close();
+  });
+
+  it('raises the spoofing alert for a client rotating through its network: past its failed lookups, its claims fail', async () => {
+    const { alerts, t } = await alerting(20, { reverse: async () => [], resolve: async () => [] });
+    const from = hook.got.length;
+    for (let i = 1; i <= 200; i++) {
+      t.observe({
+        method: 'GET',
+        host: 'site.example',
+        status: 200,
+        durationMs: 1,
+        path: '/',
+        remoteAddress: `198.51.100.${i}`,
+        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+      });
+      // Each lookup answered before the next claim: the network's failures are counted one by one.
+      await new Promise((r) => setImmediate(r));
+    }
+    await waitFor(() => t.snapshot().families.Googlebot, {
+      until: (f) => f !== undefined && f.failed + f.unverifiable === 200,
+      what: 'every claim settled',
+    });
+    expect(t.snapshot().families.Googlebot).toMatchObject({ verified: 0, failed: 200, unverifiable: 0 });
+    await alerts.idle();
+    expect(hook.got.slice(from).map((a) => `${a.kind} ${a.family}`)).toEqual(['spoofing Googlebot']);
     await t.close();
   });
 

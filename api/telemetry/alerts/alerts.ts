@@ -38,7 +38,11 @@ export interface AlertOptions {
   now?: () => Date;
 }
 
-/** (kind, family) pairs and families with failed verifications remembered at most: past it, expired ones go, then new ones are not raised. */
+/**
+ * (kind, family) pairs and families with failed verifications remembered at most: past it, expired
+ * ones go, then new ones are not raised (logged once a window), but a verified crawler's arrival
+ * takes the oldest pair's place.
+ */
 export const ALERT_MAX_KEYS = 4096;
 /** Characters of a family name or path an alert carries (both come from the network). */
 const FIELD_CHARS = 128;
@@ -65,6 +69,8 @@ export function createAlerts(o: AlertOptions) {
   // Queued alerts of crawlers their verification proved (never bumped for another).
   const provenAlerts = new WeakSet<Alert>();
   let inFlight = 0;
+  // When the full memory of raised pairs was last logged.
+  let fullSince: number | undefined;
   const stats = { raised: 0, sent: 0, failed: 0, dropped: 0 };
   let idle: (() => void)[] = [];
 
@@ -88,8 +94,20 @@ export function createAlerts(o: AlertOptions) {
     const key = `${kind}\n${family}`;
     if (!dueAgain(raised.get(key), ms, o.windowMs)) return false;
     if (!raised.has(key) && !room(raised, (v) => v, ms)) {
-      stats.dropped++;
-      return false;
+      // A crawler proven by its verification takes the place of the oldest pair remembered: names
+      // written into User-Agents and Host headers cannot fill the memory against its arrival.
+      if (proven) raised.delete(raised.keys().next().value!);
+      else {
+        stats.dropped++;
+        if (dueAgain(fullSince, ms, o.windowMs)) {
+          fullSince = ms;
+          o.logger.warn(
+            { remembered: raised.size, kind, family: cut(family) },
+            'bot alert: the memory of raised alerts is full; alerts are not raised until pairs expire (logged once a window)',
+          );
+        }
+        return false;
+      }
     }
     raised.set(key, ms);
     stats.raised++;

@@ -39,8 +39,9 @@ export const RDNS_SUCCESS_TTL_MS = 24 * 3_600_000;
 export const RDNS_FAILURE_TTL_MS = 3_600_000;
 /**
  * Failed lookups a network (/24 or /64) may have for one family within RDNS_FAILURE_TTL_MS before
- * its other addresses' claims are counted unverifiable, not looked up: a client rotating addresses
- * costs this many lookups a network an hour, and a spoofer's failure never fails its neighbour.
+ * its other addresses' claims are counted failed, not looked up: a client rotating addresses costs
+ * this many lookups a network an hour and its claims show as spoofed, not as the crawler's. One
+ * spoofer's failure never fails its neighbour; a crawler's address verified before keeps its answer.
  */
 export const RDNS_NETWORK_FAILURES = 5;
 /** Entries in each verification cache (addresses, failed networks). */
@@ -151,7 +152,7 @@ export function createVerifier(o: VerifierOptions) {
       const known = byAddress.get(key);
       if (known) return known;
       const network = `${family.family}\n${networkOf(address)}`;
-      if ((failedNetworks.get(network) ?? 0) >= RDNS_NETWORK_FAILURES) return 'unverifiable';
+      if ((failedNetworks.get(network) ?? 0) >= RDNS_NETWORK_FAILURES) return 'failed';
       const pending = inFlight.get(network);
       if (pending !== undefined) return pending === address ? null : 'unverifiable';
       if (inFlight.size >= maxInFlight) return 'unverifiable';
