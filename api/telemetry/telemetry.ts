@@ -33,6 +33,8 @@ import {
   mergeSnapshots,
   reviveSnapshot,
   settle,
+  attribute,
+  type FamilyRow,
   type FunnelStep,
   type LedgerEvent,
   type RecentEntry,
@@ -58,6 +60,18 @@ import { clientKey } from '../net/address.ts';
 import { createOperatorTraffic, type OperatorTraffic } from './operator-traffic.ts';
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
+/**
+ * Requests of one pending claim (an address whose lookup runs, a signature being checked) whose
+ * paths, hosts and judgements are kept until the check answers; past them, such requests are only
+ * counted.
+ */
+export const PENDING_EVENTS = 32;
+
+/** A claim whose check has not answered: its requests, and the events of the first PENDING_EVENTS of them. */
+interface Pending {
+  n: number;
+  events: LedgerEvent[];
+}
 /**
  * An ingest group's robots.txt verdict: judged, no rule broken, not a fetch of robots.txt (those go
  * one by one), so the ledger reads nothing else of it.
@@ -219,21 +233,17 @@ export async function createTelemetry(o: TelemetryOptions) {
   // Saved at least this often even when nothing changed: on a shared store, a ledger left unsaved
   // for TELEMETRY_STALE_MS is taken for a stopped process's and folded into a new one.
   let lastSaved = Date.now();
-  // Requests counted before their verification answer came back, by family and hashed address.
-  const waiting = new Map<string, number>();
+  // Claims counted before their verification answer came back, by family and hashed address.
+  const waiting = new Map<string, Pending>();
   const verifier = createVerifier({
     resolver: o.resolver,
     ranges: o.ranges,
     maxInFlight: o.maxDnsInFlight,
     onResult: (family, ipKey, outcome) => {
       const key = `${family}\n${ipKey}`;
-      const n = waiting.get(key) ?? 0;
-      const announced = announcedBefore(family);
-      settle(ledger, family, outcome, n);
-      if (outcome === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, n);
-      else if (n > 0 && !announced) announce(family, outcome);
+      const pending = waiting.get(key);
       waiting.delete(key);
-      dirty = true;
+      if (pending) settled(family, outcome, pending);
     },
   });
   const signatures = createSignatureVerifier({
@@ -262,15 +272,30 @@ export async function createTelemetry(o: TelemetryOptions) {
         'web bot auth: nonce not claimed on the shared store; counted unverified',
       );
     },
-    onResult: (family, outcome) => {
-      const settled = ledgerOutcome(outcome);
-      const announced = announcedBefore(family);
-      settle(ledger, family, settled, 1);
-      if (settled === 'failed') o.alerts?.failed(family, ledger.families[family]?.operator ?? null, 1);
-      else if (!announced) announce(family, settled);
-      dirty = true;
-    },
+    onResult: (family, outcome, pending) => settled(family, ledgerOutcome(outcome), pending as Pending),
   });
+
+  /**
+   * A claim's check answered: its outcome counted for its requests, and what they say of the family
+   * (left out while it ran) added unless it failed; a failure towards the spoofing alert, a first
+   * proof announcing the family.
+   */
+  function settled(family: string, outcome: Outcome, pending: Pending): void {
+    const announced = announcedBefore(family);
+    settle(ledger, family, outcome, pending.n);
+    dirty = true;
+    const operator = ledger.families[family]?.operator ?? null;
+    if (outcome === 'failed') {
+      o.alerts?.failed(family, operator, pending.n);
+      return;
+    }
+    if (pending.n > 0 && !announced) announce(family, outcome);
+    if (says(family, outcome))
+      for (const e of pending.events) {
+        attribute(ledger, family, e);
+        judgementAlerts(family, operator, e);
+      }
+  }
   // Families a claim of which can be proven here: by published ranges, documented host names or a
   // registered signature agent. Such a family is announced by a proven claim only.
   const provable = new Set(
@@ -284,12 +309,16 @@ export async function createTelemetry(o: TelemetryOptions) {
   function bySignature(
     r: ObservedRequest,
     classification: Classification,
-  ): { classification: Classification; verification: Outcome | null } | null {
+  ): { classification: Classification; verification: Outcome | Pending } | null {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature });
-    return { classification: classificationOf(family), verification: outcome === null ? null : ledgerOutcome(outcome) };
+    const pending: Pending = { n: 1, events: [] };
+    const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature }, pending);
+    return {
+      classification: classificationOf(family),
+      verification: outcome === null ? pending : ledgerOutcome(outcome),
+    };
   }
 
   /**
@@ -297,18 +326,19 @@ export async function createTelemetry(o: TelemetryOptions) {
    * can be checked by address is looked up (null while DNS answers, settled later); anything else,
    * or a line without an address, is unverifiable.
    */
-  function byAddress(classification: Classification, address: string | undefined, n = 1): Outcome | null {
+  function byAddress(classification: Classification, address: string | undefined, n = 1): Outcome | Pending | null {
     const known = classification.known;
     if (!classification.bot) return null;
     if (known?.robots_only) return 'failed';
     if (!known || !address || !verifier.canVerify(known)) return 'unverifiable';
     const ipKey = ipKeyOf(address);
     const outcome = verifier.lookup(known, address, ipKey);
-    if (outcome === null) {
-      const key = `${known.family}\n${ipKey}`;
-      waiting.set(key, (waiting.get(key) ?? 0) + n);
-    }
-    return outcome;
+    if (outcome !== null) return outcome;
+    const key = `${known.family}\n${ipKey}`;
+    let pending = waiting.get(key);
+    if (!pending) waiting.set(key, (pending = { n: 0, events: [] }));
+    pending.n += n;
+    return pending;
   }
 
   async function flush(): Promise<void> {
@@ -337,6 +367,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     host: '',
     classification: HUMAN,
     verification: null,
+    says: false,
     bait: false,
     disallowed: false,
     robots: null,
@@ -367,7 +398,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     bait: boolean,
     path: string,
     at: Date,
-    verification: Outcome | null,
+    verification: Outcome | Pending | null,
     live: boolean,
     address: string | undefined,
     n = 1,
@@ -397,7 +428,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.status = r.status;
     event.host = host;
     event.classification = classification;
-    event.verification = verification;
+    const outcome = typeof verification === 'object' && verification !== null ? null : verification;
+    event.verification = outcome;
+    event.says = says(classification.family ?? '', outcome);
     event.bait = bait;
     event.disallowed = bait;
     event.robots = robots;
@@ -413,20 +446,27 @@ export async function createTelemetry(o: TelemetryOptions) {
     // A live request's time is the server's clock (the gateway read it when the answer was finished).
     const counted = count(ledger, event, live ? at : now());
     dirty ||= counted;
-    if (counted && o.alerts && classification.bot) {
-      alertOn(name, announced, bait || robots?.broke != null, path, verification);
-      // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
-      if (verification === 'failed' && name !== null && ledger.families[name])
-        for (let i = 1; i < n; i++) o.alerts.failed(name, ledger.families[name].operator, 1);
-    }
-    if (counted && o.alerts && event.preferenceBroken && name !== null && ledger.families[name])
-      o.alerts.preference(
-        name,
-        ledger.families[name].operator,
-        path,
-        serialisePreference(preferenceOf(path, o.usage!)),
-      );
+    if (!counted || !classification.bot) return counted;
+    // What a claim being checked says of its family waits for the check (count() left it out).
+    if (typeof verification === 'object' && verification !== null && verification.events.length < PENDING_EVENTS)
+      verification.events.push({ ...event, at: new Date(at.getTime()), recent: undefined });
+    const row = name === null ? undefined : ledger.families[name];
+    if (!o.alerts || !row) return counted;
+    alertOn(row, announced, outcome);
+    // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
+    if (outcome === 'failed') for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1);
+    if (event.says) judgementAlerts(row.family, row.operator, event);
     return counted;
+  }
+
+  /**
+   * Whether what a claim's requests say of its family is the family's: when the claim was proven,
+   * or could not be checked for a family no claim of which can be proven here. A spoofer's claims of
+   * a provable family are failed, or unverifiable while its network's lookup runs: they must not
+   * take the crawler's path slots or make it break robots.txt.
+   */
+  function says(family: string, outcome: Outcome | null): boolean {
+    return outcome === 'verified' || (outcome === 'unverifiable' && !provable.has(family));
   }
 
   /**
@@ -454,24 +494,24 @@ export async function createTelemetry(o: TelemetryOptions) {
       o.alerts?.newFamily(row.family, row.operator, row.class, outcome === 'verified');
   }
 
-  /** The alerts a counted bot request may raise (each rule bounded and once per window in alerts.ts). */
-  function alertOn(
-    name: string | null,
-    announced: boolean,
-    disallowed: boolean,
-    path: string,
-    verification: Outcome | null,
-  ): void {
-    // Almost every counted request is an announced family's, verified or pending, on an allowed path: nothing to raise.
-    if (announced && !disallowed && verification !== 'failed') return;
-    const alerts = o.alerts!;
-    const row = name === null ? undefined : ledger.families[name];
-    if (!row) return;
-    if (!announced && (verification === 'verified' || verification === 'unverifiable'))
-      announce(row.family, verification);
-    if (verification === 'failed') alerts.failed(row.family, row.operator, 1);
-    // A path robots.txt disallows for this crawler (its own group's rule), or a bait path.
-    if (disallowed) alerts.robots(row.family, row.operator, path);
+  /** The announcement or spoofing alert a counted claim may raise (each bounded and once per window in alerts.ts). */
+  function alertOn(row: FamilyRow, announced: boolean, outcome: Outcome | null): void {
+    // Almost every counted request is an announced family's, verified or pending: nothing to raise.
+    if (announced && outcome !== 'failed') return;
+    if (!announced && (outcome === 'verified' || outcome === 'unverifiable')) announce(row.family, outcome);
+    if (outcome === 'failed') o.alerts!.failed(row.family, row.operator, 1);
+  }
+
+  /**
+   * The robots.txt and usage alerts of a request whose claim is not known false (at once, or when its
+   * check answers): a path robots.txt disallows for this crawler (its own group's rule) or a bait
+   * path; a path whose AI usage preference its purpose goes against.
+   */
+  function judgementAlerts(family: string, operator: string | null, e: LedgerEvent): void {
+    if (!o.alerts) return;
+    if (e.disallowed || e.robots?.broke != null) o.alerts.robots(family, operator, e.path);
+    if (e.preferenceBroken)
+      o.alerts.preference(family, operator, e.path, serialisePreference(preferenceOf(e.path, o.usage!)));
   }
 
   const referralOf = o.referrals && rememberReferrals(o.referrals);

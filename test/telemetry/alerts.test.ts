@@ -349,6 +349,48 @@ describe('alerts from telemetry', () => {
     await t.close();
   });
 
+  it("keeps a spoofer's claims from saying anything of the crawler: its paths, hosts, traps and robots.txt alerts are the crawler's own", async () => {
+    // Google's address by its PTR record and forward confirmation (outside the published ranges: a
+    // lookup each); no PTR record for the spoofer's.
+    const { alerts, t } = await alerting(1000, {
+      reverse: async (ip) => (ip === '192.0.2.66' ? ['crawl-192-0-2-66.googlebot.com'] : []),
+      resolve: async (host) => (host === 'crawl-192-0-2-66.googlebot.com' ? ['192.0.2.66'] : []),
+    });
+    const from = hook.got.length;
+    const googlebot = (remoteAddress: string, path: string, host = 'site.example') =>
+      t.observe({
+        method: 'GET',
+        host,
+        status: 200,
+        durationMs: 1,
+        path,
+        remoteAddress,
+        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
+      });
+    // The spoofer's first claims are checked (pending), the rest of its network's fail at once.
+    for (let i = 0; i < 20; i++) googlebot(`198.51.100.${1 + (i % 7)}`, `/junk/${i}`, `junk${i}.example`);
+    googlebot('198.51.100.9', '/trap/spoofed');
+    await waitFor(() => t.snapshot().families.Googlebot, {
+      until: (f) => f !== undefined && f.failed + f.unverifiable === 21,
+      what: "the spoofer's 21 claims settled",
+    });
+    // Google's own requests, the first while its lookup runs, one of them on a bait path.
+    googlebot('192.0.2.66', '/trap/real');
+    for (let i = 0; i < 5; i++) googlebot('192.0.2.66', '/');
+    await waitFor(() => t.snapshot().families.Googlebot?.verified, { until: (n) => n === 6, what: '6 verified' });
+    const row = t.snapshot().families.Googlebot!;
+    expect(row.requests).toBe(27);
+    expect(row.paths).toEqual({ '/trap/real': 1, '/': 5 });
+    expect(row.hosts).toEqual({ 'site.example': 6 });
+    expect(row.baitHits).toBe(1);
+    expect(row.violations).toBe(1);
+    await alerts.idle();
+    const got = hook.got.slice(from);
+    expect(got.map((a) => `${a.kind} ${a.family}`).sort()).toEqual(['new-family Googlebot', 'robots Googlebot']);
+    expect(got.find((a) => a.kind === 'robots')!.detail).toEqual({ path: '/trap/real' });
+    await t.close();
+  });
+
   it('announces a signed agent when a signature check verifies it: forged signatures before it take no announcement', async () => {
     const [key, forger] = await Promise.all([agentKey(), agentKey()]);
     // ChatGPT-User's registered directory (content/bot-families.yaml), answered here, listing only `key`.

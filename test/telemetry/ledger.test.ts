@@ -318,11 +318,13 @@ describe('the bot wall document', () => {
     const families = wall.botTraffic.families;
     expect(families.map((f) => f.family)).toEqual(['ClaudeBot', 'GPTBot']);
     // Its failed verifications are spoofed requests of its name: counted as Cosplay request by request,
-    // never turning the family itself into Cosplay.
+    // never turning the family itself into Cosplay, and saying nothing of it (the spoofer's fetch of
+    // robots.txt is not the crawler's, its paths take none of the crawler's slots).
     expect(families[0]).toMatchObject({
       class: 'Eater',
       verification: { method: 'none', verified: 0, failed: 5, unverifiable: 0 },
-      robotsTxtFetches: 1,
+      robotsTxtFetches: 0,
+      topPaths: [],
       disallowedHits: 0,
       hourly: [{ hour: '2026-11-21T10:00:00Z', requests: 5 }],
       daily: [{ day: '2026-11-21', requests: 5 }],

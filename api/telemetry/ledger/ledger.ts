@@ -136,6 +136,12 @@ export interface LedgerEvent {
   classification: Classification;
   /** The verification outcome; null while a lookup is under way (settled later). */
   verification: Outcome | null;
+  /**
+   * Whether what a bot's request says of its family (paths, hosts, traps, robots.txt, usage, funnel)
+   * is the family's: telemetry's answer (a proven claim, or one of a family that cannot be proven
+   * here); left out, a claim that was not found false.
+   */
+  says?: boolean;
   bait: boolean;
   disallowed: boolean;
   /** The robots.txt verdict on the request; absent or null when no robots.txt is known for its host. */
@@ -701,21 +707,14 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   row.requests += n;
   if ((since ?? at) < row.firstSeen) row.firstSeen = since ?? at;
   if (at > row.lastSeen) row.lastSeen = at;
-  bump(row.paths, path, n, L.pathsPerFamily);
   bump(row.status, statusClass(e.status), n);
-  bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), n, L.hostsPerFamily);
   // A new bucket: the oldest may have left the clock's window (pruned here, not per request).
   if (bump(row.hourly, hour, n)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
   if (bump(row.daily, day, n)) prune(row.daily, daySpan(now.getTime()), L.days);
-  if (e.bait) row.baitHits += n;
-  if (isDeep(e.path)) row.deepHits += n;
-  if (e.path === '/robots.txt') row.robotsFetches += n;
-  if (e.disallowed && c.bot) row.violations += n;
-  if (e.robots && c.bot) countRobots(robotsPart(row), e.robots, path, at, n);
-  if (c.bot && (e.preferenceBroken || e.format)) countUsage(usagePart(row), e, n);
-  const ok = e.status >= 200 && e.status < 300;
-  const step = ok ? e.step : undefined;
-  if (step) row[step] += n;
+  // A claim found false, still being checked (telemetry adds it with attribute() once its check
+  // answers) or, for a family that can be proven, left unproven, is counted and says nothing of the
+  // crawler it names.
+  if (!c.bot || (e.says ?? (e.verification !== null && e.verification !== 'failed'))) attributeTo(row, e, path, at, n);
   if (e.verification) row[e.verification] += n;
   const entry = { at, family: row.family, class: row.class, path, status: e.status };
   if (e.recent) {
@@ -726,6 +725,34 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   // Trimmed in halves, not by a shift per request (a shift was most of what count() cost): readers take recentOf(s).
   if (s.recent.length >= 2 * L.recent) s.recent.splice(0, s.recent.length - L.recent);
   return true;
+}
+
+/**
+ * What a request says of its family, beyond being one of its requests: the paths and hosts it asks
+ * for (slots the first comers take), the traps it falls in, its robots.txt and usage judgements,
+ * its funnel steps. A spoofer's claims must not fill them, nor make a crawler break robots.txt.
+ */
+function attributeTo(row: FamilyRow, e: LedgerEvent, path: string, at: string, n: number): void {
+  const bot = e.classification.bot;
+  bump(row.paths, path, n, L.pathsPerFamily);
+  bump(row.hosts, e.host === '' ? '(none)' : cut(e.host, L.hostChars), n, L.hostsPerFamily);
+  if (e.bait) row.baitHits += n;
+  if (isDeep(e.path)) row.deepHits += n;
+  if (e.path === '/robots.txt') row.robotsFetches += n;
+  if (e.disallowed && bot) row.violations += n;
+  if (e.robots && bot) countRobots(robotsPart(row), e.robots, path, at, n);
+  if (bot && (e.preferenceBroken || e.format)) countUsage(usagePart(row), e, n);
+  if (e.step && e.status >= 200 && e.status < 300) row[e.step] += n;
+}
+
+/**
+ * Adds what a request counted while its claim was being checked says of its family (count()
+ * left it out), once the check did not find the claim false. `e` is the request's event as counted.
+ */
+export function attribute(s: TelemetrySnapshot, family: string, e: LedgerEvent): void {
+  const row = s.families[family];
+  if (!row) return;
+  attributeTo(row, e, cut(e.path, L.pathChars), e.atIso ?? e.at.toISOString(), e.n ?? 1);
 }
 
 /**

@@ -255,7 +255,8 @@ export interface SignatureVerifierOptions {
   families: BotFamily[];
   fetchDirectory: DirectoryFetcher;
   /** Called when a check started by `check` has its answer. */
-  onResult: (family: string, outcome: SignatureOutcome) => void;
+  /** A check's answer, with the `tag` its check() was given. */
+  onResult: (family: string, outcome: SignatureOutcome, tag: unknown) => void;
   /** The service's own authorities (authoritiesOf SITE_URL and SITE_ALIASES); any Host when left out (tests of the format). */
   authorities?: ReadonlySet<string>;
   /** Told of every directory fetch (logged at debug, counted in /metrics). */
@@ -394,8 +395,11 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
       }
       return null;
     },
-    /** Starts checking a signed request that claims `family`; null while it runs, 'unverified' when too many run. */
-    check(family: BotFamily, r: SignedRequest): SignatureOutcome | null {
+    /**
+     * Starts checking a signed request that claims `family`; null while it runs (onResult answers,
+     * with `tag`), 'unverified' when too many run.
+     */
+    check(family: BotFamily, r: SignedRequest, tag?: unknown): SignatureOutcome | null {
       if (pending >= maxPending) return 'unverified';
       pending++;
       void verifySignedRequest(r, resolveKey, {
@@ -411,7 +415,7 @@ export function createSignatureVerifier(o: SignatureVerifierOptions) {
             : result.outcome;
         // A check waiting for its claim is still running: MAX_PENDING_CHECKS bounds claims too.
         pending--;
-        o.onResult(family.family, outcome);
+        o.onResult(family.family, outcome, tag);
       });
       return null;
     },
