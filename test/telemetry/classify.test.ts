@@ -232,6 +232,78 @@ describe('classification', () => {
     expect(tokens.has(c.family!)).toBe(true);
   });
 
+  it("names tools and scanners by their own names, without a version or another tool's name", () => {
+    for (const [ua, family] of [
+      // Node.js's own fetch, not the node-fetch package.
+      ['undici', 'undici'],
+      ['node', 'node'],
+      ['W3C-checklink/5.0.0', 'W3C Link Checker'],
+      ['Mozilla/5.00 (Nikto/2.1.5) (Evasions:None) (Test:map_codes)', 'Nikto'],
+      ['Fuzz Faster U Fool v2.1.0-dev', 'ffuf'],
+      // A version's pre-release tag comes off with it.
+      ['DirBuster-1.0-RC1 (http://www.owasp.org/index.php/Category:OWASP_DirBuster_Project)', 'DirBuster'],
+      ['Mozilla/5.0 (compatible; Google-PageSpeed Insights)', 'Google PageSpeed Insights'],
+    ])
+      expect(classify(ua!), ua).toMatchObject({ bot: true, family });
+  });
+
+  it('takes a common word for the agent it names only as the agent writes it', () => {
+    // "Spider" (ai.robots.txt) is an AI data provider; the word "spider" names no one.
+    expect(classify('Mozilla/5.0 (compatible; Spider/1.0; +https://example.org/bot)')).toMatchObject({
+      family: 'Spider',
+      class: 'Eater',
+    });
+    for (const ua of ['spider/1.0', 'Mozilla/3.0 (compatible; Zorp the spider; http://zorp.example/)'])
+      expect(classify(ua), ua).toMatchObject({ bot: true, class: 'Bot' });
+    expect(classify('Mozilla/3.0 (compatible; Zorp the spider; http://zorp.example/)').family).toBe('Zorp');
+    // A generic word set off by a dash says what the words before it are.
+    expect(
+      classify('Mozilla/5.0 (X11; Linux x86_64; rv:1.9) Gecko/2010 Firefox/3.0.5 (Zorp Quux - spider 3.0)'),
+    ).toMatchObject({ bot: true, family: 'Zorp Quux' });
+  });
+
+  it("calls media players' own HTTP stacks, and media and mail apps of our table, people's: not bots nor unknown clients", () => {
+    for (const ua of [
+      'libmpv',
+      'GStreamer souphttpsrc 1.22.0 libsoup/3.4.2',
+      'WinampMPEG/5.9',
+      'Strawberry/1.0.21',
+      'Outlook-Android/2.0',
+    ]) {
+      const c = classify(ua);
+      expect([ua, c.bot, c.unknown ?? false]).toEqual([ua, false, false]);
+    }
+  });
+
+  it("takes a desktop app's Electron shell and a phone's in-app browser for a person, not the company's agent or fetcher", () => {
+    for (const ua of [
+      'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Code/1.86.2 Chrome/118.0.5993.159 Electron/27.2.3 Safari/537.36',
+      'Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Cursor/0.42.3 Chrome/124.0.6367.243 Electron/30.5.1 Safari/537.36',
+      'Mozilla/5.0 (Linux; Android 13; Pixel 6 Build/TQ2A.230505.002; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/113.0.5672.131 Mobile Safari/537.36 Feedly/2.4.3',
+      'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Bluesky/1.70',
+      'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Mastodon/2.4.1',
+    ])
+      expect(classify(ua), ua).toMatchObject({ bot: false, family: null });
+    // The fetchers write a crawler's manner; a tool poses as a phone's whole browser; a bot's word is a bot's.
+    for (const [ua, family] of [
+      ['Feedly/1.0 (+http://www.feedly.com/fetcher.html; 42 subscribers; like FeedFetcher-Google)', 'Feedly'],
+      ['http.rb/5.1.1 (Mastodon/4.2.8; +https://mastodon.social/)', 'Mastodon'],
+      [
+        'Mozilla/5.0 (iPhone; CPU iPhone OS 17_2 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148 Bluesky/1.70 (+https://bsky.app)',
+        'Bluesky',
+      ],
+      [
+        'Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5 Build/MRA58N) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/74.0.3694.0 Mobile Safari/537.36 Chrome-Lighthouse',
+        'Chrome-Lighthouse',
+      ],
+      [
+        'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) facebot/1.4.9 Chrome/61.0.3163.100 Electron/2.0.16 Safari/537.36',
+        'Facebot',
+      ],
+    ])
+      expect(classify(ua!), ua).toMatchObject({ bot: true, family });
+  });
+
   it('takes a vulnerability scanner that a client list files among mobile apps for a bot (OpenVAS)', () => {
     expect(classify('Mozilla/5.0 [en] (X11, U; OpenVAS-VT 21.4.4)')).toMatchObject({ bot: true, family: 'OpenVAS' });
     expect(classify('OpenVAS-VT 22.4.1')).toMatchObject({ bot: true, family: 'OpenVAS' });

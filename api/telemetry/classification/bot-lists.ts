@@ -321,10 +321,11 @@ class Claims {
 
 /**
  * A version glued to a name ("grub-client-2.6.1", "TwengaBot-2.0", "Seeker v.1", "larbin2.6.3",
- * "linkCheckV3.0"): one family, whatever its version. A bare number is not taken for one
- * ("IVW-Crawler-6476133", "XyzBot-12").
+ * "linkCheckV3.0"), with its pre-release tag ("DirBuster-1.0-RC1", "v2.1.0-dev"): one family,
+ * whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
  */
-const GLUED_NAME_VERSION = /(?:[-_ ]v\.?\d[\d.]*|(?:[-_ ]|(?<=[a-z]{2})v?)\d+\.\d[\d.]*)$/i;
+const GLUED_NAME_VERSION =
+  /(?:[-_ ]v\.?\d[\d.]*|(?:[-_ ]|(?<=[a-z]{2})v?)\d+\.\d[\d.]*)(?:[-_.]?(?:rc|beta|alpha|dev|pre)\d*)?$/i;
 /** What a sentence leaves after a name: a colon, a dash, a full stop, a "v." whose number is a token of its own ("SSL-Crawler:", "Qirina Hurdler v."). */
 const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
 /** A name without a glued version or what a sentence leaves after it; unchanged where less than 3 characters would be left. */

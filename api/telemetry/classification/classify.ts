@@ -113,6 +113,11 @@ interface Entry {
   tier: Tier;
   /** device-detector's "Generic Bot" words (Desktop, ...): a heuristic, never a name appended to a browser's string. */
   generic?: true;
+  /**
+   * A weak token that names an agent, not a tool ("Spider", "Code"), as the agent writes it: a
+   * common word names the agent only so spelled ("Fluffy the spider", "spider/1.0" are the word).
+   */
+  spelled?: string;
 }
 
 /** Phrases (one or more lowercase words) indexed by their first word, longest first. */
@@ -433,10 +438,13 @@ function matchedName(t: Tokens, ua: string): string | null {
     words = [match.text];
   } else if (t.lower[k]!.includes('@')) words = [t.original[k]!.slice(0, t.original[k]!.indexOf('@'))];
   else {
-    let from = k;
+    // A generic word set off by a dash says what the words before it are ("Dot TK - spider 3.0").
+    const dashed = NOT_NAMES.has(t.lower[k]!) && t.original[k - 1] === '-' && t.starts[k - 1]! + 2 === t.starts[k];
+    const end = dashed ? k - 1 : k;
+    let from = end;
     while (
       from > 0 &&
-      k - from < 2 &&
+      end - from < 2 &&
       NOT_NAMES.has(t.lower[k]!) &&
       t.starts[from - 1]! + t.original[from - 1]!.length + 1 === t.starts[from] &&
       ua.charCodeAt(t.starts[from]! - 1) === 32 &&
@@ -444,7 +452,7 @@ function matchedName(t: Tokens, ua: string): string | null {
       !NAME_STOP.has(t.lower[from - 1]!)
     )
       from--;
-    words = [...t.original.slice(from, k), nameAt(t, ua, k)];
+    words = dashed ? t.original.slice(from, end) : [...t.original.slice(from, k), nameAt(t, ua, k)];
   }
   const name = bareName(words.join(' ')).slice(0, 64);
   const generic = (w: string) => NOT_NAMES.has(w) || GENERIC_NAMES.has(w) || PUBLIC_MAIL.test(w) || NUMBERISH.test(w);
@@ -505,6 +513,11 @@ const genericWords = (ua: string) =>
 function appendedToBrowser(ua: string, lower: string[], i: number): boolean {
   // An in-app browser appends its app's name too ("... Mobile Safari/537.36 Viber", "[Pinterest/Android]").
   if (!BROWSER_STRING.test(ua) || isPersonClientName(lower[i]!) || FEATURE_PHONE_PROFILE.test(ua)) return false;
+  return appendedAfter(ua, lower, i);
+}
+
+/** Whether token i comes after a browser string's own tokens and comments, last but for its version and a comment. */
+function appendedAfter(ua: string, lower: string[], i: number): boolean {
   const last = lower.findLastIndex((w) => BROWSER_WORDS.has(w));
   if (last < 0 || i <= last) return false;
   const close = ua.lastIndexOf(')');
@@ -538,6 +551,30 @@ const isAppNotPreview = (ua: string, token: string) => {
   return preview !== undefined && !preview.test(ua);
 };
 
+/** What a crawler writes and a person's app does not: an address or contact, "compatible;", a bot's word. */
+const inCrawlersManner = (ua: string) => CONTACT.test(ua) || COMPATIBLE.test(ua) || SURELY_BOT.test(ua);
+/**
+ * Whether token i is the app's own name in a person's app around a browser engine: an Electron
+ * desktop app, its name right before the engine's Chrome ("... Code/1.86.2 Chrome/118.0
+ * Electron/27.2.3 Safari/537.36"; device-detector reads any such name as the app), or an in-app
+ * browser, a phone's WebView string with the app's name appended (Android's "; wv)", "... Mobile
+ * Safari/537.36 Feedly/2.4.3"; iOS's, with no Safari of its own, "... Mobile/15E148 Bluesky/1.70").
+ * Feed readers, social apps and editors share their names with their companies' fetchers and
+ * agents; those write a crawler's manner (an address, "compatible;", a bot's word), the app none.
+ * A whole mobile browser's string with a name appended is a tool's that poses as that phone
+ * ("... Mobile Safari/537.36 Chrome-Lighthouse", "... Mobile/14A403 Safari/602.1 DareBoost").
+ */
+function inPeoplesApp(ua: string, lower: string[], i: number): boolean {
+  if (!startsAsBrowser(ua) || !lower.includes('applewebkit')) return false;
+  if (lower[i + 1] === 'chrome' && lower.includes('electron')) return !inCrawlersManner(ua);
+  const platform = platformText(ua);
+  if (platform === '' || !lower.includes('mobile')) return false;
+  const webView = lower.includes('safari') ? ANDROID_WEBVIEW.test(platform) : IOS_DEVICE.test(platform);
+  return webView && appendedAfter(ua, lower, i) && !inCrawlersManner(ua);
+}
+const ANDROID_WEBVIEW = /; wv\b/;
+const IOS_DEVICE = /\b(?:iPhone|iPad|iPod)\b/;
+
 export interface ClassifierOptions {
   /** Product tokens of people's own clients, by kind (content/bot-families.yaml `human_clients`). */
   humanClients?: Record<string, string[]>;
@@ -565,7 +602,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     ...families.flatMap((f) =>
       f.tokens.map((t): [string, Entry] => [
         t,
-        { c: classificationOf(f), tier: f.kind === 'tool' || f.weak ? Tier.Weak : Tier.Curated },
+        {
+          c: classificationOf(f),
+          tier: f.kind === 'tool' || f.weak ? Tier.Weak : Tier.Curated,
+          ...(f.weak && f.kind !== 'tool' ? { spelled: productTokens(t).original[0]! } : {}),
+        },
       ]),
     ),
     ...generated.flatMap((g) =>
@@ -666,9 +707,13 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       const hit = phraseAt(starts?.family, lower, i, familyPrefixes);
       const e = hit?.value ?? headAt(single, lower[i]!);
       if (e) {
-        if (e.tier === Tier.Curated) return isAppNotPreview(ua, lower[i]!) ? HUMAN : e.c;
-        if (e.tier === Tier.Weak) weak ??= e.c;
-        else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
+        if (inPeoplesApp(ua, lower, i)) {
+          human = true;
+          stackOnly = false;
+        } else if (e.tier === Tier.Curated) return isAppNotPreview(ua, lower[i]!) ? HUMAN : e.c;
+        else if (e.tier === Tier.Weak) {
+          if (e.spelled === undefined || productTokens(ua).original[i] === e.spelled) weak ??= e.c;
+        } else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
       }
       const person = phraseAt(starts?.human, lower, i, humanPrefixes);
       if (person !== undefined) {
