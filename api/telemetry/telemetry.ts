@@ -72,6 +72,10 @@ interface Pending {
   n: number;
   events: LedgerEvent[];
 }
+/** A claim that could be checked but was not, now (lookups or checks at their bound, its network's under way): counted unverifiable. */
+const UNCHECKED = 'unchecked';
+/** What is known of a claim as it is counted; null for no bot. */
+type Claim = Outcome | typeof UNCHECKED | Pending | null;
 /**
  * An ingest group's robots.txt verdict: judged, no rule broken, not a fetch of robots.txt (those go
  * one by one), so the ledger reads nothing else of it.
@@ -290,7 +294,8 @@ export async function createTelemetry(o: TelemetryOptions) {
       return;
     }
     if (pending.n > 0 && !announced) announce(family, outcome);
-    if (says(family, outcome))
+    // Checked and not found false, yet unproven (DNS did not answer): nothing said, as for UNCHECKED.
+    if (outcome === 'verified')
       for (const e of pending.events) {
         attribute(ledger, family, e);
         judgementAlerts(family, operator, e);
@@ -309,30 +314,33 @@ export async function createTelemetry(o: TelemetryOptions) {
   function bySignature(
     r: ObservedRequest,
     classification: Classification,
-  ): { classification: Classification; verification: Outcome | Pending } | null {
+  ): { classification: Classification; verification: Claim } | null {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
     const pending: Pending = { n: 1, events: [] };
     const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature }, pending);
+    const verification = outcome === null ? pending : ledgerOutcome(outcome);
+    // Too many checks running: this one was not made.
     return {
       classification: classificationOf(family),
-      verification: outcome === null ? pending : ledgerOutcome(outcome),
+      verification: verification === 'unverifiable' ? UNCHECKED : verification,
     };
   }
 
   /**
    * The outcome of a claim by address: a robots.txt-only token is spoofed at once; a family that
-   * can be checked by address is looked up (null while DNS answers, settled later); anything else,
-   * or a line without an address, is unverifiable.
+   * can be checked by address is looked up (pending while DNS answers, settled later; UNCHECKED when
+   * no lookup could be made now); anything else, or a line without an address, is unverifiable.
    */
-  function byAddress(classification: Classification, address: string | undefined, n = 1): Outcome | Pending | null {
+  function byAddress(classification: Classification, address: string | undefined, n = 1): Claim {
     const known = classification.known;
     if (!classification.bot) return null;
     if (known?.robots_only) return 'failed';
     if (!known || !address || !verifier.canVerify(known)) return 'unverifiable';
     const ipKey = ipKeyOf(address);
     const outcome = verifier.lookup(known, address, ipKey);
+    if (outcome === 'unverifiable') return UNCHECKED;
     if (outcome !== null) return outcome;
     const key = `${known.family}\n${ipKey}`;
     let pending = waiting.get(key);
@@ -398,7 +406,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     bait: boolean,
     path: string,
     at: Date,
-    verification: Outcome | Pending | null,
+    verification: Claim,
     live: boolean,
     address: string | undefined,
     n = 1,
@@ -428,9 +436,14 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.status = r.status;
     event.host = host;
     event.classification = classification;
-    const outcome = typeof verification === 'object' && verification !== null ? null : verification;
+    const outcome =
+      verification === UNCHECKED ? 'unverifiable' : typeof verification === 'object' ? null : verification;
     event.verification = outcome;
-    event.says = says(classification.family ?? '', outcome);
+    // What the request says of its family is the family's when its claim is proven, or when nothing
+    // could check it; not when it failed, is being checked, or could not be checked now (a
+    // spoofer's claims while its network's lookup runs): those must not take the crawler's path
+    // slots or make it break robots.txt.
+    event.says = verification === 'verified' || verification === 'unverifiable';
     event.bait = bait;
     event.disallowed = bait;
     event.robots = robots;
@@ -457,16 +470,6 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (outcome === 'failed') for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1);
     if (event.says) judgementAlerts(row.family, row.operator, event);
     return counted;
-  }
-
-  /**
-   * Whether what a claim's requests say of its family is the family's: when the claim was proven,
-   * or could not be checked for a family no claim of which can be proven here. A spoofer's claims of
-   * a provable family are failed, or unverifiable while its network's lookup runs: they must not
-   * take the crawler's path slots or make it break robots.txt.
-   */
-  function says(family: string, outcome: Outcome | null): boolean {
-    return outcome === 'verified' || (outcome === 'unverifiable' && !provable.has(family));
   }
 
   /**
