@@ -12,7 +12,7 @@ import {
   type RequestContext,
 } from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
-import { header, json, type RouteHandler } from '../http/route.ts';
+import { header, headerText, json, type RouteHandler } from '../http/route.ts';
 import type { Caller, Invoke } from '../operations/invoke.ts';
 import { PATH, TOOL_OPERATIONS } from '../operations/paths.ts';
 import { BoundedTaskStore } from './task-store.ts';
@@ -162,7 +162,7 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
     const context = new ServerCallContext({
       state: new Map<string, unknown>([
         ['headers', request.headers],
-        [CALLER, { client: request.client, userAgent: header(request, 'user-agent') ?? '' }],
+        [CALLER, { client: request.client, userAgent: headerText(header(request, 'user-agent')) ?? '' }],
       ]),
       requestedVersion: header(request, 'a2a-version') || undefined,
     });

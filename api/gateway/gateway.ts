@@ -3,7 +3,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { HttpProblem, PROBLEM_TYPE, problemOf } from '../http/problem.ts';
-import { header, type RouteAnswer, type RouteRequest } from '../http/route.ts';
+import { header, headerText, type RouteAnswer, type RouteRequest } from '../http/route.ts';
 import type { Lookup } from '../operations/dispatch.ts';
 import type { BodyLimit } from '../operations/operation.ts';
 import { securityHeaderList, securityHeaders, withCharset } from '../http/security-headers.ts';
@@ -278,7 +278,7 @@ export function createGateway(options: GatewayOptions) {
           path: rawPath,
           query: queryText,
           host: headers.host ?? '',
-          userAgent: headers['user-agent'] ?? '',
+          userAgent: headerText(headers['user-agent']) ?? '',
           // 'close' without 'finish': the client left before the answer was sent.
           status: res.writableFinished ? res.statusCode : CLIENT_CLOSED,
           durationMs: finished - started,

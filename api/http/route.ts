@@ -42,6 +42,23 @@ export function header(request: Pick<RouteRequest, 'headers'>, name: string): st
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const BEYOND_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * A header's text as its client wrote it: node reads a header's bytes as Latin-1, so UTF-8 (a name
+ * in another script in a User-Agent) arrived as mojibake with control characters in it. Valid
+ * UTF-8 is read as such; anything else is kept as node read it.
+ */
+export function headerText(value: string | undefined): string | undefined {
+  if (value === undefined || !BEYOND_ASCII.test(value)) return value;
+  try {
+    return UTF8.decode(Buffer.from(value, 'latin1'));
+  } catch {
+    return value;
+  }
+}
+
 /** The path of a request, without its query. */
 export const pathOf = (request: RouteRequest): string => {
   const query = request.target.indexOf('?');

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { mkdtempSync } from 'node:fs';
-import type { IncomingMessage } from 'node:http';
+import { request, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -108,5 +108,28 @@ describe('one telemetry call per request', () => {
     await afterALaterRequest();
     expect(observedBesidesMarker()).toHaveLength(1);
     expect(observedBesidesMarker()[0]).toMatchObject({ method: 'POST', path: '/api/slow', status: 499 });
+  });
+
+  it('observes a User-Agent sent as UTF-8 as its text, and one that is no UTF-8 as node read it', async () => {
+    const sent = (text: string, encoding: BufferEncoding) =>
+      new Promise<void>((resolve, reject) => {
+        const { hostname, port } = new URL(running.url);
+        // Header bytes as they are: node writes a header string's characters as Latin-1 bytes.
+        const value = Buffer.from(text, encoding).toString('latin1');
+        const req = request({ hostname, port, path: '/api/convert', headers: { 'User-Agent': value } }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    seen.length = 0;
+    await sent('Mozilla/5.0 (compatible; Ｚörp-bot/1.0; +https://zörp.example/bot)', 'utf8');
+    await sent('Zörp-bot/1.0', 'latin1');
+    await afterALaterRequest();
+    expect(observedBesidesMarker().map((r) => r.userAgent)).toEqual([
+      'Mozilla/5.0 (compatible; Ｚörp-bot/1.0; +https://zörp.example/bot)',
+      'Zörp-bot/1.0',
+    ]);
   });
 });
