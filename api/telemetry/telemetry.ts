@@ -281,7 +281,7 @@ export async function createTelemetry(o: TelemetryOptions) {
 
   /**
    * A claim's check answered: its outcome counted for its requests, and what they say of the family
-   * (left out while it ran) added unless it failed; a failure towards the spoofing alert, a first
+   * (left out while it ran) added when it verified; a failure towards the spoofing alert, a first
    * proof announcing the family.
    */
   function settled(family: string, outcome: Outcome, pending: Pending): void {
@@ -294,7 +294,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       return;
     }
     if (pending.n > 0 && !announced) announce(family, outcome);
-    // Checked and not found false, yet unproven (DNS did not answer): nothing said, as for UNCHECKED.
+    // Not found false, yet unproven (DNS did not answer): nothing said, as for UNCHECKED.
     if (outcome === 'verified')
       for (const e of pending.events) {
         attribute(ledger, family, e);
