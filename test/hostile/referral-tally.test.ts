@@ -1,10 +1,6 @@
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadContent } from '../../api/content/load.ts';
-import { funnelStepOf } from '../../api/operations/paths.ts';
-import { openMemoryStore } from '../../api/store/index.ts';
 import { LEDGER_LIMITS } from '../../api/telemetry/ledger/ledger.ts';
-import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import { memoryTelemetry, request } from '../helpers/telemetry.ts';
 
 // Visits "from ChatGPT" from more addresses than an hour's tally keeps, each with a Referer never
 // seen before: the tally stops at LEDGER_LIMITS.referralClients addresses (the hour's later ones
@@ -14,26 +10,9 @@ const PERSON = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like 
 
 describe('the referral tally under a flood of distinct addresses', () => {
   it(`keeps at most ${LEDGER_LIMITS.referralClients} addresses an hour: past them new ones count uncapped, tallied ones stay capped`, async () => {
-    const t = await createTelemetry({
-      funnelStepOf,
-      ...telemetryRulesOf(await loadContent('content')),
-      resolver: { reverse: async () => [], resolve: async () => [] },
-      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
-      store: openMemoryStore().telemetry,
-      logger: pino({ level: 'silent' }),
-      flushMs: 60_000,
-    });
+    const t = await memoryTelemetry();
     const visit = (remoteAddress: string, i: number) =>
-      t.observe({
-        method: 'GET',
-        path: '/',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        userAgent: PERSON,
-        remoteAddress,
-        referral: { referer: `https://chatgpt.com/c/${i}` },
-      });
+      t.observe(request({ userAgent: PERSON, remoteAddress, referral: { referer: `https://chatgpt.com/c/${i}` } }));
     const flood = 4 * LEDGER_LIMITS.referralClients;
     const address = (i: number) => `2001:db8:${(i >> 16).toString(16)}:${(i & 0xffff).toString(16)}::1`;
     for (let i = 0; i < flood; i++) visit(address(i), i);

@@ -13,6 +13,7 @@ import type { Resolver } from '../../api/telemetry/verification/verify.ts';
 import type { DirectoryFetcher } from '../../api/telemetry/web-bot-auth/directory-fetch.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { agentKey, CHROME, directoryAnswer, signedHeaders, WELL_KNOWN } from '../helpers/signed-agent.ts';
+import { GOOGLEBOT, request } from '../helpers/telemetry.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /** A webhook receiver on loopback: what it was sent, and how many requests it held at once. */
@@ -289,16 +290,7 @@ describe('alerts from telemetry', () => {
       resolve: async (host) => (host === 'crawl-192-0-2-66.googlebot.com' ? ['192.0.2.66'] : []),
     });
     const from = hook.got.length;
-    const googlebot = (remoteAddress: string) =>
-      t.observe({
-        method: 'GET',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        path: '/',
-        remoteAddress,
-        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
-      });
+    const googlebot = (remoteAddress: string) => t.observe(request({ userAgent: GOOGLEBOT, remoteAddress }));
     for (let i = 1; i <= 3; i++) googlebot(`198.51.${i}.7`);
     // Two at once from one network: the second is unverifiable while the first's lookup runs.
     googlebot('198.51.9.1');
@@ -327,15 +319,7 @@ describe('alerts from telemetry', () => {
     const { alerts, t } = await alerting(20, { reverse: async () => [], resolve: async () => [] });
     const from = hook.got.length;
     for (let i = 1; i <= 200; i++) {
-      t.observe({
-        method: 'GET',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        path: '/',
-        remoteAddress: `198.51.100.${i}`,
-        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
-      });
+      t.observe(request({ userAgent: GOOGLEBOT, remoteAddress: `198.51.100.${i}` }));
       // Each lookup answered before the next claim: the network's failures are counted one by one.
       await new Promise((r) => setImmediate(r));
     }
@@ -358,15 +342,7 @@ describe('alerts from telemetry', () => {
     });
     const from = hook.got.length;
     const googlebot = (remoteAddress: string, path: string, host = 'site.example') =>
-      t.observe({
-        method: 'GET',
-        host,
-        status: 200,
-        durationMs: 1,
-        path,
-        remoteAddress,
-        userAgent: 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)',
-      });
+      t.observe(request({ userAgent: GOOGLEBOT, remoteAddress, path, host }));
     // The spoofer's first claims are checked (pending), the rest of its network's fail at once.
     for (let i = 0; i < 20; i++) googlebot(`198.51.100.${1 + (i % 7)}`, `/junk/${i}`, `junk${i}.example`);
     googlebot('198.51.100.9', '/trap/spoofed');
@@ -409,21 +385,19 @@ describe('alerts from telemetry', () => {
         signatureAgent: 'sig1="https://chatgpt.com"',
         nonce: `n-${nonce++}`,
       });
-      t.observe({
-        method: 'GET',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        path: '/llms.txt',
-        remoteAddress: '203.0.113.9',
-        userAgent: CHROME,
-        signature: {
-          signature: h.Signature!,
-          signatureInput: h['Signature-Input']!,
-          signatureAgent: h['Signature-Agent'],
-          target: '/llms.txt',
-        },
-      });
+      t.observe(
+        request({
+          userAgent: CHROME,
+          path: '/llms.txt',
+          remoteAddress: '203.0.113.9',
+          signature: {
+            signature: h.Signature!,
+            signatureInput: h['Signature-Input']!,
+            signatureAgent: h['Signature-Agent'],
+            target: '/llms.txt',
+          },
+        }),
+      );
     };
     const verification = () => t.snapshot().families['ChatGPT-User'];
     for (let i = 0; i < 3; i++) await signedGet(forger);

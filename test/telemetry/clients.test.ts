@@ -1,34 +1,14 @@
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadContent } from '../../api/content/load.ts';
-import { funnelStepOf } from '../../api/operations/paths.ts';
-import { openMemoryStore } from '../../api/store/index.ts';
 import { LEDGER_LIMITS } from '../../api/telemetry/ledger/ledger.ts';
-import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import { memoryTelemetry, request } from '../helpers/telemetry.ts';
 
 // The pool's evidence counts clients as every per-client limit does (clientKey): an IPv4 address,
 // or an IPv6 /64, which one host can rotate through at no cost.
 describe('clients as the wall counts them', () => {
   it('takes the addresses of one IPv6 /64 for one client: its invented names earn the one client its rows', async () => {
-    const t = await createTelemetry({
-      funnelStepOf,
-      ...telemetryRulesOf(await loadContent('content')),
-      resolver: { reverse: async () => [], resolve: async () => [] },
-      fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
-      store: openMemoryStore().telemetry,
-      logger: pino({ level: 'silent' }),
-      flushMs: 60_000,
-    });
+    const t = await memoryTelemetry();
     const invent = (name: string, remoteAddress: string) =>
-      t.observe({
-        method: 'GET',
-        path: '/',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        userAgent: `${name}-bot/1.0`,
-        remoteAddress,
-      });
+      t.observe(request({ userAgent: `${name}-bot/1.0`, remoteAddress }));
     const pooled = (prefix: string) =>
       Object.values(t.snapshot().families).filter((r) => r.pooled && r.family.startsWith(prefix)).length;
     for (let i = 0; i < 40; i++) invent(`rotating${i}`, `2001:db8:7:7::${i.toString(16)}`);

@@ -1,8 +1,6 @@
-import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { buildReferrals } from '../../api/documents/bot-wall.ts';
-import { openMemoryStore } from '../../api/store/index.ts';
 import {
   countReferral,
   emptySnapshot,
@@ -17,8 +15,8 @@ import { readerOf } from '../../api/telemetry/log-formats/parse.ts';
 const parseLine = (format: 'combined' | 'json', record: string | Record<string, unknown>) => readerOf(format)(record);
 import { referralOf } from '../../api/telemetry/observed.ts';
 import { referralRule, utmSourceOf } from '../../api/telemetry/referrals/referrals.ts';
-import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
-import { funnelStepOf } from '../../api/operations/paths.ts';
+import { telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
+import { memoryTelemetry, request } from '../helpers/telemetry.ts';
 import { AiReferrersSchema } from '../../api/schemas/ai-referrers.ts';
 
 const content = await loadContent('content');
@@ -26,17 +24,7 @@ const rule = referralRule(content.aiReferrers);
 const PERSON = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36';
 const GPTBOT = 'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)';
 
-async function telemetry() {
-  return createTelemetry({
-    funnelStepOf,
-    ...telemetryRulesOf(content),
-    resolver: { reverse: async () => [], resolve: async () => [] },
-    fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
-    store: openMemoryStore().telemetry,
-    logger: pino({ level: 'silent' }),
-    flushMs: 60_000,
-  });
-}
+const telemetry = () => memoryTelemetry();
 
 describe('the referral table (content/ai-referrers.yaml)', () => {
   it.each([
@@ -156,16 +144,7 @@ describe('referrals in the ledger', () => {
   it('counts at most LEDGER_LIMITS.referralsPerClientHour visits of one address an operator an hour, live or from logs', async () => {
     const t = await telemetry();
     const visit = (remoteAddress: string, referer = 'https://chatgpt.com/') =>
-      t.observe({
-        method: 'GET',
-        path: '/',
-        host: 'site.example',
-        status: 200,
-        durationMs: 1,
-        userAgent: PERSON,
-        remoteAddress,
-        referral: { referer },
-      });
+      t.observe(request({ userAgent: PERSON, remoteAddress, referral: { referer } }));
     // One client's 500 "visits" count as the cap; 40 clients' one each count each.
     for (let i = 0; i < 500; i++) visit('198.51.100.7');
     for (let i = 0; i < 40; i++) visit(`203.0.113.${i}`);
