@@ -108,27 +108,16 @@ describe('the referral table (content/ai-referrers.yaml)', () => {
 describe('referrals in the ledger', () => {
   it("counts a person's visit by operator and table host, never the Referer, and never a bot's Referer", async () => {
     const t = await telemetry();
-    const base = {
-      method: 'GET',
-      path: '/',
-      host: 'site.example',
-      status: 200,
-      durationMs: 1,
-      remoteAddress: '192.0.2.1',
-    };
-    t.observe({
-      ...base,
-      userAgent: PERSON,
-      referral: { referer: 'https://chatgpt.com/c/secret-conversation-42?x=private' },
-    });
-    t.observe({ ...base, userAgent: PERSON, referral: { utmSource: 'chatgpt.com' } });
-    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
-    t.observe({ ...base, userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
-    t.observe({ ...base, userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
+    const observe = (over: Parameters<typeof request>[0]) => t.observe(request(over));
+    observe({ userAgent: PERSON, referral: { referer: 'https://chatgpt.com/c/secret-conversation-42?x=private' } });
+    observe({ userAgent: PERSON, referral: { utmSource: 'chatgpt.com' } });
+    observe({ userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
+    observe({ userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
+    observe({ userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
     // Not a person's page read: an unknown client (counted apart), a page that was not there, a POST.
-    t.observe({ ...base, userAgent: 'Florienzh/1.0', referral: { referer: 'https://chatgpt.com/' } });
-    t.observe({ ...base, status: 404, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
-    t.observe({ ...base, method: 'POST', userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
+    observe({ userAgent: 'Florienzh/1.0', referral: { referer: 'https://chatgpt.com/' } });
+    observe({ status: 404, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
+    observe({ method: 'POST', userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
     const s = t.snapshot();
     expect(s.referrals!.OpenAI).toMatchObject({
       visits: 2,
