@@ -61,16 +61,17 @@ import { createOperatorTraffic, type OperatorTraffic } from './operator-traffic.
 
 const HEARTBEAT_MS = 5 * 60 * 1000;
 /**
- * Requests of one pending claim (an address whose lookup runs, a signature being checked) whose
- * paths, hosts and judgements are kept until the check answers; past them, such requests are only
- * counted.
+ * Distinct requests (path, host, status and judgements) of one pending claim (an address whose
+ * lookup runs, a signature being checked) kept until the check answers, each with how many times
+ * it came; past them, a claim's other requests are only counted. A log batch's lines from one
+ * address all come while its lookup runs.
  */
-export const PENDING_EVENTS = 32;
+export const PENDING_EVENTS = 256;
 
-/** A claim whose check has not answered: its requests, and the events of the first PENDING_EVENTS of them. */
+/** A claim whose check has not answered: its requests, and the events of up to PENDING_EVENTS distinct ones. */
 interface Pending {
   n: number;
-  events: LedgerEvent[];
+  events: Map<string, LedgerEvent>;
 }
 /** A claim that could be checked but was not, now (lookups or checks at their bound, its network's under way): counted unverifiable. */
 const UNCHECKED = 'unchecked';
@@ -296,7 +297,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (pending.n > 0 && !announced) announce(family, outcome);
     // Not found false, yet unproven (DNS did not answer): nothing said, as for UNCHECKED.
     if (outcome === 'verified')
-      for (const e of pending.events) {
+      for (const e of pending.events.values()) {
         attribute(ledger, family, e);
         judgementAlerts(family, operator, e);
       }
@@ -318,7 +319,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const pending: Pending = { n: 1, events: [] };
+    const pending: Pending = { n: 1, events: new Map() };
     const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature }, pending);
     const verification = outcome === null ? pending : ledgerOutcome(outcome);
     // Too many checks running: this one was not made.
@@ -344,7 +345,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (outcome !== null) return outcome;
     const key = `${known.family}\n${ipKey}`;
     let pending = waiting.get(key);
-    if (!pending) waiting.set(key, (pending = { n: 0, events: [] }));
+    if (!pending) waiting.set(key, (pending = { n: 0, events: new Map() }));
     pending.n += n;
     return pending;
   }
@@ -461,8 +462,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     dirty ||= counted;
     if (!counted || !classification.bot) return counted;
     // What a claim being checked says of its family waits for the check (count() left it out).
-    if (typeof verification === 'object' && verification !== null && verification.events.length < PENDING_EVENTS)
-      verification.events.push({ ...event, at: new Date(at.getTime()), recent: undefined });
+    if (typeof verification === 'object' && verification !== null) hold(verification, event);
     const row = name === null ? undefined : ledger.families[name];
     if (!o.alerts || !row) return counted;
     alertOn(row, announced, outcome);
@@ -470,6 +470,15 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (outcome === 'failed') for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1);
     if (event.says) judgementAlerts(row.family, row.operator, event);
     return counted;
+  }
+
+  /** Keeps a copy of a pending claim's request event, added to an equal one's count when it came before. */
+  function hold(pending: Pending, e: LedgerEvent): void {
+    const key = `${e.path}\n${e.host}\n${e.status}\n${e.step}\n${e.format}\n${e.bait}\n${e.preferenceBroken}\n${JSON.stringify(e.robots)}`;
+    const held = pending.events.get(key);
+    if (held) held.n = (held.n ?? 1) + (e.n ?? 1);
+    else if (pending.events.size < PENDING_EVENTS)
+      pending.events.set(key, { ...e, at: new Date(e.at.getTime()), recent: undefined });
   }
 
   /**

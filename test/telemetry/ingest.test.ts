@@ -5,6 +5,7 @@ import { openMemoryStore } from '../../api/store/index.ts';
 import { createTelemetry, telemetryRulesOf, type IngestLine } from '../../api/telemetry/telemetry.ts';
 import { RDNS_NETWORK_FAILURES, type Resolver } from '../../api/telemetry/verification/verify.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 async function telemetry(resolver: Resolver) {
   const content = await loadContent('content');
@@ -53,6 +54,25 @@ describe('CDN log lines with a client address', () => {
     expect(lookups).toBe(2);
     const saved = JSON.stringify(t.snapshot());
     for (const ip of ['66.249.66.1', '203.0.113.7', '198.51.100.9']) expect(saved).not.toContain(ip);
+    await t.close();
+  });
+
+  it("keeps what a batch's lines say of the crawler while their address's lookup runs, and adds it once verified", async () => {
+    const t = await telemetry({
+      reverse: async (ip) => (ip === '203.0.113.7' ? ['crawl-203-0-113-7.googlebot.com'] : []),
+      resolve: async () => ['203.0.113.7'],
+    });
+    // 1,000 lines of one address in one batch: all come while its lookup runs. Ten paths, each
+    // fetched a hundred times, one of them a trap.
+    const path = (i: number) => (i % 10 === 9 ? '/trap/x' : `/p${i % 10}`);
+    const lines = Array.from({ length: 1000 }, (_, i) => line({ clientAddress: '203.0.113.7', path: path(i) }));
+    expect(t.ingest(lines)).toBe(1000);
+    expect(t.snapshot().families.Googlebot!.paths).toEqual({});
+    await waitFor(() => t.snapshot().families.Googlebot!.verified, { until: (n) => n === 1000, what: 'the lookup' });
+    const row = t.snapshot().families.Googlebot!;
+    expect(Object.values(row.paths).reduce((a, b) => a + b, 0)).toBe(1000);
+    expect(row.paths['/trap/x']).toBe(100);
+    expect(row.baitHits).toBe(100);
     await t.close();
   });
 
