@@ -212,7 +212,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
   const writes = { limiter, idempotency: createIdempotency(store.idempotency) };
   // The MCP and A2A doors call the operations' handlers by id, from this map, once the routes fill it.
   const handlers = new Map<string, RouteHandler>();
-  const invoke = createInvoker(handlers, (userAgent, step) => telemetry.step(userAgent, step));
+  const invoke = createInvoker(handlers);
   const ctx: OperationContext = {
     citizenship: createCitizenship(store, {
       postMessage: at(links.site, PATH.postMessage),

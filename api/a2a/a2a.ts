@@ -12,7 +12,7 @@ import {
   type RequestContext,
 } from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
-import { header, headerText, json, type RouteHandler } from '../http/route.ts';
+import { header, json, type RouteHandler } from '../http/route.ts';
 import type { Caller, Invoke } from '../operations/invoke.ts';
 import { PATH, TOOL_OPERATIONS } from '../operations/paths.ts';
 import { BoundedTaskStore } from './task-store.ts';
@@ -159,10 +159,11 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
   const transport = new JsonRpcTransportHandler(handler);
   const legacy = new LegacyJsonRpcTransportHandler(handler);
   return async (request) => {
+    const caller: Caller = { client: request.client };
     const context = new ServerCallContext({
       state: new Map<string, unknown>([
         ['headers', request.headers],
-        [CALLER, { client: request.client, userAgent: headerText(header(request, 'user-agent')) ?? '' }],
+        [CALLER, caller],
       ]),
       requestedVersion: header(request, 'a2a-version') || undefined,
     });
@@ -184,6 +185,7 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
         : JsonRpcTransportHandler.mapToJSONRPCError(error);
       answer = { jsonrpc: '2.0', id: idOf(rpc), error: mapped };
     }
-    return json(200, answer);
+    const routeAnswer = json(200, answer);
+    return caller.step ? { ...routeAnswer, step: caller.step } : routeAnswer;
   };
 }

@@ -262,7 +262,7 @@ export function createGateway(options: GatewayOptions) {
     const remoteAddress = client.address;
     let reported = false;
     // What was answered, for the ledger's formats: a prebuilt file, or what answerDynamic sets.
-    let served: { format?: ObservedRequest['format']; tokens?: number } | undefined;
+    let served: { format?: ObservedRequest['format']; tokens?: number; step?: ObservedRequest['step'] } | undefined;
     const report = () => {
       if (reported) return;
       reported = true;
@@ -291,6 +291,7 @@ export function createGateway(options: GatewayOptions) {
               : referralOf(headers.referer, queryText ?? ''),
           format: res.statusCode < 400 ? served?.format : undefined,
           markdownTokens: served?.format === 'markdown' ? served.tokens : undefined,
+          step: served?.step,
           signature:
             signatureInput === undefined || signature === undefined
               ? undefined
@@ -372,8 +373,8 @@ export function createGateway(options: GatewayOptions) {
       client: Client;
       sharedKey: string | null;
       continueFirst: boolean;
-      /** Set to the format answered, for the ledger. */
-      served: { format?: ObservedRequest['format'] };
+      /** Set to the format answered and the funnel step a tool call took, for the ledger. */
+      served: { format?: ObservedRequest['format']; step?: ObservedRequest['step'] };
     },
   ): Promise<void> {
     const { method, path, url, client, sharedKey, continueFirst } = r;
@@ -421,10 +422,12 @@ export function createGateway(options: GatewayOptions) {
         request.body = await readBody(req, rules.limit, uploads.idleMs);
       }
     }
-    const answer = wireAnswer(await route.handler(request));
+    const routed = await route.handler(request);
+    const answer = wireAnswer(routed);
     if ((method === 'GET' || method === 'HEAD') && answer.status === 200)
       Object.assign(answer.headers, headersOf(path));
     r.served.format = formatOf(answer.headers['Content-Type']);
+    r.served.step = routed.step;
     if (sharedKey) shared!.answers.set(sharedKey, answer);
     return sendAnswer(req, res, client.key, answer);
   }

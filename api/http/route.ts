@@ -1,3 +1,4 @@
+import type { FunnelStep } from '../telemetry/ledger/ledger.ts';
 import type { z } from 'zod';
 import type { Logger } from 'pino';
 import { apiSchemas } from '../schemas/registry.ts';
@@ -33,6 +34,8 @@ export interface RouteAnswer {
   status: number;
   headers: Record<string, string>;
   body: string | Uint8Array;
+  /** The funnel step a tool call over MCP or A2A took: telemetry counts it with the request. */
+  step?: FunnelStep;
 }
 export type RouteHandler = (request: RouteRequest) => Promise<RouteAnswer>;
 

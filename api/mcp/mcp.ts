@@ -9,7 +9,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { answerOf, header, headerText, webRequest, type RouteHandler } from '../http/route.ts';
+import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
 import { callInput, type Invoke } from '../operations/invoke.ts';
 import { TOOL_OPERATIONS } from '../operations/paths.ts';
 
@@ -121,10 +121,11 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
     const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins, request.body);
     if (refused) return answerOf(refused);
     const web = webRequest(request, deps.siteUrl);
-    const caller = { client: request.client, userAgent: headerText(header(request, 'user-agent')) ?? '' };
-    return callers.run(caller, async () =>
+    const caller: Caller = { client: request.client };
+    const answer = await callers.run(caller, async () =>
       answerOf(await ((await isLegacyRequest(web)) ? legacy(web) : modern.fetch(web))),
     );
+    return caller.step ? { ...answer, step: caller.step } : answer;
   };
 }
 

@@ -30,10 +30,13 @@ export interface Invocation {
   body: unknown;
 }
 
-/** Who calls: the client address (rate limits) and its User-Agent (the funnel). */
+/**
+ * Who calls: the client address (rate limits); the funnel step its call took is set on it, and its
+ * door hands it to the gateway with the answer, to be counted with the request that carried it.
+ */
 export interface Caller {
   client: string;
-  userAgent: string;
+  step?: FunnelStep;
 }
 
 export type Invoke = (tool: string, args: Record<string, unknown>, caller: Caller) => Promise<Invocation | null>;
@@ -48,13 +51,10 @@ const asText = (value: unknown): string =>
 /**
  * Calls an operation as its tool describes it, through the same guarded handler as HTTP (so the
  * same schemas, limits, passports and storage): a POST sends the arguments as its body; a GET puts
- * `{name}` arguments into the path and the rest into the query. A 2xx counts the operation's
- * funnel step for the caller. Null for a tool that does not exist.
+ * `{name}` arguments into the path and the rest into the query. A 2xx sets the operation's
+ * funnel step on the caller. Null for a tool that does not exist.
  */
-export function createInvoker(
-  handlers: Map<string, RouteHandler>,
-  funnel: (userAgent: string, step: FunnelStep) => void,
-): Invoke {
+export function createInvoker(handlers: Map<string, RouteHandler>): Invoke {
   const byName = new Map(TOOL_OPERATIONS.map((op) => [op.tool!.name, op]));
   return async (name, args, caller) => {
     const op = byName.get(name);
@@ -80,7 +80,7 @@ export function createInvoker(
       if (search.size > 0) target += `?${search}`;
     }
     const answer = await handler({ method: op.method, target, headers, body, client: caller.client });
-    if (op.funnel && answer.status >= 200 && answer.status < 300) funnel(caller.userAgent, op.funnel);
+    if (op.funnel && answer.status >= 200 && answer.status < 300) caller.step = op.funnel;
     const text = typeof answer.body === 'string' ? answer.body : decoder.decode(answer.body);
     return { status: answer.status, body: text === '' ? null : JSON.parse(text) };
   };

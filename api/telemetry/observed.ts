@@ -1,3 +1,4 @@
+import type { FunnelStep } from './ledger/ledger.ts';
 import { REFERER_MAX_CHARS, utmSourceOf } from './referrals/referrals.ts';
 
 /** One finished request, as telemetry and the request log see it. */
@@ -23,6 +24,8 @@ export interface ObservedRequest {
   format?: 'markdown' | 'html' | 'json' | undefined;
   /** The x-markdown-tokens estimate of a Markdown answer. */
   markdownTokens?: number | undefined;
+  /** The funnel step a tool call in it took (MCP, A2A); an HTTP route's is its operation's. */
+  step?: FunnelStep | undefined;
   /** HTTP Message Signature headers (Web Bot Auth), only when the request carries them. */
   signature?: { signature: string; signatureInput: string; signatureAgent: string | undefined; target: string };
 }

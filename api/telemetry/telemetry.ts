@@ -21,7 +21,6 @@ import {
   addRecent,
   count,
   countReferral,
-  countStep,
   cut,
   agePool,
   boundPool,
@@ -332,13 +331,15 @@ export async function createTelemetry(o: TelemetryOptions) {
   /**
    * The outcome of a claim by address: a robots.txt-only token is spoofed at once; a family that
    * can be checked by address is looked up (pending while DNS answers, settled later; UNCHECKED when
-   * no lookup could be made now); anything else, or a line without an address, is unverifiable.
+   * no lookup could be made now); a family that signs its requests, unsigned, is UNCHECKED too (it
+   * could have been checked); anything else, or a line without an address, is unverifiable.
    */
   function byAddress(classification: Classification, address: string | undefined, n = 1): Claim {
     const known = classification.known;
     if (!classification.bot) return null;
     if (known?.robots_only) return 'failed';
-    if (!known || !address || !verifier.canVerify(known)) return 'unverifiable';
+    if (!known || !address || !verifier.canVerify(known))
+      return known?.signature_agents?.length ? UNCHECKED : 'unverifiable';
     const ipKey = ipKeyOf(address);
     const outcome = verifier.lookup(known, address, ipKey);
     if (outcome === 'unverifiable') return UNCHECKED;
@@ -402,6 +403,7 @@ export async function createTelemetry(o: TelemetryOptions) {
       status: number;
       format?: ObservedRequest['format'];
       markdownTokens?: number | undefined;
+      step?: FunnelStep | undefined;
     },
     classification: Classification,
     bait: boolean,
@@ -417,7 +419,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     judged?: RobotsVerdict | null,
   ): boolean {
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
-    const step = o.funnelStepOf(r.method, r.path);
+    // A tool call's step over MCP or A2A, else the HTTP operation's: counted as the claim says (count()).
+    const step = r.step ?? o.funnelStepOf(r.method, r.path);
     const host = hostName(r.host);
     // Judged on the path and query as sent (RFC 9309 compares percent-encoded forms), by the crawler's
     // own tokens; an ingested line's query is not in its record, so only its path is judged.
@@ -700,10 +703,6 @@ export async function createTelemetry(o: TelemetryOptions) {
         true,
         r.remoteAddress,
       );
-    },
-    /** A funnel step taken over MCP, for the family its User-Agent names. */
-    step(userAgent: string, step: FunnelStep): void {
-      dirty = countStep(ledger, o.classify(userAgent), step, now()) || dirty;
     },
     /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
     dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),

@@ -4,6 +4,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type TestServer } from '../helpers/server.ts';
 import { checkAnswer } from '../helpers/answers.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 let server: TestServer;
 let client: Client;
@@ -306,7 +307,7 @@ describe('/mcp at 2026-07-28 with the v2 client', () => {
   });
 
   it('counts a bot family joining at 2026-07-28 in the funnel', async () => {
-    const userAgent = 'Mozilla/5.0 (compatible; ChatGPT-User/1.0; +https://openai.com/bot)';
+    const userAgent = 'Mozilla/5.0 (compatible; MistralAI-User/1.0; +https://docs.mistral.ai/robots)';
     const bot = await v2Client(server.url, { pin: '2026-07-28' }, { 'User-Agent': userAgent });
     try {
       await bot.callTool({ name: 'get_convert', arguments: {} });
@@ -315,8 +316,39 @@ describe('/mcp at 2026-07-28 with the v2 client', () => {
       await bot.close();
     }
     const wall = await (await fetch(`${server.url}/bot-wall.json`)).json();
-    const species = wall.species.find((s: any) => s.species === 'ChatGPT-User');
+    const species = wall.species.find((s: any) => s.species === 'MistralAI-User');
     expect(species.funnel).toMatchObject({ convert_reads: 1, oaths: 1 });
+  });
+
+  it("counts no step for a claim found false, nor for one its family's signature would prove, unsigned", async () => {
+    // Googlebot from this machine's address: not Google's (the test's DNS knows no name for it).
+    for (const [family, userAgent] of [
+      ['Googlebot', 'Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)'],
+      ['ChatGPT-User', 'Mozilla/5.0 (compatible; ChatGPT-User/1.0; +https://openai.com/bot)'],
+    ]) {
+      const bot = await v2Client(server.url, { pin: '2026-07-28' }, { 'User-Agent': userAgent! });
+      try {
+        await bot.callTool({ name: 'get_convert', arguments: {} });
+        await bot.callTool({ name: 'take_oath', arguments: { name: `${family}-over-mcp`, purpose: 'join' } });
+      } finally {
+        await bot.close();
+      }
+      const species = await waitFor(
+        async () =>
+          ((await (await fetch(`${server.url}/bot-wall.json`)).json()).species as any[]).find(
+            (s) => s.species === family,
+          ),
+        {
+          until: (s) => s?.hits >= 3 && (family === 'ChatGPT-User' || s.verification !== 'not verifiable'),
+          what: `${family}'s requests counted and checked`,
+        },
+      );
+      expect([family, species.funnel]).toEqual([
+        family,
+        { presence: species.hits, convert_reads: 0, oaths: 0, messages: 0 },
+      ]);
+      expect(species.crew_status).toBe('wild');
+    }
   });
 
   it('discovers the server, with the versions it serves and cache hints', async () => {

@@ -6,7 +6,6 @@ import { buildBotWall } from '../../api/documents/bot-wall.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import {
   count,
-  countStep,
   emptySnapshot,
   farmScore,
   keepClock,
@@ -473,14 +472,6 @@ describe('families no client can crowd out', () => {
     expect(s.families.NewCrawler?.pooled).toBe(true);
     expect(poolCount(s, 'NewCrawler')).toBeGreaterThan(1);
     expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
-  });
-
-  it('takes funnel steps (MCP tool calls, no address) as one client: 400 invented names earn four rows', () => {
-    const s = emptySnapshot(NOW);
-    for (let i = 0; i < 400; i++) countStep(s, junk(i), 'convertReads', NOW);
-    countStep(s, known('GPTBot'), 'convertReads', NOW);
-    expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.clientUnitsPerHour);
-    expect(s.families.GPTBot).toMatchObject({ convertReads: 1 });
   });
 
   it('ages quiet pool rows out with the retention, never the table families', () => {

@@ -638,23 +638,8 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
   return s;
 }
 
-const STEP_CLIENT = '\0funnel step';
-
 /** The funnel's steps past presence. */
 export type FunnelStep = 'convertReads' | 'oaths' | 'messages';
-
-/**
- * A funnel step a bot took another way than its HTTP route (an MCP tool call): added to the
- * family's row, not counted as a request (the request that carried it is counted on its own).
- */
-export function countStep(s: TelemetrySnapshot, c: Classification, step: FunnelStep, at: Date): boolean {
-  if (!c.bot) return false;
-  const iso = at.toISOString();
-  // A step carries no address: all of them together are one client for the pool's evidence.
-  rowOf(s, c, iso, `${iso.slice(0, 13)}:00:00Z`, STEP_CLIENT)[step]++;
-  s.updatedAt = iso;
-  return true;
-}
 
 // The ISO time and its hour and day keys, computed once per distinct millisecond: at tens of
 // thousands of requests a second, toISOString was half of what counting a request cost.
