@@ -474,6 +474,37 @@ describe('families no client can crowd out', () => {
     expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
   });
 
+  it('keeps "(other families)" within a row\'s bounds of paths and hosts, however many pool rows fold into it, live or loaded', () => {
+    const s = emptySnapshot(NOW);
+    // Each name from two clients (a unit each: a row), each request on a path and host of its own.
+    for (let i = 0; i < 2000; i++)
+      for (const c of ['a', 'b'])
+        live(
+          s,
+          event({
+            at: NOW,
+            classification: bot(`churn${i}`, 'Bot'),
+            client: `${c}-${i}`,
+            path: `/p${i}${c}`,
+            host: `h${i}${c}`,
+          }),
+        );
+    const other = s.families[OTHER_FAMILIES]!;
+    const total = (m: Record<string, number>) => Object.values(m).reduce((a, b) => a + b, 0);
+    expect(Object.keys(other.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.pathsPerFamily);
+    expect(Object.keys(other.hosts).length).toBeLessThanOrEqual(LEDGER_LIMITS.hostsPerFamily);
+    // Every request the row holds is in its paths and hosts still.
+    expect(total(other.paths)).toBe(other.requests);
+    expect(total(other.hosts)).toBe(other.requests);
+    // A ledger saved with a row past its bounds is brought back to them on load, its counts kept.
+    const saved = structuredClone(s);
+    for (let i = 0; i < 500; i++) saved.families[OTHER_FAMILIES]!.paths[`/saved${i}`] = 1;
+    saved.families[OTHER_FAMILIES]!.requests += 500;
+    const loaded = keepClock(saved, NOW).families[OTHER_FAMILIES]!;
+    expect(Object.keys(loaded.paths).length).toBeLessThanOrEqual(LEDGER_LIMITS.pathsPerFamily);
+    expect(total(loaded.paths)).toBe(loaded.requests);
+  });
+
   it('ages quiet pool rows out with the retention, never the table families', () => {
     const s = emptySnapshot(NOW);
     from(s, junk(1), 'a');

@@ -322,6 +322,28 @@ const bump = (map: Record<string, number>, key: string, by = 1, cap = Infinity):
 };
 
 /**
+ * A counter map past `cap` keys (a row that took pool rows' paths unbounded, as saved before),
+ * brought back to it: its largest counts kept, the rest added into "(other)".
+ */
+function capMap(map: Record<string, number>, cap: number): void {
+  const keys = Object.keys(map);
+  if (keys.length <= cap) return;
+  const kept = new Set(
+    keys
+      .filter((k) => k !== '(other)')
+      .sort((a, b) => map[b]! - map[a]!)
+      .slice(0, cap - 1),
+  );
+  let other = map['(other)'] ?? 0;
+  for (const k of keys)
+    if (!kept.has(k) && k !== '(other)') {
+      other += map[k]!;
+      delete map[k];
+    }
+  map['(other)'] = other;
+}
+
+/**
  * Drops the buckets of a time-keyed map outside [oldest, newest] (the keys at the server's clock:
  * ISO keys of four-digit years sort by time), then, should more than `keep` be left (a clock set
  * back), the oldest of them.
@@ -623,6 +645,8 @@ export function keepClock(s: TelemetrySnapshot, now: Date): TelemetrySnapshot {
   for (const row of Object.values(s.families)) {
     for (const key of Object.keys(row.hourly)) if (!within(key, hours)) delete row.hourly[key];
     for (const key of Object.keys(row.daily)) if (!within(key, days)) delete row.daily[key];
+    capMap(row.paths, L.pathsPerFamily);
+    capMap(row.hosts, L.hostsPerFamily);
     if (ahead(row.lastSeen)) row.lastSeen = iso;
     if (ahead(row.firstSeen)) row.firstSeen = iso;
   }
@@ -919,7 +943,10 @@ function addRow(row: FamilyRow, f: FamilyRow): void {
     'unverifiable',
   ] as const)
     row[k] += f[k];
-  for (const k of ['paths', 'status', 'hosts', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
+  // Paths and hosts within a row's bounds: "(other families)" takes every pool row given up.
+  for (const [k, n] of Object.entries(f.paths)) bump(row.paths, k, n, L.pathsPerFamily);
+  for (const [k, n] of Object.entries(f.hosts)) bump(row.hosts, k, n, L.hostsPerFamily);
+  for (const k of ['status', 'hourly', 'daily'] as const) addMaps(row[k], f[k]);
   if (f.robots) mergeRobots(robotsPart(row), f.robots);
   if (f.usage) mergeUsage(usagePart(row), f.usage);
   if (f.firstSeen < row.firstSeen) row.firstSeen = f.firstSeen;
