@@ -224,6 +224,20 @@ describe('the bounded verifier', () => {
     ]);
   });
 
+  it('starts one lookup a network whatever the family: one address claiming sixteen families takes one slot', async () => {
+    const never: Resolver = { reverse: () => new Promise(() => {}), resolve: () => new Promise(() => {}) };
+    const { v } = setup(never);
+    const rdnsFamilies = families.filter((f) => f.rdns?.length).slice(0, 16);
+    expect(rdnsFamilies).toHaveLength(16);
+    const answers = rdnsFamilies.map((f) => v.lookup(f, '203.0.113.5', `spoofer-${f.family}`));
+    expect(answers[0]).toBeNull();
+    expect(answers.slice(1)).toEqual(Array(15).fill('unverifiable'));
+    expect(v.inFlight()).toBe(1);
+    // A crawler from another network has its lookup.
+    expect(v.lookup(family('YandexBot'), '198.51.100.7', 'crawler')).toBeNull();
+    expect(v.inFlight()).toBe(2);
+  });
+
   it('starts one lookup per network at a time and answers the same address from its cache', async () => {
     let calls = 0;
     const ok: Resolver = {

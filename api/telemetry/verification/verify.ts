@@ -130,7 +130,8 @@ export function createVerifier(o: VerifierOptions) {
   const byAddress = new LRUCache<string, Outcome>({ max: entries, ttl: RDNS_SUCCESS_TTL_MS });
   // Network key → failed lookups since its first failure (the hour runs from that one).
   const failedNetworks = new LRUCache<string, number>({ max: entries, ttl: RDNS_FAILURE_TTL_MS });
-  // Network key → the address whose lookup is under way.
+  // Network → the family and address whose lookup is under way: one a network, whatever the family,
+  // so one address claiming sixteen families cannot take every slot.
   const inFlight = new Map<string, string>();
   let lookups = 0;
 
@@ -151,15 +152,16 @@ export function createVerifier(o: VerifierOptions) {
       const key = `${family.family}\n${address}`;
       const known = byAddress.get(key);
       if (known) return known;
-      const network = `${family.family}\n${networkOf(address)}`;
+      const net = networkOf(address);
+      const network = `${family.family}\n${net}`;
       if ((failedNetworks.get(network) ?? 0) >= RDNS_NETWORK_FAILURES) return 'failed';
-      const pending = inFlight.get(network);
-      if (pending !== undefined) return pending === address ? null : 'unverifiable';
+      const pending = inFlight.get(net);
+      if (pending !== undefined) return pending === key ? null : 'unverifiable';
       if (inFlight.size >= maxInFlight) return 'unverifiable';
-      inFlight.set(network, address);
+      inFlight.set(net, key);
       lookups++;
       void verifyByDns(family, address, o.resolver).then((outcome) => {
-        inFlight.delete(network);
+        inFlight.delete(net);
         if (outcome !== 'unverifiable') byAddress.set(key, outcome);
         if (outcome === 'failed')
           failedNetworks.set(network, (failedNetworks.get(network) ?? 0) + 1, { noUpdateTTL: true });
