@@ -474,6 +474,15 @@ describe('families no client can crowd out', () => {
     expect(Object.values(s.families).filter((r) => r.pooled).length).toBe(LEDGER_LIMITS.poolRows);
   });
 
+  it("gives a new crawler's clients their units after more clients than an hour's tally holds", () => {
+    const s = emptySnapshot(NOW);
+    for (let i = 0; i < LEDGER_LIMITS.poolClients + 10; i++) from(s, junk(i % 300), `flood-${i}`);
+    const real = bot('NewCrawler', 'Bot');
+    for (let i = 0; i < 20; i++) from(s, real, `crawler-${i}`);
+    expect(s.families.NewCrawler?.pooled).toBe(true);
+    expect(poolCount(s, 'NewCrawler')).toBeGreaterThan(1);
+  });
+
   it('keeps "(other families)" within a row\'s bounds of paths and hosts, however many pool rows fold into it, live or loaded', () => {
     const s = emptySnapshot(NOW);
     // Each name from two clients (a unit each: a row), each request on a path and host of its own.

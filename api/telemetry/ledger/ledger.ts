@@ -205,7 +205,7 @@ export const LEDGER_LIMITS = {
   poolCandidates: 256,
   /** Units of evidence one client gives pool names in an hour (one a name): its share is capped. */
   clientUnitsPerHour: 4,
-  /** Clients an hour whose units are remembered; past them, new clients give no evidence until the hour turns. */
+  /** Clients an hour whose units are remembered; past them, the one remembered longest gives its place to a new one. */
   poolClients: 8192,
   /** Paths per family; past them, new paths share "(other)". */
   pathsPerFamily: 16,
@@ -439,7 +439,9 @@ function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, 
   const key = client ?? `\0${name}`;
   let names = given.byClient.get(key);
   if (names === undefined) {
-    if (given.byClient.size >= L.poolClients) return false;
+    // Past the hour's tally, the client remembered longest gives its place: a flood of clients must
+    // not keep a new crawler's from counting (a client given up may give units again).
+    if (given.byClient.size >= L.poolClients) given.byClient.delete(given.byClient.keys().next().value!);
     given.byClient.set(key, (names = []));
   }
   if (names.length >= L.clientUnitsPerHour || names.includes(name)) return false;
