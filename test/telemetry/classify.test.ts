@@ -304,6 +304,24 @@ describe('classification', () => {
       expect(classify(ua!), ua).toMatchObject({ bot: true, family });
   });
 
+  it("takes a look-alike of a table family's name for a claim of that family, and shows other names without invisible characters", () => {
+    // Cyrillic o's; a zero-width space: claims of Googlebot, which its verification then judges.
+    for (const ua of [
+      'Mozilla/5.0 (compatible; G\u043e\u043eglebot/2.1; +http://x.example/bot)',
+      'Goo\u200bglebot/1.0 (+http://x.example)',
+    ])
+      expect(classify(ua), ua).toMatchObject({ bot: true, family: 'Googlebot', known: { family: 'Googlebot' } });
+    // A right-to-left override is no part of a name; a name in another script stays as written.
+    expect(classify('Evil\u202ebot/1.0 (+http://e.example)')).toMatchObject({
+      bot: true,
+      family: 'Evilbot',
+      known: null,
+    });
+    expect(classify('Mozilla/5.0 (compatible; Zörp-bot/1.0; +https://zörp.example/bot)')).toMatchObject({
+      family: 'Zörp-bot',
+    });
+  });
+
   it('takes a vulnerability scanner that a client list files among mobile apps for a bot (OpenVAS)', () => {
     expect(classify('Mozilla/5.0 [en] (X11, U; OpenVAS-VT 21.4.4)')).toMatchObject({ bot: true, family: 'OpenVAS' });
     expect(classify('OpenVAS-VT 22.4.1')).toMatchObject({ bot: true, family: 'OpenVAS' });

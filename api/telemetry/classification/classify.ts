@@ -1,3 +1,4 @@
+import { nameKeys } from '../../names/name-rule.ts';
 import { isbot, isbotAtStart, isbotByWord, isbotWordAt, ISBOT_ANYWHERE } from './isbot-split.ts';
 import { ATTACK_MARKERS, carriesAttackPayload } from './attack-payload.ts';
 import { indexedAlternation } from './literal-index.ts';
@@ -791,16 +792,40 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     return unknownBot(ua);
   }
 
+  // The table's families by the keys their names and tokens look like, made on the first look-alike.
+  let looks: Map<string, BotFamily> | undefined;
+  const lookAlikes = () =>
+    (looks ??= new Map(
+      families.flatMap((f) => [f.family, ...f.tokens].map((t) => [nameKeys(t).folded, f] as [string, BotFamily])),
+    ));
+
   return function classify(userAgent: string): Classification {
     const key = uaPrefix(userAgent);
     const hit = cache.get(key);
     if (hit) return hit;
     // Some clients and fixtures send the header's name inside its value: the value is what follows.
-    const result = uncached(HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key);
+    const result = asWritten(uncached(HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key));
     cache.set(key, result);
     return result;
   };
+
+  /**
+   * A name the table does not know, beyond ASCII, as it shows: without invisible and control
+   * characters (a zero-width space, a right-to-left override, NUL), and a look-alike of a family of
+   * the table (`Gооglebot` with Cyrillic o's, `ＧＰＴＢｏｔ`) taken for a claim of that family, which
+   * its verification then judges, not for a new family announcing itself under a name it copies.
+   */
+  function asWritten(c: Classification): Classification {
+    if (!c.bot || c.known !== null || c.family === null || !BEYOND_ASCII.test(c.family)) return c;
+    const name = c.family.replace(INVISIBLE, '');
+    const copied = lookAlikes().get(nameKeys(name).folded);
+    if (copied) return classificationOf(copied);
+    return name === c.family ? c : { ...c, family: name === '' ? 'unnamed bot' : name };
+  }
 }
+const BEYOND_ASCII = /[^\x00-\x7f]/;
+// Default-ignorable code points (zero-width characters, bidirectional controls) and controls.
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}]/gu;
 export type Classifier = ReturnType<typeof createClassifier>;
 
 /**
