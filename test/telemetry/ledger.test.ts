@@ -332,6 +332,8 @@ describe('the bot wall document', () => {
     expect(families[1]).toMatchObject({ class: 'Eater', hourly: [{ hour: '2026-11-21T11:00:00Z', requests: 3 }] });
     // ClaudeBot's five spoofed requests and the browser caught in a bait path.
     expect(wall.meters.class_counts).toMatchObject({ Cosplay: 6, Eater: 3 });
+    // Among the recent requests too, a spoofed one is shown as what it is.
+    expect(wall.recent.filter((r) => r.family === 'ClaudeBot').map((r) => r.class)).toEqual(Array(5).fill('Cosplay'));
     // Meters and charts agree: the bots' hourly series add up to the observed-bot-requests meter
     // (a browser caught in a bait path is presence, counted apart).
     const hourlyTotal = families.reduce((n, f) => n + f.hourly.reduce((m, h) => m + h.requests, 0), 0);

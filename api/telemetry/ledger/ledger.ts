@@ -727,7 +727,14 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   // crawler it names.
   if (!c.bot || (e.says ?? (e.verification !== null && e.verification !== 'failed'))) attributeTo(row, e, path, at, n);
   if (e.verification) row[e.verification] += n;
-  const entry = { at, family: row.family, class: row.class, path, status: e.status };
+  // A claim found false is shown as what it is: a spoofed request of that name.
+  const entry = {
+    at,
+    family: row.family,
+    class: c.bot && e.verification === 'failed' ? 'Cosplay' : row.class,
+    path,
+    status: e.status,
+  };
   if (e.recent) {
     e.recent.push(entry);
     return true;
