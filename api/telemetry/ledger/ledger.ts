@@ -138,8 +138,8 @@ export interface LedgerEvent {
   verification: Outcome | null;
   /**
    * Whether what a bot's request says of its family (paths, hosts, traps, robots.txt, usage, funnel)
-   * is the family's: telemetry's answer (a proven claim, or one of a family that cannot be proven
-   * here); left out, a claim that was not found false.
+   * is the family's: telemetry's answer (a proven claim, or one nothing could check); left out,
+   * a claim that was not found false and is not being checked.
    */
   says?: boolean;
   bait: boolean;
@@ -723,8 +723,8 @@ export function count(s: TelemetrySnapshot, e: LedgerEvent, now: Date): boolean 
   if (bump(row.hourly, hour, n)) prune(row.hourly, hourSpan(now.getTime()), L.hours);
   if (bump(row.daily, day, n)) prune(row.daily, daySpan(now.getTime()), L.days);
   // A claim found false, still being checked (telemetry adds it with attribute() once its check
-  // answers) or, for a family that can be proven, left unproven, is counted and says nothing of the
-  // crawler it names.
+  // answers) or not checked when it could have been, is counted and says nothing of the crawler it
+  // names.
   if (!c.bot || (e.says ?? (e.verification !== null && e.verification !== 'failed'))) attributeTo(row, e, path, at, n);
   if (e.verification) row[e.verification] += n;
   // A claim found false is shown as what it is: a spoofed request of that name.
