@@ -276,8 +276,18 @@ export async function createTelemetry(o: TelemetryOptions) {
         'web bot auth: nonce not claimed on the shared store; counted unverified',
       );
     },
-    onResult: (family, outcome, pending) => settled(family, ledgerOutcome(outcome), pending as Pending),
+    onResult: (family, outcome, pending) => {
+      settled(family, ledgerOutcome(outcome), pending as Pending);
+      // A process whose store keeps no nonces and found no ledger saved holds back nothing: its first
+      // verified signature saves the ledger at once, so a process started after it crashed finds one
+      // and holds back what it may have seen (not only after 5 s, the next save).
+      if (outcome === 'verified' && !nonceGuarded) {
+        nonceGuarded = true;
+        void flush();
+      }
+    },
   });
+  let nonceGuarded = Boolean(store.claimNonce) || saved !== null;
 
   /**
    * A claim's check answered: its outcome counted for its requests, and what they say of the family
@@ -359,6 +369,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     try {
       await store.save(structuredClone(ledger));
       lastSaved = Date.now();
+      o.logger.debug('telemetry: ledger saved');
     } catch (error) {
       dirty = true;
       o.logger.warn({ err: error }, 'telemetry: could not save the ledger; it stays in memory and is retried');

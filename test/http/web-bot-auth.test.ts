@@ -221,9 +221,8 @@ describe('Web Bot Auth over HTTP', () => {
 });
 
 describe('Web Bot Auth nonces across a restart of the embedded store', () => {
-  it('never verifies a captured signature again after a restart: the new process cannot know it was seen', async () => {
+  it('never verifies a captured signature again after a restart, or a kill, of a process that started on a fresh folder', async () => {
     const env = {
-      DATA_DIR: mkdtempSync(join(tmpdir(), 'wba-restart-')),
       CONTENT_DIR: contentSignedFrom([agent]),
       WEB_BOT_AUTH_ALLOW_LOOPBACK: 'true',
     };
@@ -242,20 +241,39 @@ describe('Web Bot Auth nonces across a restart of the embedded store', () => {
           what: `${settled} settled ChatGPT-User verifications`,
         },
       );
-    const first = await startServerProcess(env);
-    const headers = await signedHeadersOf(`${site.origin}/api/convert`, key, {
-      signatureAgent: `sig1="${agent}"`,
-      nonce: 'across-a-restart',
-    });
-    expect(await sendTo(first.url, '/api/convert', site.host, headers)).toBe(200);
-    expect(await verification(first, 1)).toMatchObject({ verified: 1, failed: 0, unverifiable: 0 });
-    await first.stop();
-    const second = await startServerProcess(env);
-    try {
-      expect(await sendTo(second.url, '/api/convert', site.host, headers)).toBe(200);
-      expect(await verification(second, 2)).toMatchObject({ verified: 1, failed: 0, unverifiable: 1 });
-    } finally {
-      await second.stop();
+    for (const stop of ['SIGTERM', 'SIGKILL'] as const) {
+      const dataDir = mkdtempSync(join(tmpdir(), 'wba-restart-'));
+      // A fresh folder: the first process finds no ledger saved. Killed, it saves none at shutdown, and
+      // none on its timer (an hour away): only at its first verified signature.
+      const first = await startServerProcess({
+        ...env,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'debug',
+        TELEMETRY_FLUSH_MS: '3600000',
+      });
+      const headers = await signedHeadersOf(`${site.origin}/api/convert`, key, {
+        signatureAgent: `sig1="${agent}"`,
+        nonce: `across-a-restart-${stop}`,
+      });
+      expect(await sendTo(first.url, '/api/convert', site.host, headers)).toBe(200);
+      expect(await verification(first, 1)).toMatchObject({ verified: 1, failed: 0, unverifiable: 0 });
+      if (stop === 'SIGTERM') await first.stop();
+      else {
+        // Its first verified signature saves the ledger at once, not at the next save 5 s on.
+        await first.waitForLog((l) => l.includes('telemetry: ledger saved'));
+        first.child.kill('SIGKILL');
+        await new Promise((resolve) => first.child.once('exit', resolve));
+      }
+      const second = await startServerProcess({ ...env, DATA_DIR: dataDir });
+      try {
+        expect(await sendTo(second.url, '/api/convert', site.host, headers)).toBe(200);
+        expect([stop, await verification(second, 2)]).toMatchObject([
+          stop,
+          { verified: 1, failed: 0, unverifiable: 1 },
+        ]);
+      } finally {
+        await second.stop();
+      }
     }
   });
 });
