@@ -2,8 +2,9 @@
  * What counting costs the bot ledger under a flood of invented bot names, beside a table family's
  * request measured in the same run (the baseline): every family of the bot table holds its row
  * first (about 2,100), then 100,000 requests each of GPTBot, of invented names from as many
- * addresses (the first 8,192 of an hour give the pool evidence), of more from addresses past that,
- * and of invented names from one address. Prints µs a request and the ratio to the baseline.
+ * addresses (the hour's tally remembers 8,192 clients; past them the longest-remembered gives way,
+ * so every new address gives evidence and each new name is a Space-Saving replacement), of as many
+ * more, and of invented names from one address. Prints µs a request and the ratio to the baseline.
  *
  *   node bench/ledger-pool.ts
  */
@@ -43,8 +44,8 @@ const invented = Array.from({ length: N }, (_, i): Classification => ({
 const gpt = table.find((c) => c.family === 'GPTBot')!;
 const runs: [string, (i: number) => LedgerEvent][] = [
   ['GPTBot (baseline)', (i) => event(gpt, `g${i}`)],
-  ['invented, an address each (8,192 give evidence)', (i) => event(invented[i]!, `a${i}`)],
-  ["invented, addresses past the hour's 8,192", (i) => event(invented[i]!, `b${i}`)],
+  ['invented, an address each', (i) => event(invented[i]!, `a${i}`)],
+  ['invented, an address each, 100,000 more', (i) => event(invented[i]!, `b${i}`)],
   ['invented, one address', (i) => event(invented[i]!, 'one')],
 ];
 let baseline = 0;

@@ -424,7 +424,10 @@ const otherRow = (s: TelemetrySnapshot, at: string) =>
   ));
 
 /** Per live ledger: the clients that gave pool names a unit this hour, and the names they gave it to. */
-const unitsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<string, string[]> }>();
+const unitsGiven = new WeakMap<
+  TelemetrySnapshot,
+  { hour: string; byClient: Map<string, string[]>; order: string[]; next: number }
+>();
 
 /**
  * Adds a unit of evidence for a pool name, at most one per client and hour, and at most
@@ -434,14 +437,19 @@ const unitsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<
  */
 function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, client?: string): boolean {
   let given = unitsGiven.get(s);
-  if (given?.hour !== hour) unitsGiven.set(s, (given = { hour, byClient: new Map() }));
+  if (given?.hour !== hour) unitsGiven.set(s, (given = { hour, byClient: new Map(), order: [], next: 0 }));
   // A record without an address (a log that has none) is a client of its own name: one unit an hour.
   const key = client ?? `\0${name}`;
   let names = given.byClient.get(key);
   if (names === undefined) {
     // Past the hour's tally, the client remembered longest gives its place: a flood of clients must
-    // not keep a new crawler's from counting (a client given up may give units again).
-    if (given.byClient.size >= L.poolClients) given.byClient.delete(given.byClient.keys().next().value!);
+    // not keep a new crawler's from counting (a client given up may give units again). A ring of the
+    // keys, not the Map's first key: a Map walks over every entry deleted before it finds its first.
+    if (given.order.length >= L.poolClients) {
+      given.byClient.delete(given.order[given.next]!);
+      given.order[given.next] = key;
+      given.next = (given.next + 1) % L.poolClients;
+    } else given.order.push(key);
     given.byClient.set(key, (names = []));
   }
   if (names.length >= L.clientUnitsPerHour || names.includes(name)) return false;
@@ -462,11 +470,16 @@ function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, 
   let least: string | undefined;
   let leastCount = Infinity;
   const rowed = pooledOf(s);
-  for (const [n, e] of sketch)
+  const floor = leastCounts.get(sketch) ?? 0;
+  for (const [n, e] of sketch) {
     if (e.count < leastCount || (e.count === leastCount && !rowed.has(n) && rowed.has(least!))) {
       least = n;
       leastCount = e.count;
     }
+    // None counts less than the floor, and one without a row is the first choice at a count.
+    if (leastCount <= floor && !rowed.has(least!)) break;
+  }
+  leastCounts.set(sketch, leastCount);
   delete pool[least!];
   sketch.delete(least!);
   sketch.set(name, (pool[name] = { count: leastCount + 1, error: leastCount, lastSeen: at }));
@@ -480,9 +493,15 @@ function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, 
 const sketches = new WeakMap<Record<string, PoolCount>, Map<string, PoolCount>>();
 function sketchOf(pool: Record<string, PoolCount>): Map<string, PoolCount> {
   let sketch = sketches.get(pool);
-  if (sketch === undefined) sketches.set(pool, (sketch = new Map(Object.entries(pool))));
+  if (sketch === undefined) {
+    sketches.set(pool, (sketch = new Map(Object.entries(pool))));
+    leastCounts.delete(sketch);
+  }
   return sketch;
 }
+// The count of the name a sketch last gave up: no name it holds counts less (counts only grow, and
+// a new name takes the given-up count plus one), so a scan for the least can stop at one counting it.
+const leastCounts = new WeakMap<Map<string, PoolCount>, number>();
 
 /** What the pool holds as evidence for a name: the units it surely has (count less error), 0 when it has left the sketch. */
 export const poolCount = (s: TelemetrySnapshot, name: string): number => {
