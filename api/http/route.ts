@@ -45,21 +45,18 @@ export function header(request: Pick<RouteRequest, 'headers'>, name: string): st
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const UTF8 = new TextDecoder('utf-8');
 const BEYOND_ASCII = /[^\x00-\x7f]/;
 
 /**
  * A header's text as its client wrote it: node reads a header's bytes as Latin-1, so UTF-8 (a name
- * in another script in a User-Agent) arrived as mojibake with control characters in it. Valid
- * UTF-8 is read as such; anything else is kept as node read it.
+ * in another script in a User-Agent) arrived as mojibake with control characters in it. Its bytes
+ * are read as UTF-8, a byte that is none as U+FFFD: as an ingested log's lines are read, so one
+ * client's string is the same live and in a log.
  */
 export function headerText(value: string | undefined): string | undefined {
   if (value === undefined || !BEYOND_ASCII.test(value)) return value;
-  try {
-    return UTF8.decode(Buffer.from(value, 'latin1'));
-  } catch {
-    return value;
-  }
+  return UTF8.decode(Buffer.from(value, 'latin1'));
 }
 
 /** The path of a request, without its query. */

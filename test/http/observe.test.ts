@@ -110,7 +110,7 @@ describe('one telemetry call per request', () => {
     expect(observedBesidesMarker()[0]).toMatchObject({ method: 'POST', path: '/api/slow', status: 499 });
   });
 
-  it('observes a User-Agent sent as UTF-8 as its text, and one that is no UTF-8 as node read it', async () => {
+  it('observes a User-Agent sent as UTF-8 as its text, and a byte that is no UTF-8 as U+FFFD, as a log line is read', async () => {
     const sent = (text: string, encoding: BufferEncoding) =>
       new Promise<void>((resolve, reject) => {
         const { hostname, port } = new URL(running.url);
@@ -129,7 +129,7 @@ describe('one telemetry call per request', () => {
     await afterALaterRequest();
     expect(observedBesidesMarker().map((r) => r.userAgent)).toEqual([
       'Mozilla/5.0 (compatible; Ｚörp-bot/1.0; +https://zörp.example/bot)',
-      'Zörp-bot/1.0',
+      'Z\ufffdrp-bot/1.0',
     ]);
   });
 });
