@@ -114,8 +114,9 @@ describe('referrals in the ledger', () => {
     observe({ userAgent: PERSON, referral: { referer: 'https://labs.perplexity.ai/x' } });
     observe({ userAgent: PERSON, referral: { referer: 'https://www.google.com/' } });
     observe({ userAgent: GPTBOT, referral: { referer: 'https://chatgpt.com/' } });
-    // Not a person's page read: an unknown client (counted apart), a page that was not there, a POST.
+    // Not a person's page read: unknown clients (counted apart), a page that was not there, a POST.
     observe({ userAgent: 'Florienzh/1.0', referral: { referer: 'https://chatgpt.com/' } });
+    observe({ userAgent: '', referral: { referer: 'https://chatgpt.com/' } });
     observe({ status: 404, userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
     observe({ method: 'POST', userAgent: PERSON, referral: { referer: 'https://chatgpt.com/' } });
     const s = t.snapshot();

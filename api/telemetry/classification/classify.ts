@@ -779,7 +779,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       if (name === null) return isPersonDevice(ua) ? HUMAN : c;
       return platformText(ua).includes(c.family!.split(' ').pop()!) ? unlessPerson(ua, c) : c;
     }
-    if (ua === '') return HUMAN;
+    // No User-Agent at all is no person's browser: a script's, counted apart as an unknown client.
+    if (ua === '') return UNKNOWN_CLIENT;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
     if (
