@@ -202,6 +202,33 @@ describe('alerts', () => {
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(true);
   });
 
+  it('takes the oldest pair by when it was last raised, not when it was first: a pair raised again is the newest', () => {
+    const c = clock();
+    const alerts = createAlerts({
+      logger: pino({ level: 'silent' }),
+      windowMs: 60_000,
+      spoofThreshold: 1,
+      maxQueue: 1,
+      timeoutMs: 100,
+      now: c.now,
+    });
+    alerts.newFamily('Bot-0', null, 'Bot');
+    c.advance(30_000);
+    for (let i = 1; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
+    c.advance(30_000);
+    // Bot-0's window is over: raised again, it is the newest pair; Bot-1 is now the oldest.
+    expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(true);
+    expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
+    expect(alerts.newFamily('Googlebot', 'Google', 'Crawler', true)).toBe(true);
+    const dropped = alerts.stats().dropped;
+    // Bot-0 and Bot-2 are still remembered (not due again: nothing dropped); Bot-1 left and finds no room.
+    expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(false);
+    expect(alerts.newFamily('Bot-2', null, 'Bot')).toBe(false);
+    expect(alerts.stats().dropped).toBe(dropped);
+    expect(alerts.newFamily('Bot-1', null, 'Bot')).toBe(false);
+    expect(alerts.stats().dropped).toBe(dropped + 1);
+  });
+
   it('takes its settings within bounds only', () => {
     expect(loadConfig({}).ALERT_WEBHOOK_URL).toBeUndefined();
     expect(loadConfig({ ALERT_WEBHOOK_URL: '' }).ALERT_WEBHOOK_URL).toBeUndefined();

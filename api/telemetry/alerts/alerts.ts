@@ -74,11 +74,23 @@ export function createAlerts(o: AlertOptions) {
   const stats = { raised: 0, sent: 0, failed: 0, dropped: 0 };
   let idle: (() => void)[] = [];
 
-  /** Room for one more key in a bounded map: expired entries go first; false when none could. */
+  /**
+   * Room for one more key in a bounded map kept oldest first (`renew` moves a key to the end):
+   * expired entries leave from the front, so a full memory costs a look at its oldest entry, not a
+   * walk of all ALERT_MAX_KEYS on every claim it refuses. False when none could leave.
+   */
   function room<V>(map: Map<string, V>, started: (v: V) => number, at: number): boolean {
-    if (map.size < ALERT_MAX_KEYS) return true;
-    for (const [k, v] of map) if (at - started(v) >= o.windowMs) map.delete(k);
+    for (const [k, v] of map) {
+      if (map.size < ALERT_MAX_KEYS || at - started(v) < o.windowMs) break;
+      map.delete(k);
+    }
     return map.size < ALERT_MAX_KEYS;
+  }
+
+  /** Sets a key as the newest: a Map keeps a key where it was first set, and `room` reads the front as the oldest. */
+  function renew<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key);
+    map.set(key, value);
   }
 
   function raise(
@@ -109,7 +121,7 @@ export function createAlerts(o: AlertOptions) {
         return false;
       }
     }
-    raised.set(key, ms);
+    renew(raised, key, ms);
     stats.raised++;
     const alert: Alert = {
       kind,
@@ -191,7 +203,7 @@ export function createAlerts(o: AlertOptions) {
       if (!f || ms - f.since >= o.windowMs) {
         if (!f && !room(failures, (v) => v.since, ms)) return false;
         f = { since: ms, failed: 0, quietUntil: 0 };
-        failures.set(family, f);
+        renew(failures, family, f);
       }
       f.failed += n;
       // Past the threshold, every failure of a spoofed family (a flood, each of its requests) would
