@@ -247,6 +247,24 @@ describe('classification', () => {
       expect(classify(ua!), ua).toMatchObject({ bot: true, family });
   });
 
+  it("names HTTP clients, test drivers and build tools by their own default User-Agents, even where they read as a person's platform", () => {
+    for (const [ua, family] of [
+      ['ureq/2.9.1', 'ureq'],
+      ['excon/0.104.0', 'excon'],
+      ['Manticore 0.9.1', 'Manticore'],
+      ['grpc-go/1.59.0', 'gRPC'],
+      ['Twisted PageGetter', 'Twisted'],
+      ['Symfony BrowserKit', 'Symfony BrowserKit'],
+      ['Mozilla/5.0 Chrome/10.0.613.0 Safari/534.15 Zombie.js/6.1.4', 'Zombie.js'],
+      ['Mozilla/5.0 (pc-x86_64-linux-gnu) Siege/4.1.6', 'Siege'],
+      ['Gradle/8.4 (Linux;6.1.0;amd64) (Eclipse Adoptium;17.0.8;17.0.8+7)', 'Gradle'],
+      ['cargo/1.73.0 (9c4383fb5 2023-08-26)', 'cargo'],
+      ['kubectl/v1.28.2 (linux/amd64) kubernetes/89a4ea3', 'kubectl'],
+      ['Joomla! - Open Source Content Management', 'Joomla'],
+    ])
+      expect(classify(ua!), ua).toMatchObject({ bot: true, family });
+  });
+
   it('takes a common word for the agent it names only as the agent writes it', () => {
     // "Spider" (ai.robots.txt) is an AI data provider; the word "spider" names no one.
     expect(classify('Mozilla/5.0 (compatible; Spider/1.0; +https://example.org/bot)')).toMatchObject({

@@ -231,7 +231,7 @@ describe('the ledger under a hostile client', () => {
     expect(s.observedRequests).toBe(300 * 60);
   });
 
-  it('stays within the documented worst case with every family of the bot table filled too (8.4 MB saved, 14.6 MB /bot-wall.json)', () => {
+  it('stays within the documented worst case with every family of the bot table filled too (8.3 MiB saved, 14.7 MiB /bot-wall.json)', () => {
     const now = new Date('2026-11-21T23:30:00Z');
     const table = [
       ...content.botFamilies.families.filter((f) => f.kind !== 'operator').map(classificationOf),
