@@ -35,3 +35,10 @@ export function newId(): string {
   }
   return v7({ random, msecs: state.msecs, seq: state.seq });
 }
+
+/**
+ * An id as this service writes them (lowercase, 8-4-4-4-12 hex). Client-sent ids are checked with
+ * it before a store sees them: PostgreSQL's uuid type refuses anything else with an error (a 500),
+ * and takes spellings (upper case, braces, no dashes) the embedded store would not find.
+ */
+export const isId = (id: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id);

@@ -1,3 +1,4 @@
+import { isId } from '../ids.ts';
 import { DomainError } from '../problems/domain.ts';
 import type { Records } from './embedded/codec.ts';
 import type { Page, PageQuery } from './types.ts';
@@ -13,8 +14,7 @@ export const encodeCursor = (id: string): string => Buffer.from(id, 'utf8').toSt
 
 export function decodeCursor(cursor: string): string {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[0-9a-f-]{36}$/.test(id))
-    throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
+  if (!isId(id)) throw new DomainError('INVALID_CURSOR', 'The cursor is not one this service gave out.');
   return id;
 }
 

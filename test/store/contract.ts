@@ -371,5 +371,20 @@ export function runStoreContract(
       });
       await store.close();
     });
+
+    it('takes as an id only the shape it writes ids in: 36 dashes or hex without them is no id, refused or not found (PostgreSQL would fail the query)', async () => {
+      const { store } = await open();
+      for (const notAnId of [
+        '-'.repeat(36),
+        '0123456789abcdef0123456789abcdef0123',
+        'A'.repeat(8) + '-0000-7000-8000-' + '0'.repeat(12),
+      ]) {
+        const cursor = Buffer.from(notAnId).toString('base64url');
+        for (const list of [store.citizens.list, store.feed.list])
+          await expect(list({ limit: 3, cursor }), notAnId).rejects.toMatchObject({ code: 'INVALID_CURSOR' });
+        expect(await store.citizens.get(notAnId)).toBeNull();
+      }
+      await store.close();
+    });
   });
 }

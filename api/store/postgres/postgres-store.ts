@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Message } from '../../schemas/citizenship.ts';
 import type { Logger } from '../../log.ts';
+import { isId } from '../../ids.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import {
@@ -274,7 +275,7 @@ export async function openPostgresStore(
           }
         }),
       get: async (memberId) => {
-        if (!/^[0-9a-f-]{36}$/i.test(memberId)) return null;
+        if (!isId(memberId)) return null;
         const r = await pool.query<CitizenRow>('SELECT * FROM citizens WHERE member_id = $1', [memberId]);
         return r.rows[0] ? citizenOf(r.rows[0]) : null;
       },
