@@ -12,6 +12,7 @@ import {
   type RequestContext,
 } from '@a2a-js/sdk/server';
 import { at, type Links } from '../documents/links.ts';
+import { jsonRpcTooDeep } from '../http/json-body.ts';
 import { header, json, type RouteHandler } from '../http/route.ts';
 import type { Caller, Invoke } from '../operations/invoke.ts';
 import { PATH, TOOL_OPERATIONS } from '../operations/paths.ts';
@@ -168,6 +169,8 @@ export function createA2aRoute(deps: A2aDeps): RouteHandler {
       requestedVersion: header(request, 'a2a-version') || undefined,
     });
     const isLegacy = context.requestedVersion === LEGACY_VERSION;
+    const deep = jsonRpcTooDeep(request.body);
+    if (deep) return json(200, deep);
     const rpc = parseRequest(request.body);
     // A skill runs alone: no referenced task is read (the SDK would log each unknown id it was sent).
     if (typeof rpc === 'object' && rpc.params?.message && typeof rpc.params.message === 'object') {

@@ -29,6 +29,35 @@ function nestingPasses(text: string, max: number): boolean {
   return false;
 }
 
+const nestsTooDeep = (text: string): boolean => text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH);
+const tooDeep = () =>
+  new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, {
+    extra: { limit: JSON_MAX_DEPTH },
+  });
+
+/**
+ * The JSON-RPC doors (MCP, A2A) hand their bodies to SDKs that walk them recursively (a tool's
+ * arguments are serialised again): a body past JSON_MAX_DEPTH is refused before, as every other
+ * route refuses it, with a JSON-RPC error whose data is the problem. Null when the body is within it.
+ */
+export function jsonRpcTooDeep(body: Uint8Array): { jsonrpc: '2.0'; id: string | number | null; error: object } | null {
+  const text = new TextDecoder().decode(body);
+  if (!nestsTooDeep(text)) return null;
+  const problem = tooDeep().body();
+  return { jsonrpc: '2.0', id: jsonRpcId(text), error: { code: -32600, message: problem.detail, data: problem } };
+}
+
+/** The JSON-RPC id of a request's text, or null when it has none (not JSON, a batch, a notification). */
+export function jsonRpcId(text: string): string | number | null {
+  try {
+    // JSON.parse is not recursive: a deep document costs it no stack.
+    const id = (JSON.parse(text) as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Decodes a request body as strict UTF-8 JSON; 400 MALFORMED_JSON otherwise, 422 JSON_TOO_DEEP past JSON_MAX_DEPTH. */
 export function parseJson(bytes: Uint8Array): unknown {
   let text: string;
@@ -39,11 +68,7 @@ export function parseJson(bytes: Uint8Array): unknown {
   }
   if (text.trim() === '') throw new HttpProblem('MALFORMED_JSON', 'The body is empty; send a JSON object.');
   // Recursion over a deep document (validation, canonical form) would exhaust the stack: refuse it first.
-  if (text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH)) {
-    throw new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, {
-      extra: { limit: JSON_MAX_DEPTH },
-    });
-  }
+  if (nestsTooDeep(text)) throw tooDeep();
   try {
     return JSON.parse(text);
   } catch (error) {

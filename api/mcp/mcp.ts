@@ -9,7 +9,8 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
-import { answerOf, header, webRequest, type RouteHandler } from '../http/route.ts';
+import { jsonRpcId, jsonRpcTooDeep } from '../http/json-body.ts';
+import { answerOf, header, json, webRequest, type RouteHandler } from '../http/route.ts';
 import { callInput, type Invoke } from '../operations/invoke.ts';
 import { TOOL_OPERATIONS } from '../operations/paths.ts';
 
@@ -120,6 +121,9 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
   return async (request) => {
     const refused = refusedOrigin(header(request, 'origin'), deps.allowedOrigins, request.body);
     if (refused) return answerOf(refused);
+    // As the transport answers a body that is no JSON-RPC message: 400 with the error.
+    const deep = jsonRpcTooDeep(request.body);
+    if (deep) return json(400, deep);
     const web = webRequest(request, deps.siteUrl);
     const caller: Caller = { client: request.client };
     const answer = await callers.run(caller, async () =>
@@ -136,17 +140,11 @@ export function createMcpRoute(deps: McpDeps): RouteHandler {
 function refusedOrigin(origin: string | undefined, allowed: string[], body: Uint8Array): Response | undefined {
   if (origin === undefined || allowed.includes(origin)) return undefined;
   return Response.json(
-    { jsonrpc: '2.0', error: { code: -32000, message: 'Forbidden: Origin not allowed' }, id: requestId(body) },
+    {
+      jsonrpc: '2.0',
+      error: { code: -32000, message: 'Forbidden: Origin not allowed' },
+      id: jsonRpcId(new TextDecoder().decode(body)),
+    },
     { status: 403 },
   );
-}
-
-/** The JSON-RPC id of a request body, or null when it has none (not JSON, a batch, a notification). */
-function requestId(body: Uint8Array): string | number | null {
-  try {
-    const id = (JSON.parse(new TextDecoder().decode(body)) as { id?: unknown } | null)?.id;
-    return typeof id === 'string' || typeof id === 'number' ? id : null;
-  } catch {
-    return null;
-  }
 }

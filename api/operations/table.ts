@@ -495,7 +495,7 @@ export const OPERATIONS = [
       ),
       202: { description: 'A notification or a response was accepted (no body)' },
       400: ok(
-        'A JSON-RPC error: the body is not a JSON-RPC message the MCP transport takes, its `_meta` lacks the protocol version or client capabilities (-32602), the version is not served (the error lists those that are), or Mcp-Method/Mcp-Name do not match the body (-32020)',
+        'A JSON-RPC error: the body is not a JSON-RPC message the MCP transport takes, it nests past 64 (-32600, the JSON_TOO_DEEP problem as its data), its `_meta` lacks the protocol version or client capabilities (-32602), the version is not served (the error lists those that are), or Mcp-Method/Mcp-Name do not match the body (-32020)',
         JsonRpcResponseSchema,
       ),
       403: ok('A JSON-RPC error: the Origin is not allowed (DNS-rebinding protection)', JsonRpcResponseSchema),

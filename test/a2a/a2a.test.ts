@@ -185,6 +185,62 @@ describe('the same flow through all three doors', () => {
   });
 });
 
+describe('a body nested past JSON_MAX_DEPTH, through every door', () => {
+  it('is refused by HTTP (422), MCP at both revisions (400) and A2A at both versions (a JSON-RPC error), with the problem as its data', async () => {
+    // Far past the depth a recursive walk (the SDKs serialise a tool's arguments again) survives.
+    const deep = (inner: string) => inner.replace('DEEP', `${'['.repeat(20_000)}${']'.repeat(20_000)}`);
+    const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+      fetch(server.url + path, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body });
+    const http = await post('/api/omip/score', deep('{"entity_id":"e","state":{"scores":DEEP}}'));
+    expect([http.status, (await http.json()).code]).toEqual([422, 'JSON_TOO_DEEP']);
+
+    const mcp = { Accept: 'application/json, text/event-stream' };
+    const call = (meta: string) =>
+      deep(
+        `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"score_plan","arguments":{"x":DEEP}${meta}}}`,
+      );
+    const modern = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`;
+    for (const res of [
+      await post('/mcp', call(''), { ...mcp, 'MCP-Protocol-Version': '2025-11-25' }),
+      await post('/mcp', call(modern), {
+        ...mcp,
+        'MCP-Protocol-Version': '2026-07-28',
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'score_plan',
+      }),
+    ]) {
+      const answer = await res.json();
+      expect([res.status, answer.id, answer.error.code, answer.error.data]).toEqual([
+        400,
+        9,
+        -32600,
+        expect.objectContaining({ code: 'JSON_TOO_DEEP', limit: 64 }),
+      ]);
+    }
+
+    const part = '{"data":{"skill":"score_plan","arguments":{"x":DEEP}}}';
+    for (const [headers, body] of [
+      [
+        { 'A2A-Version': '1.0' },
+        `{"jsonrpc":"2.0","id":"a","method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[${part}]}}}`,
+      ],
+      [
+        {},
+        `{"jsonrpc":"2.0","id":"a","method":"message/send","params":{"message":{"kind":"message","messageId":"m1","role":"user","parts":[${part}]}}}`,
+      ],
+    ] as const) {
+      const res = await post('/a2a', deep(body), headers);
+      const answer = await res.json();
+      expect([res.status, answer.id, answer.error.code, answer.error.data.code]).toEqual([
+        200,
+        'a',
+        -32600,
+        'JSON_TOO_DEEP',
+      ]);
+    }
+  });
+});
+
 describe('the v0.3 method names, for clients that send no A2A-Version', () => {
   it('runs a skill from message/send with a data part and answers in the v0.3 shape', async () => {
     const res = await fetch(`${server.url}/a2a`, {
