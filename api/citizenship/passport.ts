@@ -13,9 +13,14 @@ export function checkPassport(token: string | null, storedHash: string | null): 
   if (token === null) {
     throw new PassportRequired();
   }
-  const given = Buffer.from(hashPassport(token), 'hex');
-  const stored = Buffer.from(storedHash ?? '0'.repeat(64), 'hex');
-  if (storedHash === null || !timingSafeEqual(given, stored)) {
+  if (!passportMatches(token, storedHash)) {
     throw new PassportMismatch();
   }
+}
+
+/** Whether `token` is the passport whose hash is stored, compared in constant time. */
+export function passportMatches(token: string, storedHash: string | null): boolean {
+  const given = Buffer.from(hashPassport(token), 'hex');
+  const stored = Buffer.from(storedHash ?? '0'.repeat(64), 'hex');
+  return storedHash !== null && timingSafeEqual(given, stored);
 }

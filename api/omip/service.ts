@@ -1,5 +1,7 @@
+import { passportMatches } from '../citizenship/passport.ts';
 import { newId } from '../ids.ts';
-import { DomainError } from '../problems/domain.ts';
+import { clientKey } from '../net/address.ts';
+import { DomainError, PassportMismatch } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
 import type { DriftWrite, KeepAnswer, PageQuery, Store } from '../store/types.ts';
@@ -11,8 +13,16 @@ import { unknownPredicateIds } from './predicates.ts';
 import { scoreProposal } from './score.ts';
 import type { LogSigner } from './signer.ts';
 
+/** Who asks: the passport the request carries (null when none) and its client's address. */
+export interface OmipCaller {
+  passport: string | null;
+  client: string;
+}
+
 interface Scorable {
   entity_id: string;
+  /** The window the request reads and moves (windowKeys). */
+  windowKey: string;
   room: string;
   allowlist?: string[] | undefined;
   plan?: Plan | undefined;
@@ -36,6 +46,26 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
   const registered = async (id: string) =>
     sovereign.has(id) || (UUID.test(id) && (await store.citizens.get(id.toLowerCase())) !== null);
+
+  /**
+   * Whose window each entity's steps read and move. A citizen's own window only for a request that
+   * carries its passport; any other request moves its caller's own window for that entity (by its
+   * client: an IPv4 address or IPv6 /64), so no caller can set the window another caller's, a
+   * citizen's or the sovereign pair's verdicts rest on. A passport that proves none of the entities
+   * is refused (403), as on a message.
+   */
+  async function windowKeys(ids: string[], caller: OmipCaller): Promise<string[]> {
+    let own: string | undefined;
+    if (caller.passport !== null) {
+      for (const id of ids) {
+        const citizen = UUID.test(id) ? await store.citizens.get(id.toLowerCase()) : null;
+        if (passportMatches(caller.passport, citizen?.passportHash ?? null)) own = id;
+      }
+      if (own === undefined) throw new PassportMismatch();
+    }
+    const theirs = clientKey(caller.client);
+    return ids.map((id) => (id === own ? id.toLowerCase() : `${id} @${theirs}`));
+  }
 
   /** A state may score only registered predicates: 422 naming the others, before anything is scored. */
   function checkPredicateIds(inputs: { state?: State | undefined; path: string }[]) {
@@ -66,7 +96,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
         given: input.state?.scores,
       },
       plan: input.plan,
-      history: await store.drift.window(input.entity_id),
+      history: await store.drift.window(input.windowKey),
       registered: await registered(input.entity_id),
       input,
       constitutionFingerprint,
@@ -78,7 +108,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     const { windowAfter: _window, appended, ...answer } = await evaluate(input);
     const decision_id = newId();
     const write: DriftWrite = {
-      entityId: input.entity_id,
+      entityId: input.windowKey,
       appended,
       keep: drift.window.steps,
       sample: {
@@ -122,15 +152,21 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
 
   return {
     /** POST /api/omip/score; `keep` seals the answer into the same write. */
-    async score(input: ScoreRequest, keep?: KeepAnswer) {
-      const { answer, write } = await scoreForRecord(input);
+    async score(input: ScoreRequest, caller: OmipCaller, keep?: KeepAnswer) {
+      const [windowKey] = await windowKeys([input.entity_id], caller);
+      const { answer, write } = await scoreForRecord({ ...input, windowKey: windowKey! });
       await store.drift.record(write.entityId, write.appended, write.keep, write.sample, keep?.(answer));
       return answer;
     },
 
     /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
-    async project(input: ScoreRequest) {
-      const { windowAfter: _window, appended: _appended, ...answer } = await evaluate(input);
+    async project(input: ScoreRequest, caller: OmipCaller) {
+      const [windowKey] = await windowKeys([input.entity_id], caller);
+      const {
+        windowAfter: _window,
+        appended: _appended,
+        ...answer
+      } = await evaluate({ ...input, windowKey: windowKey! });
       const nearest = answer.contracted_plan ?? (answer.proceed ? input.plan : undefined);
       const last = answer.contraction.at(-1);
       return {
@@ -160,15 +196,20 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
      * Both steps, the receipt and the idempotency record are one write. The record keeps the
      * receipt's id: a replay answers that receipt with its proof against the current tree head.
      */
-    async dualExchange(input: DualExchangeRequest, keep?: KeepAnswer) {
+    async dualExchange(input: DualExchangeRequest, caller: OmipCaller, keep?: KeepAnswer) {
       // Both sides are checked before either is scored, so a bad second side records nothing.
       checkPredicateIds(
         input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })),
       );
+      const keys = await windowKeys(
+        input.agents.map((agent) => agent.id),
+        caller,
+      );
       const scored = await Promise.all(
-        input.agents.map(async (agent) => {
+        input.agents.map(async (agent, i) => {
           const { answer: a, write } = await scoreForRecord({
             entity_id: agent.id,
+            windowKey: keys[i]!,
             room: agent.room,
             allowlist: agent.allowlist,
             plan: agent.proposal.plan,
@@ -199,7 +240,6 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       return receiptAnswer(entry.id);
     },
 
-    /** The answer a repeated dual exchange gives from what its Idempotency-Key kept. */
     /** The answer a repeated dual exchange replays: the kept receipt, with its proof against the current tree head. */
     async replayDualExchange(kept: unknown) {
       const id = (kept as { receipt_id?: unknown }).receipt_id;

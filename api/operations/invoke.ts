@@ -13,7 +13,7 @@ export function toolInput(op: AnyOperation): z.ZodObject | undefined {
 
 /** Over MCP and A2A the passport is an argument, since a call carries no HTTP header of its own. */
 export const PassportArgument = z.object({
-  /** The passportNumber of your oath, when citizenId is set. */
+  /** The passportNumber of your oath: with citizenId (a message), or when you score as your own citizen (your drift window). */
   passportNumber: z.string().max(200).optional(),
 });
 

@@ -12,7 +12,7 @@ import { OPERATIONS } from './table.ts';
 
 const CREDENTIAL: Record<AnyOperation['credentials'], string> = {
   none: '',
-  'passport-optional': 'passport with `citizenId`',
+  'passport-optional': 'passport, optional',
   passport: 'passport',
   'ingest-token': '`INGEST_TOKEN`',
 };

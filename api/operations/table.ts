@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { queryOf } from '../http/route.ts';
+import { queryOf, type RouteRequest } from '../http/route.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { bearerToken } from '../http/bearer.ts';
+import type { OmipCaller } from '../omip/service.ts';
 import { LEDGER_RANGES, rangeBeyondRetention } from '../telemetry/ledger/ranges.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
 import { CdnLogBatchSchema, IngestResultSchema } from '../schemas/ingest.ts';
@@ -51,6 +52,9 @@ const LogQuery = z.object({
 });
 
 const ok = (description: string, schema: z.ZodType) => ({ description, schema });
+
+/** Who scores: the passport that proves a citizen's own drift window, and the client whose window it is otherwise. */
+const omipCaller = (request: RouteRequest): OmipCaller => ({ passport: bearerToken(request), client: request.client });
 
 /** `?range=` of GET /bot-wall.csv. */
 const CsvQuery = z.object({
@@ -189,23 +193,24 @@ export const OPERATIONS = [
     method: 'POST',
     path: '/api/omip/score',
     summary:
-      'Score a plan or state against the constitution: verdict, delta, every predicate, binding predicate, window, contraction log, and window_binding when an earlier step sets the verdict. The server always evaluates identity_continuity and tool_policy (a state can only lower them)',
+      "Score a plan or state against the constitution: verdict, delta, every predicate, binding predicate, window, contraction log, and window_binding when an earlier step sets the verdict. The server always evaluates identity_continuity and tool_policy (a state can only lower them). The window is the caller's own: a citizen's, with its passport (Authorization: Bearer), else this client's for that entity_id",
     tag: 'omip',
     served: 'engine',
     body: ScoreRequestSchema,
     responses: { 200: ok('The verdict, the delta and every predicate', ScoreResultSchema) },
-    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE'],
-    credentials: 'none',
+    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE', 'PASSPORT_MISMATCH'],
+    credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'omip.score',
     tool: {
       name: 'score_plan',
       order: 7,
-      description: 'Score a plan or a state against the constitution: verdict, delta, every predicate.',
+      description:
+        "Score a plan or a state against the constitution: verdict, delta, every predicate. Scoring as your own citizen moves your drift window only with your passportNumber; otherwise the window is your address's own.",
       mcp: true,
       a2a: true,
     },
-    handle: ({ body, keep }, ctx) => ctx.omip.score(body, keep),
+    handle: ({ body, request, keep }, ctx) => ctx.omip.score(body, omipCaller(request), keep),
   }),
   defineOperation({
     id: 'projectPlan',
@@ -216,11 +221,11 @@ export const OPERATIONS = [
     served: 'engine',
     body: ScoreRequestSchema,
     responses: { 200: ok('The score as a dry run and the nearest admissible plan', ProjectionSchema) },
-    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE'],
-    credentials: 'none',
+    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE', 'PASSPORT_MISMATCH'],
+    credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'omip.project',
-    handle: ({ body }, ctx) => ctx.omip.project(body),
+    handle: ({ body, request }, ctx) => ctx.omip.project(body, omipCaller(request)),
   }),
   defineOperation({
     id: 'fingerprint',
@@ -243,13 +248,13 @@ export const OPERATIONS = [
     method: 'POST',
     path: '/api/omip/dual-exchange',
     summary:
-      'Score two agents apart and log a content-addressed receipt; an unregistered agent BREAKs, so joint action is refused',
+      "Score two agents apart and log a content-addressed receipt; an unregistered agent BREAKs, so joint action is refused. Windows as in scorePlan: a citizen agent's own with its passport, else this client's",
     tag: 'omip',
     served: 'engine',
     body: DualExchangeRequestSchema,
     responses: { 201: ok('The receipt, its inclusion proof and the signed tree head', ReceiptSchema) },
-    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE'],
-    credentials: 'none',
+    problems: [...WRITE_PROBLEMS, 'UNKNOWN_PREDICATE', 'PASSPORT_MISMATCH'],
+    credentials: 'passport-optional',
     rateLimit: 'writes',
     idempotency: 'omip.dual-exchange',
     tool: {
@@ -260,7 +265,7 @@ export const OPERATIONS = [
       a2a: true,
     },
     replay: (kept, ctx) => ctx.omip.replayDualExchange(kept),
-    handle: ({ body, keep }, ctx) => ctx.omip.dualExchange(body, keep),
+    handle: ({ body, request, keep }, ctx) => ctx.omip.dualExchange(body, omipCaller(request), keep),
   }),
   defineOperation({
     id: 'listReceipts',

@@ -392,8 +392,13 @@ describe('primitives and health', () => {
 // The rules hold against the caller, on both stores.
 const pgAvailable = await postgresAvailable();
 const stores: [string, boolean, () => Promise<TestServer>][] = [
-  ['the embedded store', true, () => startServer({ WRITE_RATE_LIMIT: '0' })],
-  ['PostgreSQL', pgAvailable, async () => startServer({ WRITE_RATE_LIMIT: '0', DATABASE_URL: await freshDatabase() })],
+  // Behind a trusted proxy (loopback): a test speaks as several clients through X-Forwarded-For.
+  ['the embedded store', true, () => startServer({ WRITE_RATE_LIMIT: '0', TRUST_PROXY: 'loopback' })],
+  [
+    'PostgreSQL',
+    pgAvailable,
+    async () => startServer({ WRITE_RATE_LIMIT: '0', TRUST_PROXY: 'loopback', DATABASE_URL: await freshDatabase() }),
+  ],
 ];
 describe.each(stores)('omip rules against the caller on %s', (_name, available, start) => {
   let s: TestServer;
@@ -528,6 +533,77 @@ describe.each(stores)('omip rules against the caller on %s', (_name, available, 
     });
     expect(body).toMatchObject({ verdict: 'BREAK', delta_t: 1, proceed: false, contraction: [] });
   });
+
+  it.runIf(available)(
+    "moves only the caller's own window: a citizen's with its passport, else the client's own for that entity",
+    async () => {
+      const as = async (client: string, path: string, body: unknown, passport?: string) => {
+        const res = await fetch(s.url + path, {
+          method: 'POST',
+          headers: {
+            'Content-Type': 'application/json',
+            'X-Forwarded-For': client,
+            ...(passport ? { Authorization: `Bearer ${passport}` } : {}),
+          },
+          body: JSON.stringify(body),
+        });
+        return { status: res.status, body: (await res.json()) as Record<string, any> };
+      };
+      const oath = (await send('/api/citizenship/oath', { name: `own-${randomUUID()}`, purpose: 'be scored' })).body;
+      const { memberId: id, passportNumber: passport } = oath;
+      const broken = { state: { scores: { identity_continuity: 0 } } };
+      // A stranger posts a BREAK step under the citizen's id and under a sovereign agent's.
+      const stranger = '198.51.100.7';
+      for (const entity_id of [id, 'sovereign-a'])
+        expect((await as(stranger, '/api/omip/score', { entity_id, ...broken })).body.verdict).toBe('BREAK');
+      // It weighs on the stranger's own windows ...
+      expect((await as(stranger, '/api/omip/score', { entity_id: id, plan: good })).body.delta_window).toBe(1);
+      // ... not on the citizen's (its passport, from any address), nor on another client's sovereign pair.
+      expect((await as('203.0.113.9', '/api/omip/score', { entity_id: id, plan: good }, passport)).body).toMatchObject({
+        verdict: 'PERSIST',
+        delta_window: 0,
+      });
+      const dual = await as('203.0.113.9', '/api/omip/dual-exchange', {
+        agents: [
+          { id: 'sovereign-a', proposal: { plan: good } },
+          { id: 'sovereign-b', proposal: { plan: good } },
+        ],
+      });
+      expect([dual.status, dual.body.receipt.joint.allowed]).toEqual([201, true]);
+      // The citizen's window follows its passport across addresses and doors (MCP's passportNumber).
+      await as(
+        '203.0.113.9',
+        '/api/omip/score',
+        { entity_id: id, state: { scores: { standing_over_chasing: 0.6 } } },
+        passport,
+      );
+      const mcp = await fetch(`${s.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'X-Forwarded-For': '192.0.2.1',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'score_plan', arguments: { entity_id: id, plan: good, passportNumber: passport } },
+        }),
+      });
+      expect(JSON.parse((await mcp.json()).result.content[0].text).delta_window).toBe(0.4);
+      // A passport that is none of the entities' is refused, as on a message.
+      for (const [entity_id, pp] of [
+        [id, 'pp_not-its-passport'],
+        ['sovereign-a', passport],
+      ])
+        expect((await as('192.0.2.1', '/api/omip/score', { entity_id, plan: good }, pp)).body.code).toBe(
+          'PASSPORT_MISMATCH',
+        );
+      // The public samples name the entity, never a client.
+      expect(JSON.stringify((await (await fetch(`${s.url}/api/omip/drift`)).json()).recent)).not.toMatch(/ @|198\.51/);
+    },
+  );
 
   it.runIf(available)('says which earlier step sets the verdict when this request does not', async () => {
     const id = await citizen();
