@@ -16,7 +16,7 @@ export function buildAgentCard(c: Content, links: Links) {
     return {
       id: op.tool!.name,
       name: op.tool!.name.replaceAll('_', ' '),
-      description: `${op.tool!.description} Send a DataPart ${JSON.stringify({ skill: op.tool!.name, arguments: input ? '{...}' : {} })}; the same as ${op.method} ${at(links.site, op.path)}.`,
+      description: `${op.tool!.description} Send a DataPart ${JSON.stringify({ skill: op.tool!.name, arguments: input ? '{...}' : {} })}; the same as ${op.method} ${at(links.site, op.path)}.${op.idempotency ? ' To retry it safely, send the same idempotencyKey argument (a random UUID v4) each time.' : ''}`,
       tags: [op.method === 'GET' ? 'read' : 'write', op.tag],
       examples: [JSON.stringify(example)],
       inputModes: ['application/json', 'text/plain'],

@@ -17,11 +17,29 @@ export const PassportArgument = z.object({
   passportNumber: z.string().max(200).optional(),
 });
 
+/**
+ * A write's Idempotency-Key is an argument too: an agent that lost an answer (an oath's passport, a
+ * receipt) calls again with the same key and gets it, as over HTTP, instead of a second write.
+ */
+export const IdempotencyArgument = z.object({
+  idempotencyKey: z
+    .string()
+    .max(255)
+    .optional()
+    .describe(
+      'Idempotency-Key of this write: a random UUID v4 (or 128+ random bits); a retry with the same key and arguments answers what the first call did',
+    ),
+});
+
 /** The arguments a tool takes over MCP and A2A. */
 export function callInput(op: AnyOperation): z.ZodObject | undefined {
   const input = toolInput(op);
-  if (op.credentials !== 'passport-optional' && op.credentials !== 'passport') return input;
-  return input ? input.extend(PassportArgument.shape) : PassportArgument;
+  const extra = {
+    ...(op.credentials === 'passport-optional' || op.credentials === 'passport' ? PassportArgument.shape : {}),
+    ...(op.idempotency ? IdempotencyArgument.shape : {}),
+  };
+  if (Object.keys(extra).length === 0) return input;
+  return input ? input.extend(extra) : z.object(extra);
 }
 
 /** What a tool call answered: the status and JSON body of its operation. */
@@ -60,9 +78,10 @@ export function createInvoker(handlers: Map<string, RouteHandler>): Invoke {
     const op = byName.get(name);
     const handler = op && handlers.get(op.id);
     if (!op || !handler) return null;
-    const { passportNumber, ...rest } = args;
+    const { passportNumber, idempotencyKey, ...rest } = args;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (typeof passportNumber === 'string' && passportNumber !== '') headers.authorization = `Bearer ${passportNumber}`;
+    if (typeof idempotencyKey === 'string' && op.idempotency) headers['idempotency-key'] = idempotencyKey;
     let target = op.path;
     let body = new Uint8Array();
     if (op.method === 'POST') {

@@ -185,6 +185,35 @@ describe('the same flow through all three doors', () => {
   });
 });
 
+describe('a retried write over MCP and A2A, with its idempotencyKey', () => {
+  it('answers the first call again (the same citizen and passport), writes once, and refuses a guessable key as HTTP does', async () => {
+    const mcp = new McpClient({ name: 'retry', version: '1.0.0' });
+    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
+    const before = (await (await fetch(`${server.url}/api/citizens?limit=1`)).json()).count;
+    const name = `retry-${randomUUID()}`;
+    const idempotencyKey = randomUUID();
+    const oath = async () =>
+      JSON.parse(
+        ((await mcp.callTool({ name: 'take_oath', arguments: { name, purpose: 'p', idempotencyKey } })) as any)
+          .content[0].text,
+      );
+    const first = await oath();
+    const again = await oath();
+    expect(again).toEqual(first);
+    expect(first.passportNumber).toMatch(/^pp_/);
+    // The same key by A2A is the same write: its answer, no second citizen.
+    const byA2a = dataOf(await a2a.sendMessage(skill('take_oath', { name, purpose: 'p', idempotencyKey })));
+    expect(byA2a.memberId).toBe(first.memberId);
+    expect((await (await fetch(`${server.url}/api/citizens?limit=1`)).json()).count).toBe(before + 1);
+    const guessable = (await mcp.callTool({
+      name: 'take_oath',
+      arguments: { name: `retry-${randomUUID()}`, purpose: 'p', idempotencyKey: 'attempt-1' },
+    })) as any;
+    expect([guessable.isError, JSON.parse(guessable.content[0].text).code]).toEqual([true, 'INVALID_IDEMPOTENCY_KEY']);
+    await mcp.close();
+  });
+});
+
 describe('a body nested past JSON_MAX_DEPTH, through every door', () => {
   it('is refused by HTTP (422), MCP at both revisions (400) and A2A at both versions (a JSON-RPC error), with the problem as its data', async () => {
     // Far past the depth a recursive walk (the SDKs serialise a tool's arguments again) survives.
