@@ -1,5 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyReceiptInclusion } from '../../api/omip/verify.ts';
@@ -261,6 +263,68 @@ describe('dual exchange and the receipt log', () => {
     const result = await run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', server.url]);
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^OK \d+ receipts/);
+  });
+
+  it('npm run verify-receipts -- --since: the log still holds the one a saved head signed, or it was rewritten', async () => {
+    const exchange = (url: string) =>
+      fetch(`${url}/api/omip/dual-exchange`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          agents: [
+            { id: 'sovereign-a', proposal: { plan: good } },
+            { id: 'sovereign-b', proposal: { plan: good } },
+          ],
+        }),
+      });
+    await exchange(server.url);
+    const saved = join(server.dataDir, 'saved-head.json');
+    const verify = (url: string, ...rest: string[]) =>
+      run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', url, ...rest]);
+    expect((await verify(server.url, '--save', saved)).status).toBe(0);
+    await exchange(server.url);
+    const later = await verify(server.url, '--since', saved);
+    expect([later.status, later.stderr]).toEqual([0, '']);
+    expect(later.stdout).toMatch(/consistent with the saved head of \d+/);
+    // Another log of as many receipts and more, under its own key, holds other ones: a rewritten history.
+    const other = await startServer({ WRITE_RATE_LIMIT: '0' });
+    const { tree_head } = JSON.parse(readFileSync(saved, 'utf8'));
+    for (let i = 0; i <= tree_head.tree_size; i++) await exchange(other.url);
+    const rewritten = await verify(other.url, '--since', saved);
+    await other.stop();
+    expect(rewritten.status).toBe(1);
+    expect(rewritten.stderr).toMatch(/history was rewritten/);
+    // A saved head edited after it was signed is refused as such.
+    writeFileSync(
+      saved,
+      JSON.stringify({
+        ...JSON.parse(readFileSync(saved, 'utf8')),
+        tree_head: { ...tree_head, tree_size: tree_head.tree_size + 1 },
+      }),
+    );
+    expect((await verify(server.url, '--since', saved)).stderr).toMatch(/does not verify with its own key/);
+  });
+
+  it('npm run verify-receipts fails, and stops, on a server that serves one page of receipts again and again', async () => {
+    const receipt = { id: 'sha256:00', logIndex: 1, prev: null };
+    const liar = createServer((req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end(
+        JSON.stringify(
+          req.url!.startsWith('/api/omip/log')
+            ? { tree_head: { tree_size: 2, root_hash: '00', timestamp: '', signature: '' }, public_key: '' }
+            : { receipts: [receipt], nextCursor: 'again' },
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => liar.listen(0, '127.0.0.1', resolve));
+    const result = await run('node_modules/.bin/node', [
+      'api/cli/verify-receipts.ts',
+      `http://127.0.0.1:${(liar.address() as AddressInfo).port}`,
+    ]);
+    liar.close();
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/not in log order/);
   });
 
   it('notices a receipt changed on disk', async () => {
