@@ -29,6 +29,41 @@ function nestingPasses(text: string, max: number): boolean {
   return false;
 }
 
+/**
+ * The first member name an object of `text` (valid JSON) repeats, or undefined. JSON.parse keeps
+ * the last of them silently; I-JSON (RFC 7493), which RFC 8785's canonical form takes, forbids them.
+ */
+export function repeatedMemberName(text: string): string | undefined {
+  // One entry an open container: an object's names so far, or null for an array.
+  const open: (Set<string> | null)[] = [];
+  let nameNext = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) {
+      const end = endOfString(text, i);
+      if (nameNext) {
+        const raw = text.slice(i + 1, end);
+        const name: string = raw.includes('\\') ? JSON.parse(text.slice(i, end + 1)) : raw;
+        const names = open.at(-1)!;
+        if (names.has(name)) return name;
+        names.add(name);
+        nameNext = false;
+      }
+      i = end;
+    } else if (c === 123) {
+      open.push(new Set());
+      nameNext = true;
+    } else if (c === 91) {
+      open.push(null);
+      nameNext = false;
+    } else if (c === 125 || c === 93) {
+      open.pop();
+      nameNext = false;
+    } else if (c === 44) nameNext = open.at(-1) instanceof Set;
+  }
+  return undefined;
+}
+
 const nestsTooDeep = (text: string): boolean => text.length > JSON_MAX_DEPTH && nestingPasses(text, JSON_MAX_DEPTH);
 const tooDeep = () =>
   new HttpProblem('JSON_TOO_DEEP', `The body nests arrays and objects more than ${JSON_MAX_DEPTH} deep.`, {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { queryOf, type RouteRequest } from '../http/route.ts';
 import { HttpProblem } from '../http/problem.ts';
 import { bearerToken } from '../http/bearer.ts';
+import { repeatedMemberName } from '../http/json-body.ts';
 import type { OmipCaller } from '../omip/service.ts';
 import { LEDGER_RANGES, rangeBeyondRetention } from '../telemetry/ledger/ranges.ts';
 import { MessageRequestSchema, OathRequestSchema, OathResponseSchema } from '../schemas/citizenship.ts';
@@ -241,7 +242,16 @@ export const OPERATIONS = [
     credentials: 'none',
     rateLimit: 'writes',
     idempotency: 'omip.fingerprint',
-    handle: async ({ body }, ctx) => ctx.omip.fingerprint(body.document),
+    handle: async ({ body, request }, ctx) => {
+      // The canonical form of what JSON.parse kept would be a fingerprint of another document than the one sent.
+      const repeated = repeatedMemberName(new TextDecoder().decode(request.body));
+      if (repeated !== undefined)
+        throw new HttpProblem(
+          'NOT_CANONICALIZABLE',
+          `The body repeats the member name ${JSON.stringify(repeated)} in one object: RFC 8785 takes I-JSON (RFC 7493), which forbids it.`,
+        );
+      return ctx.omip.fingerprint(body.document);
+    },
   }),
   defineOperation({
     id: 'dualExchange',

@@ -125,7 +125,11 @@ export const PROBLEMS = {
     title: 'Name mismatch',
     when: "A verified message names another than its citizen's registered name.",
   },
-  NOT_CANONICALIZABLE: { status: 422, title: 'Not canonicalizable', when: 'The document has no RFC 8785 form.' },
+  NOT_CANONICALIZABLE: {
+    status: 422,
+    title: 'Not canonicalizable',
+    when: 'The document has no RFC 8785 form: a lone surrogate, or a member name repeated in one object (I-JSON).',
+  },
   UNKNOWN_PREDICATE: {
     status: 422,
     title: 'Unknown predicate',

@@ -198,6 +198,26 @@ describe('project and fingerprint', () => {
     expect(a.body.canonical).toBe('{"a":[1e+21,"x"],"b":1}');
     expect(a.body.fingerprint).toBe(b.body.fingerprint);
   });
+
+  it('refuses a body that repeats a member name in one object (I-JSON), however it is spelled: 422', async () => {
+    const raw = async (body: string) => {
+      const res = await fetch(`${server.url}/api/omip/fingerprint`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
+      return [res.status, ((await res.json()) as { code?: string }).code];
+    };
+    for (const body of [
+      '{"document":{"a":1},"document":2}',
+      '{"document":{"x":[{"a":1,"\\u0061":2}]}}',
+      '{"document":{"k":{"deep":1},"k":{"deep":1}}}',
+    ])
+      expect(await raw(body), body).toEqual([422, 'NOT_CANONICALIZABLE']);
+    // The same name in two objects, or inside a string, is no repeat.
+    for (const body of ['{"document":[{"a":1},{"a":2}]}', '{"document":{"x":"{\\"a\\":1,\\"a\\":2}","a":{"x":1}}}'])
+      expect(await raw(body), body).toEqual([200, undefined]);
+  });
 });
 
 describe('dual exchange and the receipt log', () => {
