@@ -30,7 +30,7 @@ if (found.damage.length === 0) {
 }
 for (const d of found.damage)
   process.stdout.write(
-    `damaged: ${d.file} bytes ${d.offset}-${d.end} (${d.intactAfter} intact ${d.unit === 'entries' ? 'journal entries' : 'lines'} after them)\n`,
+    `damaged: ${d.file} bytes ${d.offset}-${d.end} (${d.reason ? `${d.reason}; ` : ''}${d.intactAfter} intact ${d.unit === 'entries' ? 'journal entries' : 'lines'} after them)\n`,
   );
 process.stdout.write(`${damageLine(found)}\n`);
 process.exit(1);

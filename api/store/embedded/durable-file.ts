@@ -113,11 +113,12 @@ export interface LineRead {
  * Gives each line of a file's first `end` bytes (all of it by default) to `onLine`, read a chunk
  * at a time, with its byte offset: a line that carries a checksum (see checksum.ts) is checked on
  * its bytes and given without its prefix, or without text when it fails; a line of an older format
- * is given as it is. A last line without its newline is given too, marked `last`.
+ * is given as it is. A last line without its newline is given too, marked `last`. The line's
+ * bytes (without its newline) come beside it, valid only during the call: the chunk is read into again.
  */
 export async function readRecordLines(
   path: string,
-  onLine: (line: LineRead) => void,
+  onLine: (line: LineRead, bytes: Buffer) => void,
   options: ChunkOptions & { end?: number } = {},
 ): Promise<ChunkStats> {
   const chunkBytes = options.chunkBytes ?? CHUNK_BYTES;
@@ -138,7 +139,7 @@ export async function readRecordLines(
       if (line.length - CHECK_BYTES > limit) throw new StringLimitError(path, line.length - CHECK_BYTES, limit);
       text = line.toString('utf8', CHECK_BYTES);
     }
-    onLine({ text, offset: lineStart, end, lineNo: ++lineNo, checked, last });
+    onLine({ text, offset: lineStart, end, lineNo: ++lineNo, checked, last }, line);
     lineStart = end;
   };
   try {

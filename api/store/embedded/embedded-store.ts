@@ -8,6 +8,7 @@ import { NameTaken, nameKeys, nameKeysStamp } from '../../names/name-rule.ts';
 import type { ChunkOptions } from './durable-file.ts';
 import { StoreFullError, StoreUnavailableError } from '../errors.ts';
 import { Journal, type Damage, type JournalEntry, type JournalObserver, type JournalScan } from './journal.ts';
+import { entryFault } from './journal-entry.ts';
 import { StartupError } from '../../startup-error.ts';
 import { pageLogNewestFirst, pageNewestFirst } from '../pages.ts';
 import {
@@ -394,7 +395,7 @@ export function damageLine(found: StoreDamage): string {
   const first = found.damage[0]!;
   const more = found.damage.length - 1;
   return (
-    `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes fail their checksum or do not parse${first.reason ? `: ${first.reason}` : ''}; ` +
+    `store damaged: ${first.file} at byte ${first.offset} (${first.end - first.offset} bytes ${first.reason ? `damaged: ${first.reason}` : 'fail their checksum or do not parse'}; ` +
     `${first.intactAfter} intact ${first.unit === 'entries' ? 'journal entries' : 'lines'} after them in that file` +
     `${more > 0 ? `; ${more} more damaged place${more === 1 ? '' : 's'}` : ''}); no damaged file was changed: ` +
     `copy the folder, then run \`npm run store-salvage -- ${found.dir}\` or restore from a backup (docs/deploy.md)`
@@ -612,11 +613,14 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // The sequence of the last file written (snapshot or delta): the next delta follows it.
   let writtenSeq = base;
   let replayed = 0;
-  const scan = await journal.replay((entry) => {
-    if (entry.seq <= base) return;
-    memory.apply(entry);
-    replayed++;
-  });
+  const scan = await journal.replay(
+    (entry) => {
+      if (entry.seq <= base) return;
+      memory.apply(entry);
+      replayed++;
+    },
+    { check: entryFault },
+  );
   if (scan.torn) logger.warn(scan.torn, 'journal: cut a torn tail (a write that was never acknowledged)');
   for (const tail of scan.oldTails)
     logger.warn(tail, 'journal: cut a torn tail an earlier version left in an older file (never acknowledged)');
@@ -745,6 +749,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   async function commit(op: string, v: unknown): Promise<void> {
     // The ledger is replaced, not added to, and bounded: it may still be saved when the store is full.
     if (op !== 'telemetry.save' && memory.bytes >= maxBytes) throw new StoreFullError(memory.bytes, maxBytes);
+    // Past 2^53 - 1 a sequence stops counting, and a start would refuse the entry: nothing is acknowledged there.
+    if (seq >= Number.MAX_SAFE_INTEGER) throw new StoreUnavailableError(new Error('journal sequence exhausted'));
     const entry = { seq: ++seq, op, v };
     try {
       await journal.append(entry);

@@ -1,8 +1,8 @@
 import { constants } from 'node:fs';
 import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { CHUNK_BYTES, readRecordLines, syncDir, type ChunkOptions } from './durable-file.ts';
-import { sealedLine } from './checksum.ts';
+import { CHUNK_BYTES, readRecordLines, syncDir, type ChunkOptions, type LineRead } from './durable-file.ts';
+import { checksumHolds, sealedLine } from './checksum.ts';
 
 /** One journal line: a sequence number, an operation type and its value. */
 export interface JournalEntry {
@@ -55,9 +55,37 @@ async function endOfLastLine(handle: FileHandle, end: number): Promise<number> {
   return 0;
 }
 
-export const JOURNAL_NAME = /^journal-(\d{12})\.jsonl$/;
+/**
+ * A journal file: `journal-<its first entry's sequence>.jsonl`, 12 digits or more. A sequence past
+ * 12 digits makes a longer name: one only 12 digits matched was never replayed.
+ */
+export const JOURNAL_NAME = /^journal-(\d{12,})\.jsonl$/;
 const NAME = JOURNAL_NAME;
 const fileName = (firstSeq: number) => `journal-${String(firstSeq).padStart(12, '0')}.jsonl`;
+
+/** The journal files among `names`, in the order of their sequences (by number: names differ in length). */
+export function journalFiles(names: string[]): string[] {
+  const seqOf = (name: string) => BigInt(NAME.exec(name)![1]!);
+  return names
+    .filter((name) => NAME.test(name))
+    .map((name) => ({ name, seq: seqOf(name) }))
+    .sort((a, b) => (a.seq < b.seq ? -1 : a.seq > b.seq ? 1 : 0))
+    .map(({ name }) => name);
+}
+
+/**
+ * Whether a damaged line is what a write cut short by a crash leaves: the file ends inside it (no
+ * newline), or it holds a NUL byte (zeros written ahead, or length the file system gave, that the
+ * write never reached). A whole line without a NUL was written whole, and may have been
+ * acknowledged: that is damage. So is a last line whose bytes but its last hold their checksum: a
+ * whole entry whose newline alone was overwritten (a torn write is a prefix of its line, and never
+ * holds more than it).
+ */
+export function tornShaped(line: LineRead, bytes: Buffer): boolean {
+  if (bytes.includes(0)) return true;
+  if (!line.last) return false;
+  return !(line.checked && bytes.length > 1 && checksumHolds(bytes.subarray(0, -1)));
+}
 
 /** An optional observer of durable writes (metrics): the journal reports, it does not know who listens. */
 export interface JournalObserver {
@@ -90,6 +118,14 @@ export interface JournalScan {
   /** Intact entries written before entries carried checksums (format 1): the next snapshot takes them. */
   unchecked: number;
   entries: number;
+}
+
+/** How a replay reads. */
+export interface ReplayOptions {
+  /** Cut nothing and remove nothing: a check of a stopped store or a backup. */
+  keep?: boolean;
+  /** Why an entry that holds its checksum still cannot be used (journal-entry.ts), or undefined. */
+  check?: (entry: JournalEntry) => string | undefined;
 }
 
 interface Pending {
@@ -156,17 +192,24 @@ export class Journal {
 
   /**
    * Reads every journal file in order, a chunk at a time, and hands each intact entry to `onEntry`
-   * as it is read. What does not hold its checksum or does not parse is damage, and is given back,
-   * with the intact entries after it in its file, never skipped silently: except the torn tail,
-   * the bytes after the last whole entry of the newest file, which no acknowledged write reached
-   * (the write that made them was never answered); that is cut off (zeroed) here, unless `keep`.
-   * Files with no data are removed (unless `keep`).
+   * as it is read. What does not hold its checksum, does not parse, does not follow the entry
+   * before it (sequences only increase) or that `check` refuses is damage, and is given back, with
+   * the intact entries after it in its file, never skipped silently: except the torn tail, lines
+   * ending the newest file with no intact entry after them that a write cut short by a crash left
+   * (see `tornShaped`), which no acknowledged write reached; that is cut off (zeroed) here, unless
+   * `keep`. Files with no data are removed (unless `keep`).
    */
-  async replay(onEntry: (entry: JournalEntry) => void, keep = false): Promise<JournalScan> {
-    const files = (await readdir(this.dir)).filter((f) => NAME.test(f)).sort();
+  async replay(onEntry: (entry: JournalEntry) => void, options: ReplayOptions = {}): Promise<JournalScan> {
+    const { keep = false, check } = options;
+    const files = journalFiles(await readdir(this.dir));
     const empty: string[] = [];
     const scan: JournalScan = { damage: [], torn: undefined, oldTails: [], unchecked: 0, entries: 0 };
     let newest: { file: string; end: number; damage: Damage[] } | undefined;
+    // Runs of damage holding a line no torn write leaves: never cut, whatever follows them.
+    const whole = new Set<Damage>();
+    // Sequences only increase, across files: a repeated line (a restore that joined files) would
+    // apply its write twice, and one past 2^53 stops counting (seq + 1 === seq).
+    let lastSeq = 0;
     for (const file of files) {
       const path = join(this.dir, file);
       const handle = await open(path, 'r');
@@ -175,25 +218,51 @@ export class Journal {
       let intact = 0;
       let checked = 0;
       let open_: Damage | undefined;
+      const damaged = (line: LineRead, bytes: Buffer, reason?: string) => {
+        // Lines that fail their checksum side by side are one place; an entry with a reason is its own.
+        if (open_ && !open_.reason && !reason && open_.end === line.offset) open_.end = line.end;
+        else
+          damage.push(
+            (open_ = {
+              file: path,
+              offset: line.offset,
+              end: line.end,
+              intactAfter: intact,
+              unit: 'entries',
+              ...(reason ? { reason } : {}),
+            }),
+          );
+        if (reason || !tornShaped(line, bytes)) whole.add(open_);
+      };
       await readRecordLines(
         path,
-        (line) => {
+        (line, bytes) => {
           let entry: JournalEntry | undefined;
-          // A line without its newline is a torn write (its write never returned), whatever it holds.
+          // A line without its newline is never used, whatever it holds: a torn write's, or damage (tornShaped).
           if (line.text !== undefined && !line.last)
             try {
               entry = JSON.parse(line.text) as JournalEntry;
             } catch {
               entry = undefined;
             }
-          if (entry === undefined || typeof entry.seq !== 'number' || typeof entry.op !== 'string') {
-            if (open_ && open_.end === line.offset) open_.end = line.end;
-            else
-              damage.push(
-                (open_ = { file: path, offset: line.offset, end: line.end, intactAfter: intact, unit: 'entries' }),
-              );
-            return;
-          }
+          if (entry === undefined) return damaged(line, bytes);
+          if (entry === null || typeof entry.seq !== 'number' || typeof entry.op !== 'string')
+            return damaged(line, bytes, 'not a journal entry (no numeric seq and op)');
+          if (!Number.isSafeInteger(entry.seq))
+            return damaged(
+              line,
+              bytes,
+              `sequence ${entry.seq} is no whole number below 2^53, where numbers stop counting`,
+            );
+          if (entry.seq <= lastSeq)
+            return damaged(
+              line,
+              bytes,
+              `sequence ${entry.seq} does not follow ${lastSeq}: a repeated or misplaced entry`,
+            );
+          const fault = check?.(entry);
+          if (fault) return damaged(line, bytes, fault);
+          lastSeq = entry.seq;
           open_ = undefined;
           intact++;
           if (!line.checked) scan.unchecked++;
@@ -208,7 +277,14 @@ export class Journal {
       // The format before checksums cut a torn tail only off the file it reopened, so an older file of
       // it may still end in one from a crash long ago: that too was never acknowledged.
       const last = damage.at(-1);
-      if (checked === 0 && last && last.intactAfter === 0 && last.end === end && path !== files.at(-1)) {
+      if (
+        checked === 0 &&
+        last &&
+        !whole.has(last) &&
+        last.intactAfter === 0 &&
+        last.end === end &&
+        path !== join(this.dir, files.at(-1)!)
+      ) {
         damage.pop();
         scan.oldTails.push({ file: path, offset: last.offset, bytes: last.end - last.offset });
         if (!keep) await this.#cut(path, last.offset, last.end);
@@ -219,9 +295,9 @@ export class Journal {
       if (end === 0) empty.push(file);
       else this.#older.set(file, end);
     }
-    // Damage at the very end of the newest file with no intact entry after it: the torn tail.
+    // Damage at the very end of the newest file, with no intact entry after it, that a torn write left.
     const tail = newest?.damage.at(-1);
-    if (newest && tail && tail.intactAfter === 0 && tail.end === newest.end) {
+    if (newest && tail && !whole.has(tail) && tail.intactAfter === 0 && tail.end === newest.end) {
       scan.damage.splice(scan.damage.indexOf(tail), 1);
       scan.torn = { file: newest.file, offset: tail.offset, bytes: tail.end - tail.offset };
       if (!keep) await this.#cut(newest.file, tail.offset, tail.end);
@@ -233,7 +309,6 @@ export class Journal {
       await Promise.all(empty.map((f) => unlink(join(this.dir, f)).catch(() => undefined)));
     return scan;
   }
-
   /** Zeroes a torn tail on disk, so the next start does not find it in a file no longer the newest. */
   async #cut(path: string, from: number, to: number): Promise<void> {
     const handle = await open(path, 'r+').catch(() => undefined);

@@ -6,6 +6,7 @@ import { citizenCodec, messageCodec, receiptCodec, type RecordCodec } from './co
 import type { ChunkOptions } from './durable-file.ts';
 import { damageLine, openEmbeddedStore, type StoreDamage } from './embedded-store.ts';
 import { Journal, type Damage } from './journal.ts';
+import { entryFault } from './journal-entry.ts';
 import { LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile } from './snapshot.ts';
 
 /**
@@ -15,7 +16,7 @@ import { LEGACY_SNAPSHOT_FILE, SNAPSHOT_FILE, SnapshotFile } from './snapshot.ts
 export async function scrubStore(dir: string, chunks: ChunkOptions = {}): Promise<StoreDamage> {
   const file = new SnapshotFile(join(dir, SNAPSHOT_FILE), join(dir, LEGACY_SNAPSHOT_FILE), chunks);
   await file.read();
-  const scan = await new Journal(dir, undefined, chunks).replay(() => undefined, true);
+  const scan = await new Journal(dir, undefined, chunks).replay(() => undefined, { keep: true, check: entryFault });
   return { dir, damage: [...file.damage, ...scan.damage], torn: scan.torn };
 }
 
@@ -110,7 +111,7 @@ export function reportText(dir: string, reports: DamageReport[], torn: StoreDama
   if (reports.length === 0) lines.push('no damaged records: the store was clean.');
   for (const r of reports) {
     lines.push(
-      `${basename(r.file)} bytes ${r.offset}-${r.end} (${r.end - r.offset} bytes; ${r.intactAfter} intact ${r.unit === 'entries' ? 'journal entries' : 'lines'} after them, kept): moved to ${basename(r.movedTo)} at byte ${r.movedAt}`,
+      `${basename(r.file)} bytes ${r.offset}-${r.end} (${r.end - r.offset} bytes${r.reason ? `: ${r.reason}` : ''}; ${r.intactAfter} intact ${r.unit === 'entries' ? 'journal entries' : 'lines'} after them, kept): moved to ${basename(r.movedTo)} at byte ${r.movedAt}`,
       `  member ids seen in them: ${r.memberIds.join(' ') || 'none readable'}`,
       `  message ids seen in them: ${r.messageIds.join(' ') || 'none readable'}`,
       `  receipt ids seen in them: ${r.receiptIds.join(' ') || 'none readable'}`,

@@ -13,7 +13,7 @@ import {
   type LineRead,
   StringLimitError,
 } from './durable-file.ts';
-import { JOURNAL_NAME, type Damage } from './journal.ts';
+import { JOURNAL_NAME, journalFiles, type Damage } from './journal.ts';
 import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './codec.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from '../types.ts';
 
@@ -496,12 +496,18 @@ export class SnapshotFile implements Adapter<SnapshotData> {
     const data = await this.#readSnapshot();
     const dir = dirname(this.path);
     const files = await readdir(dir);
-    const names = files.filter((f) => DELTA.test(f)).sort();
+    // By number: a sequence past 12 digits makes a longer name, which sorts before shorter ones as text.
+    const names = files
+      .filter((f) => DELTA.test(f))
+      .sort((a, b) => {
+        const [x, y] = [BigInt(DELTA.exec(a)![1]!), BigInt(DELTA.exec(b)![1]!)];
+        return x < y ? -1 : x > y ? 1 : 0;
+      });
     this.deltas.clear();
     this.#stale = [];
     // A salvage whose snapshot lost its header: the journals start after what it held.
     if (data && data.seq === -1) {
-      const journals = files.filter((f) => JOURNAL_NAME.test(f)).sort();
+      const journals = journalFiles(files);
       data.seq = journals.length > 0 ? Number(JOURNAL_NAME.exec(journals[0]!)![1]) - 1 : 0;
     }
     if (names.length === 0) return data;
