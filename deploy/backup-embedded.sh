@@ -56,8 +56,10 @@ trap 'rm -rf "$stage" "$archive.partial"' EXIT
 # 1. Journals, oldest first: whole lines up to the first zero byte (sed -z reads up to it).
 shopt -s nullglob
 skipped=0
-for journal in "$dir"/journal-????????????.jsonl; do
-  name=$(basename "$journal")
+# Names of 12 digits or more, in the order of their numbers (a 13-digit name sorts first as text).
+mapfile -t journals < <(cd "$dir" && printf '%s\n' journal-*.jsonl | grep -E '^journal-[0-9]{12,}\.jsonl$' | sort -t- -k2,2n)
+for name in "${journals[@]}"; do
+  journal="$dir/$name"
   if sed -z q "$journal" 2>/dev/null | tr -d '\000' | sed -z 's/[^\n]*$//' >"$stage/$name"; then
     continue
   fi

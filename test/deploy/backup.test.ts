@@ -243,6 +243,21 @@ describe('backup and restore of the embedded store (deploy/backup-embedded.sh, d
     expect(copied.whole.split('\n').filter(Boolean)).toHaveLength(2);
   }, 60_000);
 
+  it('copies journals whose names passed 12 digits (sequences of 10^12 and more)', async () => {
+    const dir = temp('backup-long-');
+    const store = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }) });
+    await enrol(store, 'long-a');
+    await store.close();
+    const long = 'journal-1000000000000.jsonl';
+    writeFileSync(join(dir, long), readFileSync(join(dir, 'journal-000000000001.jsonl')));
+    const archive = join(temp('backup-out-'), 'long.tar.gz');
+    const backup = await run(BACKUP, [dir, archive]);
+    expect(backup.code, backup.stderr).toBe(0);
+    const listed = execFileSync('tar', ['-tzf', archive], { encoding: 'utf8' });
+    expect(listed).toContain(long);
+    expect(listed).toContain('journal-000000000001.jsonl');
+  });
+
   it('answers each documented exit code', async () => {
     const dir = temp('backup-codes-');
     const store = await openEmbeddedStore({ dir, logger: pino({ level: 'silent' }) });
