@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createConnection, createServer, type Server } from 'node:net';
 import { hostname, platform } from 'node:os';
@@ -34,15 +34,16 @@ export class LockHeld extends Error {
 }
 
 /**
- * The socket a folder's lock is: a Linux abstract socket named after the folder's real path, which
- * the kernel frees when its process ends, however it ends (kill -9 leaves nothing stale behind).
- * Elsewhere, a socket file in the folder.
+ * The socket a folder's lock is: a Linux abstract socket named after the folder itself (its device
+ * and inode), which the kernel frees when its process ends, however it ends (kill -9 leaves nothing
+ * stale behind). Not its path: a bind mount, or the folder renamed under a running process, is
+ * another path to the same files. Elsewhere, a socket file in the folder.
  */
 function socketOf(folder: string, purpose: string): string {
   const real = realpathSync(folder);
-  if (platform() === 'linux')
-    return `\0agentnode-${purpose}-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
-  return join(real, `.${purpose}.lock`);
+  if (platform() !== 'linux') return join(real, `.${purpose}.lock`);
+  const { dev, ino } = statSync(real, { bigint: true });
+  return `\0agentnode-${purpose}-${createHash('sha256').update(`${dev}:${ino}`).digest('hex').slice(0, 32)}`;
 }
 
 const holderOf = (socket: string): Promise<LockHolder | null> =>

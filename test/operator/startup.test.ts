@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -29,6 +29,19 @@ describe('one writer per data folder', () => {
       expect(readdirSync(first.dataDir).sort()).toEqual(before);
       // The holder is unharmed.
       expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('holds the folder, not its path: renamed under its process (as a bind mount is another path to it), a second start is refused', async () => {
+    const first = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
+    const moved = `${first.dataDir}-moved`;
+    try {
+      renameSync(first.dataDir, moved);
+      const second = await runToEnd({ PORT: '0', DATA_DIR: moved });
+      expect(second.code).toBe(1);
+      expect(second.lines[0]).toContain(`is in use by process ${first.child.pid}`);
     } finally {
       await first.stop();
     }
