@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
-import { connect } from 'node:net';
+import { createServer, request } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,27 +55,31 @@ let nginx: ChildProcess;
 let port: number;
 const oath = (name: string) => ({ name, purpose: 'behind a proxy' });
 
-beforeAll(async () => {
-  server = await startServer({ TRUST_PROXY: '127.0.0.1', WRITE_RATE_LIMIT: '3' });
-  port = await freePort();
+/** deploy/nginx.conf as the operator includes it, its one upstream line made one line an address (parameters kept). */
+async function startNginx(upstreams: string[]): Promise<{ port: number; process: ChildProcess }> {
+  const listen = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'nginx-'));
-  // deploy/nginx.conf as the operator includes it, with its two ports pointed at this test's.
   const site = readFileSync(resolve('deploy/nginx.conf'), 'utf8')
-    // The live process, and one that is gone (nothing listens on its port): nginx must skip it.
-    .replace(
-      /server 127\.0\.0\.1:4321;/,
-      `server ${new URL(server.url).host};\n    server 127.0.0.1:${await freePort()};`,
+    .replace(/server 127\.0\.0\.1:4321([^;]*);/, (_, parameters: string) =>
+      upstreams.map((address) => `server ${address}${parameters};`).join('\n    '),
     )
-    .replace(/listen 80;/, `listen 127.0.0.1:${port};`);
+    .replace(/listen 80;/, `listen 127.0.0.1:${listen};`);
   writeFileSync(join(dir, 'agent-node.conf'), site);
   writeFileSync(
     join(dir, 'nginx.conf'),
     `worker_processes 1;\npid ${dir}/nginx.pid;\nerror_log ${dir}/error.log;\nevents { worker_connections 256; }\nhttp {\n  access_log off;\n  client_body_temp_path ${dir}/body;\n  proxy_temp_path ${dir}/proxy;\n  include ${dir}/agent-node.conf;\n}\n`,
   );
-  nginx = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
+  const child = spawn('/usr/sbin/nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });
-  await waitFor(() => listening(port), { intervalMs: 50, what: 'nginx listening' });
+  await waitFor(() => listening(listen), { intervalMs: 50, what: 'nginx listening' });
+  return { port: listen, process: child };
+}
+
+beforeAll(async () => {
+  server = await startServer({ TRUST_PROXY: '127.0.0.1', WRITE_RATE_LIMIT: '3' });
+  // The live process, and one that is gone (nothing listens on its port): nginx must skip it.
+  ({ port, process: nginx } = await startNginx([new URL(server.url).host, `127.0.0.1:${await freePort()}`]));
 }, 60_000);
 
 afterAll(async () => {
@@ -168,6 +172,38 @@ describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
       (await post(port, '/api/citizenship/oath', oath(`after-idle-${Date.now()}`), { from: '127.0.0.19' })).status,
     ).toBe(201);
   }, 60_000);
+
+  it("takes no process out for the service's 503: after every process answered a GET 503 (a database outage), the next request is served", async () => {
+    // Two processes whose reads of the store answer 503 STORE_UNAVAILABLE, as during an outage; their documents answer.
+    const processes = await Promise.all(
+      [0, 1].map(async () => {
+        const p = createServer((req, res) => {
+          const down = req.url === '/api/citizens';
+          res.writeHead(down ? 503 : 200, { 'Content-Type': 'application/json', 'Retry-After': '1' });
+          res.end(down ? '{"code":"STORE_UNAVAILABLE"}' : '{"ok":true}');
+        });
+        await new Promise<void>((done) => p.listen(0, '127.0.0.1', done));
+        return p;
+      }),
+    );
+    const proxy = await startNginx(processes.map((p) => `127.0.0.1:${(p.address() as AddressInfo).port}`));
+    const get = (path: string) =>
+      new Promise<number>((done, fail) =>
+        request({ host: '127.0.0.1', port: proxy.port, path, agent: false }, (res) => {
+          res.resume();
+          res.on('end', () => done(res.statusCode!));
+        })
+          .on('error', fail)
+          .end(),
+      );
+    try {
+      expect([await get('/api/citizens'), await get('/api/citizens')]).toEqual([503, 503]);
+      expect([await get('/livez'), await get('/api/convert')]).toEqual([200, 200]);
+    } finally {
+      proxy.process.kill('SIGQUIT');
+      for (const p of processes) p.close();
+    }
+  });
 
   it('answers its own 502 as problem+json with Retry-After when no process answers', async () => {
     await server.stop();
