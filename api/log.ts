@@ -120,10 +120,14 @@ function lineTail(ms: number, requestId: string | undefined): string {
  * the line cost ~460 bytes of garbage a request, now ~200).
  */
 let last = { time: NaN, method: '', path: '', status: 0, head: '' };
+/** A path's first characters logged: a request line stays about the size the docs give, whatever the path (up to 16 KiB). */
+export const LOGGED_PATH_CHARS = 512;
+const loggedPath = (path: string) =>
+  path.length > LOGGED_PATH_CHARS ? `${path.slice(0, LOGGED_PATH_CHARS)}… (${path.length} characters)` : path;
 function lineHead(l: RequestLine): string {
   const time = l.time ?? Date.now();
   if (time !== last.time || l.status !== last.status || l.path !== last.path || l.method !== last.method) {
-    const head = `{"level":${levelOf(l.status)},"time":${time},${BASE_JSON}"method":${jsonString(l.method)},"path":${jsonString(l.path)},"status":${l.status},"ms":`;
+    const head = `{"level":${levelOf(l.status)},"time":${time},${BASE_JSON}"method":${jsonString(l.method)},"path":${jsonString(loggedPath(l.path))},"status":${l.status},"ms":`;
     last = { time, method: l.method, path: l.path, status: l.status, head };
   }
   return last.head;

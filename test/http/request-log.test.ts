@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { hostname } from 'node:os';
 import { BUILD } from '../../api/build-info.ts';
-import { createLogging, tenths } from '../../api/log.ts';
+import { createLogging, LOGGED_PATH_CHARS, tenths } from '../../api/log.ts';
 
 describe('the request log line', () => {
   it('is the JSON a serializer would write, whatever the path holds', () => {
@@ -49,12 +49,17 @@ describe('the request log line', () => {
   it('keeps every line whole and in order: request lines, pino lines, and lines longer than a chunk', () => {
     const chunks: string[] = [];
     const { logger, requestLog, end } = createLogging('info', { write: (chunk) => void chunks.push(String(chunk)) });
-    const long = `/${'x'.repeat(20_000)}`;
+    // A request line's path is cut (LOGGED_PATH_CHARS); a pino line is as long as its fields.
+    const long = 'x'.repeat(20_000);
     const sent: string[] = [];
     for (let i = 0; i < 3000; i++) {
-      const path = i % 1000 === 7 ? long : `/docs/${i}`;
+      const path = `/docs/${i}`;
       requestLog({ method: 'GET', path, status: 200 + (i % 300), durationMs: i / 7, time: 1_800_000_000_000 + i });
       sent.push(path);
+      if (i % 1000 === 7) {
+        logger.info({ long }, 'long');
+        sent.push('long');
+      }
       if (i % 500 === 3) {
         logger.info({ n: i, note: 'é'.repeat(i % 5) }, 'between');
         sent.push('between');
@@ -70,6 +75,17 @@ describe('the request log line', () => {
       .split('\n')
       .map((l) => JSON.parse(l) as { path?: string; msg: string });
     expect(lines.map((l) => (l.msg === 'request' ? l.path : l.msg))).toEqual(sent);
+  });
+
+  it('logs a long path cut to LOGGED_PATH_CHARS, saying how long it was', () => {
+    const chunks: string[] = [];
+    const { requestLog, end } = createLogging('info', { write: (chunk) => void chunks.push(String(chunk)) });
+    const path = `/${'a'.repeat(15_000)}`;
+    requestLog({ method: 'GET', path, status: 404, durationMs: 1 });
+    end();
+    const line = chunks.join('');
+    expect(line.length).toBeLessThan(LOGGED_PATH_CHARS + 400);
+    expect(JSON.parse(line).path).toBe(`${path.slice(0, LOGGED_PATH_CHARS)}… (15001 characters)`);
   });
 
   it('writes a duration to one decimal exactly as JSON writes it rounded', () => {
