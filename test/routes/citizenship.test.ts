@@ -33,6 +33,15 @@ describe('passports', () => {
         })
       ).status,
     ).toBe(403);
+    // A passport sent with a space in it is a wrong passport, not a missing one (over MCP and A2A too).
+    expect(
+      (
+        await request(app, 'POST', '/api/intelligence/message', {
+          body: message,
+          headers: { authorization: `Bearer ${o.passportNumber} x` },
+        })
+      ).body.code,
+    ).toBe('PASSPORT_MISMATCH');
     const other = await oath('other');
     expect(
       (
