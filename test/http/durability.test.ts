@@ -126,9 +126,14 @@ describe('a disk that refuses writes', () => {
       }
     }
     expect(refused).toBe(1);
+    for (let i = 0; i < 5; i++) expect((await oath(server.url, `refused-${i}`)).status).toBe(503);
     expect(await names(server.url)).toEqual(acknowledged);
     execFileSync('rm', [filler]);
     expect((await oath(server.url, 'after-full')).status).toBe(201);
+    // The outage is two lines in the log, its start and its end, not one a refused write.
+    const recovered = await server.waitForLog((l) => l.includes('store writes again'));
+    expect(JSON.parse(recovered)).toMatchObject({ refused: 6 });
+    expect(server.logs.filter((l) => l.includes('store write failed'))).toHaveLength(1);
     await server.stop();
     const again = await startServer({ DATA_DIR: dir });
     expect(await names(again.url)).toEqual(['after-full', ...acknowledged]);

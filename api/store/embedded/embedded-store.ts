@@ -745,6 +745,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // a journal left long by earlier runs is compacted now.
   maybeCompact(migrating || snapshotKeysComputed);
 
+  /** Since when, and how many, writes the disk has refused (logged when it starts and when it ends). */
+  let refusing: { since: number; writes: number } | undefined;
   /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses or the store is full. */
   async function commit(op: string, v: unknown): Promise<void> {
     // The ledger is replaced, not added to, and bounded: it may still be saved when the store is full.
@@ -755,8 +757,17 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     try {
       await journal.append(entry);
     } catch (error) {
-      logger.error({ err: error, op }, 'store write failed');
+      // Once an outage, not a line and a stack for every write a full disk refuses.
+      if (refusing === undefined) {
+        refusing = { since: Date.now(), writes: 0 };
+        logger.error({ err: error, op }, 'store write failed: writes answer 503 until the disk takes them again');
+      }
+      refusing.writes++;
       throw new StoreUnavailableError(error);
+    }
+    if (refusing !== undefined) {
+      logger.warn({ refused: refusing.writes, forMs: Date.now() - refusing.since }, 'store writes again');
+      refusing = undefined;
     }
     memory.apply(entry);
     sinceSnapshot++;
