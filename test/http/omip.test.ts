@@ -35,6 +35,18 @@ const entity = async () =>
     .memberId as string;
 const get = async (path: string) => (await (await fetch(server.url + path)).json()) as Record<string, any>;
 const good = { steps: [{ action: 'read', tool: 'read_convert' }] };
+/** A dual exchange of the sovereign pair, both with the clean plan: a receipt of dual PERSIST. */
+const dualPersist = (url: string) =>
+  fetch(`${url}/api/omip/dual-exchange`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      agents: [
+        { id: 'sovereign-a', proposal: { plan: good } },
+        { id: 'sovereign-b', proposal: { plan: good } },
+      ],
+    }),
+  });
 const contractible = {
   steps: [
     { action: 'fine', tool: 'read_convert' },
@@ -286,30 +298,19 @@ describe('dual exchange and the receipt log', () => {
   });
 
   it('npm run verify-receipts -- --since: the log still holds the one a saved head signed, or it was rewritten', async () => {
-    const exchange = (url: string) =>
-      fetch(`${url}/api/omip/dual-exchange`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          agents: [
-            { id: 'sovereign-a', proposal: { plan: good } },
-            { id: 'sovereign-b', proposal: { plan: good } },
-          ],
-        }),
-      });
-    await exchange(server.url);
+    await dualPersist(server.url);
     const saved = join(server.dataDir, 'saved-head.json');
     const verify = (url: string, ...rest: string[]) =>
       run('node_modules/.bin/node', ['api/cli/verify-receipts.ts', url, ...rest]);
     expect((await verify(server.url, '--save', saved)).status).toBe(0);
-    await exchange(server.url);
+    await dualPersist(server.url);
     const later = await verify(server.url, '--since', saved);
     expect([later.status, later.stderr]).toEqual([0, '']);
     expect(later.stdout).toMatch(/consistent with the saved head of \d+/);
     // Another log of as many receipts and more, under its own key, holds other ones: a rewritten history.
     const other = await startServer({ WRITE_RATE_LIMIT: '0' });
     const { tree_head } = JSON.parse(readFileSync(saved, 'utf8'));
-    for (let i = 0; i <= tree_head.tree_size; i++) await exchange(other.url);
+    for (let i = 0; i <= tree_head.tree_size; i++) await dualPersist(other.url);
     const rewritten = await verify(other.url, '--since', saved);
     await other.stop();
     expect(rewritten.status).toBe(1);
@@ -349,18 +350,7 @@ describe('dual exchange and the receipt log', () => {
 
   it('notices a receipt changed on disk', async () => {
     const own = await startServer({ WRITE_RATE_LIMIT: '0' });
-    const made = await (
-      await fetch(`${own.url}/api/omip/dual-exchange`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({
-          agents: [
-            { id: 'sovereign-a', proposal: { plan: good } },
-            { id: 'sovereign-b', proposal: { plan: good } },
-          ],
-        }),
-      })
-    ).json();
+    const made = await (await dualPersist(own.url)).json();
     await own.stop();
     const journal = readdirSync(own.dataDir).find((f) => f.startsWith('journal-'))!;
     const path = join(own.dataDir, journal);
