@@ -37,8 +37,20 @@ const DnsServers = z
     'must be a comma-separated list of ip, ip:port or [ipv6]:port',
   );
 
-/** An unset or empty variable: the default applies. */
-const unset = (v: unknown) => (v === '' ? undefined : v);
+/**
+ * An unset, empty or blank variable: the default applies, for every variable alike (loadConfig).
+ * Env files write `DATA_DIR=` for none, and z.coerce.number() would read "" as 0.
+ */
+const unset = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+
+/**
+ * Node's timers hold at most 2^31-1 ms (a longer one fires after 1 ms), and PostgreSQL's *_timeout
+ * settings are int4 milliseconds: the most any time setting may be.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** Milliseconds, from `min` to `max`. */
+const Millis = (min: number, max = MAX_TIMER_MS) =>
+  z.coerce.number().int().min(min).max(max, `must be at most ${max} (ms)`);
 
 /** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
 export const ConfigSchema = z
@@ -46,7 +58,7 @@ export const ConfigSchema = z
     PORT: Port.default(4321),
     HOST: z.string().default('0.0.0.0'),
     /** {base_url}: the service's own address; every absolute URL in documents starts with it (default http://localhost:PORT). */
-    SITE_URL: z.preprocess(unset, Origin.optional()),
+    SITE_URL: Origin.optional(),
     /**
      * Other addresses the service answers on (comma-separated origins, e.g. https://www.example.org):
      * with SITE_URL, the authorities a Web Bot Auth signature may be made for.
@@ -75,15 +87,18 @@ export const ConfigSchema = z
       .transform((v) => (v ? v : undefined))
       .refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
     /** The embedded store's ceiling, in bytes it holds in memory (past it writes answer 503 STORE_FULL; near it /readyz and the log warn); default half the V8 heap limit. */
-    EMBEDDED_MAX_BYTES: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().positive().optional()),
+    EMBEDDED_MAX_BYTES: z.coerce.number().int().positive().optional(),
     /** Connections each process keeps to PostgreSQL at most. */
     PG_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     /** A connection to PostgreSQL (or a free one from the pool) not had within this long answers 503. */
-    PG_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(1500),
-    /** A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way. */
-    PG_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(2000),
+    PG_CONNECT_TIMEOUT_MS: Millis(100).default(1500),
+    /**
+     * A statement is cancelled by PostgreSQL after this long (statement_timeout); with no answer at all 500 ms later, the connection is dropped: 503 either way.
+     * At most half MAX_TIMER_MS: twice it is each transaction's idle_in_transaction_session_timeout.
+     */
+    PG_QUERY_TIMEOUT_MS: Millis(100, Math.floor(MAX_TIMER_MS / 2)).default(2000),
     /** A pooled connection unused for this long is closed. */
-    PG_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    PG_IDLE_TIMEOUT_MS: Millis(100).default(10_000),
     /** Write requests per minute per client address; 0 turns limiting off. */
     WRITE_RATE_LIMIT: z.coerce.number().int().min(0).default(60),
     /** Largest JSON request body, in bytes. */
@@ -101,7 +116,7 @@ export const ConfigSchema = z
     /** Threads uploaded audio files are parsed on (so at most this many cores parse at once). */
     AUDIO_PARSE_WORKERS: z.coerce.number().int().positive().default(1),
     /** CPU one audio file's parse may spend, in ms; past it the parse is ended and the upload answered 422. */
-    AUDIO_PARSE_CPU_MS: z.coerce.number().int().positive().default(500),
+    AUDIO_PARSE_CPU_MS: Millis(1).default(500),
     /** Container elements (EBML elements, MP4 boxes, Ogg pages, ID3 frames...) an audio file may hold; more answer 422. */
     AUDIO_MAX_ELEMENTS: z.coerce.number().int().positive().default(20_000),
     /** Uploads (audio bodies streamed to disk) read at once, over all clients; more answer 503. */
@@ -115,9 +130,9 @@ export const ConfigSchema = z
       .positive()
       .default(16 * 1024 * 1024),
     /** A request body (upload or JSON) that sends no byte for this long is dropped with 408. */
-    BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    BODY_IDLE_TIMEOUT_MS: Millis(1).default(30_000),
     /** A connection that neither sends nor takes a byte for this long is closed (a stalled reader holds nothing longer). */
-    SEND_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+    SEND_TIMEOUT_MS: Millis(1).default(30_000),
     /** Connections open at once from one client (an IPv4 address, an IPv6 /64; trusted proxies are not counted); a request on one more is answered 429 and closed. */
     MAX_CONNECTIONS_PER_CLIENT: z.coerce.number().int().positive().default(64),
     /** Folder of the temporary files uploads are streamed to (removed after each answer). */
@@ -138,10 +153,7 @@ export const ConfigSchema = z
       .positive()
       .default(4 * 1024 * 1024),
     /** Worker threads that read POST /api/telemetry/ingest batches beside the thread that counts them (0: that thread reads them; empty: the default). */
-    INGEST_WORKERS: z.preprocess(
-      unset,
-      z.coerce.number().int().min(0).max(16).default(Math.min(2, availableParallelism())),
-    ),
+    INGEST_WORKERS: z.coerce.number().int().min(0).max(16).default(Math.min(2, availableParallelism())),
     /** Bearer token for GET /metrics on the main port; without it (and without METRICS_PORT) there are no metrics. At least 32 characters. */
     METRICS_TOKEN: z
       .string()
@@ -149,10 +161,10 @@ export const ConfigSchema = z
       .transform((v) => (v ? v : undefined))
       .refine((v) => v === undefined || v.length >= 32, 'must be at least 32 characters'),
     /** A separate port that serves only GET /metrics, without a token (bind it where only the scraper reaches); empty means none. */
-    METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), Port.optional()),
+    METRICS_PORT: Port.optional(),
     /** 1: a missing data-folder signing key beside signed receipts is replaced (the rotation appended to the log) instead of refusing the start. */
     LOG_SIGNING_KEY_ROTATE: z
-      .enum(['0', '1', ''])
+      .enum(['0', '1'])
       .optional()
       .transform((v) => v === '1'),
     /**
@@ -164,7 +176,7 @@ export const ConfigSchema = z
       .optional()
       .transform((v) => (v ? resolve(v) : undefined)),
     /** How often the bot ledger is saved (and, with several processes on PostgreSQL, how soon each sees the others' counts). */
-    TELEMETRY_FLUSH_MS: z.coerce.number().int().positive().default(5000),
+    TELEMETRY_FLUSH_MS: Millis(1).default(5000),
     /** A folder of other hosts' robots.txt files, one `<host>.txt` each (at most 64, 512 KiB each), that ingested log lines of those hosts are judged against; empty means none. */
     ROBOTS_TXT_DIR: z
       .string()
@@ -185,20 +197,15 @@ export const ConfigSchema = z
       .max(RETENTION_BOUNDS.days.max)
       .default(RETENTION_BOUNDS.days.default),
     /** Where bot alerts are POSTed as JSON (a new family, a spike of failed verifications, a crawler on a disallowed path); empty: logged at warn only. */
-    ALERT_WEBHOOK_URL: z.preprocess(unset, z.url({ protocol: /^https?$/ }).optional()),
+    ALERT_WEBHOOK_URL: z.url({ protocol: /^https?$/ }).optional(),
     /** Each alert kind is raised once per family within this window. */
-    ALERT_WINDOW_MS: z.coerce
-      .number()
-      .int()
-      .min(60_000)
-      .max(7 * 86_400_000)
-      .default(3_600_000),
+    ALERT_WINDOW_MS: Millis(60_000, 7 * 86_400_000).default(3_600_000),
     /** Failed verifications of one family within ALERT_WINDOW_MS that raise a spoofing alert. */
     ALERT_SPOOF_THRESHOLD: z.coerce.number().int().min(1).max(1_000_000).default(20),
     /** Alerts waiting for the webhook at most (one is sent at a time); past it, new ones are only logged. */
     ALERT_QUEUE_MAX: z.coerce.number().int().min(1).max(10_000).default(100),
     /** One webhook POST's time to answer; then it is dropped (never retried). */
-    ALERT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+    ALERT_TIMEOUT_MS: Millis(100, 60_000).default(5000),
     /** Lets Web Bot Auth key-directory fetches reach loopback addresses (over http too): for tests that serve directories locally; never in production. */
     WEB_BOT_AUTH_ALLOW_LOOPBACK: z.stringbool().default(false),
     /**
@@ -228,7 +235,7 @@ export const ConfigSchema = z
     /** The header the trusted proxies write the client into: `x-forwarded-for` (nginx's `$proxy_add_x_forwarded_for`) or `forwarded` (RFC 7239). */
     PROXY_HEADER: z.enum(['x-forwarded-for', 'forwarded']).default('x-forwarded-for'),
     /** Resolvers that reverse-DNS verification of crawler claims asks (comma-separated ip, ip:port, [ipv6]:port); unset: the system's. */
-    DNS_SERVERS: z.preprocess(unset, DnsServers.optional()),
+    DNS_SERVERS: DnsServers.optional(),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Where the build lives (dist/ by default). */
     DIST_DIR: z
@@ -258,9 +265,29 @@ export function loadServerConfig(env: Record<string, string | undefined> = proce
   return config;
 }
 
+/** The environment with every empty or blank variable left out: unset, so its default applies. */
+const withoutBlanks = (env: Record<string, string | undefined>) =>
+  Object.fromEntries(Object.entries(env).filter(([, value]) => unset(value) !== undefined));
+
 /** Parses the environment; throws a readable error naming each bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const result = ConfigSchema.safeParse(env);
+  return parseEnv(ConfigSchema, env);
+}
+
+/** What `npm run migrate` reads: DATABASE_URL and the PG_* bounds, as the server reads them. */
+export function loadPostgresConfig(env: Record<string, string | undefined> = process.env) {
+  const schema = ConfigSchema.in.pick({
+    DATABASE_URL: true,
+    PG_POOL_SIZE: true,
+    PG_CONNECT_TIMEOUT_MS: true,
+    PG_QUERY_TIMEOUT_MS: true,
+    PG_IDLE_TIMEOUT_MS: true,
+  });
+  return parseEnv(schema, env);
+}
+
+function parseEnv<S extends z.ZodType>(schema: S, env: Record<string, string | undefined>): z.output<S> {
+  const result = schema.safeParse(withoutBlanks(env));
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new StartupError(`invalid configuration:\n${lines.join('\n')}`);
