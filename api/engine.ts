@@ -3,9 +3,9 @@ import { RateLimiterMemory, RateLimiterPostgres, type RateLimiterAbstract } from
 import { createAudioParser } from './ingress/audio-parser.ts';
 import { createParsePool, type RobotsSources } from './telemetry/log-formats/parse-pool.ts';
 import type { Config } from './config.ts';
-import { loadContent, type Content } from './content/load.ts';
+import { ContentError, loadContent, type Content } from './content/load.ts';
 import { buildRobots } from './documents/crawl.ts';
-import { StartupError } from './startup-error.ts';
+import { firstLine, StartupError } from './startup-error.ts';
 import { createA2aRoute } from './a2a/a2a.ts';
 import { createCitizenship } from './citizenship/citizenship.ts';
 import { livingLattice, scoreboard } from './citizenship/community.ts';
@@ -121,6 +121,25 @@ export interface EngineOptions {
 }
 
 /**
+ * content/ as the engine reads it. A folder missing or unreadable, or a file that does not parse or
+ * pass its schema, is the operator's to fix: one line naming CONTENT_DIR and what failed.
+ */
+async function readContent(dir: string): Promise<Content> {
+  try {
+    return await loadContent(dir);
+  } catch (error) {
+    const code = String((error as NodeJS.ErrnoException).code);
+    if (['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES'].includes(code))
+      throw new StartupError(`CONTENT_DIR ${dir} cannot be read: ${firstLine(error)}`);
+    if (error instanceof ContentError)
+      throw new StartupError(`CONTENT_DIR ${dir} holds a file that fails its schema: ${firstLine(error)}`);
+    if (error instanceof SyntaxError || (error as Error).name === 'YAMLException')
+      throw new StartupError(`CONTENT_DIR ${dir} holds a file that does not parse: ${firstLine(error)}`);
+    throw error;
+  }
+}
+
+/**
  * The robots.txt rules each crawler's requests are judged by: this process's own robots.txt for
  * live requests and ingested lines of SITE_URL's and CANON_URL's hosts, and the files in
  * ROBOTS_TXT_DIR for other hosts.
@@ -147,7 +166,7 @@ async function robotsSourcesOf(own: string | undefined, content: Content, config
  */
 export async function createEngine(config: Config, options: EngineOptions) {
   const { logger } = options;
-  const content = await loadContent(config.CONTENT_DIR);
+  const content = await readContent(config.CONTENT_DIR);
   const { store, rateLimitBackend, writable, ceiling } = options.store
     ? { store: options.store }
     : await openStore(config, logger, options.metrics);

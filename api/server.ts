@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Config } from './config.ts';
-import { StartupError } from './startup-error.ts';
+import { firstLine, listenRefusal, StartupError } from './startup-error.ts';
 export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
 import {
@@ -85,18 +85,39 @@ export interface Site {
 /** The build: prebuilt files in memory and Astro's handler for on-demand pages. */
 async function loadBuild(config: Config, logger: Logger): Promise<Site> {
   await ensureBuild(config, logger);
-  const entry = (await import(pathToFileURL(join(config.DIST_DIR, 'server', 'entry.mjs')).href)) as {
-    handler: RenderHandler;
-  };
-  const manifest = staticManifestOf(JSON.parse(readFileSync(join(config.DIST_DIR, 'static-manifest.json'), 'utf8')));
+  const dist = config.DIST_DIR;
+  const entry = (await fromBuild(
+    dist,
+    'server/entry.mjs',
+    () => import(pathToFileURL(join(dist, 'server', 'entry.mjs')).href),
+  )) as { handler: RenderHandler };
+  const manifest = await fromBuild(dist, 'static-manifest.json', () =>
+    staticManifestOf(JSON.parse(readFileSync(join(dist, 'static-manifest.json'), 'utf8'))),
+  );
   // Documents built under another SITE_URL are served with this one's links.
-  const files = await loadStaticSite(
-    join(config.DIST_DIR, 'client'),
-    manifest,
-    config.SITE_URL,
-    join(config.DIST_DIR, PRECOMPRESSED_DIR),
+  const files = await fromBuild(dist, 'client/', () =>
+    loadStaticSite(join(dist, 'client'), manifest, config.SITE_URL, join(dist, PRECOMPRESSED_DIR)),
   );
   return { files, render: entry.handler, notFoundPage: files.get('/404.html') };
+}
+
+/**
+ * One part of the build read: a part missing, unreadable, cut short or not parsing (a build copied
+ * in part, or away from node_modules/) is the operator's to rebuild, said in one line naming it.
+ */
+async function fromBuild<T>(dist: string, part: string, read: () => T | Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const broken =
+      error instanceof SyntaxError ||
+      ['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES', 'ERR_MODULE_NOT_FOUND'].includes(String(code));
+    if (!broken) throw error;
+    throw new StartupError(
+      `DIST_DIR ${dist} holds no whole build: ${part}: ${firstLine(error)}. Run npm run build there, or set DIST_DIR to a whole build`,
+    );
+  }
 }
 
 /** The embedded store's folder belongs to one process: taken before the store opens. */
@@ -122,15 +143,7 @@ async function listenOn(server: Server, config: Config): Promise<void> {
       resolve();
     });
   }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === 'EADDRINUSE')
-      throw new StartupError(
-        `port ${config.PORT} on ${config.HOST} is in use by another process: pick another with PORT=${config.PORT + 1} npm start`,
-      );
-    if (error.code === 'EACCES')
-      throw new StartupError(
-        `port ${config.PORT} on ${config.HOST} needs privileges this process does not have: pick one above 1023 with PORT=`,
-      );
-    throw error;
+    throw listenRefusal(error, 'PORT', config.PORT, config.HOST) ?? error;
   });
 }
 
@@ -344,7 +357,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     handle = gateway;
     const metricsServer =
       metrics && config.METRICS_PORT !== undefined
-        ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics))
+        ? await startMetricsServer(config.METRICS_PORT, config.HOST, metricsRoute(metrics)).catch(
+            async (error: unknown) => {
+              // The engine is open by now (its store, its threads): closed before the refusal.
+              await engine.close();
+              throw error;
+            },
+          )
         : undefined;
     logger.info(
       {

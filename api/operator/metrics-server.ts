@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { HttpProblem, isHttpProblem } from '../http/problem.ts';
 import type { RouteHandler } from '../http/route.ts';
+import { listenRefusal } from '../startup-error.ts';
 
 /** A port that serves only GET /metrics (METRICS_PORT), for a scraper on a private network. */
 export async function startMetricsServer(
@@ -31,6 +32,8 @@ export async function startMetricsServer(
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, resolve);
+  }).catch((error: NodeJS.ErrnoException) => {
+    throw listenRefusal(error, 'METRICS_PORT', port, host) ?? error;
   });
   const address = server.address();
   return { server, url: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}/metrics` };

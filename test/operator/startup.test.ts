@@ -1,8 +1,20 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createInterface } from 'node:readline';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,6 +22,7 @@ import { TEST_DIST } from '../helpers/env.ts';
 import { startServerProcess } from '../helpers/server.ts';
 import { sharedDnsResponder } from '../helpers/dns-responder.ts';
 import { runNode } from '../helpers/run.ts';
+import { PG_ADMIN, postgresAvailable } from '../helpers/postgres.ts';
 
 /** `node api/main.ts` run to its end: exit code and every line it printed. */
 function runToEnd(env: Record<string, string>): Promise<{ code: number | null; lines: string[] }> {
@@ -144,3 +157,119 @@ describe('private by default', () => {
     expect((statSync(dir).mode & 0o777).toString(8)).toBe('700');
   });
 });
+
+/** A refusal as the operator sees it: exit code 1 and one line, no stack. */
+function expectOneLine(run: { code: number | null; lines: string[] }, pattern: RegExp): void {
+  expect(run.lines, run.lines.join('\n')).toHaveLength(1);
+  expect(run.lines[0]).toMatch(/^agent-node cannot start: /);
+  expect(run.lines[0]).toMatch(pattern);
+  expect(run.code).toBe(1);
+}
+
+/** A TCP server on loopback; `onSocket` says what it does with each connection. */
+async function listening(onSocket: (socket: import('node:net').Socket) => void = () => undefined): Promise<Server> {
+  const server = createServer(onSocket);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+const portOf = (server: Server) => (server.address() as AddressInfo).port;
+
+describe('a start refused for an operator-caused reason is one line, without a stack', () => {
+  it('HOST that is no name or address of this machine', async () => {
+    expectOneLine(await runToEnd({ PORT: '0', DATA_DIR: ':memory:', HOST: 'not-a-host' }), /HOST not-a-host /);
+  });
+
+  it('METRICS_PORT in use, as the main port is', async () => {
+    const busy = await listening();
+    try {
+      const port = portOf(busy);
+      expectOneLine(
+        await runToEnd({ PORT: '0', DATA_DIR: ':memory:', METRICS_PORT: String(port) }),
+        new RegExp(`METRICS_PORT ${port} on 127.0.0.1 is in use by another process`),
+      );
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('CONTENT_DIR that does not exist', async () => {
+    expectOneLine(
+      await runToEnd({ PORT: '0', DATA_DIR: ':memory:', CONTENT_DIR: '/nonexistent-content' }),
+      /CONTENT_DIR \/nonexistent-content cannot be read: ENOENT/,
+    );
+  });
+
+  it('a DIST_DIR build without static-manifest.json, with it corrupt, or without client/', async () => {
+    // The build's server/ is linked in whole, so each case fails at the part it lacks.
+    const partial = (manifest: 'none' | 'corrupt' | 'whole') => {
+      const dist = mkdtempSync(join(tmpdir(), 'agentnode-dist-'));
+      symlinkSync(join(TEST_DIST, 'server'), join(dist, 'server'));
+      if (manifest === 'corrupt') writeFileSync(join(dist, 'static-manifest.json'), '{"routes": {');
+      if (manifest === 'whole')
+        copyFileSync(join(TEST_DIST, 'static-manifest.json'), join(dist, 'static-manifest.json'));
+      return dist;
+    };
+    for (const [dist, part] of [
+      [partial('none'), /static-manifest\.json: ENOENT/],
+      [partial('corrupt'), /static-manifest\.json: .*JSON/],
+      [partial('whole'), /client\/: ENOENT/],
+    ] as const) {
+      expectOneLine(
+        await runToEnd({ PORT: '0', DATA_DIR: ':memory:', DIST_DIR: dist }),
+        new RegExp(`DIST_DIR ${dist} holds no whole build: ${part.source}.*npm run build`),
+      );
+      rmSync(dist, { recursive: true });
+    }
+  });
+
+  it('PostgreSQL that asks for TLS the server does not offer (sslmode against a server without SSL)', async () => {
+    // A server that answers the SSLRequest "N" (no SSL), as PostgreSQL without ssl=on does.
+    const noSsl = await listening((socket) => socket.once('data', () => socket.write('N')));
+    try {
+      expectOneLine(
+        await runToEnd({
+          PORT: '0',
+          DATA_DIR: '',
+          DATABASE_URL: `postgres://postgres@127.0.0.1:${portOf(noSsl)}/db?sslmode=verify-full`,
+        }),
+        /PostgreSQL's TLS does not match DATABASE_URL's sslmode \(The server does not support SSL connections\)/,
+      );
+    } finally {
+      noSsl.close();
+    }
+  });
+
+  it('a DATABASE_URL that does not parse', async () => {
+    expectOneLine(
+      await runToEnd({ PORT: '0', DATA_DIR: '', DATABASE_URL: 'postgres://postgres@127.0.0.1:port/db' }),
+      /DATABASE_URL does not parse as a URL/,
+    );
+  });
+});
+
+describe.runIf(await postgresAvailable())(
+  'a PostgreSQL that refuses this process stops the start with one line',
+  () => {
+    const on = (database: string, user = 'postgres') => {
+      const url = new URL(PG_ADMIN);
+      url.username = user;
+      url.pathname = `/${database}`;
+      return url.href;
+    };
+
+    it('a database that does not exist', async () => {
+      const name = `agentnode_absent_${randomUUID().slice(0, 8)}`;
+      expectOneLine(
+        await runToEnd({ PORT: '0', DATA_DIR: '', DATABASE_URL: on(name) }),
+        new RegExp(`DATABASE_URL names a database that does not exist \\(3D000 database "${name}" does not exist\\)`),
+      );
+    });
+
+    it('a login refused (a role that does not exist)', async () => {
+      expectOneLine(
+        await runToEnd({ PORT: '0', DATA_DIR: '', DATABASE_URL: on('postgres', 'agentnode_no_such_role') }),
+        /PostgreSQL refused DATABASE_URL's login \(28\w{3} .*\): check its user and password/,
+      );
+    });
+  },
+);

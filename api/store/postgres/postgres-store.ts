@@ -18,6 +18,7 @@ import {
   type Store,
 } from '../types.ts';
 import { migrate, NAME_KEY_INDEXES } from './migrations.ts';
+import { firstLine, StartupError } from '../../startup-error.ts';
 import { NameTaken, nameKeys } from '../../names/name-rule.ts';
 import {
   connectionSettings,
@@ -497,7 +498,7 @@ export async function openPostgresStore(
  * Migrations on a connection of their own, without the statement timeout: a migration may take
  * longer than any request should, and waits for another process's under the advisory lock.
  */
-async function migrateOnce(connectionString: string, o: PostgresOptions): Promise<void> {
+export async function migrateOnce(connectionString: string, o: PostgresOptions): Promise<number[]> {
   const settings = connectionSettings(connectionString, o);
   // First a bounded SELECT 1: through PgBouncer a database that is down makes statements queue
   // (query_wait_timeout, 120 s by default) rather than fail, and the migration itself has no bound.
@@ -514,10 +515,42 @@ async function migrateOnce(connectionString: string, o: PostgresOptions): Promis
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   try {
-    await migrate(pool);
+    return await migrate(pool);
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * Why PostgreSQL will not have this process, in one line, for what the operator's DATABASE_URL or
+ * server causes and fixes: a login refused, a database that does not exist, TLS asked of a server
+ * without it or a certificate not trusted, a URL that does not parse, a migration PostgreSQL
+ * refused (its SQLSTATE and message say all; pg's stack is its protocol parser's). Null for any
+ * other error: a bug keeps its stack.
+ */
+export function postgresRefusal(error: unknown): StartupError | null {
+  if (!(error instanceof Error)) return null;
+  const code = String((error as { code?: unknown }).code ?? '');
+  const said = `${code ? `${code} ` : ''}${firstLine(error)}`;
+  if (error instanceof pg.DatabaseError) {
+    if (code === '3D000')
+      return new StartupError(`DATABASE_URL names a database that does not exist (${said}): create it, or fix the URL`);
+    if (code.startsWith('28'))
+      return new StartupError(`PostgreSQL refused DATABASE_URL's login (${said}): check its user and password`);
+    return new StartupError(`PostgreSQL refused the schema migration (${said})`);
+  }
+  // A password the server asks for and the URL does not give.
+  if (/^SASL: |password must be a string/.test(error.message))
+    return new StartupError(`PostgreSQL refused DATABASE_URL's login (${said}): check its user and password`);
+  if (/does not support SSL/.test(error.message) || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|^ERR_TLS_|^ERR_SSL_/.test(code))
+    return new StartupError(
+      `PostgreSQL's TLS does not match DATABASE_URL's sslmode (${said}): enable SSL on the server, trust its certificate, or change sslmode`,
+    );
+  if (code === 'ERR_INVALID_URL')
+    return new StartupError(
+      'DATABASE_URL does not parse as a URL: percent-encode special characters in the user and password',
+    );
+  return null;
 }
 
 /** Retries of a start-up migration that met an unreachable database: the first after this, doubling up to MAX. */
@@ -543,7 +576,7 @@ async function migrateWhenReachable(connectionString: string, o: PostgresOptions
   try {
     await migrateOnce(connectionString, o);
   } catch (error) {
-    if (!notYet(error)) throw error;
+    if (!notYet(error)) throw postgresRefusal(error) ?? error;
     o.logger?.error(
       { reason: reasonOf(error) },
       'PostgreSQL does not answer at start: everything that needs it answers 503 STORE_UNAVAILABLE until it does',
