@@ -11,6 +11,7 @@ export { StartupError };
 import { INGRESS_MEDIA_TYPES, isUploadType } from './operations/ingress-upload.ts';
 import {
   ABANDONED_AFTER_MS,
+  checkUploadFolder,
   createGateway,
   refuseConnect,
   sweepAbandonedUploads,
@@ -134,6 +135,15 @@ async function lockDataDir(config: Config, url: string): Promise<HostLock | unde
   }
 }
 
+/** An upload folder that cannot hold a file would answer every upload 503: said at start instead. */
+async function checkUploadTmpDir(config: Config): Promise<void> {
+  await checkUploadFolder(config.UPLOAD_TMP_DIR).catch((error: NodeJS.ErrnoException) => {
+    throw new StartupError(
+      `UPLOAD_TMP_DIR ${config.UPLOAD_TMP_DIR} cannot hold upload files (${error.code ?? error.message}): create it, writable by this user, or name another folder`,
+    );
+  });
+}
+
 /** Binds the port first, so a busy port is said before anything else is opened. */
 async function listenOn(server: Server, config: Config): Promise<void> {
   await new Promise<void>((resolve, reject) => {
@@ -154,6 +164,38 @@ async function listenOn(server: Server, config: Config): Promise<void> {
  * connection the process is closing, and a POST it may not retry is answered 502.
  */
 export const KEEP_ALIVE_MS = 65_000;
+
+/**
+ * How long a stopping process waits for the requests in flight. A body trickling in a byte a second
+ * is never stalled, so without a bound one client holds a stop open until the supervisor kills it
+ * (systemd: TimeoutStopSec=45s), and the final saves never run. Past it, an unanswered request is
+ * answered 503 SHUTTING_DOWN and every connection left is closed, well inside the supervisor's
+ * time: the final saves run and the process exits 0.
+ */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** After those 503s, how long their clients get to read them before the connections are destroyed. */
+const SHUTDOWN_CUT_MS = 1000;
+
+/** A request still unanswered at the end of the grace period: 503, and its connection closed. */
+function cutShort(res: ServerResponse): void {
+  if (res.headersSent) return;
+  const req = res.req;
+  const path = (req.url ?? '/').split('?')[0];
+  const problem = new HttpProblem(
+    'SHUTTING_DOWN',
+    `The process is stopping and this request was still unanswered after ${SHUTDOWN_GRACE_MS / 1000} s. Retry with the same Idempotency-Key: a write whose body had arrived whole may have been saved.`,
+  );
+  const body = JSON.stringify(problem.body(path));
+  res.writeHead(problem.status, {
+    'Content-Type': PROBLEM_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...securityHeaders(PROBLEM_TYPE),
+    ...problem.headers,
+    Connection: 'close',
+  });
+  res.end(req.method === 'HEAD' ? undefined : body);
+}
 
 /** Until the store is open: /livez says the process lives, everything else 503 STARTING. */
 function whileStarting(req: IncomingMessage, res: ServerResponse): void {
@@ -233,11 +275,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let handle: (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => void = whileStarting;
   // Each request runs with its id (X-Request-Id, sent or made) in its log lines and its answer.
   const finishing = new WeakMap<object, RequestContext>();
+  // The answers not yet closed: a stop past its grace period ends them.
+  const inFlight = new Set<ServerResponse>();
   const tracked = (req: IncomingMessage, res: ServerResponse, continueFirst?: boolean) => {
     const context: RequestContext = { id: requestIdOf(req.headers['x-request-id']) };
     sendRequestId(res, context.id);
+    inFlight.add(res);
     // Registered before the gateway's own 'close' listener, which reports the request: it finds the context here.
-    res.on('close', () => finishing.set(req.socket, context));
+    res.on('close', () => (finishing.set(req.socket, context), inFlight.delete(res)));
     const method = req.method ?? 'GET';
     const path = (req.url ?? '/').split('?')[0]!;
     requestSpan(
@@ -265,6 +310,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const url = `http://127.0.0.1:${port}`;
   let dataLock: HostLock | undefined;
   try {
+    await checkUploadTmpDir(config);
     dataLock = options.store ? undefined : await lockDataDir(config, url);
     return await serve();
   } catch (error) {
@@ -393,7 +439,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         closing = true;
         clearInterval(sweeper);
         metricsServer?.server.close();
+        // Past the grace period: 503 to whatever is unanswered, then every connection left is destroyed.
+        const grace = setTimeout(() => {
+          logger.warn({ requests: inFlight.size, graceMs: SHUTDOWN_GRACE_MS }, 'shutdown grace over: ending requests');
+          for (const res of inFlight) cutShort(res);
+          setTimeout(() => server.closeAllConnections(), SHUTDOWN_CUT_MS).unref();
+        }, SHUTDOWN_GRACE_MS).unref();
         server.close(() => {
+          clearTimeout(grace);
           stalled.stop();
           void engine
             .close()

@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 
 /** How a store tool ends with a message: on stderr, named after the tool, with its exit code. */
@@ -19,4 +19,10 @@ export async function storeFolderArg(tool: string, usage: string): Promise<{ dir
   );
   if (!isFolder) fail(`${dir} is not a folder\n${usage}`, 2);
   return { dir, fail };
+}
+
+/** Whether a folder holds an embedded store's files: a snapshot or a journal (what store-check looks for). */
+export async function holdsEmbeddedStore(dir: string): Promise<boolean> {
+  const names = await readdir(dir);
+  return names.some((name) => /^(journal-\d+|snapshot(-\d+)?)\.jsonl$|^snapshot\.json$/.test(name));
 }

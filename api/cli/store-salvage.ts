@@ -1,5 +1,5 @@
 import { pino } from 'pino';
-import { storeFolderArg } from './store-folder.ts';
+import { holdsEmbeddedStore, storeFolderArg } from './store-folder.ts';
 import { lockFolder, LockHeld } from '../operator/host-lock.ts';
 import { damageLine, salvageStore } from '../store/embedded/salvage.ts';
 
@@ -8,6 +8,8 @@ import { damageLine, salvageStore } from '../store/embedded/salvage.ts';
 // leaves a store that starts. Exit 0 salvaged (or clean), 1 still damaged after, 2 not run.
 const usage = 'usage: npm run store-salvage -- DATA_DIR (copy the folder first: the salvage rewrites it)';
 const { dir, fail } = await storeFolderArg('store-salvage', usage);
+// A salvage writes a store into the folder and makes it 0700: never into a folder that holds none.
+if (!(await holdsEmbeddedStore(dir))) fail(`${dir} holds no embedded store (no snapshot, no journal)\n${usage}`, 2);
 const lock = await lockFolder(dir, 'data', 'salvaging its records').catch((error: unknown) =>
   fail(error instanceof LockHeld ? `${error.message}: stop the service first` : String(error), 2),
 );

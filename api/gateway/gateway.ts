@@ -25,7 +25,7 @@ import { prefersMarkdown } from './negotiate.ts';
 import type { CatalogEntry } from '../documents/catalog.ts';
 import type { UsageRule } from '../telemetry/robots/preferences.ts';
 import { requestTarget } from './request-target.ts';
-import { uploadFile } from './upload-files.ts';
+import { storageFault, uploadFile } from './upload-files.ts';
 import { closing, LINGER_MS, whenLingerSlot } from './lingering.ts';
 import type { Client, ClientResolver } from '../http/client.ts';
 import { createUploadSlots, type UploadLimits } from './uploads.ts';
@@ -478,7 +478,17 @@ export function createGateway(options: GatewayOptions) {
       release();
       void rm(file, { force: true });
     });
-    const size = await streamBody(req, file, limit, uploads.idleMs, bandwidth);
+    const size = await streamBody(req, file, limit, uploads.idleMs, bandwidth).catch((error: unknown) => {
+      const code = storageFault(error);
+      if (!code) throw error;
+      // The folder's state (full, read-only, gone), not a bug: a line without a stack, and a 503 to retry.
+      logger.warn({ code, folder: uploads.tmpDir }, 'upload refused: its temporary file cannot be written');
+      throw new HttpProblem(
+        'UPLOAD_STORAGE_UNAVAILABLE',
+        'The server cannot store uploads at the moment; nothing was done. Retry after Retry-After.',
+        { headers: { Connection: 'close' } },
+      );
+    });
     return { file, size, mediaType, contentType: req.headers['content-type'] ?? mediaType, signal: gone.signal };
   }
 

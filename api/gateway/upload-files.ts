@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readdir, rm, stat } from 'node:fs/promises';
+import { readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 // The temporary files uploads are streamed to. Each is removed when its answer is finished; a
@@ -36,4 +36,23 @@ export async function sweepAbandonedUploads(
     removed++;
   }
   return removed;
+}
+
+/**
+ * The errors of a temporary file that say the folder's state (full, over quota, read-only, gone, not
+ * ours), not a fault of this code: an upload meeting one is refused 503, never 500.
+ */
+const STORAGE_FAULTS = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'ENOENT', 'ENOTDIR', 'EACCES', 'EPERM']);
+
+/** The errno code of an upload folder's fault (`STORAGE_FAULTS`), or undefined for anything else. */
+export function storageFault(error: unknown): string | undefined {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' && STORAGE_FAULTS.has(code) ? code : undefined;
+}
+
+/** Writes and removes one upload file in `tmpDir`, as an upload would: throws what the folder refuses. */
+export async function checkUploadFolder(tmpDir: string): Promise<void> {
+  const probe = uploadFile(tmpDir);
+  await writeFile(probe, '', { flag: 'wx', mode: 0o600 });
+  await rm(probe, { force: true });
 }

@@ -379,6 +379,7 @@ export const OPERATIONS = [
       'RATE_LIMITED',
       'TOO_MANY_UPLOADS',
       'UPLOADS_BUSY',
+      'UPLOAD_STORAGE_UNAVAILABLE',
       'STORE_UNAVAILABLE',
     ],
     credentials: 'none',

@@ -162,6 +162,18 @@ export const PROBLEMS = {
     when: 'The server is reading UPLOAD_CONCURRENCY uploads, its most at once (Retry-After says when to retry).',
     headers: { 'Retry-After': '5' },
   },
+  UPLOAD_STORAGE_UNAVAILABLE: {
+    status: 503,
+    title: 'Upload storage unavailable',
+    when: "The server's folder for uploads (UPLOAD_TMP_DIR) refuses the file: full, read-only or gone. Nothing was done (Retry-After says when to retry).",
+    headers: { 'Retry-After': '30' },
+  },
+  SHUTTING_DOWN: {
+    status: 503,
+    title: 'Shutting down',
+    when: 'The process is stopping and the request was still unanswered after its grace period (10 s). Retry (another process takes it) with the same Idempotency-Key: a write whose body had arrived whole may have been saved.',
+    headers: { 'Retry-After': '5' },
+  },
   UPSTREAM_UNAVAILABLE: {
     status: 502,
     title: 'No process answered',
@@ -210,4 +222,5 @@ export const SHARED_PROBLEMS = [
   'NOT_FOUND',
   'METHOD_NOT_ALLOWED',
   'INTERNAL',
+  'SHUTTING_DOWN',
 ] as const satisfies readonly ProblemCode[];

@@ -3,7 +3,8 @@ import { connect } from 'node:net';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, startServerProcess, type TestServer } from '../helpers/server.ts';
-import { rawClient } from '../hostile/raw.ts';
+import { SHUTDOWN_GRACE_MS } from '../../api/server.ts';
+import { bodyOf, rawClient, statusOf } from '../hostile/raw.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -218,4 +219,57 @@ describe('graceful shutdown', () => {
     expect(code).toBe(0);
     expect(own.logs.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
   });
+
+  it('ends a body trickling in past SHUTDOWN_GRACE_MS with 503, saves and exits 0; a write acknowledged before survives', async () => {
+    const own = await startServerProcess();
+    const name = `before-stop-${Date.now()}`;
+    const client = await rawClient(own);
+    // A byte every 200 ms: never silent for BODY_IDLE_TIMEOUT_MS or SEND_TIMEOUT_MS, never done.
+    let trickle: NodeJS.Timeout | undefined;
+    try {
+      const oath = await fetch(`${own.url}/api/citizenship/oath`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ name, purpose: 'Be kept.' }),
+      });
+      expect(oath.status).toBe(201);
+      client.socket.write(
+        `POST /api/omip/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 60000\r\nExpect: 100-continue\r\n\r\n`,
+      );
+      await client.until(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+      trickle = setInterval(() => client.socket.destroyed || client.socket.write('{'), 200);
+      const from = own.logs.length;
+      const signalled = performance.now();
+      own.child.kill('SIGTERM');
+      const bound = SHUTDOWN_GRACE_MS + 5000;
+      const code = await Promise.race([
+        own.stop(),
+        new Promise<string>((resolve) => setTimeout(() => resolve(`still running ${bound} ms after SIGTERM`), bound)),
+      ]);
+      const took = performance.now() - signalled;
+      expect(code).toBe(0);
+      // It waited the grace period for the request, and not much longer.
+      expect(took).toBeGreaterThan(SHUTDOWN_GRACE_MS - 100);
+      await client.closed;
+      const answer = client.received().replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+      expect(statusOf(answer)).toBe(503);
+      expect(answer).toMatch(/\r\nRetry-After: 5\r\n/i);
+      expect(bodyOf(answer).code).toBe('SHUTTING_DOWN');
+      const after = own.logs.slice(from).join('\n');
+      expect(after).toContain('"msg":"shutdown grace over: ending requests"');
+      expect(after).toContain('"msg":"stopped"');
+    } finally {
+      clearInterval(trickle);
+      client.socket.destroy();
+      await own.stop('SIGKILL');
+    }
+    // The same folder, started again: the acknowledged oath is there.
+    const again = await startServerProcess({ DATA_DIR: own.dataDir });
+    try {
+      const list = await (await fetch(`${again.url}/api/citizens?limit=200`)).json();
+      expect(list.citizens.map((c: { name: string }) => c.name)).toContain(name);
+    } finally {
+      expect(await again.stop()).toBe(0);
+    }
+  }, 60_000);
 });

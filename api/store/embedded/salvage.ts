@@ -1,4 +1,4 @@
-import { appendFile, open, writeFile } from 'node:fs/promises';
+import { chmod, open, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { Logger } from 'pino';
 import { CHECK_BYTES } from './checksum.ts';
@@ -91,12 +91,17 @@ async function moveAside(found: StoreDamage): Promise<DamageReport[]> {
       await handle.close();
     }
     const movedTo = `${d.file}.damaged`;
-    const movedAt = await open(movedTo, 'a').then(async (h) => {
-      const { size } = await h.stat();
-      await h.close();
-      return size;
-    });
-    await appendFile(movedTo, bytes);
+    // The damaged bytes may hold passport hashes: 0600 as every file of DATA_DIR, whatever the
+    // umask, and made so again if an earlier salvage left the file with wider bits.
+    const out = await open(movedTo, 'a', 0o600);
+    let movedAt: number;
+    try {
+      await out.chmod(0o600);
+      movedAt = (await out.stat()).size;
+      await out.writeFile(bytes);
+    } finally {
+      await out.close();
+    }
     reports.push({ ...d, movedTo, movedAt, ...describe(bytes) });
   }
   return reports;
@@ -147,6 +152,8 @@ export async function salvageStore(
   await store.close();
   const report = reportText(dir, reports, torn);
   const reportFile = join(dir, `salvage-${new Date().toISOString().replace(/[:.]/g, '-')}.txt`);
-  await writeFile(reportFile, report);
+  // Ids of members and messages: 0600 as the store's own files.
+  await writeFile(reportFile, report, { mode: 0o600 });
+  await chmod(reportFile, 0o600);
   return { reports, report, reportFile, after: await scrubStore(dir, chunks) };
 }
