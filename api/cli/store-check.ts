@@ -1,5 +1,4 @@
-import { readdir } from 'node:fs/promises';
-import { storeFolderArg } from './store-folder.ts';
+import { holdsEmbeddedStore, storeFolderArg } from './store-folder.ts';
 import { lockFolder, LockHeld, type HostLock } from '../operator/host-lock.ts';
 import { damageLine, scrubStore } from '../store/embedded/salvage.ts';
 
@@ -7,9 +6,7 @@ import { damageLine, scrubStore } from '../store/embedded/salvage.ts';
 // one) and checks its checksum; changes nothing. Exit 0 clean, 1 damaged, 2 not a store to check.
 const usage = 'usage: npm run store-check -- DATA_DIR';
 const { dir, fail } = await storeFolderArg('store-check', usage);
-const names = await readdir(dir);
-if (!names.some((name) => /^(journal-\d+|snapshot(-\d+)?)\.jsonl$|^snapshot\.json$/.test(name)))
-  fail(`${dir} holds no embedded store (no snapshot, no journal)\n${usage}`, 2);
+if (!(await holdsEmbeddedStore(dir))) fail(`${dir} holds no embedded store (no snapshot, no journal)\n${usage}`, 2);
 // A live server writes and compacts as this reads: its journal's last line may be half written.
 let lock: HostLock | undefined;
 try {
