@@ -1,7 +1,7 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempFolders } from '../helpers/temp.ts';
 import { ABANDONED_AFTER_MS, storageFault, sweepAbandonedUploads, uploadFile } from '../../api/gateway/upload-files.ts';
 import { TEST_DIST } from '../helpers/env.ts';
 import { runNode } from '../helpers/run.ts';
@@ -10,15 +10,7 @@ import { wavWithInfo } from '../helpers/audio-files.ts';
 
 // The disk: an upload's temporary file is removed after its answer, but a process
 // killed mid-upload leaves it behind. What a killed process left is swept once nobody writes it.
-const folders: string[] = [];
-const folder = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'agentnode-sweep-'));
-  folders.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of folders) rmSync(dir, { recursive: true, force: true });
-});
+const folder = tempFolders('agentnode-sweep-');
 
 /** An upload file last written `ageMs` ago. */
 function plant(dir: string, ageMs: number): string {

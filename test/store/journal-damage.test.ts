@@ -1,8 +1,8 @@
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempFolders } from '../helpers/temp.ts';
 import { createLogging } from '../../api/log.ts';
 import { sealedLine } from '../../api/store/embedded/checksum.ts';
 import { openEmbeddedStore, StoreDamagedError } from '../../api/store/embedded/embedded-store.ts';
@@ -20,15 +20,7 @@ import { citizen, message } from './contract.ts';
 
 const lines: string[] = [];
 const { logger } = createLogging('info', new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-const made: string[] = [];
-const fresh = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'journal-damage-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const fresh = tempFolders('journal-damage-');
 const node = 'node_modules/.bin/node';
 
 /** The journal files of a folder, oldest first. */

@@ -1,19 +1,8 @@
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempFolders } from '../helpers/temp.ts';
 import { createLogging } from '../../api/log.ts';
 import { openEmbeddedStore } from '../../api/store/embedded/embedded-store.ts';
 import { journalFiles } from '../../api/store/embedded/journal.ts';
@@ -24,15 +13,7 @@ import { citizen, message } from './contract.ts';
 // store-check does), and what it writes (damaged bytes, the report) is 0600 whatever the umask.
 
 const { logger } = createLogging('silent', new Writable({ write: (_c, _e, cb) => cb() }));
-const made: string[] = [];
-const fresh = () => {
-  const dir = mkdtempSync(join(tmpdir(), 'salvage-folder-'));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const fresh = tempFolders('salvage-folder-');
 const node = 'node_modules/.bin/node';
 /** A store tool run under umask 022, as a shell usually has it. */
 const tool = (name: string, dir: string) => run('sh', ['-c', `umask 022 && exec ${node} api/cli/${name}.ts "$0"`, dir]);
