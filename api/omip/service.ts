@@ -1,5 +1,5 @@
 import { passportMatches } from '../citizenship/passport.ts';
-import { newId } from '../ids.ts';
+import { isId, newId } from '../ids.ts';
 import { clientKey } from '../net/address.ts';
 import { DomainError, PassportMismatch } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
@@ -41,11 +41,13 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   const drift = constitution.omip.drift;
   const sovereign = new Set<string>(constitution.agents.sovereign);
   const constitutionFingerprint = fingerprintOf(constitution);
-  // A registered entity is a sovereign agent of the constitution or a citizen; citizens' ids are
-  // UUIDs, so any other id is not one (and is never sent to a store that keys citizens by uuid).
-  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-  const registered = async (id: string) =>
-    sovereign.has(id) || (UUID.test(id) && (await store.citizens.get(id.toLowerCase())) !== null);
+  // A registered entity is a sovereign agent of the constitution or a citizen, whose memberId is
+  // taken in any case; any other id is no citizen's, and is never sent to the store.
+  const citizenOf = async (id: string) => {
+    const memberId = id.toLowerCase();
+    return isId(memberId) ? store.citizens.get(memberId) : null;
+  };
+  const registered = async (id: string) => sovereign.has(id) || (await citizenOf(id)) !== null;
 
   /**
    * Whose window each entity's steps read and move. A citizen's own window only for a request that
@@ -58,7 +60,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     let own: string | undefined;
     if (caller.passport !== null) {
       for (const id of ids) {
-        const citizen = UUID.test(id) ? await store.citizens.get(id.toLowerCase()) : null;
+        const citizen = await citizenOf(id);
         if (passportMatches(caller.passport, citizen?.passportHash ?? null)) own = id;
       }
       if (own === undefined) throw new PassportMismatch();
