@@ -123,8 +123,8 @@ export interface TelemetryOptions {
   tableFamilies?: ReadonlySet<string>;
   /** Fetches a registered signature agent's key directory. */
   fetchDirectory: DirectoryFetcher;
-  /** The service's own authorities (SITE_URL, SITE_ALIASES): a signature made for another host does not verify. Any when left out. */
-  authorities?: ReadonlySet<string>;
+  /** The service's own authorities (SITE_URL, SITE_ALIASES), each with its scheme: a signature made for another host does not verify. Any when left out. */
+  authorities?: ReadonlyMap<string, string>;
   /** Operators' published address ranges by family. */
   ranges?: Map<string, AddressRanges>;
   /** Reverse-DNS lookups in flight at most (RDNS_MAX_IN_FLIGHT by default). */

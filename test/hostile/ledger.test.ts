@@ -319,6 +319,44 @@ describe('families no client can crowd out', () => {
   });
 });
 
+// A table family's name with its version glued on (`Googlebot2.1`) was read as a new bot of that
+// name: it took the family's row with class Bot, no operator and no verification, and kept it when
+// the real crawler came. It is a claim of the family, judged by its verification.
+describe("a table family's name written otherwise", () => {
+  it('Googlebot2.1 from elsewhere, then Googlebot from its published range: one Googlebot row, the claim failed, the crawler verified', async () => {
+    const s = await startServer({ TRUST_PROXY: 'loopback' });
+    try {
+      const get = async (userAgent: string, client: string) => {
+        const res = await fetch(`${s.url}/llms.txt`, {
+          headers: { 'User-Agent': userAgent, 'X-Forwarded-For': client },
+        });
+        await res.arrayBuffer();
+      };
+      await get('Googlebot2.1', '203.0.113.9');
+      await get('Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)', '66.249.66.1');
+      const row = async () =>
+        (
+          (await (await fetch(`${s.url}/bot-traffic.json`)).json()) as {
+            families: {
+              family: string;
+              class: string;
+              operator: string | null;
+              verification: Record<string, unknown>;
+            }[];
+          }
+        ).families.find((r) => r.family === 'Googlebot');
+      await waitFor(async () => (await row())?.verification.failed === 1, { what: "the glued claim's failed check" });
+      expect(await row()).toMatchObject({
+        class: 'Crawler',
+        operator: 'Google',
+        verification: { method: 'ip-ranges', verified: 1, failed: 1 },
+      });
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
 const pgAvailable = await postgresAvailable();
 describe.runIf(pgAvailable)(
   'families no client can crowd out, on PostgreSQL: two processes, their ledgers added up',

@@ -327,8 +327,25 @@ describe('classification', () => {
     for (const ua of [
       'Mozilla/5.0 (compatible; G\u043e\u043eglebot/2.1; +http://x.example/bot)',
       'Goo\u200bglebot/1.0 (+http://x.example)',
+      // A version glued to the name, read as a bot named Googlebot.
+      'Googlebot2.1',
+      'Mozilla/5.0 (compatible; Googlebotv2.1; +http://www.google.com/bot.html)',
+      // Every letter a look-alike, where nothing else in the string says bot.
+      'G\u043e\u043egl\u0435b\u043et/2.1',
     ])
       expect(classify(ua), ua).toMatchObject({ bot: true, family: 'Googlebot', known: { family: 'Googlebot' } });
+    // Full-width letters, beside an address that would otherwise name the bot after its host.
+    for (const ua of [
+      '\uff27\uff30\uff34\uff22\uff4f\uff54/1.0',
+      '\uff27\uff30\uff34\uff22\uff4f\uff54/1.2 (+https://openai.com/gptbot)',
+    ])
+      expect(classify(ua), ua).toMatchObject({ bot: true, family: 'GPTBot', known: { family: 'GPTBot' } });
+    // A person's phone named in another script is still a person's.
+    expect(
+      classify(
+        'Mozilla/5.0 (Linux; Android 10; \u041f\u0440\u0438\u043c\u0435\u0440) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Mobile Safari/537.36',
+      ).bot,
+    ).toBe(false);
     // A right-to-left override is no part of a name; a name in another script stays as written.
     expect(classify('Evil\u202ebot/1.0 (+http://e.example)')).toMatchObject({
       bot: true,

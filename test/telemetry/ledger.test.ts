@@ -516,6 +516,16 @@ describe('families no client can crowd out', () => {
     expect(total(loaded.paths)).toBe(loaded.requests);
   });
 
+  it("gives a pool row that a table family's name takes the table's class, operator and method, its counts kept", () => {
+    const s = emptySnapshot(NOW);
+    // A name a client wrote before it was read as a claim (or the table gained since), earned from two clients.
+    for (const client of ['a', 'b']) from(s, bot('GPTBot', 'Bot'), client);
+    expect(s.families.GPTBot).toMatchObject({ pooled: true, class: 'Bot', operator: null, verify: 'none' });
+    from(s, known('GPTBot'), 'crawler');
+    expect(s.families.GPTBot).toMatchObject({ class: 'Eater', operator: 'OpenAI', verify: 'ip-ranges', requests: 3 });
+    expect(s.families.GPTBot!.pooled).toBeUndefined();
+  });
+
   it('ages quiet pool rows out with the retention, never the table families', () => {
     const s = emptySnapshot(NOW);
     from(s, junk(1), 'a');

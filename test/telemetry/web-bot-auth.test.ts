@@ -104,6 +104,8 @@ interface SignOptions {
   created?: number;
   expires?: number;
   authority?: string;
+  /** The scheme the client wrote (`@target-uri`, `@scheme`); https by default. */
+  scheme?: string;
   target?: string;
   tag?: string | null;
   keyid?: string | null;
@@ -129,7 +131,7 @@ async function signed(key: AgentKey, o: SignOptions = {}): Promise<SignedRequest
   const components =
     o.components ?? (agent === null ? ['@authority'] : ['@authority', component('signature-agent', { key: label })]);
   const sig = await createSignature(
-    { kind: 'request', method: 'GET', targetUri: `https://${authority}${target}`, fields },
+    { kind: 'request', method: 'GET', targetUri: `${o.scheme ?? 'https:'}//${authority}${target}`, fields },
     { label, components, parameters, signer: webcrypto.signer(key.privateKey) },
   );
   const join = (a: string | undefined, b: string) => (a ? `${a}, ${b}` : b);
@@ -354,6 +356,20 @@ describe('checking a signed request', () => {
         )
       ).outcome,
     ).toBe('verified');
+  });
+
+  it("rebuilds @target-uri and @scheme with our own URL's scheme: a site on plain http verifies what its clients signed", async () => {
+    const key = await agentKey();
+    const keys = await resolverOf(AGENT, [key.publicJwk]);
+    const authorities = authoritiesOf(['http://plain.example:8080', 'https://node.example']);
+    const components = ['@target-uri', '@scheme', component('signature-agent', { key: 'sig1' })];
+    const outcome = async (scheme: string, authority: string) =>
+      (await verifySignedRequest(await signed(key, { components, scheme, authority }), keys, { authorities })).outcome;
+    expect(await outcome('http:', 'plain.example:8080')).toBe('verified');
+    expect(await outcome('https:', 'node.example')).toBe('verified');
+    // Signed for the other scheme than the site's: another URL.
+    expect(await outcome('https:', 'plain.example:8080')).toBe('invalid');
+    expect(await outcome('http:', 'node.example')).toBe('invalid');
   });
 
   it('holds a signature to what it covers: the path and query, the authority, the agent', async () => {

@@ -793,7 +793,11 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     return unknownBot(ua);
   }
 
-  // The table's families by the keys their names and tokens look like, made on the first look-alike.
+  // The table's families by their names and tokens: as written (lowercased) and by the keys they
+  // look like (made on the first string beyond ASCII).
+  const tableNames = new Map(
+    families.flatMap((f) => [f.family, ...f.tokens].map((t) => [t.toLowerCase(), f] as [string, BotFamily])),
+  );
   let looks: Map<string, BotFamily> | undefined;
   const lookAlikes = () =>
     (looks ??= new Map(
@@ -805,23 +809,38 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const hit = cache.get(key);
     if (hit) return hit;
     // Some clients and fixtures send the header's name inside its value: the value is what follows.
-    const result = asWritten(uncached(HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key));
+    const ua = HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key;
+    const result = asClaimed(uncached(ua), ua);
     cache.set(key, result);
     return result;
   };
 
   /**
-   * A name the table does not know, beyond ASCII, as it shows: without invisible and control
-   * characters (a zero-width space, a right-to-left override, NUL), and a look-alike of a family of
-   * the table (`Gооglebot` with Cyrillic o's, `ＧＰＴＢｏｔ`) taken for a claim of that family, which
-   * its verification then judges, not for a new family announcing itself under a name it copies.
+   * A name of the table's written otherwise is a claim of that family, which its verification then
+   * judges, not a new family announcing itself under a name it copies: a version glued on
+   * (`Googlebot2.1`, read as a bot named Googlebot), a look-alike beyond ASCII (`Gооglebot` with
+   * Cyrillic o's, `ＧＰＴＢｏｔ`), even where the rest of the string reads as a person's or names
+   * another bot (`ＧＰＴＢｏｔ/1.2 (+https://openai.com/gptbot)`). A name the table does not know,
+   * beyond ASCII, shows without invisible and control characters (a zero-width space, a
+   * right-to-left override, NUL).
    */
-  function asWritten(c: Classification): Classification {
-    if (!c.bot || c.known !== null || c.family === null || !BEYOND_ASCII.test(c.family)) return c;
-    const name = c.family.replace(INVISIBLE, '');
-    const copied = lookAlikes().get(nameKeys(name).folded);
-    if (copied) return classificationOf(copied);
-    return name === c.family ? c : { ...c, family: name === '' ? 'unnamed bot' : name };
+  function asClaimed(c: Classification, ua: string): Classification {
+    if (c.known !== null) return c;
+    const beyondAscii = BEYOND_ASCII.test(ua);
+    if (c.bot && c.family !== null) {
+      const name = beyondAscii ? c.family.replace(INVISIBLE, '') : c.family;
+      const copied =
+        tableNames.get(name.toLowerCase()) ?? (beyondAscii ? lookAlikes().get(nameKeys(name).folded) : undefined);
+      if (copied) return classificationOf(copied);
+      if (name !== c.family) return { ...c, family: name === '' ? 'unnamed bot' : name };
+    }
+    if (beyondAscii)
+      for (const token of productTokens(ua).original) {
+        if (!BEYOND_ASCII.test(token)) continue;
+        const copied = lookAlikes().get(nameKeys(token.replace(INVISIBLE, '')).folded);
+        if (copied) return classificationOf(copied);
+      }
+    return c;
   }
 }
 const BEYOND_ASCII = /[^\x00-\x7f]/;

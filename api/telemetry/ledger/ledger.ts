@@ -407,6 +407,10 @@ function rowOf(s: TelemetrySnapshot, c: Classification, at: string, hour: string
   const row = s.families[name];
   if (c.family === null || c.known !== null) {
     if (row?.pooled) {
+      // A name the table gained since, or one a client wrote before names were read as claims: the
+      // row keeps its counts (requests that named it) and takes the table's class, operator and method.
+      const { class: klass, operator, verify } = newRow(name, c, at);
+      Object.assign(row, { class: klass, operator, verify });
       delete row.pooled;
       pooledNames.delete(s);
     }

@@ -49,9 +49,13 @@ export function normalAuthority(authority: string, scheme = 'https:'): string {
   return lower.endsWith(port) ? lower.slice(0, -port.length) : lower;
 }
 
-/** The authorities of the service's own URLs, as normalAuthority() writes them. */
-export const authoritiesOf = (urls: string[]): Set<string> =>
-  new Set(urls.map((u) => normalAuthority(new URL(u).host, new URL(u).protocol)));
+/**
+ * The authorities of the service's own URLs, as normalAuthority() writes them, each with its URL's
+ * scheme: behind a proxy that ends TLS the request arrives without it, and `@target-uri` and
+ * `@scheme` are signed as the client wrote them.
+ */
+export const authoritiesOf = (urls: string[]): ReadonlyMap<string, string> =>
+  new Map(urls.map((u) => [normalAuthority(new URL(u).host, new URL(u).protocol), new URL(u).protocol]));
 
 /** The parts of a request that Web Bot Auth (HTTP Message Signatures, RFC 9421) signs. */
 export interface SignedRequest {
@@ -134,7 +138,7 @@ export interface VerifyOptions {
    * The service's own authorities (normalAuthority): a request whose Host is none of them does not
    * verify, as its `@authority` would be another site's. Every authority when left out (the draft's vectors).
    */
-  authorities?: ReadonlySet<string>;
+  authorities?: ReadonlyMap<string, string>;
 }
 
 /** The outcome, why, and which signature and directory it was about. */
@@ -189,12 +193,10 @@ export async function verifySignedRequest(
   const about = { label: chosen.label, member: chosen.member };
   if (chosen.coversOtherHeaders)
     return { outcome: 'unverified', reason: 'covers a header the gateway does not keep', ...about };
-  if (
-    o.authorities &&
-    !o.authorities.has(normalAuthority(r.authority)) &&
-    !o.authorities.has(r.authority.toLowerCase())
-  )
-    return { outcome: 'invalid', reason: 'sent to a host that is not this service', ...about };
+  const scheme = o.authorities
+    ? (o.authorities.get(normalAuthority(r.authority)) ?? o.authorities.get(r.authority.toLowerCase()))
+    : 'https:';
+  if (scheme === undefined) return { outcome: 'invalid', reason: 'sent to a host that is not this service', ...about };
   const now = o.now ?? Math.floor(Date.now() / 1000);
   const maxWindow = o.maxWindowS ?? MAX_SIGNATURE_WINDOW_S;
   const freshness: { nonce?: string; created?: number; expires?: number } = {};
@@ -232,7 +234,7 @@ export async function verifySignedRequest(
   ];
   try {
     await verifySignature(
-      { kind: 'request', method: r.method, targetUri: `https://${r.authority}${r.target}`, fields },
+      { kind: 'request', method: r.method, targetUri: `${scheme}//${r.authority}${r.target}`, fields },
       {
         label: chosen.label,
         policy: {
@@ -258,7 +260,7 @@ export interface SignatureVerifierOptions {
   /** A check's answer, with the `tag` its check() was given. */
   onResult: (family: string, outcome: SignatureOutcome, tag: unknown) => void;
   /** The service's own authorities (authoritiesOf SITE_URL and SITE_ALIASES); any Host when left out (tests of the format). */
-  authorities?: ReadonlySet<string>;
+  authorities?: ReadonlyMap<string, string>;
   /** Told of every directory fetch (logged at debug, counted in /metrics). */
   onFetch?: (fetch: DirectoryFetchRecord) => void;
   /** Checks under way at most; beyond it a signed claim counts as unverified at once. */
