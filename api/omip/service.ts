@@ -4,7 +4,7 @@ import { clientKey } from '../net/address.ts';
 import { DomainError, PassportMismatch } from '../problems/domain.ts';
 import type { Constitution } from '../schemas/constitution.ts';
 import type { DualExchangeRequest, Plan, ScoreRequest, State } from '../schemas/omip.ts';
-import type { DriftWrite, KeepAnswer, PageQuery, Store } from '../store/types.ts';
+import { callerWindowKey, type DriftWrite, type KeepAnswer, type PageQuery, type Store } from '../store/types.ts';
 import { canonicalJson, fingerprintOf, fingerprintOfCanonical } from './canonical.ts';
 import { MerkleLog } from './merkle-log.ts';
 import { buildPrimitives } from './primitives.ts';
@@ -28,6 +28,9 @@ interface Scorable {
   plan?: Plan | undefined;
   state?: State | undefined;
 }
+
+/** Windows the retention forgot are deleted at most this often (by a write: a store nobody writes to does not grow). */
+const PRUNE_EVERY_MS = 60 * 1000;
 
 export interface OmipDeps {
   store: Store;
@@ -66,7 +69,15 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       if (own === undefined) throw new PassportMismatch();
     }
     const theirs = clientKey(caller.client);
-    return ids.map((id) => (id === own ? id.toLowerCase() : `${id} @${theirs}`));
+    return ids.map((id) => (id === own ? id.toLowerCase() : callerWindowKey(id, theirs)));
+  }
+
+  let prunedAt = -Infinity;
+  /** Windows the retention forgot leave the store, at most once a PRUNE_EVERY_MS; a failed prune waits for the next. */
+  function pruneWindows(at: Date): void {
+    if (at.getTime() - prunedAt < PRUNE_EVERY_MS) return;
+    prunedAt = at.getTime();
+    void store.drift.prune(at).catch(() => undefined);
   }
 
   /** A state may score only registered predicates: 422 naming the others, before anything is scored. */
@@ -98,7 +109,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
         given: input.state?.scores,
       },
       plan: input.plan,
-      history: await store.drift.window(input.windowKey),
+      history: await store.drift.window(input.windowKey, now()),
       registered: await registered(input.entity_id),
       input,
       constitutionFingerprint,
@@ -156,6 +167,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
     /** POST /api/omip/score; `keep` seals the answer into the same write. */
     async score(input: ScoreRequest, caller: OmipCaller, keep?: KeepAnswer) {
       const [windowKey] = await windowKeys([input.entity_id], caller);
+      pruneWindows(now());
       const { answer, write } = await scoreForRecord({ ...input, windowKey: windowKey! });
       await store.drift.record(write.entityId, write.appended, write.keep, write.sample, keep?.(answer));
       return answer;
@@ -207,6 +219,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
         input.agents.map((agent) => agent.id),
         caller,
       );
+      pruneWindows(now());
       const scored = await Promise.all(
         input.agents.map(async (agent, i) => {
           const { answer: a, write } = await scoreForRecord({

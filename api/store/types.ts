@@ -109,14 +109,22 @@ export interface DriftWrite {
   sample: DriftSample;
 }
 
-/** Drift windows per entity and the live drift metrics. */
+/**
+ * Drift windows per entity and the live drift metrics. A window's key is a citizen's own (its
+ * memberId), or a caller's: `<entity_id> @<client>` (callerWindowKey). The store bounds them
+ * (DriftBounds): a window not moved for `retentionMs` is forgotten; a client keeps at most
+ * `perClient` windows, its least recently moved making room for a new one; callers' windows
+ * together are at most `callers`, trimmed past it from the clients that hold the most. A citizen's
+ * own window is never given up for a caller's.
+ */
 export interface DriftStore {
-  /** The entity's recent step deltas, oldest first. */
-  window(entityId: string): Promise<number[]>;
+  /** The entity's recent step deltas, oldest first; none when the window was not moved within the retention at `now`. */
+  window(entityId: string, now: Date): Promise<number[]>;
   /**
    * Appends the step deltas to the entity's window, keeping its last `keep`, and counts the
    * sample, in one write. Appending (not replacing) keeps windows right when steps of one entity
    * arrive at different processes. The idempotency record of the answer goes in the same write.
+   * The sample's `at` is when the window moved; a window the retention forgot starts afresh.
    */
   record(
     entityId: string,
@@ -125,6 +133,8 @@ export interface DriftStore {
     sample: DriftSample,
     idempotency?: IdempotencyRecord,
   ): Promise<void>;
+  /** Deletes windows not moved within the retention at `now` (a bounded batch on a shared store); how many went. */
+  prune(now: Date): Promise<number>;
   metrics(recent: number): Promise<{
     samples: number;
     contraction_count: number;
@@ -205,3 +215,37 @@ export const TELEMETRY_STALE_MS = 60 * 60 * 1000;
 export const IDEMPOTENCY_CLAIM_MS = 60 * 1000;
 /** A shared store's claim lapses this long after its run last renewed it (every third of it). */
 export const IDEMPOTENCY_LEASE_MS = 5 * 1000;
+
+/** How many drift windows a store keeps, and for how long (docs/reference.md, Limits). */
+export interface DriftBounds {
+  /** A window not moved for this long is forgotten: read as empty, then deleted. */
+  retentionMs: number;
+  /** Windows one client keeps at most; a new one takes the place of its least recently moved. */
+  perClient: number;
+  /**
+   * Callers' windows kept at most, over every client. Past it they are trimmed to
+   * callersTrimmedTo(callers) by one order: every client keeps its most recently moved window
+   * before any client keeps its second, and so on; of the windows of one rank, the more recently
+   * moved are kept. So the clients that hold the most lose windows first: a client keeps its
+   * windows while others hold more than it does.
+   */
+  callers: number;
+}
+/** The bounds a store keeps unless told others (tests make them small). */
+export const DRIFT_BOUNDS: DriftBounds = { retentionMs: 30 * 24 * 60 * 60 * 1000, perClient: 256, callers: 100_000 };
+/**
+ * What callers' windows are trimmed to once past `callers`: 1/64 below it, so a trim, which reads
+ * every caller's window, happens once per that many new windows however long a flood goes on.
+ */
+export const callersTrimmedTo = (callers: number): number => callers - Math.ceil(callers / 64);
+
+/** The window a caller (by its client key) keeps for an entity that is not its own citizen's. */
+export const callerWindowKey = (entityId: string, client: string): string => `${entityId} @${client}`;
+/**
+ * The client whose window a key names, or null for a citizen's own window. Entity ids hold no
+ * space (ScoreRequestSchema), so the last ` @` is the one callerWindowKey wrote.
+ */
+export function windowOwner(key: string): string | null {
+  const at = key.lastIndexOf(' @');
+  return at === -1 ? null : key.slice(at + 2);
+}

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
+  callerWindowKey,
+  DRIFT_BOUNDS,
   IDEMPOTENCY_CLAIM_MS,
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   type CitizenRecord,
+  type DriftBounds,
   type DriftWrite,
   type IdempotencyRecord,
   type Store,
@@ -61,12 +64,30 @@ const step = (entityId: string, delta: number): DriftWrite => ({
   },
 });
 const HOUR = 60 * 60 * 1000;
+const DAY = 24 * HOUR;
 
-/** The one store contract every Store implementation must pass (embedded now, PostgreSQL next). */
+/** Moves a window by one step of `delta`, at `at` (ms): when the window moved is its sample's time. */
+const move = (store: Store, key: string, delta: number, at: number) => {
+  const d = step(key, delta);
+  return store.drift.record(key, d.appended, d.keep, { ...d.sample, at: new Date(at).toISOString() });
+};
+/** Of these window keys, those the store still holds at `now`. */
+async function held(store: Store, keys: string[], now: number): Promise<string[]> {
+  const windows = await Promise.all(keys.map((k) => store.drift.window(k, new Date(now))));
+  return keys.filter((_, i) => windows[i]!.length > 0);
+}
+
+/** What a store is opened with: small drift bounds, and the clock a start forgets windows by. */
+export interface ContractOptions {
+  driftBounds?: DriftBounds;
+  now?: () => Date;
+}
+
+/** The one store contract every Store implementation must pass: the embedded store and PostgreSQL. */
 /** `shared`: the store serves many processes (PostgreSQL), so a reopen is another process. */
 export function runStoreContract(
   name: string,
-  open: () => Promise<{ store: Store; reopen: () => Promise<Store> }>,
+  open: (options?: ContractOptions) => Promise<{ store: Store; reopen: () => Promise<Store> }>,
   { shared }: { shared: boolean },
 ) {
   describe(`${name}: store contract`, () => {
@@ -217,11 +238,11 @@ export function runStoreContract(
         store.drift.record('e', [0.6], 4, sample('PERSIST')),
         store.drift.record('e', [0.7], 4, sample('PERSIST')),
       ]);
-      const window = await store.drift.window('e');
+      const window = await store.drift.window('e', new Date());
       expect(window).toHaveLength(4);
       expect(window.slice(0, 2)).toEqual([0.4, 0.5]);
       expect([...window.slice(2)].sort()).toEqual([0.6, 0.7]);
-      expect(await store.drift.window('nobody')).toEqual([]);
+      expect(await store.drift.window('nobody', new Date())).toEqual([]);
       const m = await store.drift.metrics(2);
       expect(m).toMatchObject({
         samples: 4,
@@ -231,6 +252,126 @@ export function runStoreContract(
       });
       expect(m.recent).toHaveLength(2);
       await store.close();
+    });
+
+    it("keeps at most perClient windows of a client that invents entity ids, its least recently moved making room; citizens' own and other clients' windows stay, across a reopen", async () => {
+      const bounds = { ...DRIFT_BOUNDS, perClient: 5 };
+      const { store, reopen } = await open({ driftBounds: bounds });
+      const t0 = Date.now() - HOUR;
+      const own = citizen().memberId;
+      const other = callerWindowKey('sovereign-a', '198.51.100.7');
+      await move(store, own, 0.1, t0);
+      await move(store, other, 0.2, t0);
+      const flood = Array.from({ length: 40 }, (_, i) => callerWindowKey(`invented-${i}`, '203.0.113.9'));
+      for (const [i, key] of flood.entries()) await move(store, key, 0.3, t0 + 1 + i);
+      const now = t0 + 1000;
+      expect(await held(store, flood, now)).toEqual(flood.slice(35));
+      expect(await store.drift.window(own, new Date(now))).toEqual([0.1]);
+      expect(await store.drift.window(other, new Date(now))).toEqual([0.2]);
+      // The one it moves again is no longer its least recently moved: the next new one drops invented-36.
+      await move(store, flood[35]!, 0.4, t0 + 100);
+      await move(store, flood[0]!, 0.5, t0 + 101);
+      expect(await held(store, flood, now)).toEqual([flood[0], ...flood.slice(35)].filter((k) => k !== flood[36]));
+      await store.close();
+      const again = await reopen();
+      expect(await held(again, flood, now)).toEqual([flood[0], ...flood.slice(35)].filter((k) => k !== flood[36]));
+      expect(await again.drift.window(flood[35]!, new Date(now))).toEqual([0.3, 0.4]);
+      expect(await again.drift.window(own, new Date(now))).toEqual([0.1]);
+      expect(await again.drift.window(other, new Date(now))).toEqual([0.2]);
+      // The bound holds after the reopen too.
+      await move(again, callerWindowKey('invented-40', '203.0.113.9'), 0.3, t0 + 102);
+      expect(await held(again, flood, now)).toEqual([flood[0], flood[35], flood[38], flood[39]]);
+      await again.close();
+    });
+
+    it("trims callers' windows past their cap from the clients that hold the most: a quiet client keeps its one window, citizens keep theirs", async () => {
+      const bounds = { ...DRIFT_BOUNDS, perClient: 4, callers: 16 };
+      const { store } = await open({ driftBounds: bounds });
+      const t0 = Date.now() - HOUR;
+      const own = citizen().memberId;
+      await move(store, own, 0.1, t0);
+      // The quiet client's window is the least recently moved of all.
+      const quiet = callerWindowKey('sovereign-b', '192.0.2.1');
+      await move(store, quiet, 0.2, t0 + 1);
+      // Ten addresses, four invented entity ids each: 40 windows for 16 places.
+      const flood = Array.from({ length: 10 }, (_, c) =>
+        Array.from({ length: 4 }, (_, j) => callerWindowKey(`invented-${j}`, `203.0.113.${c}`)),
+      ).flat();
+      for (const [i, key] of flood.entries()) await move(store, key, 0.3, t0 + 2 + i);
+      const now = t0 + 1000;
+      // Trimmed to 15 (16 less 1/64) each time past 16: every client's most recently moved first,
+      // then the second most recently moved of those that moved last.
+      const kept = await held(store, [quiet, ...flood], now);
+      expect(kept).toEqual([
+        quiet,
+        ...[0, 1, 2, 3, 4, 5].map((c) => callerWindowKey('invented-3', `203.0.113.${c}`)),
+        ...[6, 7, 8, 9].flatMap((c) => [2, 3].map((j) => callerWindowKey(`invented-${j}`, `203.0.113.${c}`))),
+      ]);
+      expect(await store.drift.window(own, new Date(now))).toEqual([0.1]);
+      await store.close();
+    });
+
+    it('forgets a window not moved for the retention: read as empty, started afresh, deleted by a prune, also across a reopen', async () => {
+      const { retentionMs } = DRIFT_BOUNDS;
+      expect(retentionMs).toBe(30 * DAY);
+      const t0 = Date.now() - 40 * DAY;
+      // The clock a reopen forgets by, moved by the test.
+      let clock = t0;
+      const { store, reopen } = await open({ now: () => new Date(clock) });
+      const own = citizen().memberId;
+      const caller = callerWindowKey('sovereign-a', '198.51.100.7');
+      const young = callerWindowKey('sovereign-b', '198.51.100.7');
+      await move(store, own, 0.1, t0);
+      await move(store, caller, 0.2, t0);
+      expect(await store.drift.window(own, new Date(t0 + retentionMs - 1))).toEqual([0.1]);
+      expect(await store.drift.window(own, new Date(t0 + retentionMs))).toEqual([]);
+      expect(await store.drift.window(caller, new Date(t0 + retentionMs))).toEqual([]);
+      // A step after the retention starts the window afresh: nothing of the old steps weighs on it.
+      await move(store, caller, 0.3, t0 + 31 * DAY);
+      expect(await store.drift.window(caller, new Date(t0 + 31 * DAY))).toEqual([0.3]);
+      await move(store, young, 0.4, t0 + 35 * DAY);
+      expect(await store.drift.prune(new Date(t0 + 30 * DAY - 1))).toBe(0);
+      // (The embedded store forgot the citizen's window at the step of day 31 already.)
+      await store.drift.prune(new Date(t0 + 32 * DAY));
+      // Asked at a time it was valid, the citizen's window is gone: deleted, not only unread.
+      expect(await store.drift.window(own, new Date(t0 + 1))).toEqual([]);
+      expect(await store.drift.window(caller, new Date(t0 + 31 * DAY))).toEqual([0.3]);
+      await store.close();
+      clock = t0 + 40 * DAY;
+      const again = await reopen();
+      expect(await again.drift.window(own, new Date(t0 + 1))).toEqual([]);
+      expect(await again.drift.window(caller, new Date(t0 + 31 * DAY))).toEqual([0.3]);
+      expect(await again.drift.window(young, new Date(t0 + 35 * DAY))).toEqual([0.4]);
+      clock = t0 + 70 * DAY;
+      expect(await again.drift.prune(new Date(clock))).toBe(2);
+      expect(await again.drift.window(young, new Date(t0 + 35 * DAY))).toEqual([]);
+      await again.close();
+      // What a prune deleted stays deleted: the journal that brings the steps back is read by that clock.
+      const third = await reopen();
+      expect(await held(third, [own, caller, young], t0 + 35 * DAY)).toEqual([]);
+      await third.close();
+    });
+
+    it('reopens to the windows the live store held, when a prune came between the steps that trimmed them', async () => {
+      const bounds = { ...DRIFT_BOUNDS, perClient: 4, callers: 16 };
+      const t0 = Date.now() - 40 * DAY;
+      const { store, reopen } = await open({ driftBounds: bounds });
+      const old = callerWindowKey('sovereign-b', '192.0.2.1');
+      await move(store, old, 0.2, t0);
+      // The old window is gone before the flood: the trims below are made without it.
+      await store.drift.prune(new Date(t0 + 31 * DAY));
+      const flood = Array.from({ length: 10 }, (_, c) =>
+        Array.from({ length: 4 }, (_, j) => callerWindowKey(`invented-${j}`, `203.0.113.${c}`)),
+      ).flat();
+      for (const [i, key] of flood.entries()) await move(store, key, 0.3, t0 + 31 * DAY + i);
+      const now = t0 + 32 * DAY;
+      const live = await held(store, [old, ...flood], now);
+      expect(live).toHaveLength(16);
+      expect(live).not.toContain(old);
+      await store.close();
+      const again = await reopen();
+      expect(await held(again, [old, ...flood], now)).toEqual(live);
+      await again.close();
     });
 
     it('chains concurrent receipt appends into one linear log', async () => {
@@ -313,8 +454,11 @@ export function runStoreContract(
       expect(await again.idempotency.get('unit-exchange', now)).toMatchObject({ sealed: `kept ${entry.id} at 0` });
       expect(await again.citizens.get(c.memberId)).toEqual(c);
       expect((await again.feed.list({ limit: 1 })).items[0]).toEqual(m);
-      expect(await again.drift.window('unit-score')).toEqual([0.1]);
-      expect([await again.drift.window('unit-a'), await again.drift.window('unit-b')]).toEqual([[0.2], [0.3]]);
+      expect(await again.drift.window('unit-score', new Date())).toEqual([0.1]);
+      expect([await again.drift.window('unit-a', new Date()), await again.drift.window('unit-b', new Date())]).toEqual([
+        [0.2],
+        [0.3],
+      ]);
       expect((await again.drift.metrics(5)).samples).toBe(3);
       expect(await again.receipts.get(entry.id)).toEqual(entry);
       await again.close();
@@ -329,7 +473,7 @@ export function runStoreContract(
         },
       });
       await expect(failing).rejects.toThrow('the record could not be made');
-      expect(await store.drift.window('failed-a')).toEqual([]);
+      expect(await store.drift.window('failed-a', new Date())).toEqual([]);
       expect((await store.drift.metrics(1)).samples).toBe(0);
       expect(await store.receipts.get('sha256:never')).toBeNull();
       // The log goes on from where it was.

@@ -109,7 +109,7 @@ async function observed(store: Store) {
     citizenStats: await store.citizens.stats(),
     feedStats: await store.feed.stats(),
     drift: await store.drift.metrics(10),
-    window: await store.drift.window('entity-a'),
+    window: await store.drift.window('entity-a', new Date()),
     receipts: await store.receipts.list({ limit: 10 }),
     keyed: await store.idempotency.get('k0', new Date()),
   };
@@ -679,7 +679,7 @@ describe('deltas (what was written since the last snapshot, in its form)', () =>
     expect(before.citizens.at(-1)!.memberId).toBe(early.memberId);
     expect((await again.citizens.holding('EARLY-BIRD'))?.memberId).toBe(early.memberId);
     expect(await again.idempotency.get('k-drift', new Date())).toMatchObject({ fingerprint: 'f' });
-    expect(await again.drift.window('entity-a')).toEqual([0.1, 0.2, 0.1, 0.2, 0.3]);
+    expect(await again.drift.window('entity-a', new Date())).toEqual([0.1, 0.2, 0.1, 0.2, 0.3]);
     // A rewrite of everything folds the deltas in and removes them.
     await again.compact();
     expect(deltaFiles(dir)).toEqual([]);

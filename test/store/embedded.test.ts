@@ -17,8 +17,11 @@ import { describe, expect, it } from 'vitest';
 import { createLogging } from '../../api/log.ts';
 import { nameKeys } from '../../api/names/name-rule.ts';
 import { openEmbeddedStore } from '../../api/store/index.ts';
+import { holdingsOf } from '../../api/store/embedded/embedded-store.ts';
 import { Journal, PREALLOCATE_BYTES } from '../../api/store/embedded/journal.ts';
-import { SnapshotFile, type LoadedData } from '../../api/store/embedded/snapshot.ts';
+import { emptyData, readSnapshot, SnapshotFile, type LoadedData } from '../../api/store/embedded/snapshot.ts';
+import { callerWindowKey, DRIFT_BOUNDS, type Store } from '../../api/store/types.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { citizen, message, runStoreContract } from './contract.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 
@@ -49,9 +52,12 @@ function tear(path: string, text: string): void {
 
 runStoreContract(
   'embedded',
-  async () => {
+  async (options = {}) => {
     const dir = fresh();
-    return { store: await openEmbeddedStore({ dir, logger }), reopen: () => openEmbeddedStore({ dir, logger }) };
+    return {
+      store: await openEmbeddedStore({ dir, logger, ...options }),
+      reopen: () => openEmbeddedStore({ dir, logger, ...options }),
+    };
   },
   { shared: false },
 );
@@ -267,6 +273,84 @@ describe('embedded store on disk', () => {
     expect(texts.length).toBe(2000);
     expect(new Set(texts).size).toBe(2000);
     await reopened.close();
+  });
+});
+
+describe('drift windows on disk', () => {
+  const key = (i: number) => callerWindowKey(`invented-${i}`, '203.0.113.9');
+  const step = (store: Store, k: string, at: number) =>
+    store.drift.record(k, [0.3], 8, {
+      decision_id: `d-${k}-${at}`,
+      entity_id: k,
+      verdict: 'PERSIST',
+      delta_t: 0.3,
+      delta_window: 0.3,
+      failed_predicates: [],
+      contraction_attempts: 0,
+      fail_closed: false,
+      at: new Date(at).toISOString(),
+    });
+  /** The windows a snapshot and its deltas hold, each line applied in order (one without deltas drops its key). */
+  const folded = (data: LoadedData | null) => {
+    const windows = new Map<string, number[]>();
+    for (const [k, deltas] of data?.windows ?? []) {
+      windows.delete(k);
+      if (deltas.length > 0) windows.set(k, deltas);
+    }
+    return [...windows.keys()];
+  };
+
+  it('leaves the windows a client trimmed out of the snapshot and its deltas, and a start from them holds the same', async () => {
+    const dir = fresh();
+    const options = { dir, logger, driftBounds: { ...DRIFT_BOUNDS, perClient: 3 }, compactEvery: 4 };
+    const t0 = Date.now() - 60_000;
+    const store = await openEmbeddedStore(options);
+    // Citizens enough that four journal entries are less than the snapshot: the next compaction is a delta.
+    for (let i = 0; i < 60; i++) await store.citizens.add(citizen());
+    for (let i = 0; i < 10; i++) await step(store, key(i), t0 + i);
+    await store.compact();
+    expect((await readSnapshot(dir))!.windows.map(([k]) => k)).toEqual([key(7), key(8), key(9)]);
+    // Each new window drops the client's least recently moved: the delta says so with a line without deltas.
+    for (let i = 10; i < 14; i++) await step(store, key(i), t0 + i);
+    const deltas = () => readdirSync(dir).filter((f) => /^snapshot-\d+\.jsonl$/.test(f));
+    await waitFor(deltas, { until: (files) => files.length > 0, what: 'a delta' });
+    const read = await waitFor(() => readSnapshot(dir), {
+      until: (data) => folded(data).length === 3,
+      what: 'the delta written whole',
+    });
+    expect(read!.windows.filter(([, d]) => d.length === 0).map(([k]) => k)).toEqual(
+      expect.arrayContaining([key(7), key(8), key(9), key(10)]),
+    );
+    expect(folded(read)).toEqual([key(11), key(12), key(13)]);
+    await store.close();
+    const again = await openEmbeddedStore(options);
+    expect([...holdingsOf(again).windows()].map(([k]) => k)).toEqual([key(11), key(12), key(13)]);
+    await again.compact();
+    expect((await readSnapshot(dir))!.windows.map(([k, d]) => [k, d])).toEqual(
+      [11, 12, 13].map((i) => [key(i), [0.3]]),
+    );
+    await again.close();
+  });
+
+  it('takes windows a snapshot kept without a time as moved at the start that reads them, and writes that time at once', async () => {
+    const dir = fresh();
+    await new SnapshotFile(join(dir, 'snapshot.jsonl'), join(dir, 'snapshot.json')).write({
+      ...emptyData(),
+      seq: 3,
+      windows: [
+        [key(1), [0.1]],
+        [key(2), [0.2]],
+      ],
+    });
+    const opened = Date.now() - 1000;
+    const store = await openEmbeddedStore({ dir, logger, now: () => new Date(opened) });
+    expect(await store.drift.window(key(1), new Date(opened + DRIFT_BOUNDS.retentionMs - 1))).toEqual([0.1]);
+    expect(await store.drift.window(key(1), new Date(opened + DRIFT_BOUNDS.retentionMs))).toEqual([]);
+    await store.close();
+    expect((await readSnapshot(dir))!.windows).toEqual([
+      [key(1), [0.1], opened],
+      [key(2), [0.2], opened],
+    ]);
   });
 });
 

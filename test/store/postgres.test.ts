@@ -1,6 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { IDEMPOTENCY_LEASE_MS, TELEMETRY_STALE_MS, type TelemetryStore } from '../../api/store/types.ts';
+import {
+  callerWindowKey,
+  DRIFT_BOUNDS,
+  IDEMPOTENCY_LEASE_MS,
+  TELEMETRY_STALE_MS,
+  type DriftSample,
+  type TelemetryStore,
+} from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
 import { openPostgresStore } from '../../api/store/postgres/postgres-store.ts';
 import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
@@ -17,9 +25,12 @@ afterAll(async () => {
 describe.runIf(available)('PostgreSQL', () => {
   runStoreContract(
     'postgresql',
-    async () => {
+    async ({ driftBounds } = {}) => {
       const url = await freshDatabase();
-      return { store: await openPostgresStore(url), reopen: () => openPostgresStore(url) };
+      return {
+        store: await openPostgresStore(url, { driftBounds }),
+        reopen: () => openPostgresStore(url, { driftBounds }),
+      };
     },
     { shared: true },
   );
@@ -200,5 +211,110 @@ describe.runIf(available)('PostgreSQL: migrations hold no session state', () => 
     expect((await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory'")).rowCount).toBe(0);
     await db.end();
     for (const s of stores) await s.close();
+  });
+});
+
+describe.runIf(available)('PostgreSQL: drift windows written by several processes at once', () => {
+  const sample = (entity: string, at: number): DriftSample => ({
+    decision_id: randomUUID(),
+    entity_id: entity,
+    verdict: 'PERSIST',
+    delta_t: 0.3,
+    delta_window: 0.3,
+    failed_predicates: [],
+    contraction_attempts: 0,
+    fail_closed: false,
+    at: new Date(at).toISOString(),
+  });
+  const counted = async (db: pg.Pool) =>
+    (
+      await db.query<{ kept: number; rows: number }>(
+        `SELECT (SELECT coalesce(sum(n), 0)::int FROM counts WHERE name = 'drift_windows:callers') AS kept,
+              (SELECT count(*)::int FROM drift_windows WHERE owner IS NOT NULL) AS rows`,
+      )
+    ).rows[0]!;
+
+  it('keeps exactly perClient windows of one client whose new windows two processes write at once', async () => {
+    const url = await freshDatabase();
+    const driftBounds = { ...DRIFT_BOUNDS, perClient: 5 };
+    const stores = [await openPostgresStore(url, { driftBounds }), await openPostgresStore(url, { driftBounds })];
+    const db = new pg.Pool({ connectionString: url });
+    const at = Date.now();
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const key = callerWindowKey(`invented-${i}`, '203.0.113.9');
+        return stores[i % 2]!.drift.record(key, [0.3], 8, sample(key, at + i));
+      }),
+    );
+    const owners = await db.query<{ owner: string; n: number }>(
+      'SELECT owner, count(*)::int AS n FROM drift_windows GROUP BY owner',
+    );
+    expect(owners.rows).toEqual([{ owner: '203.0.113.9', n: 5 }]);
+    expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
+    // A window moved again (an update of its row) is counted once still.
+    const again = (await db.query<{ entity_id: string }>('SELECT entity_id FROM drift_windows LIMIT 1')).rows[0]!
+      .entity_id;
+    await stores[0]!.drift.record(again, [0.4], 8, sample(again, at + 100));
+    expect(await stores[1]!.drift.window(again, new Date(at + 100))).toEqual([0.3, 0.4]);
+    expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
+    await Promise.all([...stores.map((s) => s.close()), db.end()]);
+  });
+
+  it("trims callers' windows that many clients wrote at once back under the cap at the next new one", async () => {
+    const url = await freshDatabase();
+    const driftBounds = { ...DRIFT_BOUNDS, perClient: 6, callers: 16 };
+    const stores = [await openPostgresStore(url, { driftBounds }), await openPostgresStore(url, { driftBounds })];
+    const db = new pg.Pool({ connectionString: url });
+    const own = citizen().memberId;
+    const at = Date.now();
+    await stores[0]!.drift.record(own, [0.1], 8, sample(own, at));
+    await Promise.all(
+      Array.from({ length: 60 }, (_, i) => {
+        const key = callerWindowKey(`invented-${i % 6}`, `203.0.113.${Math.floor(i / 6)}`);
+        return stores[i % 2]!.drift.record(key, [0.3], 8, sample(key, at + i));
+      }),
+    );
+    // Past the cap only by the new windows other transactions were writing at that moment.
+    expect((await counted(db)).rows).toBeLessThanOrEqual(16 + 2 * 10);
+    const last = callerWindowKey('invented-0', '192.0.2.1');
+    await stores[0]!.drift.record(last, [0.3], 8, sample(last, at + 100));
+    const { kept, rows } = await counted(db);
+    expect(rows).toBeLessThanOrEqual(16);
+    expect(kept).toBe(rows);
+    expect(await stores[1]!.drift.window(own, new Date(at))).toEqual([0.1]);
+    expect(await stores[1]!.drift.window(last, new Date(at))).toEqual([0.3]);
+    await Promise.all([...stores.map((s) => s.close()), db.end()]);
+  });
+
+  it('gives the windows a database kept before migration 8 their client, a time they moved (the migration) and their count', async () => {
+    const url = await freshDatabase();
+    const db = new pg.Pool({ connectionString: url });
+    await db.query(
+      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
+      await db.query(m.sql);
+      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+    const own = citizen().memberId;
+    const keys = Array.from({ length: 7 }, (_, i) => callerWindowKey(`sovereign-${i}`, '2001:db8:1:2::/64'));
+    for (const key of [own, ...keys])
+      await db.query('INSERT INTO drift_windows (entity_id, deltas) VALUES ($1, $2)', [key, [0.2]]);
+    const before = Date.now();
+    const store = await openPostgresStore(url, { driftBounds: { ...DRIFT_BOUNDS, perClient: 5 } });
+    const rows = await db.query<{ entity_id: string; owner: string | null; moved_at: Date }>(
+      'SELECT entity_id, owner, moved_at FROM drift_windows ORDER BY entity_id',
+    );
+    expect(rows.rows.map((r) => [r.entity_id, r.owner])).toEqual(
+      [[own, null], ...keys.map((k) => [k, '2001:db8:1:2::/64'])].sort(),
+    );
+    for (const r of rows.rows) expect(r.moved_at.getTime()).toBeGreaterThan(before - 60_000);
+    expect(await counted(db)).toEqual({ kept: 7, rows: 7 });
+    expect(await store.drift.window(own, new Date())).toEqual([0.2]);
+    // The client's next new window brings it to its cap.
+    const next = callerWindowKey('sovereign-7', '2001:db8:1:2::/64');
+    await store.drift.record(next, [0.3], 8, sample(next, Date.now()));
+    expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
+    await Promise.all([store.close(), db.end()]);
   });
 });

@@ -23,6 +23,7 @@ import {
   type RecordList,
 } from './codec.ts';
 import { IdempotencyRecords } from './idempotency-records.ts';
+import { DriftWindows } from './drift-windows.ts';
 import {
   emptyData,
   LEGACY_SNAPSHOT_FILE,
@@ -33,9 +34,11 @@ import {
   type SnapshotData,
 } from './snapshot.ts';
 import {
+  DRIFT_BOUNDS,
   IDEMPOTENCY_CLAIM_MS,
   IDEMPOTENCY_TTL_MS,
   type CitizenRecord,
+  type DriftBounds,
   type DriftSample,
   type DriftWrite,
   type IdempotencyRecord,
@@ -49,7 +52,6 @@ const RECENT_SAMPLES = 100;
 // What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
 // for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
 const OBJECT_OVERHEAD_BYTES = 200;
-const windowBytes = (entityId: string, deltas: number[]) => OBJECT_OVERHEAD_BYTES + entityId.length + 8 * deltas.length;
 
 /** The index entries of a name: both its look-alike keys, each held by one citizen. */
 const nameIndex = (name: string): string[] => {
@@ -117,7 +119,7 @@ function countFeed(messages: RecordList<Message>, feed: FeedCounts): void {
 /**
  * The state in memory. Citizens, messages and receipts are compact lists (a few hundred bytes a
  * citizen with its wall shout, outside the V8 heap), decoded only for the records a read asks for;
- * so are idempotency records (which expire); drift windows, which stay few, are objects.
+ * so are idempotency records (which expire); drift windows, bounded in number and age, are objects.
  */
 class Memory {
   seq: number;
@@ -133,23 +135,27 @@ class Memory {
   readonly receiptById = new Map<string, number>();
   /** Kept in the order they were made, so pruning stops at the first record still young. */
   readonly idempotency = new IdempotencyRecords();
-  readonly windows = new Map<string, number[]>();
+  readonly windows: DriftWindows;
+  /** Windows the snapshot read without the time they moved (written before windows had one). */
+  untimedWindows = 0;
   drift: Drift;
   telemetry: object | null;
   /** The name keys' hashes came from the snapshot (not computed at this start). */
   readonly nameKeysRead: boolean;
   readonly byClass: Record<string, number> = {};
   readonly feed = { messages: 0, questions: 0, wall: 0, verified: 0 };
-  /** Estimated bytes of what is held as objects (drift windows, the receipt index). */
+  /** Estimated bytes of what is held as objects (the receipt index). */
   #objectBytes = 0;
   /** Where each list stood when the last snapshot or delta was captured: what a delta adds is past it. */
   #written = { citizens: 0, messages: 0, receipts: 0 };
-  /** Idempotency records and drift windows written since then, by key. */
+  /** Idempotency records written since then, by key (the windows keep their own). */
   #changedKeys = new Set<string>();
-  #changedWindows = new Set<string>();
 
-  /** Adopts what a snapshot read (its lists as they are), and counts. */
-  constructor(data: LoadedData) {
+  /**
+   * Adopts what a snapshot read (its lists as they are), and counts. Windows read without a time
+   * count as moved at `openedAt` (ms).
+   */
+  constructor(data: LoadedData, bounds: DriftBounds, openedAt: number) {
     this.seq = data.seq;
     this.drift = data.drift;
     this.telemetry = data.telemetry;
@@ -164,11 +170,16 @@ class Memory {
     countFeed(this.messages, this.feed);
     for (let i = 0; i < this.receipts.length; i++) this.#indexReceipt(this.receipts.idAt(i), i);
     for (const r of data.idempotency) this.apply({ seq: data.seq, op: 'idempotency.put', v: r });
-    for (const [entityId, deltas] of data.windows) this.#setWindow(entityId, deltas);
+    this.windows = new DriftWindows(bounds);
+    for (const line of data.windows) {
+      if (line[2] === undefined && line[1].length > 0) this.untimedWindows++;
+      this.windows.load(line, openedAt);
+    }
+    this.windows.settle();
     // All of it is on disk already: a delta holds what comes from here on (the journal's tail first).
     this.#written = { citizens: this.citizens.mark(), messages: this.messages.mark(), receipts: this.receipts.mark() };
     this.#changedKeys.clear();
-    this.#changedWindows.clear();
+    this.windows.takeChanged();
   }
 
   /** Bytes the state holds in memory: the compact lists, idempotency records and name index exactly, the objects estimated. */
@@ -179,6 +190,7 @@ class Memory {
       this.receipts.bytes +
       this.names.bytes +
       this.idempotency.bytes +
+      this.windows.bytes +
       this.#objectBytes
     );
   }
@@ -190,14 +202,6 @@ class Memory {
   #indexReceipt(id: string, index: number): void {
     this.receiptById.set(id, index);
     this.#objectBytes += OBJECT_OVERHEAD_BYTES / 2 + id.length;
-  }
-
-  #setWindow(entityId: string, deltas: number[]): void {
-    this.#changedWindows.add(entityId);
-    const old = this.windows.get(entityId);
-    if (old) this.#objectBytes -= windowBytes(entityId, old);
-    this.windows.set(entityId, deltas);
-    this.#objectBytes += windowBytes(entityId, deltas);
   }
 
   /** Applies one journal entry. Pure bookkeeping: no I/O. */
@@ -249,7 +253,9 @@ class Memory {
           sample: DriftSample;
         };
         const d = this.drift;
-        this.#setWindow(entityId, [...(this.windows.get(entityId) ?? []), ...appended].slice(-keep));
+        // The step's own time, not the clock: a replay forgets and trims what the live store did.
+        const at = Date.parse(sample.at);
+        this.windows.move(entityId, appended, keep, Number.isFinite(at) ? at : 0);
         d.samples++;
         d.contraction_count += sample.contraction_attempts;
         if (sample.fail_closed) d.fail_closed++;
@@ -307,9 +313,8 @@ class Memory {
       r !== undefined && now - Date.parse(r.createdAt) < IDEMPOTENCY_TTL_MS;
     const marks = { citizens: this.citizens.mark(), messages: this.messages.mark(), receipts: this.receipts.mark() };
     const since = from === undefined ? { citizens: 0, messages: 0, receipts: 0 } : this.#written;
-    const changed = { idempotency: this.#changedKeys, windows: this.#changedWindows };
+    const changed = { idempotency: this.#changedKeys, windows: this.windows.takeChanged() };
     this.#changedKeys = new Set();
-    this.#changedWindows = new Set();
     const data: SnapshotData = {
       seq: this.seq,
       drift: { ...this.drift, by_verdict: { ...this.drift.by_verdict } },
@@ -321,10 +326,8 @@ class Memory {
           ? this.idempotency.view(now, IDEMPOTENCY_TTL_MS)
           : [...changed.idempotency].map((k) => this.idempotency.get(k)).filter(young),
       receipts: this.receipts.view(since.receipts),
-      windows:
-        from === undefined
-          ? [...this.windows.entries()]
-          : [...changed.windows].map((id) => [id, this.windows.get(id)!] as [string, number[]]),
+      // A delta's line of a window trimmed or forgotten since carries no deltas: a read drops it.
+      windows: from === undefined ? this.windows.lines() : this.windows.linesOf(changed.windows),
       nameKeys: nameIndexStamp(),
       ...(from === undefined ? {} : { from }),
     };
@@ -333,7 +336,7 @@ class Memory {
       written: () => (this.#written = marks),
       failed: () => {
         for (const k of changed.idempotency) this.#changedKeys.add(k);
-        for (const id of changed.windows) this.#changedWindows.add(id);
+        this.windows.restoreChanged(changed.windows);
       },
     };
   }
@@ -375,6 +378,10 @@ export interface EmbeddedStoreOptions {
   maxBytes?: number | undefined;
   /** How snapshots and journals are read and written in pieces (tests make them tiny). */
   chunks?: ChunkOptions;
+  /** How many drift windows are kept, and for how long (DRIFT_BOUNDS unless tests make them small). */
+  driftBounds?: DriftBounds;
+  /** The clock a start forgets drift windows by (those the retention forgot while the store was closed). */
+  now?: () => Date;
   /**
    * A salvage (npm run store-salvage): every intact record is read, past damage, and this is told
    * what was damaged before anything is written; then the store is written anew whole (a snapshot
@@ -495,12 +502,15 @@ function storeOver(
       release: async (keyHash) => void claims.delete(keyHash),
     },
     drift: {
-      window: async (entityId) => memory.windows.get(entityId) ?? [],
+      window: async (entityId, now) => memory.windows.get(entityId, now.getTime()),
       record: (entityId, appended, keep, sample, idempotency) =>
         commitAll([
           { op: 'drift.record', v: { entityId, appended, keep, sample } satisfies DriftWrite },
           ...maybe('idempotency.put', idempotency),
         ]),
+      // As idempotency records: memory forgets, the next snapshot or delta leaves them out, and a
+      // start forgets again what the journal brings back.
+      prune: async (now) => memory.windows.forget(now.getTime()),
       metrics: async (recent) => {
         const d = memory.drift;
         return {
@@ -555,8 +565,8 @@ function storeOver(
 export interface EmbeddedHoldings {
   /** Every idempotency record not yet expired, oldest first. */
   idempotency(): Iterable<IdempotencyRecord>;
-  /** Every drift window, by entity. */
-  windows(): Iterable<[entityId: string, deltas: number[]]>;
+  /** Every drift window, by entity, with when it last moved (ms), least recently moved first. */
+  windows(): Iterable<[entityId: string, deltas: number[], movedAt: number]>;
 }
 const memories = new WeakMap<Store, Memory>();
 
@@ -568,8 +578,8 @@ export function holdingsOf(store: Store): EmbeddedHoldings {
 }
 
 /** A store that keeps nothing on disk (DATA_DIR=:memory:): for trials and to measure what durability costs. */
-export function openMemoryStore(): Store {
-  const memory = new Memory(emptyData());
+export function openMemoryStore(options: { driftBounds?: DriftBounds } = {}): Store {
+  const memory = new Memory(emptyData(), options.driftBounds ?? DRIFT_BOUNDS, Date.now());
   let seq = 0;
   return storeOver(
     memory,
@@ -603,7 +613,8 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
     (s) => s.size,
     () => 0,
   );
-  const memory = new Memory(db.data as LoadedData);
+  const now = options.now ?? (() => new Date());
+  const memory = new Memory(db.data as LoadedData, options.driftBounds ?? DRIFT_BOUNDS, now().getTime());
   // Keys computed for a snapshot's citizens (not for a journal's, which a start always computes).
   const snapshotKeysComputed = !memory.nameKeysRead && memory.citizens.length > 0;
   // The lists now belong to memory; lowdb's data is set again for each snapshot.
@@ -628,11 +639,18 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // Nothing past damage is used, and nothing is written over it: the operator salvages or restores.
   if (!salvaging && found.damage.length > 0) throw new StoreDamagedError(found);
   if (salvaging) await options.salvage!(found);
-  // Records of a format without checksums (or a salvage's) are written anew, with them, at once.
+  // Records of a format without checksums (or a salvage's) are written anew, with them, at once;
+  // so are windows without the time they moved (taken as moved now), so that time is kept.
   const migrating =
-    salvaging || file.readLegacy || (file.readVersion !== undefined && file.readVersion < 4) || scan.unchecked > 0;
-  // The journal brings back records that expired while the process was down.
+    salvaging ||
+    file.readLegacy ||
+    (file.readVersion !== undefined && file.readVersion < 4) ||
+    scan.unchecked > 0 ||
+    memory.untimedWindows > 0;
+  // The journal brings back records that expired while the process was down, and windows the
+  // retention forgot since (each step forgot what was old at its own time; this is the time since).
   memory.pruneIdempotency(Date.now());
+  memory.windows.forget(now().getTime());
   let seq = memory.seq;
   let sinceSnapshot = replayed;
   try {

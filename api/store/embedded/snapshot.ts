@@ -15,6 +15,7 @@ import {
 } from './durable-file.ts';
 import { JOURNAL_NAME, journalFiles, type Damage } from './journal.ts';
 import { citizenCodec, messageCodec, receiptCodec, RecordList, type EncodedRecords } from './codec.ts';
+import type { WindowLine } from './drift-windows.ts';
 import type { CitizenRecord, DriftSample, IdempotencyRecord, ReceiptEntry } from '../types.ts';
 
 export interface Drift {
@@ -44,8 +45,11 @@ export interface SnapshotData {
   messages: EncodedRecords<Message>;
   idempotency: Sized<IdempotencyRecord>;
   receipts: EncodedRecords<ReceiptEntry>;
-  /** Drift windows, as [entityId, deltas]. */
-  windows: Sized<[string, number[]]>;
+  /**
+   * Drift windows, as [entityId, deltas, movedAt ms], least recently moved first (a read keeps that
+   * order); in a delta, one with no deltas is a window no longer held.
+   */
+  windows: Sized<WindowLine>;
   /**
    * What the two words each citizen carries are (the store's stamp for its name-key hashes), or
    * null: a snapshot writes the words only with it, and gives it back so a reader can tell whether
@@ -66,7 +70,7 @@ export interface LoadedData extends SnapshotData {
   messages: RecordList<Message>;
   receipts: RecordList<ReceiptEntry>;
   idempotency: IdempotencyRecord[];
-  windows: [string, number[]][];
+  windows: WindowLine[];
 }
 
 export const emptyData = (): LoadedData => ({
@@ -209,9 +213,22 @@ function take(data: LoadedData, section: (typeof SECTIONS_V2)[number], value: un
       data.receipts.push(value as ReceiptEntry);
       return;
     case 'windows':
-      data.windows.push(value as [string, number[]]);
+      data.windows.push(windowLine(value));
       return;
   }
+}
+
+/** A window's line as written (WindowLine), or an error: damage, named with its line. */
+function windowLine(value: unknown): WindowLine {
+  const [key, deltas, movedAt] = Array.isArray(value) ? value : [];
+  if (
+    typeof key !== 'string' ||
+    !Array.isArray(deltas) ||
+    !deltas.every((d) => typeof d === 'number') ||
+    (movedAt !== undefined && typeof movedAt !== 'number')
+  )
+    throw new Error('a drift window line is not [key, deltas, movedAt]');
+  return movedAt === undefined ? [key, deltas] : [key, deltas, movedAt];
 }
 
 /**

@@ -67,7 +67,48 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
     name: 'telemetry ledger saves numbered: a save a process gave up on, run late, never overwrites a later one',
     sql: `ALTER TABLE telemetry_ledgers ADD COLUMN saved_seq bigint NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 8,
+    name: 'drift windows bounded: when each last moved (forgotten after the retention), whose it is, callers counted by triggers',
+    sql: driftWindowBoundsSql(),
+  },
 ];
+
+/**
+ * Migration 8. Each window gets the time it last moved (windows kept before count as moved now), its
+ * place among all moves (a sequence: the least recently moved of a client is the lowest), and the
+ * client whose window it is: the text after the last ` @` of a caller's key (`<entity_id> @<client>`,
+ * entity ids hold no space), null for a citizen's own. Callers' windows are counted in `counts`
+ * (`drift_windows:callers`) by statement-level triggers, sharded as migration 5's.
+ */
+function driftWindowBoundsSql(): string {
+  const callers = (rows: string) =>
+    `SELECT 'drift_windows:callers' AS name, count(*) AS n FROM ${rows} WHERE owner IS NOT NULL HAVING count(*) > 0`;
+  const add = (
+    select: string,
+  ) => `INSERT INTO counts AS k (name, shard, n) SELECT name, pg_backend_pid() % 64, n FROM (${select}) d
+      ON CONFLICT (name, shard) DO UPDATE SET n = k.n + excluded.n;`;
+  return `
+    CREATE SEQUENCE drift_window_moves;
+    ALTER TABLE drift_windows
+      ADD COLUMN moved_at timestamptz NOT NULL DEFAULT now(),
+      ADD COLUMN moved_seq bigint NOT NULL DEFAULT nextval('drift_window_moves'),
+      ADD COLUMN owner text GENERATED ALWAYS AS (substring(entity_id from '^.* @(.*)$')) STORED;
+    CREATE INDEX drift_windows_moved_at ON drift_windows (moved_at);
+    CREATE INDEX drift_windows_owner ON drift_windows (owner, moved_seq) WHERE owner IS NOT NULL;
+    CREATE FUNCTION count_drift_windows() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF TG_OP = 'INSERT' THEN ${add(callers('new_rows'))}
+      ELSIF TG_OP = 'DELETE' THEN ${add(`SELECT name, -n AS n FROM (${callers('old_rows')}) o`)}
+      ELSE DELETE FROM counts WHERE name = 'drift_windows:callers';
+      END IF;
+      RETURN NULL;
+    END $$;
+    CREATE TRIGGER drift_windows_counted_insert AFTER INSERT ON drift_windows REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION count_drift_windows();
+    CREATE TRIGGER drift_windows_counted_delete AFTER DELETE ON drift_windows REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION count_drift_windows();
+    CREATE TRIGGER drift_windows_counted_truncate AFTER TRUNCATE ON drift_windows FOR EACH STATEMENT EXECUTE FUNCTION count_drift_windows();
+    INSERT INTO counts (name, shard, n) SELECT name, 0, n FROM (${callers('drift_windows')}) d;`;
+}
 
 /** The unique indexes that keep names from looking alike: a write refused by one is NAME_TAKEN. */
 export const NAME_KEY_INDEXES = new Set(['citizens_name_key', 'citizens_name_shape_key']);

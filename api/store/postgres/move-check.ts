@@ -134,8 +134,8 @@ export async function checkMove(o: {
     'drift windows',
     o.holdings.windows(),
     ([entityId]) => entityId,
-    'SELECT entity_id, deltas FROM drift_windows WHERE entity_id = ANY($1)',
-    (row): [string, number[]] => [row.entity_id, row.deltas],
+    'SELECT entity_id, deltas, moved_at FROM drift_windows WHERE entity_id = ANY($1)',
+    (row): [string, number[], number] => [row.entity_id, row.deltas, row.moved_at.getTime()],
   );
 
   return problems;

@@ -80,8 +80,10 @@ const INSERT = {
     SELECT "keyHash", fingerprint, status, sealed, "createdAt" FROM jsonb_to_recordset($1::jsonb)
       AS r("keyHash" text, fingerprint text, status integer, sealed text, "createdAt" timestamptz)
     ON CONFLICT (key_hash) DO UPDATE SET fingerprint = excluded.fingerprint, status = excluded.status, sealed = excluded.sealed, created_at = excluded.created_at`,
-  windows: `INSERT INTO drift_windows (entity_id, deltas)
-    SELECT w->>0, ARRAY(SELECT jsonb_array_elements_text(w->1)::float8) FROM jsonb_array_elements($1::jsonb) w ON CONFLICT (entity_id) DO UPDATE SET deltas = excluded.deltas`,
+  // Least recently moved first, so each window's place among moves (moved_seq) follows the order it had.
+  windows: `INSERT INTO drift_windows (entity_id, deltas, moved_at)
+    SELECT w->>0, ARRAY(SELECT jsonb_array_elements_text(w->1)::float8), to_timestamp((w->>2)::float8 / 1000) FROM jsonb_array_elements($1::jsonb) w
+    ON CONFLICT (entity_id) DO UPDATE SET deltas = excluded.deltas, moved_at = excluded.moved_at, moved_seq = excluded.moved_seq`,
   samples: `INSERT INTO drift_samples (decision_id, entity_id, verdict, sample, contraction_attempts, fail_closed, at)
     SELECT (s->>'decision_id')::uuid, s->>'entity_id', s->>'verdict', s, (s->>'contraction_attempts')::int, (s->>'fail_closed')::boolean, (s->>'at')::timestamptz
     FROM jsonb_array_elements($1::jsonb) s ON CONFLICT (decision_id) DO NOTHING`,

@@ -6,10 +6,14 @@ import { isId } from '../../ids.ts';
 import { IdempotencyKeyTaken, StoreUnavailableError } from '../errors.ts';
 import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '../pages.ts';
 import {
+  callersTrimmedTo,
+  DRIFT_BOUNDS,
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   TELEMETRY_STALE_MS,
+  windowOwner,
   type CitizenRecord,
+  type DriftBounds,
   type DriftSample,
   type DriftWrite,
   type IdempotencyRecord,
@@ -33,6 +37,12 @@ import {
 import { signatureNonces } from './signature-nonces.ts';
 
 const RECEIPT_LOCK = 7243002;
+// Expired rows are deleted at most this many at a time, so one prune never holds the table long.
+const PRUNE_BATCH = 10_000;
+/** A client's windows: the first key of the two-key advisory locks (the second, the client's hashtext). */
+const DRIFT_CLIENT_LOCKS = 7243003;
+/** The one trim of callers' windows under way. */
+const DRIFT_TRIM_LOCK = 7243004;
 
 interface CitizenRow {
   member_id: string;
@@ -147,12 +157,57 @@ async function putIdempotency(client: Statements, rec: IdempotencyRecord): Promi
   if (r.rowCount === 0) throw new IdempotencyKeyTaken(rec.keyHash);
 }
 
-/** Appends the step deltas to an entity's window and records the sample; SQL appends and trims, so concurrent steps stay right. */
-async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> {
-  await client.query(
-    `INSERT INTO drift_windows AS w (entity_id, deltas) VALUES ($1, $2::float8[])
-     ON CONFLICT (entity_id) DO UPDATE SET deltas = (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):]`,
-    [d.entityId, d.appended.slice(-d.keep), d.keep],
+/**
+ * Takes the advisory locks of the clients whose windows these steps move, in one order, before a
+ * window row is written: a client's new window and the trim of its windows to its cap are then one
+ * at a time across every process, so no client ever keeps more than its cap. A transaction holds
+ * them to its end; a citizen's own window takes none.
+ */
+async function lockClients(client: pg.PoolClient, writes: DriftWrite[]): Promise<void> {
+  const owners = [...new Set(writes.map((d) => windowOwner(d.entityId)).filter((o) => o !== null))].sort();
+  for (const owner of owners)
+    await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [DRIFT_CLIENT_LOCKS, owner]);
+}
+
+/**
+ * Deletes windows the retention forgot (moved at `$1` or before), at most `$2`, skipping rows
+ * another transaction is moving: it waits for no row, so no transaction waits for it in a circle.
+ */
+const FORGET_WINDOWS = `DELETE FROM drift_windows WHERE entity_id IN (
+  SELECT entity_id FROM drift_windows WHERE moved_at <= $1 ORDER BY moved_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
+
+/**
+ * Keeps the first `$1` of callers' windows in the order of DriftBounds.callers (every client's most
+ * recently moved before any client's second, and so on; within a rank, the more recently moved)
+ * and deletes the rest, skipping rows another transaction is moving right now.
+ */
+const TRIM_CALLERS = `DELETE FROM drift_windows WHERE entity_id IN (
+  SELECT entity_id FROM drift_windows WHERE owner IS NOT NULL AND entity_id IN (
+    SELECT entity_id FROM (
+      SELECT entity_id, moved_seq, row_number() OVER (PARTITION BY owner ORDER BY moved_seq DESC) AS nth
+      FROM drift_windows WHERE owner IS NOT NULL) ranked
+    ORDER BY nth, moved_seq DESC OFFSET $1)
+  FOR UPDATE SKIP LOCKED)`;
+
+/**
+ * Appends the step deltas to an entity's window and records the sample; SQL appends and trims, so
+ * concurrent steps stay right. A window the retention forgot starts afresh. A caller's new window
+ * (its client's lock held: lockClients) drops that client's least recently moved beyond its cap;
+ * one that takes callers' windows past their cap trims them, unless another transaction is already
+ * trimming (the count it read includes only committed windows and its own, so callers' windows
+ * can pass the cap by the new ones other transactions are writing at that moment).
+ */
+async function recordDrift(client: pg.PoolClient, d: DriftWrite, bounds: DriftBounds): Promise<void> {
+  const at = new Date(d.sample.at);
+  const stale = new Date(at.getTime() - bounds.retentionMs);
+  const moved = await client.query<{ inserted: boolean }>(
+    `INSERT INTO drift_windows AS w (entity_id, deltas, moved_at) VALUES ($1, $2::float8[], $4)
+     ON CONFLICT (entity_id) DO UPDATE SET
+       deltas = CASE WHEN w.moved_at <= $5 THEN excluded.deltas
+         ELSE (w.deltas || excluded.deltas)[greatest(1, cardinality(w.deltas || excluded.deltas) - $3 + 1):] END,
+       moved_at = greatest(w.moved_at, excluded.moved_at), moved_seq = excluded.moved_seq
+     RETURNING (xmax = 0) AS inserted`,
+    [d.entityId, d.appended.slice(-d.keep), d.keep, at, stale],
   );
   const s = d.sample;
   await client.query('INSERT INTO drift_samples VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -164,6 +219,30 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite): Promise<void> 
     s.fail_closed,
     s.at,
   ]);
+  const owner = windowOwner(d.entityId);
+  if (owner === null || !moved.rows[0]?.inserted) return;
+  await client.query(
+    `DELETE FROM drift_windows WHERE entity_id IN (
+       SELECT entity_id FROM drift_windows WHERE owner = $1 ORDER BY moved_seq DESC OFFSET $2)`,
+    [owner, bounds.perClient],
+  );
+  const callers = async () =>
+    Number(
+      (
+        await client.query<{ n: string }>(
+          `SELECT coalesce(sum(n), 0) AS n FROM counts WHERE name = 'drift_windows:callers'`,
+        )
+      ).rows[0]!.n,
+    );
+  if ((await callers()) <= bounds.callers) return;
+  if (
+    !(await client.query<{ got: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS got', [DRIFT_TRIM_LOCK])).rows[0]!
+      .got
+  )
+    return;
+  // What the retention forgot goes first, then the trim if it is still needed.
+  await client.query(FORGET_WINDOWS, [stale, PRUNE_BATCH]);
+  if ((await callers()) > bounds.callers) await client.query(TRIM_CALLERS, [callersTrimmedTo(bounds.callers)]);
 }
 
 /** The oldest citizen holding one of a name's look-alike keys. */
@@ -234,9 +313,6 @@ async function keptCounts(
   return Object.fromEntries(rows.map((r) => [r.name.slice(prefix.length), Number(r.n)]));
 }
 
-// Expired rows are deleted at most this many at a time, so one prune never holds the table long.
-const PRUNE_BATCH = 10_000;
-
 /**
  * The PostgreSQL store: every aggregate in tables, so any number of stateless gateway processes
  * share one database. Migrations are applied at open. Every call is bounded in time (PG_* in
@@ -244,9 +320,10 @@ const PRUNE_BATCH = 10_000;
  */
 export async function openPostgresStore(
   connectionString: string,
-  options: Partial<PostgresOptions> = {},
+  options: Partial<PostgresOptions> & { driftBounds?: DriftBounds } = {},
 ): Promise<Store & { pool: GuardedPool }> {
-  const settings = { ...POSTGRES_DEFAULTS, ...options };
+  const { driftBounds = DRIFT_BOUNDS, ...pooled } = options;
+  const settings = { ...POSTGRES_DEFAULTS, ...pooled };
   const schema = await migrateWhenReachable(connectionString, settings);
   const pool = openPool(connectionString, { ...settings, gate: schema.gate });
   const writing = reportingUnknownOutcomes(settings.logger);
@@ -361,16 +438,30 @@ export async function openPostgresStore(
         }),
     },
     drift: {
-      window: async (entityId) =>
-        (await pool.query<{ deltas: number[] }>('SELECT deltas FROM drift_windows WHERE entity_id = $1', [entityId]))
-          .rows[0]?.deltas ?? [],
+      window: async (entityId, now) =>
+        (
+          await pool.query<{ deltas: number[] }>(
+            'SELECT deltas FROM drift_windows WHERE entity_id = $1 AND moved_at > $2',
+            [entityId, new Date(now.getTime() - driftBounds.retentionMs)],
+          )
+        ).rows[0]?.deltas ?? [],
       record: (entityId, appended, keep, sample: DriftSample, idempotency) =>
         writing(() =>
           transaction(pool, async (client) => {
-            await recordDrift(client, { entityId, appended, keep, sample });
+            const write = { entityId, appended, keep, sample };
+            await lockClients(client, [write]);
+            await recordDrift(client, write, driftBounds);
             if (idempotency) await putIdempotency(client, idempotency);
           }),
         ),
+      prune: (now) =>
+        writing(async () => {
+          const forgotten = await pool.write(FORGET_WINDOWS, [
+            new Date(now.getTime() - driftBounds.retentionMs),
+            PRUNE_BATCH,
+          ]);
+          return forgotten.rowCount ?? 0;
+        }),
       metrics: async (recent) => {
         const kept = await keptCounts(pool, 'drift:');
         const last = (
@@ -405,7 +496,8 @@ export async function openPostgresStore(
             const index = head ? Number(head.idx) + 1 : 0;
             const built = build(head?.id ?? null, index);
             const entry: ReceiptEntry = { id: built.id, index, receipt: built.receipt };
-            for (const d of also.drift ?? []) await recordDrift(client, d);
+            await lockClients(client, also.drift ?? []);
+            for (const d of also.drift ?? []) await recordDrift(client, d, driftBounds);
             await client.query('INSERT INTO receipts VALUES ($1, $2, $3)', [
               index,
               built.id,
