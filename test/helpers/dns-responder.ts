@@ -5,12 +5,15 @@ import * as dnsPacket from 'dns-packet';
 // A DNS server on loopback for the servers tests and benches start (DNS_SERVERS), so that
 // reverse-DNS verification of crawler claims never sends a packet off this machine. It answers
 // PTR, A and AAAA from a table the test gives, and NXDOMAIN for every other name (a fast "no",
-// which verification counts as failed), and it counts every query it receives.
+// which verification counts as failed), drops the questions under the zones it is told to (a
+// server that never answers: the resolver times out), and it counts every query it receives.
 
 /** What the responder knows: address -> PTR names, and host name -> addresses (A and AAAA by family). */
 export interface DnsTable {
   ptr?: Record<string, string[]>;
   hosts?: Record<string, string[]>;
+  /** Zones (`a.a.a.a.8.b.d.0.1.0.0.2.ip6.arpa`) whose questions, and their names' below, get no answer. */
+  silent?: string[];
 }
 
 /** One question the responder received. */
@@ -53,10 +56,13 @@ const NXDOMAIN = 3;
 export async function startDnsResponder(table: DnsTable = {}): Promise<DnsResponder> {
   const ptr = new Map<string, string[]>();
   const hosts = new Map<string, string[]>();
+  const silent: string[] = [];
   const add = (t: DnsTable) => {
     for (const [ip, names] of Object.entries(t.ptr ?? {})) ptr.set(arpaOf(ip), names);
     for (const [name, ips] of Object.entries(t.hosts ?? {})) hosts.set(name.toLowerCase(), ips);
+    silent.push(...(t.silent ?? []).map((zone) => zone.toLowerCase()));
   };
+  const dropped = (name: string) => silent.some((zone) => name === zone || name.endsWith(`.${zone}`));
   add(table);
   const queries: DnsQuery[] = [];
   const socket = createSocket('udp4');
@@ -69,10 +75,12 @@ export async function startDnsResponder(table: DnsTable = {}): Promise<DnsRespon
     }
     const answers: dnsPacket.Answer[] = [];
     let known = false;
+    let drop = false;
     for (const q of query.questions ?? []) {
       const name = q.name.toLowerCase();
       queries.push({ type: q.type, name });
-      if (q.type === 'PTR' && ptr.has(name)) {
+      if (dropped(name)) drop = true;
+      else if (q.type === 'PTR' && ptr.has(name)) {
         known = true;
         for (const data of ptr.get(name)!) answers.push({ type: 'PTR', name: q.name, ttl: 60, data });
       } else if ((q.type === 'A' || q.type === 'AAAA') && hosts.has(name)) {
@@ -82,6 +90,7 @@ export async function startDnsResponder(table: DnsTable = {}): Promise<DnsRespon
           answers.push({ type: q.type, name: q.name, ttl: 60, data });
       }
     }
+    if (drop) return;
     const flags =
       dnsPacket.AUTHORITATIVE_ANSWER |
       dnsPacket.RECURSION_AVAILABLE |

@@ -1,3 +1,4 @@
+import { createSocket } from 'node:dgram';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { isIP } from 'node:net';
@@ -7,11 +8,14 @@ import {
   createVerifier,
   RDNS_NETWORK_FAILURES,
   rangesOf,
+  reverseName,
+  systemResolver,
   verifyByDns,
   type Outcome,
   type Resolver,
 } from '../../api/telemetry/verification/verify.ts';
 import type { BotFamily, BotIpRanges } from '../../api/schemas/bot-families.ts';
+import { arpaOf, startDnsResponder } from '../helpers/dns-responder.ts';
 
 let families: BotFamily[];
 let shipped: BotIpRanges;
@@ -158,6 +162,52 @@ describe('published address ranges', () => {
     expect(networkOf('203.0.113.77')).toBe('203.0.113.0/24');
     expect(networkOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
     expect(networkOf('::ffff:203.0.113.77')).toBe('203.0.113.0/24');
+  });
+
+  it('asks PTR questions by the name RFC 1035 and RFC 3596 give', () => {
+    for (const ip of ['52.70.240.171', '2001:db8:aaaa:f::1', '::1', '2001:db8::'])
+      expect(reverseName(ip)).toBe(arpaOf(ip));
+    expect(reverseName('::ffff:52.70.240.171')).toBe('171.240.70.52.in-addr.arpa');
+  });
+});
+
+describe('the system resolver: silence and refusal are not "no such name"', () => {
+  it('reports a dropped PTR query as a timeout (ETIMEOUT: unverifiable), an unknown name as ENOTFOUND (failed)', async () => {
+    const dns = await startDnsResponder({ silent: ['a.a.a.a.8.b.d.0.1.0.0.2.ip6.arpa'] });
+    try {
+      const resolver = systemResolver([dns.address]);
+      await expect(resolver.reverse('2001:db8:aaaa:1::1')).rejects.toMatchObject({ code: 'ETIMEOUT' });
+      await expect(resolver.reverse('192.0.2.9')).rejects.toMatchObject({ code: 'ENOTFOUND' });
+      expect(await verifyByDns(family('Amazonbot'), '192.0.2.9', resolver)).toBe('failed');
+    } finally {
+      await dns.close();
+    }
+  });
+
+  it("a forward query never answered leaves the claim unverifiable: the name's silence is not its absence", async () => {
+    const HOST = '52-70-240-171.crawl.amazonbot.amazon';
+    const dns = await startDnsResponder({ ptr: { '52.70.240.171': [HOST] }, silent: ['crawl.amazonbot.amazon'] });
+    try {
+      // A bound past the resolver's own timeout: the resolver's answer decides, not this one.
+      expect(await verifyByDns(family('Amazonbot'), '52.70.240.171', systemResolver([dns.address]), 10_000)).toBe(
+        'unverifiable',
+      );
+      expect(dns.queries).toEqual([
+        { type: 'PTR', name: arpaOf('52.70.240.171') },
+        { type: 'A', name: HOST },
+      ]);
+    } finally {
+      await dns.close();
+    }
+  });
+
+  it('a resolver that refuses (nothing listening) leaves the claim unverifiable, never failed', async () => {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve));
+    const { port } = socket.address();
+    await new Promise<void>((resolve) => socket.close(() => resolve()));
+    const resolver = systemResolver([`127.0.0.1:${port}`]);
+    expect(await verifyByDns(family('Amazonbot'), '52.70.240.171', resolver)).toBe('unverifiable');
   });
 });
 

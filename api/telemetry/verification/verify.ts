@@ -1,7 +1,8 @@
 import { Resolver as DnsResolver } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, BotIpRanges } from '../../schemas/bot-families.ts';
-import { unmapped } from '../../net/address.ts';
+import { unmapped, v6Groups } from '../../net/address.ts';
 import { addressRanges, networkOf, type AddressRanges } from './address-ranges.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
@@ -10,18 +11,34 @@ export interface Resolver {
   resolve(host: string): Promise<string[]>;
 }
 
+/** The name a PTR query for an address asks (RFC 1035 3.5 in-addr.arpa, RFC 3596 ip6.arpa). */
+export function reverseName(ip: string): string {
+  const address = unmapped(ip);
+  if (isIP(address) === 4) return `${address.split('.').reverse().join('.')}.in-addr.arpa`;
+  const nibbles = v6Groups(address)
+    .map((g) => g.toString(16).padStart(4, '0'))
+    .join('');
+  return `${[...nibbles].reverse().join('.')}.ip6.arpa`;
+}
+
+// The answers that say a name has no such record; any other error (a timeout, a server failure)
+// says nothing of the name.
+const NO_RECORD = new Set(['ENOTFOUND', 'ENODATA']);
+
 /**
- * The resolver the server uses: c-ares queries (reverse, A and AAAA), one try of 2 s each, to
+ * The resolver the server uses: c-ares queries (PTR, A and AAAA), one try of 2 s each, to
  * `servers` (DNS_SERVERS: `ip`, `ip:port`, `[ipv6]:port`) or, without them, the system's
  * (/etc/resolv.conf). Not dns.lookup: getaddrinfo runs on libuv's 4 threadpool threads, which file
- * I/O (the journal) shares, and could not be pointed at other servers.
+ * I/O (the journal) shares, and could not be pointed at other servers. Not dns.reverse either: it
+ * reports a query never answered, or a resolver refusing, as ENOTFOUND, the answer "no such name",
+ * which counted as a spoof; resolvePtr keeps ETIMEOUT and ECONNREFUSED apart.
  */
 export function systemResolver(servers?: readonly string[]): Resolver {
   const dns = new DnsResolver({ timeout: 2000, tries: 1 });
   if (servers?.length) dns.setServers([...servers]);
-  const none = () => [] as string[];
+  const none = (error: { code?: string }) => (NO_RECORD.has(error.code ?? '') ? [] : Promise.reject(error));
   return {
-    reverse: (ip) => dns.reverse(ip),
+    reverse: (ip) => dns.resolvePtr(reverseName(ip)),
     resolve: async (host) => [...(await dns.resolve4(host).catch(none)), ...(await dns.resolve6(host).catch(none))],
   };
 }
