@@ -342,7 +342,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metrics?.watch({
       ledger: () => telemetry.snapshot(),
       verificationsInFlight: () => telemetry.verificationsInFlight(),
-      dnsLookups: () => telemetry.dnsLookups().started,
+      dns: () => telemetry.dnsStats(),
       webBotAuth: () => telemetry.webBotAuth(),
       ...(pool ? { database: () => ({ up: pool.up(), ...pool.stats() }) } : {}),
     });

@@ -2,14 +2,20 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { ObservedRequest } from '../telemetry/observed.ts';
 import type { JournalObserver } from '../store/embedded/journal.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
+import {
+  RDNS_MAX_IN_FLIGHT,
+  RDNS_UNANSWERED_TTL_MS,
+  type Unchecked,
+  type VerifierStats,
+} from '../telemetry/verification/verify.ts';
 import { BUILD, STARTED_AT } from '../build-info.ts';
 
 /** What the metrics read when scraped; set once telemetry exists. */
 export interface MetricSources {
   ledger(): TelemetrySnapshot;
   verificationsInFlight(): number;
-  /** Reverse-DNS lookups started since the process began. */
-  dnsLookups?(): number;
+  /** Reverse-DNS verification since the process began: lookups, requests not looked up. */
+  dns?(): VerifierStats;
   /**
    * Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered
    * directories named, nonces the shared store did not claim.
@@ -138,15 +144,38 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     },
   });
 
-  let lookupsCounted = 0;
+  // Reverse DNS's counts since start, each a counter advanced by what changed since the last scrape.
+  const dnsCounter = (name: string, help: string, read: (d: VerifierStats) => number) => {
+    let counted = 0;
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const d = sources?.dns?.();
+        const now = d ? read(d) : counted;
+        this.inc(now - counted);
+        counted = now;
+      },
+    });
+  };
+  dnsCounter(
+    'agentnode_dns_lookups_total',
+    `Reverse-DNS lookups started to verify crawler claims (${RDNS_MAX_IN_FLIGHT} in flight at most, one a site, cached by address).`,
+    (d) => d.lookups,
+  );
+  const reasons: Record<Unchecked, number> = { busy: 0, site_busy: 0, site_unanswered: 0 };
   new Counter({
-    name: 'agentnode_dns_lookups_total',
-    help: 'Reverse-DNS lookups started to verify crawler claims (capped in flight, cached by network).',
+    name: 'agentnode_dns_unchecked_claims_total',
+    help: `Requests claiming a crawler that reverse DNS could check but did not look up, counted unverifiable: reason busy (${RDNS_MAX_IN_FLIGHT} lookups in flight), site_busy (its site's lookup under way: its /24 or IPv6 /48), site_unanswered (its site's lookups went unanswered: none for ${RDNS_UNANSWERED_TTL_MS / 60_000} min).`,
+    labelNames: ['reason'],
     registers: [registry],
     collect() {
-      const started = sources?.dnsLookups?.() ?? lookupsCounted;
-      this.inc(started - lookupsCounted);
-      lookupsCounted = started;
+      const now = sources?.dns?.().unchecked ?? reasons;
+      for (const reason of Object.keys(reasons) as Unchecked[]) {
+        this.inc({ reason }, now[reason] - reasons[reason]);
+        reasons[reason] = now[reason];
+      }
     },
   });
 

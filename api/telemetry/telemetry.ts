@@ -351,7 +351,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!known || !address || !verifier.canVerify(known))
       return known?.signature_agents?.length ? UNCHECKED : 'unverifiable';
     const ipKey = ipKeyOf(address);
-    const outcome = verifier.lookup(known, address, ipKey);
+    const outcome = verifier.lookup(known, address, ipKey, n);
     if (outcome === 'unverifiable') return UNCHECKED;
     if (outcome !== null) return outcome;
     const key = `${known.family}\n${ipKey}`;
@@ -717,6 +717,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     },
     /** Reverse-DNS lookups started and in flight (tests and benchmarks read them). */
     dnsLookups: () => ({ started: verifier.lookups(), inFlight: verifier.inFlight() }),
+    /** Reverse-DNS verification since start: lookups, DNS queries, requests not looked up by why (metrics). */
+    dnsStats: () => verifier.stats(),
     /** Web Bot Auth: key directory fetches, replayed signatures, members naming an unregistered directory, failed nonce claims (metrics). */
     webBotAuth: () => signatures.stats(),
     /** Reverse-DNS lookups in flight, for metrics. */

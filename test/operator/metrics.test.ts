@@ -92,6 +92,8 @@ describe('/metrics', () => {
       'agentnode_ledger_families',
       'agentnode_ledger_bytes',
       'agentnode_verifications_in_flight',
+      'agentnode_dns_lookups_total',
+      'agentnode_dns_unchecked_claims_total',
     ]) {
       expect(before.types.has(name), name).toBe(true);
     }
@@ -122,6 +124,13 @@ describe('/metrics', () => {
     expect(value(after, 'agentnode_ledger_families')).toBeGreaterThanOrEqual(1);
     expect(value(after, 'agentnode_ledger_bytes')).toBeGreaterThan(value(b, 'agentnode_ledger_bytes'));
     expect(value(after, 'agentnode_store_errors_total')).toBe(0);
+    // Why claims went unchecked is a fixed set of labels, each present from the first scrape.
+    expect(
+      after
+        .filter((s) => s.name === 'agentnode_dns_unchecked_claims_total')
+        .map((s) => s.labels.reason)
+        .sort(),
+    ).toEqual(['busy', 'site_busy', 'site_unanswered']);
     // The operation label never carries a raw path.
     expect(after.some((s) => s.labels.operation?.includes('/'))).toBe(false);
   });

@@ -2,11 +2,12 @@ import { createSocket } from 'node:dgram';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadContent } from '../../api/content/load.ts';
 import { isIP } from 'node:net';
-import { addressRanges, networkOf } from '../../api/telemetry/verification/address-ranges.ts';
+import { addressRanges, networkOf, siteOf } from '../../api/telemetry/verification/address-ranges.ts';
 import { ipv4Number } from '../../api/net/address.ts';
 import {
   createVerifier,
   RDNS_NETWORK_FAILURES,
+  RDNS_SITE_UNANSWERED,
   rangesOf,
   reverseName,
   systemResolver,
@@ -158,10 +159,14 @@ describe('published address ranges', () => {
     expect([...random, ...near].filter((ip) => ipv4Number(ip) >= 0).length).toBeGreaterThan(5000);
   });
 
-  it('keys networks by /24 and /64', () => {
+  it('keys networks by /24 and /64, and sites by /24 and /48', () => {
     expect(networkOf('203.0.113.77')).toBe('203.0.113.0/24');
     expect(networkOf('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
     expect(networkOf('::ffff:203.0.113.77')).toBe('203.0.113.0/24');
+    expect(siteOf('203.0.113.77')).toBe('203.0.113.0/24');
+    expect(siteOf('::ffff:203.0.113.77')).toBe('203.0.113.0/24');
+    expect(siteOf('2001:db8:aaaa:f:1::1')).toBe('2001:db8:aaaa::/48');
+    expect(siteOf('2001:0DB8:AAAA::1')).toBe('2001:db8:aaaa::/48');
   });
 
   it('asks PTR questions by the name RFC 1035 and RFC 3596 give', () => {
@@ -286,6 +291,52 @@ describe('the bounded verifier', () => {
     // A crawler from another network has its lookup.
     expect(v.lookup(family('YandexBot'), '198.51.100.7', 'crawler')).toBeNull();
     expect(v.inFlight()).toBe(2);
+  });
+
+  it("starts one lookup a /48 at a time: sixteen /64s of one site take one slot, another network's claim has its own", () => {
+    const { v } = setup(never);
+    const flood = Array.from({ length: 16 }, (_, i) => v.lookup(family('Amazonbot'), `2001:db8:aaaa:${i}::1`, `f${i}`));
+    expect(flood[0]).toBeNull();
+    expect(flood.slice(1)).toEqual(Array(15).fill('unverifiable'));
+    expect(v.inFlight()).toBe(1);
+    expect(v.lookup(family('Amazonbot'), '52.70.240.171', 'crawler')).toBeNull();
+    expect(v.inFlight()).toBe(2);
+    expect(v.stats()).toEqual({ lookups: 2, unchecked: { busy: 0, site_busy: 15, site_unanswered: 0 } });
+  });
+
+  it(`stops looking up a site after ${RDNS_SITE_UNANSWERED} unanswered lookups: its further claims cost no lookup, count unverifiable (never failed) and are counted unchecked`, async () => {
+    let calls = 0;
+    const silent: Resolver = {
+      reverse: async (ip) => {
+        calls++;
+        if (ip.startsWith('2001:db8:aaaa:')) throw Object.assign(new Error('timeout'), { code: 'ETIMEOUT' });
+        return [`${ip.replaceAll('.', '-')}.crawl.amazonbot.amazon`];
+      },
+      resolve: async (host) => [host.split('.')[0]!.replaceAll('-', '.')],
+    };
+    const { v, results } = setup(silent);
+    for (let i = 1; i <= RDNS_SITE_UNANSWERED; i++) {
+      expect(v.lookup(family('Amazonbot'), `2001:db8:aaaa:${i}::1`, `t${i}`)).toBeNull();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(results.map(([, o]) => o)).toEqual(Array(RDNS_SITE_UNANSWERED).fill('unverifiable'));
+    // Any address of the /48, any family: not looked up; a log group counts all its requests.
+    expect(v.lookup(family('Amazonbot'), '2001:db8:aaaa:ffff::9', 'a')).toBe('unverifiable');
+    expect(v.lookup(family('YandexBot'), '2001:db8:aaaa:1::1', 'b', 40)).toBe('unverifiable');
+    expect(calls).toBe(RDNS_SITE_UNANSWERED);
+    expect(v.stats().unchecked).toEqual({ busy: 0, site_busy: 0, site_unanswered: 41 });
+    // Another site is looked up, and verified.
+    expect(v.lookup(family('Amazonbot'), '52.70.240.171', 'crawler')).toBeNull();
+    await new Promise((r) => setImmediate(r));
+    expect(results.at(-1)).toEqual(['crawler', 'verified']);
+    expect(v.stats().lookups).toBe(RDNS_SITE_UNANSWERED + 1);
+  });
+
+  it('counts a claim past the lookups in flight as unchecked (busy), by its requests', () => {
+    const { v } = setup(never, 1);
+    expect(v.lookup(family('Amazonbot'), '52.70.240.171', 'a')).toBeNull();
+    expect(v.lookup(family('Amazonbot'), '198.51.100.7', 'b', 3)).toBe('unverifiable');
+    expect(v.stats().unchecked).toEqual({ busy: 3, site_busy: 0, site_unanswered: 0 });
   });
 
   it('starts one lookup per network at a time and answers the same address from its cache', async () => {

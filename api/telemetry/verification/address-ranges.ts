@@ -84,3 +84,20 @@ export function networkOf(ip: string): string {
   if (kind === 6) return prefix64(plain);
   return plain;
 }
+
+/**
+ * The network whose reverse DNS answers for an address, as verification shares its lookups out and
+ * remembers its silence: its /24 (IPv4), or its /48 (IPv6), an end site's allocation (RFC 6177; a
+ * tunnel broker hands one out free, reverse zone delegated). One holder of a /48 has 65,536 /64s.
+ */
+export function siteOf(ip: string): string {
+  const plain = unmapped(ip);
+  const kind = isIP(plain);
+  if (kind === 4) return `${plain.slice(0, plain.lastIndexOf('.'))}.0/24`;
+  if (kind === 6)
+    return `${v6Groups(plain)
+      .slice(0, 3)
+      .map((g) => g.toString(16))
+      .join(':')}::/48`;
+  return plain;
+}

@@ -3,7 +3,7 @@ import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { BotFamily, BotIpRanges } from '../../schemas/bot-families.ts';
 import { unmapped, v6Groups } from '../../net/address.ts';
-import { addressRanges, networkOf, type AddressRanges } from './address-ranges.ts';
+import { addressRanges, networkOf, siteOf, type AddressRanges } from './address-ranges.ts';
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
 export interface Resolver {
@@ -49,7 +49,7 @@ export function systemResolver(servers?: readonly string[]): Resolver {
  */
 export type Outcome = 'verified' | 'failed' | 'unverifiable';
 
-/** Reverse-DNS lookups in flight at most, process-wide. */
+/** Reverse-DNS lookups in flight at most, process-wide; one of them a site (siteOf) at a time. */
 export const RDNS_MAX_IN_FLIGHT = 16;
 /** How long a DNS answer is trusted. */
 export const RDNS_SUCCESS_TTL_MS = 24 * 3_600_000;
@@ -61,7 +61,16 @@ export const RDNS_FAILURE_TTL_MS = 3_600_000;
  * spoofer's failure never fails its neighbour; a crawler's address verified before keeps its answer.
  */
 export const RDNS_NETWORK_FAILURES = 5;
-/** Entries in each verification cache (addresses, failed networks). */
+/**
+ * Lookups of a site (siteOf: /24, or /48 for IPv6) that may go unanswered (timed out, a server
+ * failure or refusal) within RDNS_UNANSWERED_TTL_MS of the first; past them its claims are not
+ * looked up until that time is out. A site whose reverse zone drops queries held a slot 2 s a
+ * lookup; a genuine crawler's reverse DNS answers. Such claims count unverifiable (silence proves
+ * no spoof, and our resolver may be the one down), never failed.
+ */
+export const RDNS_SITE_UNANSWERED = 2;
+export const RDNS_UNANSWERED_TTL_MS = 15 * 60_000;
+/** Entries in each verification cache (addresses, failed networks, silent sites). */
 export const RDNS_CACHE_ENTRIES = 10_000;
 
 const TRANSIENT = new Set([
@@ -121,6 +130,15 @@ export function rangesOf(ranges: BotIpRanges): Map<string, AddressRanges> {
   return out;
 }
 
+/** Why a claim that could be checked by reverse DNS was not looked up (it counts unverifiable). */
+export type Unchecked = 'busy' | 'site_busy' | 'site_unanswered';
+
+/** Reverse DNS since the process began: lookups started, and requests whose claim was not looked up, by why. */
+export interface VerifierStats {
+  lookups: number;
+  unchecked: Record<Unchecked, number>;
+}
+
 export interface VerifierOptions {
   resolver: Resolver;
   /** Called when a lookup that `lookup` left pending (null) is answered. */
@@ -132,13 +150,15 @@ export interface VerifierOptions {
 
 /**
  * Verifies claims by address. Published ranges decide first and at once. Reverse DNS runs in the
- * background with at most `maxInFlight` lookups process-wide and one per network (/24 or /64) at a
- * time; answers are cached by address. Failures are also counted by network: after
+ * background with at most `maxInFlight` lookups process-wide and one per site (siteOf: /24, or /48
+ * for IPv6) at a time, so no holder of one network takes more than one slot; answers are cached by
+ * address. Failures are also counted by network (/24 or /64) and family: after
  * RDNS_NETWORK_FAILURES in an hour its other addresses are not looked up, so a client rotating its
  * addresses inside one network causes a few lookups, not one per request. A failure is only ever its
  * own address's: a spoofer in a crawler's network leaves the crawler verified, or at worst
- * unverifiable. A claim that would need a lookup past those caps is counted unverifiable rather than
- * queued.
+ * unverifiable. A site whose lookups go unanswered RDNS_SITE_UNANSWERED times is not looked up for
+ * RDNS_UNANSWERED_TTL_MS. A claim that would need a lookup past those caps is counted unverifiable
+ * rather than queued, and counted by why (`stats().unchecked`).
  */
 export function createVerifier(o: VerifierOptions) {
   const ranges = o.ranges ?? new Map<string, AddressRanges>();
@@ -147,10 +167,14 @@ export function createVerifier(o: VerifierOptions) {
   const byAddress = new LRUCache<string, Outcome>({ max: entries, ttl: RDNS_SUCCESS_TTL_MS });
   // Network key → failed lookups since its first failure (the hour runs from that one).
   const failedNetworks = new LRUCache<string, number>({ max: entries, ttl: RDNS_FAILURE_TTL_MS });
-  // Network → the family and address whose lookup is under way: one a network, whatever the family,
-  // so one address claiming sixteen families cannot take every slot.
+  // Site → unanswered lookups since the first (whatever the family: the PTR query is the same).
+  const silentSites = new LRUCache<string, number>({ max: entries, ttl: RDNS_UNANSWERED_TTL_MS });
+  // Site → the family and address whose lookup is under way: one a site, whatever the family, so
+  // one address claiming sixteen families, or one /48's sixteen /64s, cannot take every slot.
   const inFlight = new Map<string, string>();
   let lookups = 0;
+  const unchecked: Record<Unchecked, number> = { busy: 0, site_busy: 0, site_unanswered: 0 };
+  const skip = (why: Unchecked, requests: number): Outcome => ((unchecked[why] += requests), 'unverifiable');
 
   return {
     /** True when a claim of the family can be checked by address (published ranges or documented host names). */
@@ -158,8 +182,13 @@ export function createVerifier(o: VerifierOptions) {
     /** Lookups started since the process began (tests and benchmarks read it). */
     lookups: () => lookups,
     inFlight: () => inFlight.size,
-    /** The outcome now, or null while a lookup for this very address is under way (onResult follows). */
-    lookup(family: BotFamily, ip: string, ipKey: string): Outcome | null {
+    /** Lookups and unchecked requests since the process began (metrics read them). */
+    stats: (): VerifierStats => ({ lookups, unchecked: { ...unchecked } }),
+    /**
+     * The outcome now, or null while a lookup for this very address is under way (onResult follows).
+     * `requests`: how many requests the claim stands for (a log batch's group), as counted unchecked.
+     */
+    lookup(family: BotFamily, ip: string, ipKey: string, requests = 1): Outcome | null {
       const list = ranges.get(family.family);
       if (list?.has(ip)) return 'verified';
       // Outside the list: where the operator also documents host names, DNS decides (lists lag);
@@ -172,16 +201,19 @@ export function createVerifier(o: VerifierOptions) {
       const net = networkOf(address);
       const network = `${family.family}\n${net}`;
       if ((failedNetworks.get(network) ?? 0) >= RDNS_NETWORK_FAILURES) return 'failed';
-      const pending = inFlight.get(net);
-      if (pending !== undefined) return pending === key ? null : 'unverifiable';
-      if (inFlight.size >= maxInFlight) return 'unverifiable';
-      inFlight.set(net, key);
+      const site = siteOf(address);
+      if ((silentSites.get(site) ?? 0) >= RDNS_SITE_UNANSWERED) return skip('site_unanswered', requests);
+      const pending = inFlight.get(site);
+      if (pending !== undefined) return pending === key ? null : skip('site_busy', requests);
+      if (inFlight.size >= maxInFlight) return skip('busy', requests);
+      inFlight.set(site, key);
       lookups++;
       void verifyByDns(family, address, o.resolver).then((outcome) => {
-        inFlight.delete(net);
+        inFlight.delete(site);
         if (outcome !== 'unverifiable') byAddress.set(key, outcome);
         if (outcome === 'failed')
           failedNetworks.set(network, (failedNetworks.get(network) ?? 0) + 1, { noUpdateTTL: true });
+        if (outcome === 'unverifiable') silentSites.set(site, (silentSites.get(site) ?? 0) + 1, { noUpdateTTL: true });
         o.onResult(family.family, ipKey, outcome);
       });
       return null;
