@@ -4,6 +4,7 @@ import type { JournalObserver } from '../store/embedded/journal.ts';
 import type { TelemetrySnapshot } from '../telemetry/ledger/ledger.ts';
 import {
   RDNS_MAX_IN_FLIGHT,
+  RDNS_NAMES_CHECKED,
   RDNS_UNANSWERED_TTL_MS,
   type Unchecked,
   type VerifierStats,
@@ -14,7 +15,7 @@ import { BUILD, STARTED_AT } from '../build-info.ts';
 export interface MetricSources {
   ledger(): TelemetrySnapshot;
   verificationsInFlight(): number;
-  /** Reverse-DNS verification since the process began: lookups, requests not looked up. */
+  /** Reverse-DNS verification since the process began: lookups, queries, requests not looked up. */
   dns?(): VerifierStats;
   /**
    * Web Bot Auth since the process began: key directory fetches, replayed signatures, unregistered
@@ -161,8 +162,13 @@ export function createMetrics(operationOf: (method: string, path: string) => str
   };
   dnsCounter(
     'agentnode_dns_lookups_total',
-    `Reverse-DNS lookups started to verify crawler claims (${RDNS_MAX_IN_FLIGHT} in flight at most, one a site, cached by address).`,
+    `Reverse-DNS lookups started to verify crawler claims (${RDNS_MAX_IN_FLIGHT} in flight at most, one a site; each is a PTR query and forward queries, all counted in agentnode_dns_queries_total).`,
     (d) => d.lookups,
+  );
+  dnsCounter(
+    'agentnode_dns_queries_total',
+    `DNS queries crawler verification asked its resolver for: a PTR a lookup, an A and an AAAA for each name confirmed (${RDNS_NAMES_CHECKED} a lookup at most).`,
+    (d) => d.queries,
   );
   const reasons: Record<Unchecked, number> = { busy: 0, site_busy: 0, site_unanswered: 0 };
   new Counter({

@@ -1,22 +1,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDnsResponder, type DnsResponder } from '../helpers/dns-responder.ts';
+import { arpaOf, startDnsResponder, type DnsResponder } from '../helpers/dns-responder.ts';
 import { startServerProcess, type ServerProcess } from '../helpers/server.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { METRICS_TOKEN, metric } from './probe.ts';
-import { RDNS_SITE_UNANSWERED } from '../../api/telemetry/verification/verify.ts';
+import { RDNS_NAMES_CHECKED, RDNS_SITE_UNANSWERED } from '../../api/telemetry/verification/verify.ts';
 
 // Amazonbot is checked by reverse DNS only (no published ranges). A client whose own reverse zone
 // drops PTR queries sends Amazonbot claims from sixteen /64s of its /48 (2001:db8:aaaa:0-f::), 16
 // every 250 ms: before, each /64 held a lookup slot for its 2 s timeout, and a timeout was never
 // remembered, so the 16 slots stayed theirs (709 claims unverifiable, the genuine crawler's 5 claims
 // never looked up). Now a /48 has one lookup at a time and, after RDNS_SITE_UNANSWERED unanswered
-// ones, none for a while.
+// ones, none for a while. A PTR answer of many names under the suffix is confirmed for a few only.
 // Every query goes to the test's responder on loopback (DNS_SERVERS), none off the machine.
 const SILENT_ZONE = 'a.a.a.a.8.b.d.0.1.0.0.2.ip6.arpa';
 const CRAWLER = '52.70.240.171';
 const CRAWLER_HOST = '52-70-240-171.crawl.amazonbot.amazon';
 const LATER_CRAWLER = '52.70.240.172';
 const LATER_HOST = '52-70-240-172.crawl.amazonbot.amazon';
+// A PTR answer of 60 names under Amazonbot's suffix, none of which resolves back.
+const MANY_NAMES = '198.51.100.60';
+const NAMES = Array.from({ length: 60 }, (_, i) => `n${i}.crawl.amazonbot.amazon`);
 const AMAZONBOT =
   'Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; Amazonbot/0.1; +https://developer.amazon.com/support/amazonbot) Chrome/119.0.6045.214 Safari/537.36';
 
@@ -25,7 +28,7 @@ let server: ServerProcess;
 beforeAll(async () => {
   dns = await startDnsResponder({
     silent: [SILENT_ZONE],
-    ptr: { [CRAWLER]: [CRAWLER_HOST], [LATER_CRAWLER]: [LATER_HOST] },
+    ptr: { [CRAWLER]: [CRAWLER_HOST], [LATER_CRAWLER]: [LATER_HOST], [MANY_NAMES]: NAMES },
     hosts: { [CRAWLER_HOST]: [CRAWLER], [LATER_HOST]: [LATER_CRAWLER] },
   });
   server = await startServerProcess({
@@ -126,5 +129,24 @@ describe('a site whose reverse DNS never answers floods Amazonbot claims', () =>
     await claim(LATER_CRAWLER);
     await waitFor(amazonbot, { until: (v) => v.verified === 2, what: "the crawler's later claim verified" });
     expect(silentQueries()).toBe(RDNS_SITE_UNANSWERED);
+  });
+});
+
+describe('a PTR answer of 60 names under the suffix', () => {
+  it(`is confirmed forward for ${RDNS_NAMES_CHECKED} names at most, and /metrics counts every query the responder received`, async () => {
+    const before = dns.queries.length;
+    const was = await amazonbot();
+    await claim(MANY_NAMES);
+    await waitFor(amazonbot, { until: (v) => v.failed === was.failed + 1, what: 'the claim failed' });
+    const asked = dns.queries.slice(before);
+    expect(asked.filter((q) => q.type === 'PTR')).toEqual([{ type: 'PTR', name: arpaOf(MANY_NAMES) }]);
+    expect(asked.filter((q) => q.type === 'A').map((q) => q.name)).toEqual(NAMES.slice(0, RDNS_NAMES_CHECKED));
+    expect(asked.filter((q) => q.type === 'AAAA').map((q) => q.name)).toEqual(NAMES.slice(0, RDNS_NAMES_CHECKED));
+    expect(asked).toHaveLength(1 + 2 * RDNS_NAMES_CHECKED);
+    // Every query since the server started, dropped ones too, is counted once.
+    await waitFor(() => metric(server, 'agentnode_dns_queries_total'), {
+      until: (n) => n === dns.queries.length,
+      what: `agentnode_dns_queries_total at the responder's ${dns.queries.length} queries`,
+    });
   });
 });

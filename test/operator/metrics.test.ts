@@ -93,6 +93,7 @@ describe('/metrics', () => {
       'agentnode_ledger_bytes',
       'agentnode_verifications_in_flight',
       'agentnode_dns_lookups_total',
+      'agentnode_dns_queries_total',
       'agentnode_dns_unchecked_claims_total',
     ]) {
       expect(before.types.has(name), name).toBe(true);

@@ -6,6 +6,7 @@ import { addressRanges, networkOf, siteOf } from '../../api/telemetry/verificati
 import { ipv4Number } from '../../api/net/address.ts';
 import {
   createVerifier,
+  RDNS_NAMES_CHECKED,
   RDNS_NETWORK_FAILURES,
   RDNS_SITE_UNANSWERED,
   rangesOf,
@@ -74,6 +75,25 @@ describe('reverse DNS with forward confirmation (recorded answers)', () => {
       ),
     ).toBe('failed');
     expect(await verifyByDns(family('Googlebot'), '203.0.113.9', recorded({}, {}))).toBe('failed');
+  });
+
+  it(`confirms ${RDNS_NAMES_CHECKED} distinct names of a PTR answer under the suffixes at most, whatever it holds`, async () => {
+    const asked: string[] = [];
+    const many = (names: string[], back: Record<string, string>): Resolver => ({
+      reverse: async () => names,
+      resolve: async (host) => (asked.push(host), back[host] ? [back[host]] : []),
+    });
+    const names = Array.from({ length: 60 }, (_, i) => `n${i}.crawl.amazonbot.amazon`);
+    // Names outside the suffixes and repeats of a name take no place.
+    const answer = ['x.example', 'N0.crawl.amazonbot.amazon.', ...names];
+    expect(await verifyByDns(family('Amazonbot'), '198.51.100.60', many(answer, {}))).toBe('failed');
+    expect(asked).toEqual(names.slice(0, RDNS_NAMES_CHECKED));
+    // A name within the bound that resolves back verifies; one past it is never read.
+    asked.length = 0;
+    const within = { [names[RDNS_NAMES_CHECKED - 1]!]: '198.51.100.60' };
+    expect(await verifyByDns(family('Amazonbot'), '198.51.100.60', many(names, within))).toBe('verified');
+    const past = { [names[RDNS_NAMES_CHECKED]!]: '198.51.100.60' };
+    expect(await verifyByDns(family('Amazonbot'), '198.51.100.60', many(names, past))).toBe('failed');
   });
 
   it('leaves the claim unverifiable after its time bound', async () => {
@@ -197,9 +217,11 @@ describe('the system resolver: silence and refusal are not "no such name"', () =
       expect(await verifyByDns(family('Amazonbot'), '52.70.240.171', systemResolver([dns.address]), 10_000)).toBe(
         'unverifiable',
       );
-      expect(dns.queries).toEqual([
-        { type: 'PTR', name: arpaOf('52.70.240.171') },
+      // A and AAAA go out together, in either order.
+      expect([...dns.queries].sort((a, b) => a.type.localeCompare(b.type))).toEqual([
         { type: 'A', name: HOST },
+        { type: 'AAAA', name: HOST },
+        { type: 'PTR', name: arpaOf('52.70.240.171') },
       ]);
     } finally {
       await dns.close();
@@ -301,7 +323,7 @@ describe('the bounded verifier', () => {
     expect(v.inFlight()).toBe(1);
     expect(v.lookup(family('Amazonbot'), '52.70.240.171', 'crawler')).toBeNull();
     expect(v.inFlight()).toBe(2);
-    expect(v.stats()).toEqual({ lookups: 2, unchecked: { busy: 0, site_busy: 15, site_unanswered: 0 } });
+    expect(v.stats()).toEqual({ lookups: 2, queries: 2, unchecked: { busy: 0, site_busy: 15, site_unanswered: 0 } });
   });
 
   it(`stops looking up a site after ${RDNS_SITE_UNANSWERED} unanswered lookups: its further claims cost no lookup, count unverifiable (never failed) and are counted unchecked`, async () => {
@@ -325,11 +347,11 @@ describe('the bounded verifier', () => {
     expect(v.lookup(family('YandexBot'), '2001:db8:aaaa:1::1', 'b', 40)).toBe('unverifiable');
     expect(calls).toBe(RDNS_SITE_UNANSWERED);
     expect(v.stats().unchecked).toEqual({ busy: 0, site_busy: 0, site_unanswered: 41 });
-    // Another site is looked up, and verified.
+    // Another site is looked up, and verified: one PTR query, an A and an AAAA.
     expect(v.lookup(family('Amazonbot'), '52.70.240.171', 'crawler')).toBeNull();
     await new Promise((r) => setImmediate(r));
     expect(results.at(-1)).toEqual(['crawler', 'verified']);
-    expect(v.stats().lookups).toBe(RDNS_SITE_UNANSWERED + 1);
+    expect(v.stats()).toMatchObject({ lookups: RDNS_SITE_UNANSWERED + 1, queries: RDNS_SITE_UNANSWERED + 3 });
   });
 
   it('counts a claim past the lookups in flight as unchecked (busy), by its requests', () => {

@@ -7,7 +7,9 @@ import { addressRanges, networkOf, siteOf, type AddressRanges } from './address-
 
 /** The DNS lookups verification needs (node:dns/promises fits; tests pass recorded answers). */
 export interface Resolver {
+  /** The address's PTR names: one query. */
   reverse(ip: string): Promise<string[]>;
+  /** The host's addresses: an A and an AAAA query. */
   resolve(host: string): Promise<string[]>;
 }
 
@@ -39,7 +41,9 @@ export function systemResolver(servers?: readonly string[]): Resolver {
   const none = (error: { code?: string }) => (NO_RECORD.has(error.code ?? '') ? [] : Promise.reject(error));
   return {
     reverse: (ip) => dns.resolvePtr(reverseName(ip)),
-    resolve: async (host) => [...(await dns.resolve4(host).catch(none)), ...(await dns.resolve6(host).catch(none))],
+    // Both asked at once: every resolve() sends its two queries, as counted.
+    resolve: async (host) =>
+      (await Promise.all([dns.resolve4(host).catch(none), dns.resolve6(host).catch(none)])).flat(),
   };
 }
 
@@ -70,6 +74,8 @@ export const RDNS_NETWORK_FAILURES = 5;
  */
 export const RDNS_SITE_UNANSWERED = 2;
 export const RDNS_UNANSWERED_TTL_MS = 15 * 60_000;
+/** Names of one PTR answer under the family's suffixes that are confirmed forward, at most. */
+export const RDNS_NAMES_CHECKED = 3;
 /** Entries in each verification cache (addresses, failed networks, silent sites). */
 export const RDNS_CACHE_ENTRIES = 10_000;
 
@@ -87,7 +93,9 @@ const TRANSIENT = new Set([
  * Reverse DNS with forward confirmation, as Google, Bing, Apple and others document: the address's
  * PTR name must end in one of the operator's suffixes, and that name must resolve back to the
  * address. A name outside the suffixes or no PTR record fails; a timeout or server failure leaves
- * the claim unverifiable. Pure apart from the resolver; bounded in time.
+ * the claim unverifiable. Pure apart from the resolver; bounded in time, and in queries: the first
+ * RDNS_NAMES_CHECKED distinct names under the suffixes are confirmed, the others not read (a PTR
+ * answer of 60 such names made 121 queries).
  */
 export async function verifyByDns(
   family: BotFamily,
@@ -105,9 +113,12 @@ export async function verifyByDns(
   });
   try {
     const names = await Promise.race([resolver.reverse(address), timeout]);
+    const checked = new Set<string>();
     for (const name of names) {
       const host = name.toLowerCase().replace(/\.$/, '');
-      if (!suffixes.some((s) => host.endsWith(s))) continue;
+      if (checked.has(host) || !suffixes.some((s) => host.endsWith(s))) continue;
+      if (checked.size === RDNS_NAMES_CHECKED) break;
+      checked.add(host);
       const forward = await Promise.race([resolver.resolve(host), timeout]);
       if (forward.map(unmapped).includes(address)) return 'verified';
     }
@@ -133,9 +144,13 @@ export function rangesOf(ranges: BotIpRanges): Map<string, AddressRanges> {
 /** Why a claim that could be checked by reverse DNS was not looked up (it counts unverifiable). */
 export type Unchecked = 'busy' | 'site_busy' | 'site_unanswered';
 
-/** Reverse DNS since the process began: lookups started, and requests whose claim was not looked up, by why. */
+/**
+ * Reverse DNS since the process began: lookups started, DNS queries asked (a lookup's PTR, an A and
+ * an AAAA for each name confirmed), and requests whose claim was not looked up, by why.
+ */
 export interface VerifierStats {
   lookups: number;
+  queries: number;
   unchecked: Record<Unchecked, number>;
 }
 
@@ -173,8 +188,14 @@ export function createVerifier(o: VerifierOptions) {
   // one address claiming sixteen families, or one /48's sixteen /64s, cannot take every slot.
   const inFlight = new Map<string, string>();
   let lookups = 0;
+  let queries = 0;
   const unchecked: Record<Unchecked, number> = { busy: 0, site_busy: 0, site_unanswered: 0 };
   const skip = (why: Unchecked, requests: number): Outcome => ((unchecked[why] += requests), 'unverifiable');
+  // Every query the resolver is asked to send, counted as it is asked.
+  const resolver: Resolver = {
+    reverse: (ip) => ((queries += 1), o.resolver.reverse(ip)),
+    resolve: (host) => ((queries += 2), o.resolver.resolve(host)),
+  };
 
   return {
     /** True when a claim of the family can be checked by address (published ranges or documented host names). */
@@ -182,8 +203,8 @@ export function createVerifier(o: VerifierOptions) {
     /** Lookups started since the process began (tests and benchmarks read it). */
     lookups: () => lookups,
     inFlight: () => inFlight.size,
-    /** Lookups and unchecked requests since the process began (metrics read them). */
-    stats: (): VerifierStats => ({ lookups, unchecked: { ...unchecked } }),
+    /** Lookups, queries and unchecked requests since the process began (metrics read them). */
+    stats: (): VerifierStats => ({ lookups, queries, unchecked: { ...unchecked } }),
     /**
      * The outcome now, or null while a lookup for this very address is under way (onResult follows).
      * `requests`: how many requests the claim stands for (a log batch's group), as counted unchecked.
@@ -208,7 +229,7 @@ export function createVerifier(o: VerifierOptions) {
       if (inFlight.size >= maxInFlight) return skip('busy', requests);
       inFlight.set(site, key);
       lookups++;
-      void verifyByDns(family, address, o.resolver).then((outcome) => {
+      void verifyByDns(family, address, resolver).then((outcome) => {
         inFlight.delete(site);
         if (outcome !== 'unverifiable') byAddress.set(key, outcome);
         if (outcome === 'failed')
