@@ -5,8 +5,16 @@ import type { Parsed } from './types.ts';
 // write them by default, optionally led by Apache's vhost_combined `%v:%p`:
 //   [vhost:port] $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent ["$http_referer" "$http_user_agent"]
 const QUOTED = '"((?:[^"\\\\]|\\\\.)*)"';
+// Where `[$time_local]` begins: `[10/Oct/2000:`.
+const TIME_START = '\\[\\d{2}/\\w{3}/\\d{4}:';
+// nginx writes $remote_user as the client sent it, spaces and all: any text up to the first space
+// that a time follows. Its spaces are taken only where no time follows and the time only where one
+// begins, so the engine never tries a later ` [` (one pass, whatever the line holds).
+const USER = `(?:[^ ]| (?!${TIME_START}))+`;
+// The virtual host has no colon: an IPv6 client ending in `:digits` is no `host:port`, even with
+// a user of two words after it.
 const LINE = new RegExp(
-  `^(?:(\\S+):\\d+ )?(\\S+) \\S+ (?:\\S+|${QUOTED}) \\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (?:\\d+|-)(?: ${QUOTED} ${QUOTED})?`,
+  `^(?:([^\\s:]+):\\d+ )?(\\S+) \\S+ ${USER} (?=${TIME_START})\\[([^\\]]+)\\] ${QUOTED} (\\d{3}|-) (?:\\d+|-)(?: ${QUOTED} ${QUOTED})?`,
 );
 const MONTHS: Record<string, string> = {
   Jan: '01',
@@ -106,22 +114,22 @@ export function parseCombined(text: string): Parsed | null {
   const m = LINE.exec(text);
   if (!m) return { skip: 'unparseable' };
   // The captures read by index, the request cut at its spaces without an array (both were a tenth of reading a line).
-  const referer = m[7];
-  const userAgent = m[8];
+  const referer = m[6];
+  const userAgent = m[7];
   // `"$request"` is `METHOD target PROTOCOL`: two or three words between single spaces; `-` or
   // bytes of a TLS handshake are not a request.
-  const request = unescapeQuoted(m[5]!);
+  const request = unescapeQuoted(m[4]!);
   const first = request.indexOf(' ');
   const second = first === -1 ? -1 : request.indexOf(' ', first + 1);
   if (first === -1 || (second !== -1 && request.indexOf(' ', second + 1) !== -1)) return { skip: 'not-a-request' };
-  const when = clfTime(m[4]!);
+  const when = clfTime(m[3]!);
   if (!when) return { skip: 'bad-time' };
   return finish({
     method: request.slice(0, first),
     target: second === -1 ? request.slice(first + 1) : request.slice(first + 1, second),
     host: m[1] ?? '',
     userAgent: userAgent === undefined ? '' : unescapeQuoted(userAgent),
-    status: m[6],
+    status: m[5],
     iso: when,
     clientAddress: m[2],
     referer: referer === undefined ? '' : unescapeQuoted(referer),
