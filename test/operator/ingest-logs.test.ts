@@ -1,15 +1,15 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recentLog } from '../helpers/log-dates.ts';
 import { startServer, type TestServer } from '../helpers/server.ts';
+import { tempFolders } from '../helpers/temp.ts';
 
 const TOKEN = 'test-ingest-token-0123456789abcdefghij';
 const fixtures = join(import.meta.dirname, '..', 'telemetry', 'log-formats', 'fixtures');
-const dir = mkdtempSync(join(tmpdir(), 'ingest-logs-'));
+const dir = tempFolders('ingest-logs-')();
 
 let server: TestServer;
 beforeAll(async () => {
@@ -115,6 +115,34 @@ describe('npm run ingest-logs', () => {
     expect(stdout).toContain('read 6 lines from 1 file(s)');
     expect(stdout).toContain('counted 3 (crawler and bait reads) of 3 requests accepted');
     expect(stdout).toMatch(/skipped 3: .*bad-status 1/);
+  });
+
+  it('reads lines that end in a CR alone, and reports each line past MAX_LINE_BYTES as too-long, whatever it holds', async () => {
+    const crawler = (i: number) =>
+      `66.249.66.${i} - - [21/Nov/2026:10:00:0${i} +0000] "GET /cr/${i} HTTP/1.1" 200 5 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"`;
+    const file = join(dir, 'cr-only.log');
+    // Two lines, 4 MiB of NUL bytes (a torn write) that no line end cuts, two lines, 4 MiB of spaces.
+    writeFileSync(
+      file,
+      Buffer.concat([
+        Buffer.from(recentLog(`${crawler(1)}\r${crawler(2)}\r`)),
+        Buffer.alloc(4 * 1024 * 1024),
+        Buffer.from(recentLog(`\r${crawler(3)}\r${crawler(4)}\r`)),
+        Buffer.alloc(4 * 1024 * 1024, ' '),
+      ]),
+    );
+    const before = await googlebot();
+    const { code, stdout, stderr } = await run(['--json', file]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(summaryOf(stdout)).toMatchObject({
+      files: 1,
+      linesRead: 6,
+      accepted: 4,
+      counted: 4,
+      skipped: { 'too-long': 2 },
+    });
+    expect(await googlebot()).toBe(before + 4);
   });
 
   it('stops with a clear message on a wrong token; a missing file is reported, not fatal to the others', async () => {

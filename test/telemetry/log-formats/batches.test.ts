@@ -1,7 +1,12 @@
+import { createReadStream, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { createBatcher, type LogBatch } from '../../../api/telemetry/log-formats/batches.ts';
+import { createBatcher, MAX_LINE_BYTES, type LogBatch } from '../../../api/telemetry/log-formats/batches.ts';
+import { MAX_RECORD_CHARS, parseBatch } from '../../../api/telemetry/log-formats/parse.ts';
+import { splitLines } from '../../../api/telemetry/log-formats/parse-pool.ts';
+import { tempFolders } from '../../helpers/temp.ts';
 
 function batchesOf(lines: string[], maxLines = 2, maxBytes = 1024 * 1024): LogBatch[] {
   const batcher = createBatcher({ maxLines, maxBytes });
@@ -73,6 +78,12 @@ describe('log batches', () => {
       'naïve – “quoted” 🦀\n',
       'a lone\rcarriage return\n',
       'two\r\r\n',
+      // Past MAX_LINE_BYTES: a record too long to read, whatever it begins with.
+      `${'z'.repeat(MAX_LINE_BYTES + 1)}\n`,
+      `${'é'.repeat(MAX_LINE_BYTES / 2 + 1)}\r\n`,
+      `${'€'.repeat(MAX_LINE_BYTES / 2)}\n`,
+      `#Fields: ${'f '.repeat(MAX_LINE_BYTES)}\n`,
+      `${' '.repeat(MAX_LINE_BYTES * 2)}\r`,
     ];
     const pieces: Buffer[] = [];
     for (let i = 0; i < 3000; i++) {
@@ -103,5 +114,60 @@ describe('log batches', () => {
       const plainWant = (await byReadline(plain, maxLines, maxBytes)).map((b) => [b.records, b.key]);
       expect(byBytes(plain, [1000, 5000], maxLines, maxBytes).map((b) => [b.records, b.key])).toEqual(plainWant);
     }
+  });
+});
+
+describe('a line longer than MAX_LINE_BYTES', () => {
+  const folder = tempFolders('log-batches-');
+
+  /** A file read as the CLI reads it, in reads of `size` bytes: its batches, and the most bytes of an unended line held after any read. */
+  async function read(file: string, size: number) {
+    const batcher = createBatcher({ maxLines: 5000, maxBytes: 1024 * 1024 });
+    const batches: LogBatch[] = [];
+    let mostHeld = 0;
+    for await (const chunk of createReadStream(file, { highWaterMark: size }) as AsyncIterable<Buffer>) {
+      batches.push(...batcher.pushBytes(chunk));
+      mostHeld = Math.max(mostHeld, batcher.held());
+    }
+    batches.push(...batcher.end());
+    return { batches, mostHeld };
+  }
+
+  it('is never held whole: its head is sent as a record the service skips as too-long, and the lines after it are read, however the file is read', async () => {
+    const line = (i: number) =>
+      `203.0.113.${i % 250} - - [27/Nov/2026:16:00:00 +0000] "GET /p/${i} HTTP/1.1" 200 5 "-" "GPTBot/1.2"`;
+    const lines = (from: number, to: number, end: string) =>
+      Buffer.from(Array.from({ length: to - from }, (_, k) => line(from + k) + end).join(''));
+    const file = join(folder(), 'access.log');
+    writeFileSync(
+      file,
+      Buffer.concat([
+        lines(0, 10, '\n'),
+        // A run of NUL bytes, as a torn write leaves, then lines that end in a CR alone.
+        Buffer.alloc(6 * 1024 * 1024),
+        Buffer.from('\n'),
+        lines(10, 1010, '\r'),
+        Buffer.from(`${'x'.repeat(3 * 1024 * 1024)}\r\n#${'y'.repeat(2 * 1024 * 1024)}\r`),
+        lines(1010, 1020, '\n'),
+        // The file's last line, without an end.
+        Buffer.from(' '.repeat(2 * 1024 * 1024)),
+      ]),
+    );
+    const keys: string[][] = [];
+    for (const size of [997, 64 * 1024, 1024 * 1024]) {
+      const { batches, mostHeld } = await read(file, size);
+      expect(mostHeld, `reads of ${size} bytes`).toBeLessThanOrEqual(MAX_LINE_BYTES + 2);
+      // What the service makes of the batches: every line read, the four past the bound skipped as too-long.
+      const records = batches.flatMap((b) => splitLines(Buffer.concat(b.body)));
+      const long = records.filter((r) => typeof r === 'string' && r.length > MAX_RECORD_CHARS) as string[];
+      expect(long.map((r) => r.length)).toEqual(Array(4).fill(MAX_RECORD_CHARS + 1));
+      const parsed = parseBatch(records, 'combined');
+      expect(parsed.skipped).toEqual({ 'too-long': 4 });
+      expect(parsed.lines.map((l) => l.path)).toEqual(Array.from({ length: 1020 }, (_, i) => `/p/${i}`));
+      keys.push(batches.map((b) => b.key));
+    }
+    // The same batches whatever the reads: their keys depend on the file alone.
+    expect(keys[1]).toEqual(keys[0]);
+    expect(keys[2]).toEqual(keys[0]);
   });
 });
