@@ -171,9 +171,10 @@ export async function createEngine(config: Config, options: EngineOptions) {
     ? { store: options.store }
     : await openStore(config, logger, options.metrics);
   const robots = await robotsSourcesOf(options.robotsTxt, content, config);
+  const rules = telemetryRulesOf(content);
   const telemetry = await createTelemetry({
     funnelStepOf,
-    ...telemetryRulesOf(content),
+    ...rules,
     robots: createRobotsJudge(robots.own, robots.others, robots.ownHosts),
     resolver: options.resolver ?? systemResolver(config.DNS_SERVERS),
     fetchDirectory:
@@ -184,6 +185,7 @@ export async function createEngine(config: Config, options: EngineOptions) {
     flushMs: config.TELEMETRY_FLUSH_MS,
     retention: { hours: config.LEDGER_HOURS, days: config.LEDGER_DAYS },
     alerts: createAlerts({
+      tableFamilies: rules.tableFamilies,
       webhookUrl: config.ALERT_WEBHOOK_URL,
       logger,
       windowMs: config.ALERT_WINDOW_MS,

@@ -195,11 +195,19 @@ console.log(`  cached: ${c.toFixed(3)} µs per User-Agent`);
   const { default: pino } = await import('pino');
   const content = await loadContent('content');
   const silent = pino({ level: 'silent' });
+  const rules = telemetryRulesOf(content);
   const t = await createTelemetry({
     funnelStepOf,
-    ...telemetryRulesOf(content),
+    ...rules,
     robots: createRobotsJudge(readFileSync('dist/client/robots.txt', 'utf8')),
-    alerts: createAlerts({ logger: silent, windowMs: 3_600_000, spoofThreshold: 50, maxQueue: 100, timeoutMs: 5000 }),
+    alerts: createAlerts({
+      tableFamilies: rules.tableFamilies,
+      logger: silent,
+      windowMs: 3_600_000,
+      spoofThreshold: 50,
+      maxQueue: 100,
+      timeoutMs: 5000,
+    }),
     resolver: { reverse: async () => [], resolve: async () => [] },
     fetchDirectory: async () => Promise.reject(new Error('no key directories here')),
     store: openMemoryStore().telemetry,

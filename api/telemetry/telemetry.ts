@@ -16,7 +16,7 @@ import type { AddressRanges } from './verification/address-ranges.ts';
 import type { IngestLine } from './log-formats/types.ts';
 import type { BatchAgents } from './log-formats/parse-pool.ts';
 import { mayBeVisit, referralRule, rememberReferrals, type ReferralRule } from './referrals/referrals.ts';
-import type { Alerts } from './alerts/alerts.ts';
+import type { Alerts, AlertSource } from './alerts/alerts.ts';
 import {
   addRecent,
   count,
@@ -479,9 +479,12 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (typeof verification === 'object' && verification !== null) hold(verification, event);
     const row = name === null ? undefined : ledger.families[name];
     if (!o.alerts || !row) return counted;
-    alertOn(row, announced, outcome);
+    alertOn(row, announced, outcome, event);
     // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
-    if (outcome === 'failed') for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1);
+    if (outcome === 'failed' && n > 1) {
+      const source = alertSource(event);
+      for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1, source);
+    }
     if (event.says) judgementAlerts(row.family, row.operator, event);
     return counted;
   }
@@ -514,18 +517,33 @@ export async function createTelemetry(o: TelemetryOptions) {
    * news. A family folded into "(other families)" has no row and raises nothing. A verified one is
    * queued for the webhook ahead of alerts anyone could raise by writing a name.
    */
-  function announce(family: string, outcome: Outcome): void {
+  function announce(family: string, outcome: Outcome, source?: AlertSource): void {
     const row = ledger.families[family];
     if (row && row.operator !== '(tool)' && (outcome === 'verified' || !provable.has(family)))
-      o.alerts?.newFamily(row.family, row.operator, row.class, outcome === 'verified');
+      o.alerts?.newFamily(row.family, row.operator, row.class, outcome === 'verified', source);
+  }
+
+  /**
+   * Where a counted request's family name came from, as alerts.ts keeps its alerts: the table family
+   * it claims (a name the table knows, however the client spelled it), else the client it came from.
+   * One per table family, made once: a flood of spoofed claims builds nothing per request.
+   */
+  const knownSources = new WeakMap<BotFamily, AlertSource>();
+  function alertSource(e: LedgerEvent): AlertSource {
+    const known = e.classification.known;
+    if (!known) return { client: e.client };
+    let source = knownSources.get(known);
+    if (!source) knownSources.set(known, (source = { known: cut(known.family, LEDGER_LIMITS.nameChars) }));
+    return source;
   }
 
   /** The announcement or spoofing alert a counted claim may raise (each bounded and once per window in alerts.ts). */
-  function alertOn(row: FamilyRow, announced: boolean, outcome: Outcome | null): void {
+  function alertOn(row: FamilyRow, announced: boolean, outcome: Outcome | null, e: LedgerEvent): void {
     // Almost every counted request is an announced family's, verified or pending: nothing to raise.
     if (announced && outcome !== 'failed') return;
-    if (!announced && (outcome === 'verified' || outcome === 'unverifiable')) announce(row.family, outcome);
-    if (outcome === 'failed') o.alerts!.failed(row.family, row.operator, 1);
+    if (!announced && (outcome === 'verified' || outcome === 'unverifiable'))
+      announce(row.family, outcome, alertSource(e));
+    if (outcome === 'failed') o.alerts!.failed(row.family, row.operator, 1, alertSource(e));
   }
 
   /**
@@ -535,9 +553,15 @@ export async function createTelemetry(o: TelemetryOptions) {
    */
   function judgementAlerts(family: string, operator: string | null, e: LedgerEvent): void {
     if (!o.alerts) return;
-    if (e.disallowed || e.robots?.broke != null) o.alerts.robots(family, operator, e.path);
+    if (e.disallowed || e.robots?.broke != null) o.alerts.robots(family, operator, e.path, alertSource(e));
     if (e.preferenceBroken)
-      o.alerts.preference(family, operator, e.path, serialisePreference(preferenceOf(e.path, o.usage!)));
+      o.alerts.preference(
+        family,
+        operator,
+        e.path,
+        serialisePreference(preferenceOf(e.path, o.usage!)),
+        alertSource(e),
+      );
   }
 
   const referralOf = o.referrals && rememberReferrals(o.referrals);

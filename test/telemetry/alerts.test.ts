@@ -7,7 +7,7 @@ import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { ALERT_MAX_KEYS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
+import { ALERT_LIMITS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import type { Resolver } from '../../api/telemetry/verification/verify.ts';
 import type { DirectoryFetcher } from '../../api/telemetry/web-bot-auth/directory-fetch.ts';
@@ -78,6 +78,9 @@ afterAll(async () => {
   await hook.close();
 });
 
+/** The bot table's families as the unit tests name them; any other name is one a client wrote. */
+const TABLE = new Set(['GPTBot', 'ClaudeBot', 'Googlebot', 'Bingbot', 'Applebot', 'YandexBot']);
+
 const clock = (start = Date.parse('2026-11-24T12:00:00Z')) => {
   let t = start;
   return { now: () => new Date(t), advance: (ms: number) => void (t += ms) };
@@ -88,6 +91,7 @@ describe('alerts', () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
     const alerts = createAlerts({
+      tableFamilies: TABLE,
       webhookUrl: hook.url,
       logger,
       windowMs: 3_600_000,
@@ -133,6 +137,7 @@ describe('alerts', () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
     const alerts = createAlerts({
+      tableFamilies: TABLE,
       webhookUrl: hook.url,
       logger,
       windowMs: 3_600_000,
@@ -159,6 +164,7 @@ describe('alerts', () => {
   it("queues a verified crawler's new-family alert in the place of the newest other one when the queue is full", async () => {
     hook.hang = true;
     const alerts = createAlerts({
+      tableFamilies: TABLE,
       webhookUrl: hook.url,
       logger: pino({ level: 'silent' }),
       windowMs: 3_600_000,
@@ -177,10 +183,11 @@ describe('alerts', () => {
     expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Googlebot', 'Bingbot', 'Applebot']);
   });
 
-  it("remembers at most ALERT_MAX_KEYS (kind, family) pairs: past them, new alerts are dropped (logged once a window) until old ones expire; a verified crawler's takes the oldest one's place", () => {
+  it("never refuses the table's families: a memory of their own, whatever clients write; other names' pairs at most ALERT_LIMITS.poolPairs, dropped past them (logged once a window) until old ones expire", () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
     const alerts = createAlerts({
+      tableFamilies: TABLE,
       logger,
       windowMs: 60_000,
       spoofThreshold: 1,
@@ -188,23 +195,92 @@ describe('alerts', () => {
       timeoutMs: 100,
       now: c.now,
     });
-    for (let i = 0; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
+    // Names clients wrote fill their memory, each from its own client (a line without an address).
+    for (let i = 0; i < ALERT_LIMITS.poolPairs; i++) expect(alerts.newFamily(`Bot-${i}`, null, 'Bot')).toBe(true);
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
     expect(alerts.failed('One more', null)).toBe(false);
-    expect(alerts.newFamily('And another', null, 'Bot')).toBe(false);
+    expect(alerts.robots('And another', null, '/trap/a')).toBe(false);
     expect(alerts.stats().dropped).toBe(3);
     // Said in the log, once a window.
-    expect(lines.filter((l) => /memory of raised alerts is full/.test(l.msg))).toHaveLength(1);
-    // A verified crawler's arrival takes the oldest pair's place.
-    expect(alerts.newFamily('Googlebot', 'Google', 'Crawler', true)).toBe(true);
+    expect(
+      lines.filter((l) => /memory of alerts about names the bot table does not know is full/.test(l.msg)),
+    ).toHaveLength(1);
+    // Every kind of every table family is still raised, and spoofing first of all.
+    for (const family of TABLE) {
+      expect(alerts.failed(family, 'Operator'), family).toBe(true);
+      expect(alerts.newFamily(family, 'Operator', 'Crawler'), family).toBe(true);
+      expect(alerts.robots(family, 'Operator', '/trap/a'), family).toBe(true);
+      expect(alerts.preference(family, 'Operator', '/a', 'train-ai=n'), family).toBe(true);
+    }
+    expect(alerts.stats()).toMatchObject({
+      dropped: 3,
+      remembered: { table: TABLE.size * 4, pool: ALERT_LIMITS.poolPairs },
+    });
+    // Nothing of the table's took a client's place either: theirs stay remembered within the window.
     expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(false);
+    expect(alerts.stats().dropped).toBe(3);
     c.advance(60_000);
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(true);
   });
 
-  it('takes the oldest pair by when it was last raised, not when it was first: a pair raised again is the newest', () => {
+  it("bounds one client's share of other names' pairs at ALERT_LIMITS.poolPairsPerClient, given back as its pairs expire", () => {
+    const c = clock();
+    const { logger, lines } = memoryLogger();
+    const alerts = createAlerts({
+      tableFamilies: TABLE,
+      logger,
+      windowMs: 60_000,
+      spoofThreshold: 1,
+      maxQueue: 1,
+      timeoutMs: 100,
+      now: c.now,
+    });
+    const share = ALERT_LIMITS.poolPairsPerClient;
+    // One client writes many names on a bait path: its share is raised, no more.
+    const raised = Array.from({ length: share * 4 }, (_, i) =>
+      alerts.robots(`Name-${i}`, null, '/trap/a', { client: 'client-a' }),
+    );
+    expect(raised.filter(Boolean)).toHaveLength(share);
+    expect(raised.indexOf(false)).toBe(share);
+    expect(
+      lines.filter((l) => /share of alerts about names the bot table does not know is used up/.test(l.msg)),
+    ).toHaveLength(1);
+    // Another client, and the table's families, are not held back by it.
+    expect(alerts.robots(`Name-${share}`, null, '/trap/a', { client: 'client-b' })).toBe(true);
+    expect(alerts.robots('GPTBot', 'OpenAI', '/trap/a', { client: 'client-a' })).toBe(true);
+    expect(alerts.stats().remembered).toEqual({ table: 1, pool: share + 1, clients: 2 });
+    // Its pairs expire with the window, and its share with them.
+    c.advance(60_000);
+    expect(alerts.robots('Name-999', null, '/trap/a', { client: 'client-a' })).toBe(true);
+    expect(alerts.stats().remembered).toEqual({ table: 1, pool: 1, clients: 1 });
+  });
+
+  it("keeps a name that claims a table family (its token as a client spelled it) with that family's pairs: once a window, however spelled, never refused", () => {
+    const alerts = createAlerts({
+      tableFamilies: new Set(['Collectd']),
+      logger: pino({ level: 'silent' }),
+      windowMs: 60_000,
+      spoofThreshold: 1,
+      maxQueue: 1,
+      timeoutMs: 100,
+    });
+    for (let i = 0; i < ALERT_LIMITS.poolPairs; i++) alerts.robots(`Bot-${i}`, null, '/trap/a');
+    expect(alerts.robots('Bot-x', null, '/trap/a')).toBe(false);
+    const collectd = { known: 'Collectd' };
+    expect(alerts.robots('COLLECTD', 'Collectd', '/trap/a', collectd)).toBe(true);
+    expect(alerts.robots('collectd', 'Collectd', '/trap/b', collectd)).toBe(false);
+    expect(alerts.robots('Collectd', 'Collectd', '/trap/c')).toBe(false);
+    expect(alerts.newFamily('collectd', 'Collectd', 'Bot', false, collectd)).toBe(true);
+    expect(alerts.failed('CollectD', 'Collectd', 1, collectd)).toBe(true);
+    // A claim of a family the table does not hold is a name like any other.
+    expect(alerts.robots('Made-up', null, '/trap/a', { known: 'Made-up' })).toBe(false);
+    expect(alerts.stats().remembered).toMatchObject({ table: 3, pool: ALERT_LIMITS.poolPairs });
+  });
+
+  it('expires the oldest pair by when it was last raised, not when it was first: a pair raised again is the newest', () => {
     const c = clock();
     const alerts = createAlerts({
+      tableFamilies: TABLE,
       logger: pino({ level: 'silent' }),
       windowMs: 60_000,
       spoofThreshold: 1,
@@ -214,19 +290,19 @@ describe('alerts', () => {
     });
     alerts.newFamily('Bot-0', null, 'Bot');
     c.advance(30_000);
-    for (let i = 1; i < ALERT_MAX_KEYS; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
+    for (let i = 1; i < ALERT_LIMITS.poolPairs; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
     c.advance(30_000);
-    // Bot-0's window is over: raised again, it is the newest pair; Bot-1 is now the oldest.
+    // Bot-0's window is over: raised again, it is the newest pair; the memory is full again.
     expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(true);
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
-    expect(alerts.newFamily('Googlebot', 'Google', 'Crawler', true)).toBe(true);
     const dropped = alerts.stats().dropped;
-    // Bot-0 and Bot-2 are still remembered (not due again: nothing dropped); Bot-1 left and finds no room.
+    // 30 s on, Bot-1 and the others raised with it expire; Bot-0 is remembered (not due: nothing dropped).
+    c.advance(30_000);
     expect(alerts.newFamily('Bot-0', null, 'Bot')).toBe(false);
-    expect(alerts.newFamily('Bot-2', null, 'Bot')).toBe(false);
     expect(alerts.stats().dropped).toBe(dropped);
-    expect(alerts.newFamily('Bot-1', null, 'Bot')).toBe(false);
-    expect(alerts.stats().dropped).toBe(dropped + 1);
+    expect(alerts.newFamily('One more', null, 'Bot')).toBe(true);
+    expect(alerts.newFamily('Bot-1', null, 'Bot')).toBe(true);
+    expect(alerts.stats().remembered).toMatchObject({ pool: 3 });
   });
 
   it('takes its settings within bounds only', () => {
@@ -259,7 +335,9 @@ describe('alerts from telemetry', () => {
     resolver: Resolver,
     fetchDirectory: DirectoryFetcher = async () => Promise.reject(new Error('no key directories here')),
   ) {
+    const rules = telemetryRulesOf(await loadContent('content'));
     const alerts = createAlerts({
+      tableFamilies: rules.tableFamilies,
       webhookUrl: hook.url,
       logger: pino({ level: 'silent' }),
       windowMs: 3_600_000,
@@ -269,7 +347,7 @@ describe('alerts from telemetry', () => {
     });
     const t = await createTelemetry({
       funnelStepOf,
-      ...telemetryRulesOf(await loadContent('content')),
+      ...rules,
       resolver,
       fetchDirectory,
       store: openMemoryStore().telemetry,
