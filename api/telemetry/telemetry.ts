@@ -429,6 +429,11 @@ export async function createTelemetry(o: TelemetryOptions) {
     /** The verdict an ingest worker found with the same robots.txt files (a group's: judged, nothing broken). */
     judged?: RobotsVerdict | null,
   ): boolean {
+    // A table family is counted under its own name: a client's spelling of it (`COLLECTD`) or words
+    // written after its token (`collectd Stuff`, which the classifier shows) would each make a row
+    // that the table does not bound.
+    if (classification.known !== null && classification.family !== classification.known.family)
+      classification = { ...classification, family: classification.known.family };
     // The ledger keeps the server's clock: `at` counts only within ledgerRange(now), never ahead of now.
     // A tool call's step over MCP or A2A, else the HTTP operation's: counted as the claim says (count()).
     const step = r.step ?? o.funnelStepOf(r.method, r.path);

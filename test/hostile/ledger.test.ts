@@ -357,6 +357,32 @@ describe("a table family's name written otherwise", () => {
   });
 });
 
+// A list's family takes the words a client writes after its token as its name (`collectd Stuff`),
+// and its spelling (`COLLECTD`): each made a row of the table's, never given up, so one client could
+// add rows without end.
+describe("a table family's spellings and words", () => {
+  it('one row for Collectd however 80 requests from one address spell it or what they add to it', async () => {
+    const s = await startServer({ WRITE_RATE_LIMIT: '0' });
+    try {
+      await pool(80, 8, async (i) => {
+        const ua = i % 2 === 0 ? `collectd Stuff${i}/1.0` : `${i % 4 === 1 ? 'COLLECTD' : 'CollectD'}/5.${i}`;
+        const res = await fetch(`${s.url}/llms.txt`, { headers: { 'User-Agent': ua } });
+        await res.arrayBuffer();
+      });
+      const families = (
+        (await (await fetch(`${s.url}/bot-traffic.json`)).json()) as {
+          families: { family: string; requests: number }[];
+        }
+      ).families;
+      expect(families.filter((r) => /collectd/i.test(r.family))).toEqual([
+        expect.objectContaining({ family: 'Collectd', requests: 80 }),
+      ]);
+    } finally {
+      await s.stop();
+    }
+  });
+});
+
 const pgAvailable = await postgresAvailable();
 describe.runIf(pgAvailable)(
   'families no client can crowd out, on PostgreSQL: two processes, their ledgers added up',
