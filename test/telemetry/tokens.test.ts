@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { lowerTokens, productTokens } from '../../api/telemetry/classification/tokens.ts';
+import {
+  lowerTokens,
+  productTokens,
+  tokenCount,
+  tokenCut,
+  tokenEnd,
+  tokenHash,
+  tokenHashAt,
+  tokenScan,
+  tokenStart,
+} from '../../api/telemetry/classification/tokens.ts';
 import { fixtureAgents } from '../helpers/fixture-agents.ts';
 
 // The product tokens of a User-Agent, as the classifier reads them: split at whitespace and
@@ -41,5 +51,36 @@ describe('product tokens', () => {
       expect(lowerTokens(ua)).toEqual(bySplit(ua));
       expect(productTokens(ua).lower).toEqual(bySplit(ua));
     }
+  });
+
+  it("reads each token's hash and last cut in the same scan", () => {
+    const differ: string[] = [];
+    for (const ua of userAgents) {
+      const text = ua.toLowerCase();
+      const tokens = tokenScan(text);
+      for (let i = 0; i < tokenCount(tokens); i++) {
+        const [start, end] = [tokenStart(tokens, i), tokenEnd(tokens, i)];
+        const token = text.slice(start, end);
+        // The last - _ or . past the token's second character, where a name's suffix may start.
+        const cut = Math.max(...[...token].map((ch, k) => ('-_.'.includes(ch) && k > 1 ? start + k : -1)));
+        if (tokenHashAt(tokens, i) !== tokenHash(text, start, end) || tokenCut(tokens, i) !== cut) differ.push(token);
+      }
+    }
+    expect(differ).toEqual([]);
+    expect(tokenCut(tokenScan('adsbot-google-mobile x-y'), 0)).toBe(13);
+    expect(tokenCut(tokenScan('adsbot-google-mobile x-y'), 1)).toBe(-1);
+  });
+
+  it("splits a string as written at its lowercase's scan wherever the two have one length", () => {
+    const same = userAgents.filter((ua) => ua.toLowerCase().length === ua.length);
+    expect(
+      same.filter(
+        (ua) => JSON.stringify(productTokens(ua, tokenScan(ua.toLowerCase()))) !== JSON.stringify(productTokens(ua)),
+      ),
+    ).toEqual([]);
+    // Two lengths: U+0130 lowercases to two characters, and the scans' places part.
+    const dotted = 'İİ Foo/1.0 BarBot';
+    expect(dotted.toLowerCase().length).not.toBe(dotted.length);
+    expect(productTokens(dotted).lower).toEqual(['i̇i̇', 'foo', 'barbot']);
   });
 });

@@ -14,7 +14,19 @@ import {
   namesLibrary,
   type PersonClientCheck,
 } from './person-client.ts';
-import { lowerTokens, productTokens, type Tokens } from './tokens.ts';
+import { createTokenTable, type TokenTable } from './token-table.ts';
+import {
+  lowerTokens,
+  productTokens,
+  tokenCount,
+  tokenCut,
+  tokenEnd,
+  tokenHashAt,
+  tokenScan,
+  tokenStart,
+  tokenTexts,
+  type Tokens,
+} from './tokens.ts';
 
 /** What the gateway knows of a User-Agent. */
 export interface Classification {
@@ -119,6 +131,8 @@ interface Entry {
    * common word names the agent only so spelled ("Fluffy the spider", "spider/1.0" are the word).
    */
   spelled?: string;
+  /** A list's entry: its family's name, lowercase (withItsWords compares it with the token, for each string the entry names). */
+  name?: string;
 }
 
 /** Phrases (one or more lowercase words) indexed by their first word, longest first. */
@@ -140,53 +154,102 @@ function phraseIndex<T>(entries: [string, T][]): PhraseIndex<T> {
 }
 
 /** A token written with a trailing * ("Pingdom.com_bot_version_*") matches tokens starting so; kept apart, as a short list. */
-function prefixList<T>(entries: [string, T][]): [string, T][] {
-  return entries.filter(([t]) => t.endsWith('*')).map(([t, v]) => [t.slice(0, -1).toLowerCase(), v]);
+type Prefixes<T> = { prefix: string; value: T }[];
+function prefixList<T>(entries: [string, T][]): Prefixes<T> {
+  return entries
+    .filter(([t]) => t.endsWith('*'))
+    .map(([t, value]) => ({ prefix: t.slice(0, -1).toLowerCase(), value }));
 }
+
+/**
+ * Whether a token that starts with the character code may start with one of the prefixes: asked of
+ * every token, so most are compared with none.
+ */
+function mayStartAny(prefixes: Prefixes<unknown>): (code: number) => boolean {
+  const ascii = new Uint8Array(128);
+  let beyond = false;
+  for (const { prefix } of prefixes) {
+    // A lone "*": every token starts with its empty prefix.
+    if (prefix === '') return () => true;
+    const code = prefix.charCodeAt(0);
+    if (code < 128) ascii[code] = 1;
+    else beyond = true;
+  }
+  return (code) => (code < 128 ? ascii[code] === 1 : beyond);
+}
+
+/** Whether token j of a string (as tokenScan found them) is the word. */
+const isToken = (text: string, tokens: number[], j: number, word: string) =>
+  tokenEnd(tokens, j) - tokenStart(tokens, j) === word.length && text.startsWith(word, tokenStart(tokens, j));
 
 /** The entry whose phrase starts at token i (its first word's candidates given), if any, and how many words it spans. */
 function phraseAt<T>(
-  candidates: Phrases<T> | undefined,
-  lower: string[],
+  candidates: Phrases<T>,
+  text: string,
+  tokens: number[],
   i: number,
-  prefixes: [string, T][],
 ): { value: T; words: number } | undefined {
-  if (candidates === undefined) {
-    for (const [p, v] of prefixes) if (lower[i]!.startsWith(p)) return { value: v, words: 1 };
-    return undefined;
-  }
   for (const c of candidates) {
-    let ok = i + c.words.length <= lower.length;
-    for (let k = 1; ok && k < c.words.length; k++) ok = lower[i + k] === c.words[k];
+    let ok = i + c.words.length <= tokenCount(tokens);
+    for (let k = 1; ok && k < c.words.length; k++) ok = isToken(text, tokens, i + k, c.words[k]!);
     if (ok) return { value: c.value, words: c.words.length };
   }
   return undefined;
 }
 
+/** The entry of the first prefix the token text[start, end) starts with, if any. */
+function prefixAt<T>(
+  prefixes: Prefixes<T>,
+  text: string,
+  start: number,
+  end: number,
+): { value: T; words: 1 } | undefined {
+  for (const { prefix, value } of prefixes)
+    if (prefix.length <= end - start && text.startsWith(prefix, start)) return { value, words: 1 };
+  return undefined;
+}
+
 /**
- * Our families' and people's clients' phrases under one key: a token is looked up once (a lookup
- * per token and table was 13% of classifying a browser's string).
+ * What a word says as a token: the phrases of our families and of people's clients it starts, the
+ * entry it names as the head of a longer token, and whether it makes the next token a comparison.
+ * One lookup per token for all four (a lookup per token and table was 13% of classifying a
+ * browser's string).
  */
-function byFirstWord<F, H>(families: PhraseIndex<F>, humans: PhraseIndex<H>) {
-  const index = new Map<string, { family: Phrases<F> | undefined; human: Phrases<H> | undefined }>();
-  for (const [word, family] of families) index.set(word, { family, human: undefined });
-  for (const [word, human] of humans) {
-    const both = index.get(word);
-    if (both) both.human = human;
-    else index.set(word, { family: undefined, human });
-  }
-  return index;
+interface TokenInfo<F, H> {
+  family: Phrases<F> | undefined;
+  human: Phrases<H> | undefined;
+  single: F | undefined;
+  notAClaim: boolean;
+}
+
+function tokenInfos<F, H>(
+  families: PhraseIndex<F>,
+  humans: PhraseIndex<H>,
+  single: Map<string, F>,
+  notAClaim: Set<string>,
+): TokenTable<TokenInfo<F, H>> {
+  const infos = new Map<string, TokenInfo<F, H>>();
+  for (const word of [...families.keys(), ...humans.keys(), ...single.keys(), ...notAClaim])
+    // Every field set, in one order: one object shape, so that reading a field stays one load.
+    infos.set(word, {
+      family: families.get(word),
+      human: humans.get(word),
+      single: single.get(word),
+      notAClaim: notAClaim.has(word),
+    });
+  return createTokenTable(infos);
 }
 
 /**
  * A name followed by a suffix of its own ("Dataprovider.com", "AdsBot-Google-Mobile-Apps",
- * "Googlebot-Mobile"): the longest head of the token, cut at - _ or ., that names a family.
+ * "Googlebot-Mobile"): the longest head of the token starting at start, cut at - _ or . (the last
+ * such cut given, -1 when none), that names a family.
  */
-function headAt<T>(single: Map<string, T>, token: string): T | undefined {
-  for (let end = token.length - 1; end > 1; end--) {
-    const ch = token.charCodeAt(end);
+function headAt<F>(table: TokenTable<TokenInfo<F, unknown>>, text: string, start: number, last: number): F | undefined {
+  for (let cut = last; cut > start + 1; cut--) {
+    const ch = text.charCodeAt(cut);
     if (ch !== 45 && ch !== 95 && ch !== 46) continue;
-    const hit = single.get(token.slice(0, end));
+    const hit = table.get(text, start, cut)?.single;
     if (hit !== undefined) return hit;
   }
   return undefined;
@@ -227,7 +290,9 @@ const namesWork = (ua: string) => SERVICE_WORD.test(ua) || PROGRAM_NAME.test(ua)
 /** A word of a program's work, a service's word, or a program's own name. */
 export const showsWork = (ua: string) => WORK_WORD(ua) || namesWork(ua);
 /** isbot(ua) || showsWork(ua) || an attack's marker, with one scan of the string where the three would make three. */
-export const mayBeBot = (ua: string) => isbotAtStart(ua) || (ua !== '' && MAY_BE_BOT(ua)) || namesWork(ua);
+// The scan first: a bot's string ends it at its bot word, and isbot's anchored patterns cost as much
+// again on a "Mozilla/5.0 (compatible; ..." string that none of them takes.
+export const mayBeBot = (ua: string) => (ua !== '' && MAY_BE_BOT(ua)) || isbotAtStart(ua) || namesWork(ua);
 /** Of those, the words no app or device is named with: a name with one is a bot's without asking the client parser. */
 const SURELY_BOT = /bot|crawl|spider|slurp|scrap|harvest|archiv/i;
 
@@ -487,9 +552,9 @@ function surelyBot(ua: string, name: string | null): boolean {
 }
 
 /** A list's family named after one word, with the words that follow it in the string ("xenu" in "Xenu Link Sleuth/1.3.8"). */
-function withItsWords(ua: string, c: Classification, token: string): Classification {
-  if (c.family?.toLowerCase() !== token) return c;
-  const t = productTokens(ua);
+function withItsWords(ua: string, written: () => Tokens, { c, name }: Entry, token: string): Classification {
+  if (name !== token) return c;
+  const t = written();
   const at = t.lower.indexOf(token);
   return at < 0 ? c : { ...c, family: bareName(nameAt(t, ua, at)) };
 }
@@ -532,6 +597,11 @@ const FEATURE_PHONE_PROFILE = /\b(?:MIDP|CLDC)-\d/;
 
 /** A header's name, or curl's and wget's option, pasted in front of the value. */
 const HEADER_NAME = /^(?:user-agent:\s*|--user-agent=)/i;
+/** HEADER_NAME's answer without a RegExp on the common path (every string asks it). */
+const startsWithHeaderName = (ua: string) => {
+  const c = ua.charCodeAt(0) | 32;
+  return (c === 117 || c === 45) && HEADER_NAME.test(ua); // u, -
+};
 /**
  * A browser's prefix around one name and nothing else ("Mozilla/4.0 (compatible; Arachmo)"): isbot
  * reads the shape only with a version after the name, so without one it passed as a person. It is
@@ -565,8 +635,11 @@ const inCrawlersManner = (ua: string) => CONTACT.test(ua) || COMPATIBLE.test(ua)
  * A whole mobile browser's string with a name appended is a tool's that poses as that phone
  * ("... Mobile Safari/537.36 Chrome-Lighthouse", "... Mobile/14A403 Safari/602.1 DareBoost").
  */
-function inPeoplesApp(ua: string, lower: string[], i: number): boolean {
-  if (!startsAsBrowser(ua) || !lower.includes('applewebkit')) return false;
+function inPeoplesApp(ua: string, tokens: () => string[], i: number): boolean {
+  if (!startsAsBrowser(ua)) return false;
+  // The tokens as strings, made only here: most strings a table names are no browser's.
+  const lower = tokens();
+  if (!lower.includes('applewebkit')) return false;
   if (lower[i + 1] === 'chrome' && lower.includes('electron')) return !inCrawlersManner(ua);
   const platform = platformText(ua);
   if (platform === '' || !lower.includes('mobile')) return false;
@@ -615,6 +688,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         t,
         {
           c: classificationOf(asFamily(g)),
+          name: g.family.toLowerCase(),
           // device-detector's "Generic Bot" words (Desktop, ...) are a heuristic, as example tokens are.
           tier: g.source === 'device-detector' && g.operator !== 'Generic Bot' ? Tier.Listed : Tier.Example,
           ...(g.source === 'device-detector' && g.operator === 'Generic Bot' ? { generic: true as const } : {}),
@@ -634,6 +708,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     tokens.map((t): [string, boolean] => [t, kind === 'app-http-stacks']),
   );
   const humanPrefixes = prefixList(humanTokens);
+  const mayBePrefixed = mayStartAny([...familyPrefixes, ...humanPrefixes]);
   // People's own clients of our table, less the HTTP stacks their apps run on (okhttp, WinHttp):
   // a stack alone is the library's own string; a client (Lavf, AppleCoreMedia) is a person's.
   const ownClients = new Set(
@@ -642,7 +717,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       .flatMap(([, tokens]) => tokens.map((t) => t.toLowerCase())),
   );
   const isOwnClient = (token: string) => ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
-  const phrases = byFirstWord(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))));
+  const byToken = tokenInfos(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))), single, NOT_A_CLAIM);
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
   const weakTokens = new Set(
@@ -665,9 +740,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
    * a bot-like word, one of isbot's word patterns or a known library. Else an unknown product token
    * alone (isbot's shape patterns): an unknown client, not a bot.
    */
-  function unknownBot(ua: string): Classification {
+  function unknownBot(ua: string, written: () => Tokens): Classification {
     if (carriesAttackPayload(ua)) return ATTACK_PROBE;
-    const t = productTokens(ua);
+    const t = written();
     const botWord = nameOf(t, ua);
     const first = t.lower[0];
     const personFirst =
@@ -696,32 +771,56 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
   }
 
   function uncached(ua: string): Classification {
-    const lower = lowerTokens(ua);
+    // Tokens are looked up by their place in the lowercase string: one is sliced out only where a
+    // rule past the lookups reads it.
+    const text = ua.toLowerCase();
+    const tokens = tokenScan(text);
+    let sliced: string[] | undefined;
+    const lower = () => (sliced ??= tokenTexts(text, tokens));
+    // The tokens as written, for the rules that read names, from the same scan where it fits ua.
+    let asWritten: Tokens | undefined;
+    const written = () => (asWritten ??= productTokens(ua, text.length === ua.length ? tokens : undefined));
+    const infoOf = (i: number) => byToken.get(text, tokenStart(tokens, i), tokenEnd(tokens, i), tokenHashAt(tokens, i));
     let human = false;
     let stackOnly = true;
     let weak: Classification | undefined;
     let listed: { e: Entry; words: number; at: number } | undefined;
-    for (let i = 0; i < lower.length; i++) {
+    let comparison = false;
+    for (let i = 0; i < tokenCount(tokens); i++) {
+      const start = tokenStart(tokens, i);
+      const end = tokenEnd(tokens, i);
+      const starts = infoOf(i);
       // "TelegramBot (like TwitterBot)": a token after "like" is a comparison, not a claim.
-      if (i > 0 && NOT_A_CLAIM.has(lower[i - 1]!)) continue;
-      const starts = phrases.get(lower[i]!);
-      const hit = phraseAt(starts?.family, lower, i, familyPrefixes);
-      const e = hit?.value ?? headAt(single, lower[i]!);
+      const compared = comparison;
+      comparison = starts !== undefined && starts.notAClaim;
+      if (compared) continue;
+      const prefixed = mayBePrefixed(text.charCodeAt(start));
+      const hit = starts?.family
+        ? phraseAt(starts.family, text, tokens, i)
+        : prefixed
+          ? prefixAt(familyPrefixes, text, start, end)
+          : undefined;
+      const e = hit?.value ?? headAt(byToken, text, start, tokenCut(tokens, i));
       if (e) {
         if (inPeoplesApp(ua, lower, i)) {
           human = true;
           stackOnly = false;
-        } else if (e.tier === Tier.Curated) return isAppNotPreview(ua, lower[i]!) ? HUMAN : e.c;
+        } else if (e.tier === Tier.Curated) return isAppNotPreview(ua, text.slice(start, end)) ? HUMAN : e.c;
         else if (e.tier === Tier.Weak) {
-          if (e.spelled === undefined || productTokens(ua).original[i] === e.spelled) weak ??= e.c;
+          if (e.spelled === undefined || written().original[i] === e.spelled) weak ??= e.c;
         } else if (!listed || e.tier < listed.e.tier) listed = { e, words: hit?.words ?? 1, at: i };
       }
-      const person = phraseAt(starts?.human, lower, i, humanPrefixes);
+      const person = starts?.human
+        ? phraseAt(starts.human, text, tokens, i)
+        : prefixed
+          ? prefixAt(humanPrefixes, text, start, end)
+          : undefined;
       if (person !== undefined) {
         human = true;
         stackOnly &&= person.value;
       }
     }
+    const browserString = startsAsBrowser(ua);
     // A person's client token of ours beats a list's single word, not a list's phrase ("Castro 2, Episode Duration Lookup").
     // ... nor a list's word that calls itself a bot ("Nokia6820/2.0 ... (compatible; Googlebot-Mobile/2.1)").
     // A list's token that signs with a crawler's address right after it ("AppEngine-Google; (+http://...)")
@@ -729,51 +828,53 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // So is one appended after a browser's whole string ("... Safari/537.36 DareBoost"), where
     // browsers' own add-ons never write a bot list's name.
     if (listed) {
-      const token = lower[listed.at]!;
+      const token = lower()[listed.at]!;
       // Asked only where it decides (it lowercases the string).
       let signed: boolean | undefined;
       const isSigned = () =>
         (signed ??=
-          signsWithAddress(ua, token) || (listed.e.generic !== true && appendedToBrowser(ua, lower, listed.at)));
+          signsWithAddress(ua, token) || (listed.e.generic !== true && appendedToBrowser(ua, lower(), listed.at)));
       if (!human || listed.words > 1 || SURELY_BOT.test(token) || isSigned()) {
         // crawler-user-agents' example tokens, and any list's word in a device's platform comment ("OCTOPUS-CORE T8"), are heuristics.
         // crawler-user-agents' example tokens name a bot only where isbot agrees, or where the
         // string is named by it (its first token, not a browser's string), or it signs.
-        const namedBy = listed.at === 0 && listed.e.generic !== true && !startsAsBrowser(ua);
+        const namedBy = listed.at === 0 && listed.e.generic !== true && !browserString;
         if (listed.e.tier === Tier.Listed || namedBy || isSigned() || isbot(ua)) {
-          const c = withItsWords(ua, listed.e.c, token);
+          const c = withItsWords(ua, written, listed.e, token);
           if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
           // Judged by the words the string holds, not the list's name for them ("HTC Butterfly" is a
           // phone, whatever a list calls the bot that writes "Butterfly/").
-          const written = lower.slice(listed.at, listed.at + listed.words).join(' ');
-          return isSigned() || surelyBot(ua, written) ? c : unlessPerson(ua, c);
+          const words = lower()
+            .slice(listed.at, listed.at + listed.words)
+            .join(' ');
+          return isSigned() || surelyBot(ua, words) ? c : unlessPerson(ua, c);
         }
       }
     }
     // A library or tool of device-detector's list named first is the program, named after the
     // list ("okhttp/3.4.1" is OkHttp), unless our table calls it a person's client or a person's
     // device runs it.
-    if (weak === undefined && !startsAsBrowser(ua)) {
-      const library = leadingLibrary(lower[0]);
-      if (library !== null && !isOwnClient(lower[0]!) && !isPersonDevice(ua)) return botNamed(library);
+    if (weak === undefined && !browserString) {
+      const library = leadingLibrary(lower()[0]);
+      if (library !== null && !isOwnClient(lower()[0]!) && !isPersonDevice(ua)) return botNamed(library);
     }
     // A string named by its first token, no person's client, that is no browser's: a program on a
     // language runtime ("twine/3.4.2 ... CPython/3.8.12"), or an app on a system's HTTP stack whose
     // name is a program's work ("Email%20Extractor/29 CFNetwork/897.15", "URLTester/1 CFNetwork/974.1";
     // downloaders and thumbnailers are people's apps: "Free%20Video%20Downloader/1.5 CFNetwork/672.0.8").
-    if (!startsAsBrowser(ua) && phrases.get(lower[0]!)?.human === undefined) {
+    if (!browserString && (tokenCount(tokens) === 0 || infoOf(0)?.human === undefined)) {
       const onRuntime = RUNTIME.test(ua);
       if (onRuntime || (human && stackOnly)) {
-        const first = productTokens(ua).original[0]!;
+        const first = written().original[0]!;
         if (onRuntime) return botNamed(first);
         const app = first.replaceAll('%20', ' ');
         if (SURELY_BOT.test(app) || APP_AT_WORK.test(app)) return botNamed(app);
       }
     }
     // A tool named first is the program, whatever app stack it runs on ("python-requests/2.7.0 CPython/3.6.1 Darwin/17.2.0").
-    if (human && !(weak && weakTokens.has(lower[0]!))) return HUMAN;
+    if (human && !(weak && weakTokens.has(lower()[0]!))) return HUMAN;
     if (weak) {
-      const name = nameOf(productTokens(ua), ua, (token) => weakTokens.has(token));
+      const name = nameOf(written(), ua, (token) => weakTokens.has(token));
       const c = name ? botNamed(name) : weak;
       // "Android 13; Spider 8" is a phone; "LG-GT505 ... Java/ASVM/1.1 Profile/MIDP-2.1" a feature phone.
       if (name === null) return isPersonDevice(ua) ? HUMAN : c;
@@ -783,14 +884,9 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return UNKNOWN_CLIENT;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (
-      !mayBeBot(ua) &&
-      !signsAsBot(ua) &&
-      (startsAsBrowser(ua) || !GENERIC_BOT_WORDS.test(ua)) &&
-      !NAME_ONLY_CLAIM.test(ua)
-    )
+    if (!mayBeBot(ua) && !signsAsBot(ua) && (browserString || !GENERIC_BOT_WORDS.test(ua)) && !NAME_ONLY_CLAIM.test(ua))
       return HUMAN;
-    return unknownBot(ua);
+    return unknownBot(ua, written);
   }
 
   // The table's families by their names and tokens: as written (lowercased) and by the keys they
@@ -809,7 +905,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     const hit = cache.get(key);
     if (hit) return hit;
     // Some clients and fixtures send the header's name inside its value: the value is what follows.
-    const ua = HEADER_NAME.test(key) ? key.replace(HEADER_NAME, '') : key;
+    const ua = startsWithHeaderName(key) ? key.replace(HEADER_NAME, '') : key;
     const result = asClaimed(uncached(ua), ua);
     cache.set(key, result);
     return result;
