@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GENERATED_FILE, generatedTableText } from '../../api/cli/refresh-bot-families.ts';
-import { expandPattern, generatedFamilies } from '../../api/telemetry/classification/bot-lists.ts';
+import {
+  bareName,
+  expandPattern,
+  generatedFamilies,
+  GLUED_NAME_VERSION,
+  TRAILING,
+} from '../../api/telemetry/classification/bot-lists.ts';
+import { productTokens } from '../../api/telemetry/classification/tokens.ts';
+import { fixtureAgentsAsReceived } from '../helpers/fixture-agents.ts';
 
 describe('the generated bot table', () => {
   it('is exactly what npm run refresh-bot-families makes from the installed lists', async () => {
@@ -141,5 +149,32 @@ describe("crawler-user-agents' entries read as the names their examples give", (
     for (const word of ['Let', 'Dow', 'New', 'Bad', 'Server', 'XML']) expect(tokens.has(word), word).toBe(false);
     for (const name of ["Let's Encrypt", 'Dow Jones Searchbot', 'New York Times Newsgathering'])
       expect(tokens.has(name), name).toBe(true);
+  });
+});
+
+describe('a name without its glued version', () => {
+  it("is the patterns' answer, though most names ending in a letter never ask them", () => {
+    const byPatterns = (name: string) => {
+      const head = name.replace(GLUED_NAME_VERSION, '').replace(TRAILING, '');
+      return head.length >= 3 ? head : name;
+    };
+    const tokens = [...new Set(fixtureAgentsAsReceived.flatMap((ua) => productTokens(ua).original))];
+    const names = tokens.flatMap((t) => [
+      t,
+      `${t}-2.6.1`,
+      `${t} v.`,
+      `${t}v3.0-RC1`,
+      `${t}-beta`,
+      `${t}:`,
+      `${t} 1.0 pre`,
+    ]);
+    expect(names.filter((name) => bareName(name) !== byPatterns(name))).toEqual([]);
+    expect(['grub-client-2.6.1', 'SSL-Crawler:', 'DirBuster-1.0-RC1', 'Seeker v.1', 'XyzBot'].map(bareName)).toEqual([
+      'grub-client',
+      'SSL-Crawler',
+      'DirBuster',
+      'Seeker',
+      'XyzBot',
+    ]);
   });
 });

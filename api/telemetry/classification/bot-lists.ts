@@ -324,12 +324,17 @@ class Claims {
  * "linkCheckV3.0"), with its pre-release tag ("DirBuster-1.0-RC1", "v2.1.0-dev"): one family,
  * whatever its version. A bare number is not taken for one ("IVW-Crawler-6476133", "XyzBot-12").
  */
-const GLUED_NAME_VERSION =
+export const GLUED_NAME_VERSION =
   /(?:[-_ ]v\.?\d[\d.]*|(?:[-_ ]|(?<=[a-z]{2})v?)\d+\.\d[\d.]*)(?:[-_.]?(?:rc|beta|alpha|dev|pre)\d*)?$/i;
 /** What a sentence leaves after a name: a colon, a dash, a full stop, a "v." whose number is a token of its own ("SSL-Crawler:", "Qirina Hurdler v."). */
-const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
+export const TRAILING = /(?:\s+v\.|[\s:.-])+$/i;
 /** A name without a glued version or what a sentence leaves after it; unchanged where less than 3 characters would be left. */
 export const bareName = (name: string): string => {
+  // Both patterns end where the name ends, and V8 tries them at every character: a name whose last
+  // character is a letter no version or tag ends with (rc, beta, alpha, dev, pre), as most are
+  // ("RotatingCrawler"), is left as it is without asking them.
+  const last = name.charCodeAt(name.length - 1) | 32;
+  if (last >= 97 && last <= 122 && last !== 97 && last !== 99 && last !== 101 && last !== 118) return name; // a c e v
   const head = name.replace(GLUED_NAME_VERSION, '').replace(TRAILING, '');
   return head.length >= 3 ? head : name;
 };

@@ -13,6 +13,7 @@ import {
   leadingLibrary,
   namesLibrary,
   type PersonClientCheck,
+  withoutGluedVersion,
 } from './person-client.ts';
 import { createTokenTable, type TokenTable } from './token-table.ts';
 import {
@@ -445,10 +446,18 @@ function platformText(ua: string): string {
   return m && !COMPATIBLE.test(m[1]!) && !CONTACT.test(m[1]!) ? m[1]! : '';
 }
 const PLATFORM = /^Mozilla\/[\d.]+ (\([^)]*)\)/;
-/** How many of a string's tokens sit in its platform comment. */
-const platformTokenCount = (ua: string) => {
+/**
+ * How many of a string's tokens sit in its platform comment: those of its scan that start before the
+ * comment's ")" (a delimiter, so no token runs across it), or, with no scan, those of the text before it.
+ */
+const platformTokenCount = (ua: string, uaTokens: number[] | undefined) => {
   const p = platformText(ua);
-  return p === '' ? 0 : lowerTokens(ua.slice(0, ua.indexOf(p) + p.length)).length;
+  if (p === '') return 0;
+  const end = ua.indexOf(p) + p.length;
+  if (uaTokens === undefined) return lowerTokens(ua.slice(0, end)).length;
+  let n = 0;
+  while (n < tokenCount(uaTokens) && tokenStart(uaTokens, n) < end) n++;
+  return n;
 };
 
 /**
@@ -716,7 +725,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       .filter(([kind]) => kind !== 'app-http-stacks')
       .flatMap(([, tokens]) => tokens.map((t) => t.toLowerCase())),
   );
-  const isOwnClient = (token: string) => ownClients.has(token) || ownClients.has(token.replace(/[\d._-]+$/, ''));
+  const isOwnClient = (token: string) => ownClients.has(token) || ownClients.has(withoutGluedVersion(token));
   const byToken = tokenInfos(byPhrase, phraseIndex(humanTokens.filter(([t]) => !t.endsWith('*'))), single, NOT_A_CLAIM);
   // Tools (curl, Java, HeadlessChrome) and generic words (Spider) name a family only when nothing
   // more specific does: "yacybot (...; java 1.6)" is yacybot, "PHP-Curl-Class ... curl/7" is PHP-Curl-Class.
@@ -775,11 +784,14 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // rule past the lookups reads it.
     const text = ua.toLowerCase();
     const tokens = tokenScan(text);
+    // Where no character lowercased to two (only U+0130 does), the lowercase's places are ua's, and
+    // its scan serves as ua's (productTokens, platformTokenCount).
+    const uaTokens = text.length === ua.length ? tokens : undefined;
     let sliced: string[] | undefined;
     const lower = () => (sliced ??= tokenTexts(text, tokens));
-    // The tokens as written, for the rules that read names, from the same scan where it fits ua.
+    // The tokens as written, for the rules that read names.
     let asWritten: Tokens | undefined;
-    const written = () => (asWritten ??= productTokens(ua, text.length === ua.length ? tokens : undefined));
+    const written = () => (asWritten ??= productTokens(ua, uaTokens));
     const infoOf = (i: number) => byToken.get(text, tokenStart(tokens, i), tokenEnd(tokens, i), tokenHashAt(tokens, i));
     let human = false;
     let stackOnly = true;
@@ -841,7 +853,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
         const namedBy = listed.at === 0 && listed.e.generic !== true && !browserString;
         if (listed.e.tier === Tier.Listed || namedBy || isSigned() || isbot(ua)) {
           const c = withItsWords(ua, written, listed.e, token);
-          if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua)) return c;
+          if (listed.e.tier === Tier.Listed && listed.at >= platformTokenCount(ua, uaTokens)) return c;
           // Judged by the words the string holds, not the list's name for them ("HTC Butterfly" is a
           // phone, whatever a list calls the bot that writes "Butterfly/").
           const words = lower()

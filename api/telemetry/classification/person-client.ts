@@ -202,7 +202,7 @@ const BOT_MARK = /https?:|@/i;
 const GLUED_VERSION = /[\d._-]+$/;
 
 /** The token less a version glued to it; the RegExp only where the token ends as a version does (most do not). */
-function withoutGluedVersion(token: string): string {
+export function withoutGluedVersion(token: string): string {
   const last = token.charCodeAt(token.length - 1);
   // 0-9 . _ -
   return (last >= 48 && last <= 57) || last === 46 || last === 95 || last === 45
