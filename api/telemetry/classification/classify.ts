@@ -162,22 +162,8 @@ function prefixList<T>(entries: [string, T][]): Prefixes<T> {
     .map(([t, value]) => ({ prefix: t.slice(0, -1).toLowerCase(), value }));
 }
 
-/**
- * Whether a token that starts with the character code may start with one of the prefixes: asked of
- * every token, so most are compared with none.
- */
-function mayStartAny(prefixes: Prefixes<unknown>): (code: number) => boolean {
-  const ascii = new Uint8Array(128);
-  let beyond = false;
-  for (const { prefix } of prefixes) {
-    // A lone "*": every token starts with its empty prefix.
-    if (prefix === '') return () => true;
-    const code = prefix.charCodeAt(0);
-    if (code < 128) ascii[code] = 1;
-    else beyond = true;
-  }
-  return (code) => (code < 128 ? ascii[code] === 1 : beyond);
-}
+/** Whether one of the prefixes occurs in the text at all: most strings hold none, and their tokens are compared with none. */
+const holdsAny = (prefixes: Prefixes<unknown>, text: string) => prefixes.some(({ prefix }) => text.includes(prefix));
 
 /** Whether token j of a string (as tokenScan found them) is the word. */
 const isToken = (text: string, tokens: number[], j: number, word: string) =>
@@ -717,7 +703,6 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     tokens.map((t): [string, boolean] => [t, kind === 'app-http-stacks']),
   );
   const humanPrefixes = prefixList(humanTokens);
-  const mayBePrefixed = mayStartAny([...familyPrefixes, ...humanPrefixes]);
   // People's own clients of our table, less the HTTP stacks their apps run on (okhttp, WinHttp):
   // a stack alone is the library's own string; a client (Lavf, AppleCoreMedia) is a person's.
   const ownClients = new Set(
@@ -798,6 +783,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     let weak: Classification | undefined;
     let listed: { e: Entry; words: number; at: number } | undefined;
     let comparison = false;
+    const familyPrefixed = holdsAny(familyPrefixes, text);
+    const humanPrefixed = holdsAny(humanPrefixes, text);
     for (let i = 0; i < tokenCount(tokens); i++) {
       const start = tokenStart(tokens, i);
       const end = tokenEnd(tokens, i);
@@ -806,13 +793,16 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       const compared = comparison;
       comparison = starts !== undefined && starts.notAClaim;
       if (compared) continue;
-      const prefixed = mayBePrefixed(text.charCodeAt(start));
+      const cut = tokenCut(tokens, i);
+      // A word no table holds names nothing unless a prefix starts it or its head is a name: so are
+      // most of a browser's tokens.
+      if (starts === undefined && cut < 0 && !familyPrefixed && !humanPrefixed) continue;
       const hit = starts?.family
         ? phraseAt(starts.family, text, tokens, i)
-        : prefixed
+        : familyPrefixed
           ? prefixAt(familyPrefixes, text, start, end)
           : undefined;
-      const e = hit?.value ?? headAt(byToken, text, start, tokenCut(tokens, i));
+      const e = hit?.value ?? headAt(byToken, text, start, cut);
       if (e) {
         if (inPeoplesApp(ua, lower, i)) {
           human = true;
@@ -824,7 +814,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       }
       const person = starts?.human
         ? phraseAt(starts.human, text, tokens, i)
-        : prefixed
+        : humanPrefixed
           ? prefixAt(humanPrefixes, text, start, end)
           : undefined;
       if (person !== undefined) {
