@@ -146,26 +146,30 @@ describe('behind nginx (deploy/nginx.conf, TRUST_PROXY=127.0.0.1)', () => {
     const conf = readFileSync(resolve('deploy/nginx.conf'), 'utf8');
     const nginxIdle = Number(/^\s*keepalive_timeout (\d+)s;/m.exec(conf)![1]) * 1000;
     const app = `:${Number(new URL(server.url).port).toString(16).toUpperCase().padStart(4, '0')}`;
-    // Connections to or from the app in TIME_WAIT (the side that closed first keeps it), by their two ends.
-    const closed = () =>
-      new Map(
-        readFileSync('/proc/net/tcp', 'utf8')
-          .split('\n')
-          .map((line) => line.trim().split(/\s+/))
-          .filter((f) => f[3] === '06' && (f[1]!.endsWith(app) || f[2]!.endsWith(app)))
-          .map((f) => [`${f[1]} ${f[2]}`, f[1]!.endsWith(app) ? 'app' : 'peer'] as const),
-      );
-    // Earlier tests' connections (refusals the app closed itself) are not this one.
-    const earlier = closed();
-    const fresh = () => [...closed()].filter(([ends]) => !earlier.has(ends)).map(([, side]) => side);
-    // A read through nginx leaves an idle upstream connection to the app, kept for reuse.
+    // Connections to or from the app in a TCP state ('01' established, '06' TIME_WAIT: the side that
+    // closed first keeps it), each with its two ends in one order.
+    const inState = (state: string) =>
+      readFileSync('/proc/net/tcp', 'utf8')
+        .split('\n')
+        .map((line) => line.trim().split(/\s+/))
+        .filter((f) => f[3] === state && (f[1]!.endsWith(app) || f[2]!.endsWith(app)));
+    const ends = (f: string[]) => [f[1], f[2]].sort().join(' ');
+    // A read through nginx leaves an idle upstream connection to the app, kept for reuse: watched by
+    // its own ends, so that an earlier test's connection closing late is not taken for it.
     expect((await fetch(`http://127.0.0.1:${port}/api/convert`)).status).toBe(200);
-    const ended = await waitFor(fresh, {
-      until: (sides) => sides.length > 0,
-      timeoutMs: nginxIdle + 10_000,
-      intervalMs: 250,
-      what: 'nginx giving up its idle upstream connection',
-    });
+    const upstream = new Set(inState('01').map(ends));
+    const ended = await waitFor(
+      () =>
+        inState('06')
+          .filter((f) => upstream.has(ends(f)))
+          .map((f) => (f[1]!.endsWith(app) ? 'app' : 'peer')),
+      {
+        until: (sides) => sides.length > 0,
+        timeoutMs: nginxIdle + 10_000,
+        intervalMs: 250,
+        what: 'nginx giving up its idle upstream connection',
+      },
+    );
     expect(ended).not.toContain('app');
     // And the next write through the proxy is answered, on a new upstream connection.
     expect(
