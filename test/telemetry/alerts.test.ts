@@ -64,6 +64,18 @@ function memoryLogger() {
   return { logger: pino({ level: 'warn' }, stream), lines };
 }
 
+/** Alerts without a webhook whose window is a minute of `c`'s time, logging to `logger`. */
+const minuteAlerts = (c: { now: () => Date }, logger: ReturnType<typeof memoryLogger>['logger']) =>
+  createAlerts({
+    tableFamilies: TABLE,
+    logger,
+    windowMs: 60_000,
+    spoofThreshold: 1,
+    maxQueue: 1,
+    timeoutMs: 100,
+    now: c.now,
+  });
+
 let hook: Receiver;
 beforeAll(async () => {
   hook = await receiver();
@@ -187,15 +199,7 @@ describe('alerts', () => {
   it("never refuses the table's families: a memory of their own, whatever clients write; other names' pairs at most ALERT_LIMITS.poolPairs, dropped past them (logged once a window) until old ones expire", () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({
-      tableFamilies: TABLE,
-      logger,
-      windowMs: 60_000,
-      spoofThreshold: 1,
-      maxQueue: 1,
-      timeoutMs: 100,
-      now: c.now,
-    });
+    const alerts = minuteAlerts(c, logger);
     // Names clients wrote fill their memory, each from its own client (a line without an address).
     for (let i = 0; i < ALERT_LIMITS.poolPairs; i++) expect(alerts.newFamily(`Bot-${i}`, null, 'Bot')).toBe(true);
     expect(alerts.newFamily('One more', null, 'Bot')).toBe(false);
@@ -227,15 +231,7 @@ describe('alerts', () => {
   it("bounds one client's share of other names' pairs at ALERT_LIMITS.poolPairsPerClient, given back as its pairs expire", () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({
-      tableFamilies: TABLE,
-      logger,
-      windowMs: 60_000,
-      spoofThreshold: 1,
-      maxQueue: 1,
-      timeoutMs: 100,
-      now: c.now,
-    });
+    const alerts = minuteAlerts(c, logger);
     const share = ALERT_LIMITS.poolPairsPerClient;
     // One client writes many names on a bait path: its share is raised, no more.
     const raised = Array.from({ length: share * 4 }, (_, i) =>
