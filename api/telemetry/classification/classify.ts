@@ -632,7 +632,7 @@ const inCrawlersManner = (ua: string) => CONTACT.test(ua) || COMPATIBLE.test(ua)
  */
 function inPeoplesApp(ua: string, tokens: () => string[], i: number): boolean {
   if (!startsAsBrowser(ua)) return false;
-  // The tokens as strings, made only here: most strings a table names are no browser's.
+  // The tokens as strings, made only for a browser's string.
   const lower = tokens();
   if (!lower.includes('applewebkit')) return false;
   if (lower[i + 1] === 'chrome' && lower.includes('electron')) return !inCrawlersManner(ua);
@@ -794,8 +794,8 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
       comparison = starts !== undefined && starts.notAClaim;
       if (compared) continue;
       const cut = tokenCut(tokens, i);
-      // A word no table holds names nothing unless a prefix starts it or its head is a name: so are
-      // most of a browser's tokens.
+      // A token no table holds names nothing unless a prefix starts it or its head (before a cut) is
+      // a name: most of a browser's tokens end here.
       if (starts === undefined && cut < 0 && !familyPrefixed && !humanPrefixed) continue;
       const hit = starts?.family
         ? phraseAt(starts.family, text, tokens, i)
