@@ -67,7 +67,7 @@ const HOUR = 60 * 60 * 1000;
 const DAY = 24 * HOUR;
 
 /** Moves a window by one step of `delta`, at `at` (ms): when the window moved is its sample's time. */
-const move = (store: Store, key: string, delta: number, at: number) => {
+export const move = (store: Store, key: string, delta: number, at: number) => {
   const d = step(key, delta);
   return store.drift.record(key, d.appended, d.keep, { ...d.sample, at: new Date(at).toISOString() });
 };

@@ -20,9 +20,9 @@ import { openEmbeddedStore } from '../../api/store/index.ts';
 import { holdingsOf } from '../../api/store/embedded/embedded-store.ts';
 import { Journal, PREALLOCATE_BYTES } from '../../api/store/embedded/journal.ts';
 import { emptyData, readSnapshot, SnapshotFile, type LoadedData } from '../../api/store/embedded/snapshot.ts';
-import { callerWindowKey, DRIFT_BOUNDS, type Store } from '../../api/store/types.ts';
+import { callerWindowKey, DRIFT_BOUNDS } from '../../api/store/types.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { citizen, message, runStoreContract } from './contract.ts';
+import { citizen, message, move, runStoreContract } from './contract.ts';
 import { snapshotOnDisk } from '../helpers/snapshot.ts';
 
 /** Every entry a journal replays, in order. */
@@ -278,18 +278,6 @@ describe('embedded store on disk', () => {
 
 describe('drift windows on disk', () => {
   const key = (i: number) => callerWindowKey(`invented-${i}`, '203.0.113.9');
-  const step = (store: Store, k: string, at: number) =>
-    store.drift.record(k, [0.3], 8, {
-      decision_id: `d-${k}-${at}`,
-      entity_id: k,
-      verdict: 'PERSIST',
-      delta_t: 0.3,
-      delta_window: 0.3,
-      failed_predicates: [],
-      contraction_attempts: 0,
-      fail_closed: false,
-      at: new Date(at).toISOString(),
-    });
   /** The windows a snapshot and its deltas hold, each line applied in order (one without deltas drops its key). */
   const folded = (data: LoadedData | null) => {
     const windows = new Map<string, number[]>();
@@ -307,11 +295,11 @@ describe('drift windows on disk', () => {
     const store = await openEmbeddedStore(options);
     // Citizens enough that four journal entries are less than the snapshot: the next compaction is a delta.
     for (let i = 0; i < 60; i++) await store.citizens.add(citizen());
-    for (let i = 0; i < 10; i++) await step(store, key(i), t0 + i);
+    for (let i = 0; i < 10; i++) await move(store, key(i), 0.3, t0 + i);
     await store.compact();
     expect((await readSnapshot(dir))!.windows.map(([k]) => k)).toEqual([key(7), key(8), key(9)]);
     // Each new window drops the client's least recently moved: the delta says so with a line without deltas.
-    for (let i = 10; i < 14; i++) await step(store, key(i), t0 + i);
+    for (let i = 10; i < 14; i++) await move(store, key(i), 0.3, t0 + i);
     const deltas = () => readdirSync(dir).filter((f) => /^snapshot-\d+\.jsonl$/.test(f));
     await waitFor(deltas, { until: (files) => files.length > 0, what: 'a delta' });
     const read = await waitFor(() => readSnapshot(dir), {

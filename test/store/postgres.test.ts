@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -6,7 +5,6 @@ import {
   DRIFT_BOUNDS,
   IDEMPOTENCY_LEASE_MS,
   TELEMETRY_STALE_MS,
-  type DriftSample,
   type TelemetryStore,
 } from '../../api/store/types.ts';
 import { emptySnapshot, mergeSnapshots, type TelemetrySnapshot } from '../../api/telemetry/ledger/ledger.ts';
@@ -15,7 +13,7 @@ import { MIGRATIONS } from '../../api/store/postgres/migrations.ts';
 import { storeThroughRelay } from '../helpers/pg-cluster.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { citizen, message, runStoreContract } from './contract.ts';
+import { citizen, message, move, runStoreContract } from './contract.ts';
 
 const available = await postgresAvailable();
 afterAll(async () => {
@@ -215,17 +213,6 @@ describe.runIf(available)('PostgreSQL: migrations hold no session state', () => 
 });
 
 describe.runIf(available)('PostgreSQL: drift windows written by several processes at once', () => {
-  const sample = (entity: string, at: number): DriftSample => ({
-    decision_id: randomUUID(),
-    entity_id: entity,
-    verdict: 'PERSIST',
-    delta_t: 0.3,
-    delta_window: 0.3,
-    failed_predicates: [],
-    contraction_attempts: 0,
-    fail_closed: false,
-    at: new Date(at).toISOString(),
-  });
   const counted = async (db: pg.Pool) =>
     (
       await db.query<{ kept: number; rows: number }>(
@@ -243,7 +230,7 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
     await Promise.all(
       Array.from({ length: 60 }, (_, i) => {
         const key = callerWindowKey(`invented-${i}`, '203.0.113.9');
-        return stores[i % 2]!.drift.record(key, [0.3], 8, sample(key, at + i));
+        return move(stores[i % 2]!, key, 0.3, at + i);
       }),
     );
     const owners = await db.query<{ owner: string; n: number }>(
@@ -254,7 +241,7 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
     // A window moved again (an update of its row) is counted once still.
     const again = (await db.query<{ entity_id: string }>('SELECT entity_id FROM drift_windows LIMIT 1')).rows[0]!
       .entity_id;
-    await stores[0]!.drift.record(again, [0.4], 8, sample(again, at + 100));
+    await move(stores[0]!, again, 0.4, at + 100);
     expect(await stores[1]!.drift.window(again, new Date(at + 100))).toEqual([0.3, 0.4]);
     expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
     await Promise.all([...stores.map((s) => s.close()), db.end()]);
@@ -267,17 +254,17 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
     const db = new pg.Pool({ connectionString: url });
     const own = citizen().memberId;
     const at = Date.now();
-    await stores[0]!.drift.record(own, [0.1], 8, sample(own, at));
+    await move(stores[0]!, own, 0.1, at);
     await Promise.all(
       Array.from({ length: 60 }, (_, i) => {
         const key = callerWindowKey(`invented-${i % 6}`, `203.0.113.${Math.floor(i / 6)}`);
-        return stores[i % 2]!.drift.record(key, [0.3], 8, sample(key, at + i));
+        return move(stores[i % 2]!, key, 0.3, at + i);
       }),
     );
     // Past the cap only by the new windows other transactions were writing at that moment.
     expect((await counted(db)).rows).toBeLessThanOrEqual(16 + 2 * 10);
     const last = callerWindowKey('invented-0', '192.0.2.1');
-    await stores[0]!.drift.record(last, [0.3], 8, sample(last, at + 100));
+    await move(stores[0]!, last, 0.3, at + 100);
     const { kept, rows } = await counted(db);
     expect(rows).toBeLessThanOrEqual(16);
     expect(kept).toBe(rows);
@@ -313,7 +300,7 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
     expect(await store.drift.window(own, new Date())).toEqual([0.2]);
     // The client's next new window brings it to its cap.
     const next = callerWindowKey('sovereign-7', '2001:db8:1:2::/64');
-    await store.drift.record(next, [0.3], 8, sample(next, Date.now()));
+    await move(store, next, 0.3, Date.now());
     expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
     await Promise.all([store.close(), db.end()]);
   });
