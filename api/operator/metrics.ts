@@ -145,30 +145,29 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     },
   });
 
-  // Reverse DNS's counts since start, each a counter advanced by what changed since the last scrape.
-  const dnsCounter = (name: string, help: string, read: (d: VerifierStats) => number) => {
+  // A count the process keeps since start, as a counter advanced by what changed since the last scrape.
+  const sinceStart = (name: string, help: string, read: () => number | undefined) => {
     let counted = 0;
     new Counter({
       name,
       help,
       registers: [registry],
       collect() {
-        const d = sources?.dns?.();
-        const now = d ? read(d) : counted;
+        const now = read() ?? counted;
         this.inc(now - counted);
         counted = now;
       },
     });
   };
-  dnsCounter(
+  sinceStart(
     'agentnode_dns_lookups_total',
     `Reverse-DNS lookups started to verify crawler claims (${RDNS_MAX_IN_FLIGHT} in flight at most, one a site; each is a PTR query and forward queries, all counted in agentnode_dns_queries_total).`,
-    (d) => d.lookups,
+    () => sources?.dns?.().lookups,
   );
-  dnsCounter(
+  sinceStart(
     'agentnode_dns_queries_total',
     `DNS queries crawler verification asked its resolver for: a PTR a lookup, an A and an AAAA for each name confirmed (${RDNS_NAMES_CHECKED} a lookup at most).`,
-    (d) => d.queries,
+    () => sources?.dns?.().queries,
   );
   const reasons: Record<Unchecked, number> = { busy: 0, site_busy: 0, site_unanswered: 0 };
   new Counter({
@@ -185,7 +184,7 @@ export function createMetrics(operationOf: (method: string, path: string) => str
     },
   });
 
-  // Web Bot Auth's counts since start, each a counter advanced by what changed since the last scrape.
+  // Web Bot Auth's counts since start.
   const webBotAuth = [
     [
       'directoryFetches',
@@ -208,19 +207,7 @@ export function createMetrics(operationOf: (method: string, path: string) => str
       'Nonces of verified Web Bot Auth signatures the shared store (PostgreSQL) did not claim in time, counted unverifiable.',
     ],
   ] as const;
-  for (const [key, name, help] of webBotAuth) {
-    let counted = 0;
-    new Counter({
-      name,
-      help,
-      registers: [registry],
-      collect() {
-        const now = sources?.webBotAuth?.()[key] ?? counted;
-        this.inc(now - counted);
-        counted = now;
-      },
-    });
-  }
+  for (const [key, name, help] of webBotAuth) sinceStart(name, help, () => sources?.webBotAuth?.()[key]);
 
   const journal: JournalObserver = {
     written(seconds, groupSize) {
