@@ -231,6 +231,11 @@ export interface DriftBounds {
    */
   callers: number;
 }
+/**
+ * Drift samples a store keeps: the newest, for the metrics' `recent`. The totals count every sample
+ * ever recorded; the samples themselves leave as newer ones come.
+ */
+export const DRIFT_SAMPLES_KEPT = 100;
 /** The bounds a store keeps unless told others (tests make them small). */
 export const DRIFT_BOUNDS: DriftBounds = { retentionMs: 30 * 24 * 60 * 60 * 1000, perClient: 256, callers: 100_000 };
 /**

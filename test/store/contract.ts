@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   callerWindowKey,
   DRIFT_BOUNDS,
+  DRIFT_SAMPLES_KEPT,
   IDEMPOTENCY_CLAIM_MS,
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
@@ -252,6 +253,23 @@ export function runStoreContract(
       });
       expect(m.recent).toHaveLength(2);
       await store.close();
+    });
+
+    it('keeps the newest DRIFT_SAMPLES_KEPT samples, and totals that count every sample recorded', async () => {
+      const { store, reopen } = await open();
+      const n = DRIFT_SAMPLES_KEPT + 30;
+      const start = Date.parse('2026-01-01T00:00:00Z');
+      for (let i = 0; i < n; i++) await move(store, `entity-${i}`, 0.1, start + i * 1000);
+      const newest = Array.from({ length: DRIFT_SAMPLES_KEPT }, (_, i) => `entity-${n - 1 - i}`);
+      const kept = async (s: Store) => {
+        const m = await s.drift.metrics(n);
+        expect(m.samples).toBe(n);
+        expect(m.by_verdict).toEqual({ PERSIST: n });
+        expect(m.recent.map((r) => r.entity_id)).toEqual(newest);
+        await s.close();
+      };
+      await kept(store);
+      await kept(await reopen());
     });
 
     it("keeps at most perClient windows of a client that invents entity ids, its least recently moved making room; citizens' own and other clients' windows stay, across a reopen", async () => {

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   callerWindowKey,
   DRIFT_BOUNDS,
+  DRIFT_SAMPLES_KEPT,
   IDEMPOTENCY_LEASE_MS,
   TELEMETRY_STALE_MS,
   type TelemetryStore,
@@ -302,6 +303,39 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
     const next = callerWindowKey('sovereign-7', '2001:db8:1:2::/64');
     await move(store, next, 0.3, Date.now());
     expect(await counted(db)).toEqual({ kept: 5, rows: 5 });
+    await Promise.all([store.close(), db.end()]);
+  });
+});
+
+describe.runIf(available)('PostgreSQL drift samples', () => {
+  it('keeps the newest samples of a database kept before migration 9, with their totals as they were', async () => {
+    const url = await freshDatabase();
+    const db = new pg.Pool({ connectionString: url });
+    await db.query(
+      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+    );
+    for (const m of MIGRATIONS.filter((m) => m.version <= 8)) {
+      await db.query(m.sql);
+      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+    }
+    const n = DRIFT_SAMPLES_KEPT * 3;
+    await db.query(
+      `INSERT INTO drift_samples SELECT gen_random_uuid(), 'entity-' || i, 'PERSIST', jsonb_build_object('entity_id', 'entity-' || i), 1, false,
+         timestamptz '2026-01-01T00:00:00Z' + i * interval '1 second' FROM generate_series(0, $1 - 1) i`,
+      [n],
+    );
+    const store = await openPostgresStore(url);
+    const m = await store.drift.metrics(n);
+    expect([m.samples, m.contraction_count]).toEqual([n, n]);
+    expect(m.recent.map((r) => r.entity_id)).toEqual(
+      Array.from({ length: DRIFT_SAMPLES_KEPT }, (_, i) => `entity-${n - 1 - i}`),
+    );
+    const rows = async () => (await db.query('SELECT count(*)::int AS n FROM drift_samples')).rows[0].n;
+    expect(await rows()).toBe(DRIFT_SAMPLES_KEPT);
+    // Each sample recorded since takes the oldest out: the totals go on, the table stays.
+    for (let i = 0; i < 10; i++) await move(store, `later-${i}`, 0.1, Date.now());
+    expect((await store.drift.metrics(1)).samples).toBe(n + 10);
+    expect(await rows()).toBe(DRIFT_SAMPLES_KEPT);
     await Promise.all([store.close(), db.end()]);
   });
 });

@@ -35,6 +35,7 @@ import {
 } from './snapshot.ts';
 import {
   DRIFT_BOUNDS,
+  DRIFT_SAMPLES_KEPT,
   IDEMPOTENCY_CLAIM_MS,
   IDEMPOTENCY_TTL_MS,
   type CitizenRecord,
@@ -45,9 +46,6 @@ import {
   type ReceiptEntry,
   type Store,
 } from '../types.ts';
-
-// The drift metrics keep this many recent samples.
-const RECENT_SAMPLES = 100;
 
 // What a record held as an object costs beyond its text (object, map entry, pointers): an estimate
 // for the ceiling (100,000 idempotency records in a Map took 166 bytes each beyond their text).
@@ -260,7 +258,7 @@ class Memory {
         d.contraction_count += sample.contraction_attempts;
         if (sample.fail_closed) d.fail_closed++;
         d.by_verdict[sample.verdict] = (d.by_verdict[sample.verdict] ?? 0) + 1;
-        d.recent = [...d.recent.slice(-(RECENT_SAMPLES - 1)), sample];
+        d.recent = [...d.recent.slice(-(DRIFT_SAMPLES_KEPT - 1)), sample];
         return;
       }
       case 'telemetry.save': {

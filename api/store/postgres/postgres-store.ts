@@ -8,6 +8,7 @@ import { decodeCursor, decodeLogCursor, encodeCursor, encodeLogCursor } from '..
 import {
   callersTrimmedTo,
   DRIFT_BOUNDS,
+  DRIFT_SAMPLES_KEPT,
   IDEMPOTENCY_LEASE_MS,
   IDEMPOTENCY_TTL_MS,
   TELEMETRY_STALE_MS,
@@ -177,6 +178,14 @@ const FORGET_WINDOWS = `DELETE FROM drift_windows WHERE entity_id IN (
   SELECT entity_id FROM drift_windows WHERE moved_at <= $1 ORDER BY moved_at LIMIT $2 FOR UPDATE SKIP LOCKED)`;
 
 /**
+ * Deletes at most two samples past the newest `$1`: each recorded sample takes out up to two older
+ * ones, so the table stays at `$1` plus the samples being written at that moment. Rows another
+ * transaction is deleting are skipped, not waited for.
+ */
+const FORGET_SAMPLES = `DELETE FROM drift_samples WHERE decision_id IN (
+  SELECT decision_id FROM drift_samples ORDER BY at DESC, decision_id DESC OFFSET $1 LIMIT 2 FOR UPDATE SKIP LOCKED)`;
+
+/**
  * Keeps the first `$1` of callers' windows in the order of DriftBounds.callers (every client's most
  * recently moved before any client's second, and so on; within a rank, the more recently moved)
  * and deletes the rest, skipping rows another transaction is moving right now.
@@ -219,6 +228,7 @@ async function recordDrift(client: pg.PoolClient, d: DriftWrite, bounds: DriftBo
     s.fail_closed,
     s.at,
   ]);
+  await client.query(FORGET_SAMPLES, [DRIFT_SAMPLES_KEPT]);
   const owner = windowOwner(d.entityId);
   if (owner === null || !moved.rows[0]?.inserted) return;
   await client.query(
