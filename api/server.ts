@@ -49,6 +49,7 @@ import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { sendRequestId } from './http/request-id.ts';
 import { limitConnections } from './gateway/connections.ts';
+import { closing, LINGER_MS } from './gateway/lingering.ts';
 import { closeStalledConnections } from './gateway/stalled-connections.ts';
 import { createSharedAnswers } from './gateway/shared-answers.ts';
 import { lockFolder, LockHeld, waitForLock, type HostLock } from './operator/host-lock.ts';
@@ -174,11 +175,18 @@ export const KEEP_ALIVE_MS = 65_000;
  */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
-/** After those 503s, how long their clients get to read them before the connections are destroyed. */
-const SHUTDOWN_CUT_MS = 1000;
+/**
+ * After those 503s, how long their clients get to read them before the connections are destroyed:
+ * as long as any refusal's lingering close reads on, so a client still sending gets its answer, not a reset.
+ */
+const SHUTDOWN_CUT_MS = LINGER_MS;
 
-/** A request still unanswered at the end of the grace period: 503, and its connection closed. */
-function cutShort(res: ServerResponse): void {
+/**
+ * A request still unanswered at the end of the grace period: 503, and its connection closed; a body
+ * still arriving is read on and dropped until then (a lingering close), so the kernel does not reset
+ * the connection over unread bytes and the client reads its answer. `client`: the request's client key.
+ */
+function cutShort(res: ServerResponse, client: string): void {
   if (res.headersSent) return;
   const req = res.req;
   const path = (req.url ?? '/').split('?')[0];
@@ -187,13 +195,16 @@ function cutShort(res: ServerResponse): void {
     `The process is stopping and this request was still unanswered after ${SHUTDOWN_GRACE_MS / 1000} s. Retry with the same Idempotency-Key: a write whose body had arrived whole may have been saved.`,
   );
   const body = JSON.stringify(problem.body(path));
-  res.writeHead(problem.status, {
-    'Content-Type': PROBLEM_TYPE,
-    'Content-Length': String(Buffer.byteLength(body)),
-    ...securityHeaders(PROBLEM_TYPE),
-    ...problem.headers,
-    Connection: 'close',
-  });
+  res.writeHead(
+    problem.status,
+    closing(req, client, {
+      'Content-Type': PROBLEM_TYPE,
+      'Content-Length': String(Buffer.byteLength(body)),
+      ...securityHeaders(PROBLEM_TYPE),
+      ...problem.headers,
+      Connection: 'close',
+    }),
+  );
   res.end(req.method === 'HEAD' ? undefined : body);
 }
 
@@ -442,7 +453,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         // Past the grace period: 503 to whatever is unanswered, then every connection left is destroyed.
         const grace = setTimeout(() => {
           logger.warn({ requests: inFlight.size, graceMs: SHUTDOWN_GRACE_MS }, 'shutdown grace over: ending requests');
-          for (const res of inFlight) cutShort(res);
+          for (const res of inFlight) cutShort(res, clientOf.ofRequest(res.req.socket, res.req.headers).key);
           setTimeout(() => server.closeAllConnections(), SHUTDOWN_CUT_MS).unref();
         }, SHUTDOWN_GRACE_MS).unref();
         server.close(() => {

@@ -35,11 +35,13 @@ export function pauser(stream: Readable) {
   const reasons = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   gateReads(stream, () => reasons.size === 0);
-  const end = (reason: string) => {
-    if (!reasons.delete(reason)) return;
+  const start = () => {
     if (reasons.size > 0 || stream.destroyed) return;
     stream.resume();
     restartReads(stream);
+  };
+  const end = (reason: string) => {
+    if (reasons.delete(reason)) start();
   };
   const pause = (reason: string) => {
     reasons.add(reason);
@@ -52,6 +54,11 @@ export function pauser(stream: Readable) {
     },
     pause,
     end,
+    /**
+     * Reads now unless held, also where another stopped the reads: node's HTTP parser stops the
+     * handle of a socket it reads when the request on it is paused, and resume() alone leaves it stopped.
+     */
+    start,
     /** Holds the stream for `ms` (nothing when 0). */
     wait(ms: number) {
       if (ms <= 0) return;

@@ -123,7 +123,7 @@ function lingerAfterAnswer(req: IncomingMessage, key: string): void {
     });
     // Under a flood the budget is spent already: not even a first read (a 64 KiB buffer) until it refills.
     flow.wait(budget.take(0));
-    if (!flow.held) this.resume();
+    flow.start();
     const timer = setTimeout(() => this.destroy(), LINGER_MS);
     timer.unref();
     addLingering(this, key);

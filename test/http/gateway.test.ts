@@ -220,6 +220,32 @@ describe('graceful shutdown', () => {
     expect(own.logs.some((l) => l.includes('"msg":"stopped"'))).toBe(true);
   });
 
+  it('ends an upload still arriving at SHUTDOWN_GRACE_MS with a 503 its client reads, not a reset, and exits 0', async () => {
+    // The server takes 64 KiB a second: the 6 MiB queued below are far from read when the grace ends.
+    const own = await startServerProcess({ DATA_DIR: ':memory:', UPLOAD_BYTES_PER_SECOND: '65536' });
+    const client = await rawClient(own);
+    try {
+      client.socket.write(
+        `POST /api/ingress/audio HTTP/1.1\r\nHost: x\r\nContent-Type: audio/mpeg\r\nContent-Length: ${50 * 1024 * 1024}\r\n\r\n`,
+      );
+      client.socket.write(Buffer.alloc(6 * 1024 * 1024, 0xff));
+      const from = own.logs.length;
+      own.child.kill('SIGTERM');
+      expect(await own.stop()).toBe(0);
+      // Unread bytes at the close would have made the kernel reset the connection, and the client
+      // lose the answer: the server reads on and drops them (a lingering close) until it exits.
+      expect((await client.closed).error).toBeUndefined();
+      const answer = client.received();
+      expect(statusOf(answer)).toBe(503);
+      expect(bodyOf(answer).code).toBe('SHUTTING_DOWN');
+      expect(answer).toMatch(/\r\nConnection: close\r\n/i);
+      expect(own.logs.slice(from).join('\n')).toContain('"msg":"stopped"');
+    } finally {
+      client.socket.destroy();
+      await own.stop('SIGKILL');
+    }
+  }, 60_000);
+
   it('ends a body trickling in past SHUTDOWN_GRACE_MS with 503, saves and exits 0; a write acknowledged before survives', async () => {
     const own = await startServerProcess();
     const name = `before-stop-${Date.now()}`;
