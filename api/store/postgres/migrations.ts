@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { nameKeys } from '../../names/name-rule.ts';
-import { DRIFT_SAMPLES_KEPT } from '../types.ts';
 
 /** Versioned schema changes, applied in order at start and by `npm run migrate`. Never edit a released one. */
 export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
@@ -76,10 +75,11 @@ export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
   {
     version: 9,
     name: 'drift samples bounded: the totals count every sample recorded, the table keeps the newest (deleting one no longer uncounts it)',
+    // 100: DRIFT_SAMPLES_KEPT when it was written, spelled out so that the migration never changes.
     sql: `
       DROP TRIGGER drift_samples_counted_delete ON drift_samples;
       DELETE FROM drift_samples WHERE decision_id NOT IN (
-        SELECT decision_id FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT ${DRIFT_SAMPLES_KEPT});
+        SELECT decision_id FROM drift_samples ORDER BY at DESC, decision_id DESC LIMIT 100);
     `,
   },
 ];
