@@ -20,6 +20,7 @@ import {
   PRECOMPRESSED_DIR,
   staticManifestOf,
   uploadBody,
+  writeProblem,
   type BodyPolicy,
   type ObservedRequest,
   type RenderHandler,
@@ -49,7 +50,7 @@ import type { RouteHandler } from './http/route.ts';
 import { createClientResolver } from './http/client.ts';
 import { sendRequestId } from './http/request-id.ts';
 import { limitConnections } from './gateway/connections.ts';
-import { closing, LINGER_MS } from './gateway/lingering.ts';
+import { LINGER_MS } from './gateway/lingering.ts';
 import { closeStalledConnections } from './gateway/stalled-connections.ts';
 import { createSharedAnswers } from './gateway/shared-answers.ts';
 import { lockFolder, LockHeld, waitForLock, type HostLock } from './operator/host-lock.ts';
@@ -194,18 +195,7 @@ function cutShort(res: ServerResponse, client: string): void {
     'SHUTTING_DOWN',
     `The process is stopping and this request was still unanswered after ${SHUTDOWN_GRACE_MS / 1000} s. Retry with the same Idempotency-Key: a write whose body had arrived whole may have been saved.`,
   );
-  const body = JSON.stringify(problem.body(path));
-  res.writeHead(
-    problem.status,
-    closing(req, client, {
-      'Content-Type': PROBLEM_TYPE,
-      'Content-Length': String(Buffer.byteLength(body)),
-      ...securityHeaders(PROBLEM_TYPE),
-      ...problem.headers,
-      Connection: 'close',
-    }),
-  );
-  res.end(req.method === 'HEAD' ? undefined : body);
+  writeProblem(req, res, client, problem, path ?? '/', { Connection: 'close' });
 }
 
 /** Until the store is open: /livez says the process lives, everything else 503 STARTING. */

@@ -92,18 +92,35 @@ function sendProblem(
   whenLingerSlot(req, client, () => {
     // It may have waited: the client may have left, or (never yet) another answer gone first.
     if (res.destroyed || res.headersSent) return;
-    const body = JSON.stringify(problem.body(instance));
-    res.writeHead(
-      problem.status,
-      closing(req, client, {
-        'Content-Type': PROBLEM_TYPE,
-        'Content-Length': String(Buffer.byteLength(body)),
-        ...securityHeaders(PROBLEM_TYPE),
-        ...problem.headers,
-      }),
-    );
-    res.end(req.method === 'HEAD' ? undefined : body);
+    writeProblem(req, res, client, problem, instance);
   });
+}
+
+/**
+ * Writes a problem answer now, with a lingering close when the request body is left unread (so the
+ * client reads the answer, not a reset). `headers`: more of them (`Connection: close`). `client`:
+ * the request's client key.
+ */
+export function writeProblem(
+  req: IncomingMessage,
+  res: ServerResponse,
+  client: string,
+  problem: HttpProblem,
+  instance: string,
+  headers: Record<string, string> = {},
+): void {
+  const body = JSON.stringify(problem.body(instance));
+  res.writeHead(
+    problem.status,
+    closing(req, client, {
+      'Content-Type': PROBLEM_TYPE,
+      'Content-Length': String(Buffer.byteLength(body)),
+      ...securityHeaders(PROBLEM_TYPE),
+      ...problem.headers,
+      ...headers,
+    }),
+  );
+  res.end(req.method === 'HEAD' ? undefined : body);
 }
 
 /** A route's answer as it goes on the wire: final headers, and the body as one Buffer. */

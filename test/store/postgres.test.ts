@@ -21,6 +21,20 @@ afterAll(async () => {
   if (available) await dropDatabases();
 });
 
+/** A fresh database as the migrations up to `version` left it, and a pool on it. */
+async function databaseAt(version: number): Promise<{ url: string; db: pg.Pool }> {
+  const url = await freshDatabase();
+  const db = new pg.Pool({ connectionString: url });
+  await db.query(
+    'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+  );
+  for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
+    await db.query(m.sql);
+    await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+  }
+  return { url, db };
+}
+
 describe.runIf(available)('PostgreSQL', () => {
   runStoreContract(
     'postgresql',
@@ -138,16 +152,8 @@ describe.runIf(available)('PostgreSQL: a write and its idempotency record are on
 
 describe.runIf(available)('PostgreSQL: names stored before they were unique (migration 4)', () => {
   it('keys every stored citizen; of a pair that already looked alike both stay, the older holds the name, and no third may join', async () => {
-    const url = await freshDatabase();
-    const db = new pg.Pool({ connectionString: url });
     // A database as migrations 1-3 left it, with citizens whose names look alike.
-    await db.query(
-      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    for (const m of MIGRATIONS.filter((m) => m.version <= 3)) {
-      await db.query(m.sql);
-      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-    }
+    const { url, db } = await databaseAt(3);
     const older = citizen({ name: 'example-agent' });
     const younger = citizen({ name: 'EXAMPLE-AGENT' });
     const youngest = citizen({ name: 'exаmple-agent' });
@@ -275,15 +281,7 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
   });
 
   it('gives the windows a database kept before migration 8 their client, a time they moved (the migration) and their count', async () => {
-    const url = await freshDatabase();
-    const db = new pg.Pool({ connectionString: url });
-    await db.query(
-      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    for (const m of MIGRATIONS.filter((m) => m.version <= 7)) {
-      await db.query(m.sql);
-      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-    }
+    const { url, db } = await databaseAt(7);
     const own = citizen().memberId;
     const keys = Array.from({ length: 7 }, (_, i) => callerWindowKey(`sovereign-${i}`, '2001:db8:1:2::/64'));
     for (const key of [own, ...keys])
@@ -309,15 +307,7 @@ describe.runIf(available)('PostgreSQL: drift windows written by several processe
 
 describe.runIf(available)('PostgreSQL drift samples', () => {
   it('keeps the newest samples of a database kept before migration 9, with their totals as they were', async () => {
-    const url = await freshDatabase();
-    const db = new pg.Pool({ connectionString: url });
-    await db.query(
-      'CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-    );
-    for (const m of MIGRATIONS.filter((m) => m.version <= 8)) {
-      await db.query(m.sql);
-      await db.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-    }
+    const { url, db } = await databaseAt(8);
     const n = DRIFT_SAMPLES_KEPT * 3;
     await db.query(
       `INSERT INTO drift_samples SELECT gen_random_uuid(), 'entity-' || i, 'PERSIST', jsonb_build_object('entity_id', 'entity-' || i), 1, false,
