@@ -468,8 +468,9 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.disallowed = bait;
     event.robots = robots;
     event.step = step;
-    // Only a name the bot table does not know needs its client, as evidence (hashed, never stored).
-    event.client = classification.known === null && address ? clientOf(address) : undefined;
+    // A bot's client, hashed (never stored): the evidence a name the table does not know earns, and
+    // the share of the webhook queue its alerts take (a memoized hash: addresses repeat).
+    event.client = classification.bot && address ? clientOf(address) : undefined;
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
@@ -530,16 +531,17 @@ export async function createTelemetry(o: TelemetryOptions) {
 
   /**
    * Where a counted request's family name came from, as alerts.ts keeps its alerts: the table family
-   * it claims (a name the table knows, however the client spelled it), else the client it came from.
-   * One per table family, made once: a flood of spoofed claims builds nothing per request.
+   * it claims (a name the table knows, however the client spelled it), and the client it came from
+   * (its share of the webhook queue). A table family's name is cut once: a flood of spoofed claims
+   * builds no string per request.
    */
-  const knownSources = new WeakMap<BotFamily, AlertSource>();
+  const knownNames = new WeakMap<BotFamily, string>();
   function alertSource(e: LedgerEvent): AlertSource {
     const known = e.classification.known;
     if (!known) return { client: e.client };
-    let source = knownSources.get(known);
-    if (!source) knownSources.set(known, (source = { known: cut(known.family, LEDGER_LIMITS.nameChars) }));
-    return source;
+    let name = knownNames.get(known);
+    if (name === undefined) knownNames.set(known, (name = cut(known.family, LEDGER_LIMITS.nameChars)));
+    return { known: name, client: e.client };
   }
 
   /** The announcement or spoofing alert a counted claim may raise (each bounded and once per window in alerts.ts). */

@@ -196,6 +196,45 @@ describe('alerts', () => {
     expect(hook.got.map((a) => a.family)).toEqual(['Bot-0', 'Googlebot', 'Bingbot', 'Applebot']);
   });
 
+  it("gives one client at most ALERT_LIMITS.queuedPerClient places in the webhook queue, whatever names it writes: another client's alert is queued", async () => {
+    hook.hang = true;
+    const { logger, lines } = memoryLogger();
+    const table = new Set(Array.from({ length: 40 }, (_, i) => `Table-${i}`));
+    const alerts = createAlerts({
+      tableFamilies: table,
+      webhookUrl: hook.url,
+      logger,
+      windowMs: 3_600_000,
+      spoofThreshold: 1,
+      maxQueue: 100,
+      timeoutMs: 100,
+    });
+    const share = ALERT_LIMITS.queuedPerClient;
+    try {
+      // One client names 30 of the table's families: one POST in flight, its share waiting, the rest only logged.
+      for (let i = 0; i < 30; i++)
+        expect(alerts.newFamily(`Table-${i}`, null, 'Bot', false, { client: 'flooder' })).toBe(true);
+      expect(alerts.stats()).toMatchObject({ raised: 30, inFlight: 1, queued: share, dropped: 29 - share });
+      expect(lines.filter((l) => /share of the webhook queue/.test(l.msg))).toHaveLength(29 - share);
+      // Another client's alert, and a verified crawler's (never counted against a share), are queued.
+      expect(alerts.newFamily('Table-30', null, 'Bot', false, { client: 'someone else' })).toBe(true);
+      expect(alerts.newFamily('Table-31', null, 'Crawler', true, { client: 'flooder' })).toBe(true);
+      expect(alerts.stats()).toMatchObject({ queued: share + 2, dropped: 29 - share });
+      // As its alerts leave the queue, the client's places come back.
+      await alerts.idle();
+      expect(hook.got.map((a) => a.family)).toEqual([
+        ...Array.from({ length: share + 1 }, (_, i) => `Table-${i}`),
+        'Table-30',
+        'Table-31',
+      ]);
+      expect(alerts.newFamily('Table-32', null, 'Bot', false, { client: 'flooder' })).toBe(true);
+      expect(alerts.stats()).toMatchObject({ inFlight: 1, dropped: 29 - share });
+    } finally {
+      // Whatever failed, what is queued is sent before the next test reads the hook.
+      await alerts.idle();
+    }
+  });
+
   it("never refuses the table's families: a memory of their own, whatever clients write; other names' pairs at most ALERT_LIMITS.poolPairs, dropped past them (logged once a window) until old ones expire", () => {
     const c = clock();
     const { logger, lines } = memoryLogger();
@@ -354,6 +393,42 @@ describe('alerts from telemetry', () => {
     });
     return { alerts, t };
   }
+
+  it("keeps one address that writes the table's names to its share of the webhook queue: another address's new family still reaches it", async () => {
+    const { alerts, t } = await alerting(5, { reverse: async () => [], resolve: async () => [] });
+    try {
+      const rules = telemetryRulesOf(await loadContent('content'));
+      // Families no claim of which can be checked here: anyone's first claim announces them.
+      const named = rules.families
+        .filter(
+          (f) =>
+            f.verify === 'none' &&
+            !f.robots_only &&
+            f.kind !== 'tool' &&
+            f.operator !== '(tool)' &&
+            !f.weak &&
+            !f.signature_agents?.length,
+        )
+        .map((f) => ({ family: f.family, ua: `Mozilla/5.0 (compatible; ${f.tokens[0]}/1.0)` }))
+        .filter(({ family, ua }) => rules.classify(ua).family === family)
+        .slice(0, 41);
+      expect(named).toHaveLength(41);
+      const base = { method: 'GET', host: 'site.example', path: '/', status: 200, durationMs: 1 };
+      // All in one turn of the loop: nothing has left the queue when the other address comes.
+      for (const { ua } of named.slice(0, 40)) t.observe({ ...base, userAgent: ua, remoteAddress: '203.0.113.9' });
+      t.observe({ ...base, userAgent: named[40]!.ua, remoteAddress: '198.51.100.7' });
+      const share = ALERT_LIMITS.queuedPerClient;
+      expect(alerts.stats()).toMatchObject({ raised: 41, dropped: 40 - (share + 1) });
+      await alerts.idle();
+      expect(hook.got.map((a) => a.family)).toEqual([
+        ...named.slice(0, share + 1).map((n) => n.family),
+        named[40]!.family,
+      ]);
+    } finally {
+      await alerts.idle();
+      await t.close();
+    }
+  });
 
   it('raises a new family, a crawler on a bait path and a spike of spoofed claims, each once', async () => {
     const { alerts, t } = await alerting(5, { reverse: async () => [], resolve: async () => [] });

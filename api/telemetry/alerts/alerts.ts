@@ -30,7 +30,10 @@ export interface AlertSource {
    * pairs are its table family's: raised once a window whatever the spelling, kept with the table's.
    */
   known?: string | undefined;
-  /** The hashed address of the request that raised it, for a name the table does not know: its client's share. */
+  /**
+   * The hashed address of the request that raised it (an IPv6 client's /64): its client's share of
+   * other names' pairs, and of the webhook queue for any name.
+   */
   client?: string | undefined;
 }
 
@@ -73,6 +76,12 @@ export const ALERT_LIMITS = {
    * ledger gives one client's units an hour, in each of the four kinds.
    */
   poolPairsPerClient: 16,
+  /**
+   * Alerts of one client waiting for the webhook at once (a line without an address: its name's own),
+   * whatever their names: a client that writes the table's names cannot fill the queue for others.
+   * A verified crawler's new-family alert is not counted against it.
+   */
+  queuedPerClient: 8,
 } as const;
 /** Characters of a family name or path an alert carries (both come from the network). */
 const FIELD_CHARS = 128;
@@ -115,6 +124,9 @@ export function createAlerts(o: AlertOptions) {
   const queue: Alert[] = [];
   // Queued alerts of crawlers their verification proved (never bumped for another).
   const provenAlerts = new WeakSet<Alert>();
+  // The client each other queued alert came from, and how many each has waiting (ALERT_LIMITS.queuedPerClient).
+  const queuedFrom = new Map<Alert, string>();
+  const queuedBy = new Map<string, number>();
   let inFlight = 0;
   // When a pair refused for a full memory, and for a client's share used up, was last logged.
   const refusedSince: Record<'full' | 'share', number | undefined> = { full: undefined, share: undefined };
@@ -183,6 +195,8 @@ export function createAlerts(o: AlertOptions) {
     const at = now();
     const ms = at.getTime();
     const table = tableKeyOf(family, source);
+    // A request without an address is a client of its own name, as the ledger's pool counts it.
+    const who = source?.client ?? `\0${table ?? family}`;
     if (table !== undefined) {
       const key = `${kind}\n${table}`;
       if (!dueAgain(tableRaised.get(key), ms, o.windowMs)) return false;
@@ -192,8 +206,6 @@ export function createAlerts(o: AlertOptions) {
       expirePool(ms);
       // Still remembered: raised within the window.
       if (poolRaised.has(key)) return false;
-      // A request without an address is a client of its own name, as the ledger's pool counts it.
-      const who = source?.client ?? `\0${family}`;
       const held = poolShares.get(who) ?? 0;
       if (poolRaised.size >= ALERT_LIMITS.poolPairs) return refuse('full', ms, kind, family);
       if (held >= ALERT_LIMITS.poolPairsPerClient) return refuse('share', ms, kind, family);
@@ -212,11 +224,19 @@ export function createAlerts(o: AlertOptions) {
     };
     o.logger.warn({ alert }, `bot alert: ${message}`);
     if (!o.webhookUrl) return true;
+    if (!proven && (queuedBy.get(who) ?? 0) >= ALERT_LIMITS.queuedPerClient) {
+      stats.dropped++;
+      o.logger.warn(
+        { kind, family: alert.family, queued: queue.length },
+        "bot alert: this alert's client has its share of the webhook queue waiting; this alert was only logged",
+      );
+      return true;
+    }
     if (queue.length >= o.maxQueue) {
       // A crawler proven by its verification takes the place of the newest alert anyone could raise
       // by writing a name: a flood of claims cannot keep a real crawler's arrival from the webhook.
       const bumped = proven ? queue.findLastIndex((a) => !provenAlerts.has(a)) : -1;
-      const left = bumped < 0 ? alert : queue.splice(bumped, 1)[0]!;
+      const left = bumped < 0 ? alert : unqueued(queue.splice(bumped, 1)[0]!);
       stats.dropped++;
       o.logger.warn(
         { kind: left.kind, family: left.family, queued: queue.length },
@@ -225,9 +245,24 @@ export function createAlerts(o: AlertOptions) {
       if (left === alert) return true;
     }
     if (proven) provenAlerts.add(alert);
+    else {
+      queuedFrom.set(alert, who);
+      queuedBy.set(who, (queuedBy.get(who) ?? 0) + 1);
+    }
     queue.push(alert);
     pump();
     return true;
+  }
+
+  /** An alert leaving the queue gives its client's place back. */
+  function unqueued(alert: Alert): Alert {
+    const who = queuedFrom.get(alert);
+    if (who === undefined) return alert;
+    queuedFrom.delete(alert);
+    const left = queuedBy.get(who)! - 1;
+    if (left === 0) queuedBy.delete(who);
+    else queuedBy.set(who, left);
+    return alert;
   }
 
   function pump(): void {
@@ -237,6 +272,7 @@ export function createAlerts(o: AlertOptions) {
       for (const done of idle.splice(0)) done();
       return;
     }
+    unqueued(next);
     inFlight++;
     void post(next).finally(() => {
       inFlight--;
