@@ -16,6 +16,17 @@ const oath = (url: string, name: string) =>
   });
 const names = async (url: string) =>
   ((await (await fetch(`${url}/api/citizens?limit=200`)).json()).citizens as { name: string }[]).map((c) => c.name);
+/** Every citizen's name, page by page. */
+async function allNames(url: string): Promise<Set<string>> {
+  const listed = new Set<string>();
+  let cursor = '';
+  for (;;) {
+    const page = await (await fetch(`${url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)).json();
+    for (const c of page.citizens) listed.add(c.name);
+    if (!page.nextCursor) return listed;
+    cursor = page.nextCursor;
+  }
+}
 
 describe('a crash under load', () => {
   it('keeps every oath answered 201 after SIGKILL, and the store opens', async () => {
@@ -43,16 +54,7 @@ describe('a crash under load', () => {
     expect(acknowledged.length).toBeGreaterThanOrEqual(40);
 
     const restarted = await startServer({ DATA_DIR: server.dataDir });
-    const listed = new Set<string>();
-    let cursor = '';
-    for (;;) {
-      const page = await (
-        await fetch(`${restarted.url}/api/citizens?limit=200${cursor ? `&cursor=${cursor}` : ''}`)
-      ).json();
-      for (const c of page.citizens) listed.add(c.name);
-      if (!page.nextCursor) break;
-      cursor = page.nextCursor;
-    }
+    const listed = await allNames(restarted.url);
     for (const name of acknowledged) expect(listed.has(name), name).toBe(true);
     expect((await oath(restarted.url, 'after-crash')).status).toBe(201);
     await restarted.stop();
@@ -138,6 +140,41 @@ describe('a disk that refuses writes', () => {
     const again = await startServer({ DATA_DIR: dir });
     expect(await names(again.url)).toEqual(['after-full', ...acknowledged]);
     await again.stop();
+  }, 60_000);
+});
+
+describe('a journal file at the file-size limit', () => {
+  it('starts a new one (EFBIG): the write that met the limit is refused, the next acknowledged, every one kept', async () => {
+    const server = await startServerProcess({ WRITE_RATE_LIMIT: '0' });
+    try {
+      // No file of the process may grow past 200 KB from now on (RLIMIT_FSIZE); node ignores
+      // SIGXFSZ, so a write past it fails with EFBIG, as under `ulimit -f` or systemd's LimitFSIZE.
+      execFileSync('prlimit', ['--pid', String(server.child.pid), '--fsize=200000']);
+      const acknowledged: string[] = [];
+      let refused = 0;
+      let after = 0;
+      for (let i = 0; i < 3000 && after < 20; i++) {
+        const res = await oath(server.url, `fsize-${i}`);
+        if (res.status === 201) {
+          acknowledged.push(`fsize-${i}`);
+          if (refused > 0) after++;
+        } else {
+          expect(res.status).toBe(503);
+          refused++;
+        }
+      }
+      expect(after).toBe(20);
+      expect(refused).toBe(1);
+      await server.waitForLog((l) => l.includes('writes go to a new file'));
+      server.child.kill('SIGKILL');
+      await server.stop();
+      const restarted = await startServer({ DATA_DIR: server.dataDir });
+      const listed = await allNames(restarted.url);
+      expect(acknowledged.filter((name) => !listed.has(name))).toEqual([]);
+      await restarted.stop();
+    } finally {
+      await server.stop('SIGKILL');
+    }
   }, 60_000);
 });
 

@@ -761,6 +761,22 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
   // a journal left long by earlier runs is compacted now.
   maybeCompact(migrating || snapshotKeysComputed);
 
+  /**
+   * The process's file-size limit (RLIMIT_FSIZE) refuses the journal file more bytes (EFBIG), not a
+   * new file: the writes after it go to a new one (older files stay until a snapshot holds them).
+   * Only a file that holds entries is left (one whose first entry was refused would be again), and
+   * not while a compaction, which starts a new file itself, is under way.
+   */
+  function startNewJournalFile(): void {
+    if (compacting || journal.size === 0) return;
+    logger.warn({ bytes: journal.size }, 'the journal file is at the file-size limit: writes go to a new file');
+    compacting = journal
+      .rotate(seq + 1)
+      .then(() => undefined)
+      .catch((error: unknown) => logger.error({ err: error }, 'a new journal file could not be started'))
+      .finally(() => (compacting = undefined));
+  }
+
   /** Since when, and how many, writes the disk has refused (logged when it starts and when it ends). */
   let refusing: { since: number; writes: number } | undefined;
   /** Makes one entry durable, then applies it. Rejects with 503 when the disk refuses or the store is full. */
@@ -779,6 +795,7 @@ export async function openEmbeddedStore(options: EmbeddedStoreOptions): Promise<
         logger.error({ err: error, op }, 'store write failed: writes answer 503 until the disk takes them again');
       }
       refusing.writes++;
+      if ((error as NodeJS.ErrnoException).code === 'EFBIG') startNewJournalFile();
       throw new StoreUnavailableError(error);
     }
     if (refusing !== undefined) {

@@ -414,8 +414,13 @@ export class Journal {
         const handle = (this.#handle ??= await this.#reopen());
         if (this.#preallocating && this.#size + data.length > this.#allocated)
           await this.#preallocate(handle, data.length);
-        const { bytesWritten } = await handle.write(data, 0, data.length, this.#size);
-        if (bytesWritten !== data.length) throw new Error('short write');
+        // A short write is written on from where it stopped: a full disk or the file-size limit
+        // then says which it is (ENOSPC, EFBIG), and the store knows what to do.
+        for (let written = 0; written < data.length;) {
+          const { bytesWritten } = await handle.write(data, written, data.length - written, this.#size + written);
+          if (bytesWritten === 0) throw new Error('short write');
+          written += bytesWritten;
+        }
         this.#diskWrites++;
         this.#size += data.length;
         this.#observer?.written((performance.now() - started) / 1000, group.length);
