@@ -378,6 +378,9 @@ export async function createTelemetry(o: TelemetryOptions) {
   const timer = setInterval(() => void flush(), o.flushMs ?? 5000);
   timer.unref();
 
+  // The address of the request being counted: a table family's client is hashed only when one of
+  // its alerts needs it (alertSource).
+  let countedAddress: string | undefined;
   // One event for every count, its fields set each time: count() reads it and keeps none of it, and
   // a new object a request was ~110 bytes of garbage. Every field always present: one shape.
   const event: LedgerEvent = {
@@ -468,9 +471,10 @@ export async function createTelemetry(o: TelemetryOptions) {
     event.disallowed = bait;
     event.robots = robots;
     event.step = step;
-    // A bot's client, hashed (never stored): the evidence a name the table does not know earns, and
-    // the share of the webhook queue its alerts take (a memoized hash: addresses repeat).
-    event.client = classification.bot && address ? clientOf(address) : undefined;
+    // Only a name the bot table does not know needs its client, as evidence (hashed, never stored);
+    // a table family's is hashed only when one of its alerts is raised (alertSource).
+    event.client = classification.known === null && address ? clientOf(address) : undefined;
+    countedAddress = address;
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
@@ -482,7 +486,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     dirty ||= counted;
     if (!counted || !classification.bot) return counted;
     // What a claim being checked says of its family waits for the check (count() left it out).
-    if (typeof verification === 'object' && verification !== null) hold(verification, event);
+    if (typeof verification === 'object' && verification !== null) hold(verification, event, address);
     const row = name === null ? undefined : ledger.families[name];
     if (!o.alerts || !row) return counted;
     alertOn(row, announced, outcome, event);
@@ -495,13 +499,18 @@ export async function createTelemetry(o: TelemetryOptions) {
     return counted;
   }
 
-  /** Keeps a copy of a pending claim's request event, added to an equal one's count when it came before. */
-  function hold(pending: Pending, e: LedgerEvent): void {
+  /** Keeps a copy of a pending claim's request event (with its client), added to an equal one's count when it came before. */
+  function hold(pending: Pending, e: LedgerEvent, address: string | undefined): void {
     const key = `${e.path}\n${e.host}\n${e.status}\n${e.step}\n${e.format}\n${e.bait}\n${e.preferenceBroken}\n${JSON.stringify(e.robots)}`;
     const held = pending.events.get(key);
     if (held) held.n = (held.n ?? 1) + (e.n ?? 1);
     else if (pending.events.size < PENDING_EVENTS)
-      pending.events.set(key, { ...e, at: new Date(e.at.getTime()), recent: undefined });
+      pending.events.set(key, {
+        ...e,
+        at: new Date(e.at.getTime()),
+        recent: undefined,
+        client: e.client ?? (address === undefined ? undefined : clientOf(address)),
+      });
   }
 
   /**
@@ -541,7 +550,8 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!known) return { client: e.client };
     let name = knownNames.get(known);
     if (name === undefined) knownNames.set(known, (name = cut(known.family, LEDGER_LIMITS.nameChars)));
-    return { known: name, client: e.client };
+    const client = e.client ?? (e === event && countedAddress !== undefined ? clientOf(countedAddress) : undefined);
+    return { known: name, client };
   }
 
   /** The announcement or spoofing alert a counted claim may raise (each bounded and once per window in alerts.ts). */

@@ -148,7 +148,7 @@ export interface LedgerEvent {
   robots?: RobotsVerdict | null;
   /** The funnel step the request's operation declares, if any (counted when it succeeded). */
   step?: FunnelStep;
-  /** The client's hashed address (a bot's): a name the bot table does not know counts its evidence per client. */
+  /** The client's hashed address, for a name the bot table does not know (its evidence is counted per client). */
   client?: string | undefined;
   /** Whether the family's purpose goes against the AI usage preference of the path. */
   preferenceBroken?: boolean;
