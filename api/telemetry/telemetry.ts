@@ -71,6 +71,8 @@ export const PENDING_EVENTS = 256;
 interface Pending {
   n: number;
   events: Map<string, LedgerEvent>;
+  /** The hashed client whose claim is being checked: the share of the webhook queue its alerts take. */
+  client?: string | undefined;
 }
 /** A claim that could be checked but was not, now (lookups or checks at their bound, its network's under way): counted unverifiable. */
 const UNCHECKED = 'unchecked';
@@ -299,11 +301,12 @@ export async function createTelemetry(o: TelemetryOptions) {
     settle(ledger, family, outcome, pending.n);
     dirty = true;
     const operator = ledger.families[family]?.operator ?? null;
+    const source = { client: pending.client };
     if (outcome === 'failed') {
-      o.alerts?.failed(family, operator, pending.n);
+      o.alerts?.failed(family, operator, pending.n, source);
       return;
     }
-    if (pending.n > 0 && !announced) announce(family, outcome);
+    if (pending.n > 0 && !announced) announce(family, outcome, source);
     // Not found false, yet unproven (DNS did not answer): nothing said, as for UNCHECKED.
     if (outcome === 'verified')
       for (const e of pending.events.values()) {
@@ -328,7 +331,11 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (!r.signature) return null;
     const family = signatures.familyOf(r.signature.signatureAgent);
     if (!family || (classification.known && classification.known !== family)) return null;
-    const pending: Pending = { n: 1, events: new Map() };
+    const pending: Pending = {
+      n: 1,
+      events: new Map(),
+      client: r.remoteAddress ? clientOf(r.remoteAddress) : undefined,
+    };
     const outcome = signatures.check(family, { method: r.method, authority: r.host, ...r.signature }, pending);
     const verification = outcome === null ? pending : ledgerOutcome(outcome);
     // Too many checks running: this one was not made.
@@ -356,7 +363,7 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (outcome !== null) return outcome;
     const key = `${known.family}\n${ipKey}`;
     let pending = waiting.get(key);
-    if (!pending) waiting.set(key, (pending = { n: 0, events: new Map() }));
+    if (!pending) waiting.set(key, (pending = { n: 0, events: new Map(), client: clientOf(address) }));
     pending.n += n;
     return pending;
   }

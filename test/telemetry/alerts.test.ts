@@ -370,16 +370,17 @@ describe('alerts from telemetry', () => {
     spoofThreshold: number,
     resolver: Resolver,
     fetchDirectory: DirectoryFetcher = async () => Promise.reject(new Error('no key directories here')),
+    webhook: { url: string; timeoutMs?: number } = { url: hook.url },
   ) {
     const rules = telemetryRulesOf(await loadContent('content'));
     const alerts = createAlerts({
       tableFamilies: rules.tableFamilies,
-      webhookUrl: hook.url,
+      webhookUrl: webhook.url,
       logger: pino({ level: 'silent' }),
       windowMs: 3_600_000,
       spoofThreshold,
       maxQueue: 100,
-      timeoutMs: 2000,
+      timeoutMs: webhook.timeoutMs ?? 2000,
     });
     const t = await createTelemetry({
       funnelStepOf,
@@ -425,6 +426,41 @@ describe('alerts from telemetry', () => {
         named[40]!.family,
       ]);
     } finally {
+      await alerts.idle();
+      await t.close();
+    }
+  });
+
+  it("counts a spoofing alert raised when a reverse-DNS lookup answers against its address's share of the webhook queue", async () => {
+    // A webhook of this test's own that answers nothing: the first POST stays in flight throughout.
+    const own = await receiver();
+    own.hang = true;
+    const resolver: Resolver = { reverse: async () => ['host.spoofer.example'], resolve: async () => ['203.0.113.9'] };
+    const { alerts, t } = await alerting(1, resolver, undefined, { url: own.url, timeoutMs: 60_000 });
+    try {
+      const rules = telemetryRulesOf(await loadContent('content'));
+      // Families proven by their reverse DNS only: each claim is settled when its lookup answers.
+      const named = rules.families
+        .filter((f) => f.verify === 'reverse-dns' && (f.rdns?.length ?? 0) > 0 && !f.signature_agents?.length)
+        .map((f) => ({ family: f.family, ua: `Mozilla/5.0 (compatible; ${f.tokens[0]}/1.0)` }))
+        .filter(({ family, ua }) => rules.classify(ua).known?.family === family)
+        .slice(0, 13);
+      expect(named).toHaveLength(13);
+      const base = { method: 'GET', host: 'site.example', path: '/', status: 200, durationMs: 1 };
+      // One claim at a time, each after the lookup before it answered (one lookup a site at a time).
+      for (const [i, { ua }] of named.slice(0, 12).entries()) {
+        t.observe({ ...base, userAgent: ua, remoteAddress: '203.0.113.9' });
+        await waitFor(() => alerts.stats().raised, { until: (n) => n === i + 1, what: `spoofing alert ${i + 1}` });
+      }
+      const share = ALERT_LIMITS.queuedPerClient;
+      expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: share, dropped: 12 - 1 - share });
+      // Another address's spoofing alert is queued, not dropped.
+      t.observe({ ...base, userAgent: named[12]!.ua, remoteAddress: '198.51.100.7' });
+      await waitFor(() => alerts.stats().raised, { until: (n) => n === 13, what: "the other address's alert" });
+      expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: share + 1, dropped: 12 - 1 - share });
+    } finally {
+      // Closed, the webhook fails the POST in flight and refuses the rest at once.
+      await own.close();
       await alerts.idle();
       await t.close();
     }
