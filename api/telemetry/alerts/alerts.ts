@@ -367,7 +367,7 @@ export function createAlerts(o: AlertOptions) {
         source,
       );
     },
-    /** Counts since start: raised, sent, failed to send, dropped (queue full, or a pool pair refused); what is remembered. */
+    /** Counts since start: raised, sent, failed to send, dropped (queue full or the client's share of it taken, or a pool pair refused); what is remembered. */
     stats: () => ({
       ...stats,
       queued: queue.length,
