@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { tokenCount, tokenEnd, tokenScan, tokenStart } from '../../api/telemetry/classification/tokens.ts';
 
 const fixtures = new URL('../telemetry/fixtures/', import.meta.url);
 
@@ -14,3 +15,13 @@ export const fixtureAgentsAsReceived: string[] = fixtureAgents.flatMap((ua) => [
   ua,
   Buffer.from(ua).toString('latin1'),
 ]);
+
+/** Every token the classifier's scan finds in these User-Agents, lowercased: its string, scan, index and range. */
+export function* scannedTokens(userAgents: readonly string[]) {
+  for (const ua of userAgents) {
+    const text = ua.toLowerCase();
+    const tokens = tokenScan(text);
+    for (let i = 0; i < tokenCount(tokens); i++)
+      yield { text, tokens, i, start: tokenStart(tokens, i), end: tokenEnd(tokens, i) };
+  }
+}

@@ -2,15 +2,12 @@ import { describe, expect, it } from 'vitest';
 import {
   lowerTokens,
   productTokens,
-  tokenCount,
   tokenCut,
-  tokenEnd,
   tokenHash,
   tokenHashAt,
   tokenScan,
-  tokenStart,
 } from '../../api/telemetry/classification/tokens.ts';
-import { fixtureAgents } from '../helpers/fixture-agents.ts';
+import { fixtureAgents, scannedTokens } from '../helpers/fixture-agents.ts';
 
 // The product tokens of a User-Agent, as the classifier reads them: split at whitespace and
 // ; ( ) , [ ] { } " ' < > |, the version after a slash left out, tokens starting with + dropped.
@@ -55,18 +52,16 @@ describe('product tokens', () => {
 
   it("reads each token's hash and last cut in the same scan", () => {
     const differ: string[] = [];
-    for (const ua of userAgents) {
-      const text = ua.toLowerCase();
-      const tokens = tokenScan(text);
-      for (let i = 0; i < tokenCount(tokens); i++) {
-        const [start, end] = [tokenStart(tokens, i), tokenEnd(tokens, i)];
-        const token = text.slice(start, end);
-        // The last - _ or . past the token's second character, where a name's suffix may start.
-        const cut = Math.max(...[...token].map((ch, k) => ('-_.'.includes(ch) && k > 1 ? start + k : -1)));
-        if (tokenHashAt(tokens, i) !== tokenHash(text, start, end) || tokenCut(tokens, i) !== cut) differ.push(token);
-      }
+    let checked = 0;
+    for (const { text, tokens, i, start, end } of scannedTokens(userAgents)) {
+      checked++;
+      const token = text.slice(start, end);
+      // The last - _ or . past the token's second character, where a name's suffix may start.
+      const cut = Math.max(...[...token].map((ch, k) => ('-_.'.includes(ch) && k > 1 ? start + k : -1)));
+      if (tokenHashAt(tokens, i) !== tokenHash(text, start, end) || tokenCut(tokens, i) !== cut) differ.push(token);
     }
     expect(differ).toEqual([]);
+    expect(checked).toBeGreaterThan(userAgents.length);
     expect(tokenCut(tokenScan('adsbot-google-mobile x-y'), 0)).toBe(13);
     expect(tokenCut(tokenScan('adsbot-google-mobile x-y'), 1)).toBe(-1);
   });
