@@ -402,6 +402,24 @@ describe('classification', () => {
     expect(
       bot('Mozilla/5.0 (Windows NT 10.0; rv:120.0) Gecko/20100101 Firefox/120.0 (ops at quarry dot example)').bot,
     ).toBe(true);
+    // A "(compatible; Name" comment after a browser's whole string, as Googlebot's phone crawler
+    // writes its claim, is a crawler's, address or not; a browser string nested after an app's
+    // (a signage player's), or an old MSIE one, is no such claim.
+    expect(
+      bot(
+        'Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36 (compatible; Quarry-Render)',
+      ),
+    ).toMatchObject({ bot: true, family: 'Quarry-Render' });
+    expect(
+      bot(
+        'Signbox/2.1 (SB-40) Mozilla/5.0 (compatible; Linux armv7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/87.0.4280.141 Safari/537.36',
+      ).bot,
+    ).toBe(false);
+    expect(
+      bot(
+        'Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/3.0 Mozilla/4.0 (compatible; MSIE 6.0; Windows NT 5.1) Opera 7.03',
+      ).bot,
+    ).toBe(false);
     // A program built with Go reports its toolchain.
     expect(bot('shipyard-agent 4.2.0 (4-2-stable; go1.23.4; linux/amd64)')).toMatchObject({
       bot: true,

@@ -543,7 +543,7 @@ function productName(t: Tokens, ua: string): string | null {
  */
 function surelyBot(ua: string, name: string | null): boolean {
   if (name !== null && platformText(ua).includes(name.split(' ').pop()!)) return false;
-  return signsAsBot(ua) || (name !== null && SURELY_BOT.test(name));
+  return signsAsBot(ua) || (name !== null && SURELY_BOT.test(name)) || claimsAfterBrowser(ua);
 }
 
 /** A list's family named after one word, with the words that follow it in the string ("xenu" in "Xenu Link Sleuth/1.3.8"). */
@@ -603,6 +603,15 @@ const startsWithHeaderName = (ua: string) => {
  * judged as that shape is: a bot on evidence, else an unknown client.
  */
 const NAME_ONLY_CLAIM = /^Mozilla\/\d\.\d+ \(compatible; ?[^;()]+;?\)$/i;
+/**
+ * A "(compatible; Name" comment after a browser's own string, in the manner of Googlebot's phone
+ * crawler ("... Mobile Safari/537.36 (compatible; Googlebot/2.1; ..."): a crawler's claim, whatever
+ * the string around it says. Browsers write "compatible;" only in their first comment: a browser's
+ * string nested after an app's ("BrightSign/4.6.46 (XD230) Mozilla/5.0 (compatible; Linux mips)")
+ * starts its own first comment after "Mozilla/", and an old MSIE string nested in another names MSIE.
+ */
+const CLAIM_AFTER_BROWSER = /\)[^(]*(?<!mozilla)\/[\w.+]+ +\(compatible; ?(?!msie)[a-z]/i;
+const claimsAfterBrowser = (ua: string) => ua.includes('(compatible') && CLAIM_AFTER_BROWSER.test(ua);
 
 /**
  * A token that names both an app and its link-preview fetcher: the fetcher sends the token and a
@@ -744,7 +753,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // A name is read off the string, so it holds a bot's word only where the string does. Most
     // strings here (people's that isbot's shape patterns took) hold none and no address: whether they
     // are a person's is settled before a name is read (its RegExps were most of the slowest calls).
-    const plain = botWord === null && !SURELY_BOT.test(ua) && !signsAsBot(ua);
+    const plain = botWord === null && !SURELY_BOT.test(ua) && !signsAsBot(ua) && !claimsAfterBrowser(ua);
     if (plain && (personFirst || personClient(ua))) return HUMAN;
     const name = botWord ?? selfName(t, ua);
     // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
@@ -886,7 +895,13 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return UNKNOWN_CLIENT;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (!mayBeBot(ua) && !signsAsBot(ua) && (browserString || !GENERIC_BOT_WORDS.test(ua)) && !NAME_ONLY_CLAIM.test(ua))
+    if (
+      !mayBeBot(ua) &&
+      !signsAsBot(ua) &&
+      (browserString || !GENERIC_BOT_WORDS.test(ua)) &&
+      !NAME_ONLY_CLAIM.test(ua) &&
+      !claimsAfterBrowser(ua)
+    )
       return HUMAN;
     return unknownBot(ua, written);
   }
