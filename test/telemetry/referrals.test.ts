@@ -157,6 +157,43 @@ describe('referrals in the ledger', () => {
     await t.close();
   });
 
+  it("keeps each hour's share across batches counted out of time order, for the latest LEDGER_LIMITS.referralHours hours", async () => {
+    const t = await telemetry();
+    const HOUR = 3_600_000;
+    // Whole hours well inside the ledger's range, far from the clock.
+    const base = Math.floor(Date.now() / HOUR) * HOUR - 10 * HOUR;
+    const visits = (hour: number, n: number) =>
+      t.ingestBatch(
+        Array.from({ length: n }, () => {
+          const stamp = new Date(base + hour * HOUR + 60_000).toISOString();
+          const parsed = parseLine('json', {
+            time: stamp,
+            clientAddress: '198.51.100.9',
+            method: 'GET',
+            path: '/',
+            status: 200,
+            userAgent: PERSON,
+            referer: 'https://chatgpt.com/',
+          });
+          return (parsed as { line: Parameters<typeof t.ingest>[0][number] }).line;
+        }),
+      ).counted;
+    // A later hour's batch counted between two of an earlier hour's (the CLI keeps six in flight):
+    // the earlier hour's share is not given again.
+    expect([visits(0, 20), visits(1, 20), visits(0, 20)]).toEqual([
+      LEDGER_LIMITS.referralsPerClientHour,
+      LEDGER_LIMITS.referralsPerClientHour,
+      0,
+    ]);
+    // The tallies of the latest hours are kept, no more: past them the earliest hour's goes, and
+    // that hour starts afresh.
+    for (let hour = 2; hour <= LEDGER_LIMITS.referralHours; hour++)
+      expect(visits(hour, 20)).toBe(LEDGER_LIMITS.referralsPerClientHour);
+    expect(visits(1, 1)).toBe(0);
+    expect(visits(0, 20)).toBe(LEDGER_LIMITS.referralsPerClientHour);
+    await t.close();
+  });
+
   it('counts referrals from ingested lines: combined (its Referer), JSON lines, and a utm_source in the target', async () => {
     const t = await telemetry();
     const time = new Date().toISOString();

@@ -234,6 +234,12 @@ export const LEDGER_LIMITS = {
   referralsPerClientHour: 10,
   /** Clients an hour whose referrals are tallied; past them, the hour's new clients are counted without a cap. */
   referralClients: 8192,
+  /**
+   * Hours tallied at once, the latest seen: a log's batches are counted a little out of time order
+   * (the CLI keeps six in flight) and its lines cross an hour's end out of order, and each finds its
+   * hour's tally. An hour older than these starts a tally afresh.
+   */
+  referralHours: 4,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -814,8 +820,24 @@ export const recentOf = (s: TelemetrySnapshot): TelemetrySnapshot['recent'] => s
 
 export const OTHER_OPERATORS = '(other operators)';
 
-/** Per live ledger: visits each client was counted as sent by each operator this hour. */
-const referralsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: Map<string, number> }>();
+/** Per live ledger, by hour (LEDGER_LIMITS.referralHours of them): visits each client was counted as sent by each operator. */
+const referralsGiven = new WeakMap<TelemetrySnapshot, Map<string, Map<string, number>>>();
+
+/** The tally of an hour, made when the hour has none: the earliest hour's goes when referralHours are kept. */
+function referralTally(s: TelemetrySnapshot, hour: string): Map<string, number> {
+  let hours = referralsGiven.get(s);
+  if (hours === undefined) referralsGiven.set(s, (hours = new Map()));
+  let byClient = hours.get(hour);
+  if (byClient === undefined) {
+    if (hours.size >= L.referralHours) {
+      let earliest: string | undefined;
+      for (const kept of hours.keys()) if (earliest === undefined || kept < earliest) earliest = kept;
+      hours.delete(earliest!);
+    }
+    hours.set(hour, (byClient = new Map()));
+  }
+  return byClient;
+}
 
 /**
  * Whether one more visit of `client` (a hashed address) sent by `operator` may count this hour: at
@@ -824,16 +846,15 @@ const referralsGiven = new WeakMap<TelemetrySnapshot, { hour: string; byClient: 
  * uncapped: a flood of addresses must not stop real visits from counting.
  */
 function referralAllowed(s: TelemetrySnapshot, operator: string, hour: string, client: string): boolean {
-  let given = referralsGiven.get(s);
-  if (given?.hour !== hour) referralsGiven.set(s, (given = { hour, byClient: new Map() }));
+  const byClient = referralTally(s, hour);
   const key = `${client}\n${operator}`;
-  const n = given.byClient.get(key);
+  const n = byClient.get(key);
   if (n === undefined) {
-    if (given.byClient.size < L.referralClients) given.byClient.set(key, 1);
+    if (byClient.size < L.referralClients) byClient.set(key, 1);
     return true;
   }
   if (n >= L.referralsPerClientHour) return false;
-  given.byClient.set(key, n + 1);
+  byClient.set(key, n + 1);
   return true;
 }
 
