@@ -1,8 +1,8 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../api/config.ts';
+import { defaultIngestWorkers, loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { dropDatabases, freshDatabase, postgresAvailable } from '../helpers/postgres.ts';
 import { startServer, startServerProcess, type ServerProcess, type TestServer } from '../helpers/server.ts';
@@ -220,8 +220,10 @@ describe('log ingest on worker threads', () => {
 
   it('takes INGEST_WORKERS from 0 to 16, an empty value as the default, and refuses more at startup', () => {
     const workers = (v: string | undefined) => loadConfig({ ...process.env, INGEST_WORKERS: v }).INGEST_WORKERS;
-    expect(workers(undefined)).toBeGreaterThanOrEqual(1);
+    expect(workers(undefined)).toBe(defaultIngestWorkers(availableParallelism()));
     expect(workers('')).toBe(workers(undefined));
+    // One fewer than the cores, from one to two: the counting thread keeps a core of its own where there are two.
+    expect([1, 2, 3, 4, 16].map(defaultIngestWorkers)).toEqual([1, 1, 2, 2, 2]);
     expect(workers('0')).toBe(0);
     expect(workers('16')).toBe(16);
     expect(() => workers('17')).toThrow(/INGEST_WORKERS/);
