@@ -23,6 +23,8 @@ interface Scorable {
   entity_id: string;
   /** The window the request reads and moves (windowKeys). */
   windowKey: string;
+  /** Whether the entity is registered, when windowKeys read it already (a passport's check). */
+  registered?: boolean | undefined;
   room: string;
   allowlist?: string[] | undefined;
   plan?: Plan | undefined;
@@ -59,17 +61,26 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
    * citizen's or the sovereign pair's verdicts rest on. A passport that proves none of the entities
    * is refused (403), as on a message.
    */
-  async function windowKeys(ids: string[], caller: OmipCaller): Promise<string[]> {
+  async function windowKeys(
+    ids: string[],
+    caller: OmipCaller,
+  ): Promise<{ windowKey: string; registered: boolean | undefined }[]> {
     let own: string | undefined;
+    // What the passport's check read, so that scoring does not read the citizen again.
+    const registeredIds = new Map<string, boolean>();
     if (caller.passport !== null) {
       for (const id of ids) {
         const citizen = await citizenOf(id);
+        registeredIds.set(id, sovereign.has(id) || citizen !== null);
         if (passportMatches(caller.passport, citizen?.passportHash ?? null)) own = id;
       }
       if (own === undefined) throw new PassportMismatch();
     }
     const theirs = clientKey(caller.client);
-    return ids.map((id) => (id === own ? id.toLowerCase() : callerWindowKey(id, theirs)));
+    return ids.map((id) => ({
+      windowKey: id === own ? id.toLowerCase() : callerWindowKey(id, theirs),
+      registered: registeredIds.get(id),
+    }));
   }
 
   let prunedAt = -Infinity;
@@ -110,7 +121,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       },
       plan: input.plan,
       history: await store.drift.window(input.windowKey, now()),
-      registered: await registered(input.entity_id),
+      registered: input.registered ?? (await registered(input.entity_id)),
       input,
       constitutionFingerprint,
     });
@@ -166,21 +177,17 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
   return {
     /** POST /api/omip/score; `keep` seals the answer into the same write. */
     async score(input: ScoreRequest, caller: OmipCaller, keep?: KeepAnswer) {
-      const [windowKey] = await windowKeys([input.entity_id], caller);
+      const [window] = await windowKeys([input.entity_id], caller);
       pruneWindows(now());
-      const { answer, write } = await scoreForRecord({ ...input, windowKey: windowKey! });
+      const { answer, write } = await scoreForRecord({ ...input, ...window! });
       await store.drift.record(write.entityId, write.appended, write.keep, write.sample, keep?.(answer));
       return answer;
     },
 
     /** POST /api/omip/project: contraction as a dry run, no metrics, no window. */
     async project(input: ScoreRequest, caller: OmipCaller) {
-      const [windowKey] = await windowKeys([input.entity_id], caller);
-      const {
-        windowAfter: _window,
-        appended: _appended,
-        ...answer
-      } = await evaluate({ ...input, windowKey: windowKey! });
+      const [window] = await windowKeys([input.entity_id], caller);
+      const { windowAfter: _window, appended: _appended, ...answer } = await evaluate({ ...input, ...window! });
       const nearest = answer.contracted_plan ?? (answer.proceed ? input.plan : undefined);
       const last = answer.contraction.at(-1);
       return {
@@ -215,7 +222,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
       checkPredicateIds(
         input.agents.map((agent, i) => ({ state: agent.proposal.state, path: `/agents/${i}/proposal` })),
       );
-      const keys = await windowKeys(
+      const windows = await windowKeys(
         input.agents.map((agent) => agent.id),
         caller,
       );
@@ -224,7 +231,7 @@ export function createOmip({ store, constitution, signer, now = () => new Date()
         input.agents.map(async (agent, i) => {
           const { answer: a, write } = await scoreForRecord({
             entity_id: agent.id,
-            windowKey: keys[i]!,
+            ...windows[i]!,
             room: agent.room,
             allowlist: agent.allowlist,
             plan: agent.proposal.plan,

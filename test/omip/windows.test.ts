@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { hashPassport, newPassport } from '../../api/citizenship/passport.ts';
 import { loadContentFile } from '../../api/content/load.ts';
+import { newId } from '../../api/ids.ts';
 import { createOmip } from '../../api/omip/service.ts';
 import { openLogSigner } from '../../api/omip/signer.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
@@ -45,5 +47,34 @@ describe("the service's clock and the drift windows", () => {
     expect(after.window.deltas).toEqual([0]);
     expect(after.delta_window).toBe(0);
     expect(pruned).toEqual([start, start + 30_000 + DRIFT_BOUNDS.retentionMs - DAY, clock]);
+  });
+
+  it("reads a citizen once when it scores with its passport: the passport's check tells the score it is registered", async () => {
+    const store = openMemoryStore();
+    const passport = newPassport();
+    const memberId = newId();
+    await store.citizens.add({
+      memberId,
+      name: 'window-reader',
+      class: 'agent',
+      purpose: 'score my own plans',
+      status: 'trillionaire',
+      joinedAt: new Date().toISOString(),
+      passportHash: hashPassport(passport),
+    });
+    const reads: string[] = [];
+    const get = store.citizens.get;
+    store.citizens.get = async (id) => (reads.push(id), get(id));
+    const omip = createOmip({ store, constitution, signer: await openLogSigner(null) });
+    const own = { passport, client: '203.0.113.9' };
+    const answer = await omip.score({ entity_id: memberId, room: 'default', plan: good }, own);
+    // Registered (no identity_continuity failure), on the citizen's own window, one read.
+    expect(answer.failed_predicates).toEqual([]);
+    expect(reads).toEqual([memberId]);
+    await omip.project({ entity_id: memberId, room: 'default', plan: good }, own);
+    expect(reads).toEqual([memberId, memberId]);
+    // Without a passport the score asks once whether the entity is registered.
+    await omip.score({ entity_id: memberId, room: 'default', plan: good }, caller);
+    expect(reads).toEqual([memberId, memberId, memberId]);
   });
 });
