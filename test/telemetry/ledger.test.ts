@@ -458,6 +458,31 @@ describe('families no client can crowd out', () => {
     expect(Object.values(s.pool!).reduce((n, e) => n + e.count, 0)).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour);
   });
 
+  it("keeps a client's units of an hour across requests counted out of time order, for the latest LEDGER_LIMITS.tallyHours hours", () => {
+    const s = emptySnapshot(NOW);
+    const HOUR = 3_600_000;
+    const clock = new Date(NOW.getTime() + 10 * HOUR);
+    // A log's lines, counted in the order its batches arrived: hour 0, hour 1, hour 0 again.
+    const logged = (name: number, hour: number) =>
+      count(
+        s,
+        event({ at: new Date(NOW.getTime() + hour * HOUR), classification: junk(name), client: 'one', path: '/' }),
+        clock,
+      );
+    const units = () => Object.values(s.pool ?? {}).reduce((n, e) => n + e.count, 0);
+    for (let i = 0; i < 8; i++) logged(i, 0);
+    for (let i = 8; i < 16; i++) logged(i, 1);
+    for (let i = 16; i < 24; i++) logged(i, 0);
+    expect(units()).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour);
+    // The tallies of the latest hours are kept, no more: past them the earliest hour's goes, and
+    // that hour gives units afresh.
+    for (let hour = 2; hour <= LEDGER_LIMITS.tallyHours; hour++) logged(100 + hour, hour);
+    logged(200, 1);
+    expect(units()).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour + LEDGER_LIMITS.tallyHours - 1);
+    logged(201, 0);
+    expect(units()).toBe(2 * LEDGER_LIMITS.clientUnitsPerHour + LEDGER_LIMITS.tallyHours);
+  });
+
   it('bounds the pool against invented families from many addresses; a name seen from more clients takes the weakest row', () => {
     const s = emptySnapshot(NOW);
     for (let i = 0; i < 400; i++) from(s, junk(i), `client-${i}`);

@@ -157,7 +157,7 @@ describe('referrals in the ledger', () => {
     await t.close();
   });
 
-  it("keeps each hour's share across batches counted out of time order, for the latest LEDGER_LIMITS.referralHours hours", async () => {
+  it("keeps each hour's share across batches counted out of time order, for the latest LEDGER_LIMITS.tallyHours hours", async () => {
     const t = await telemetry();
     const HOUR = 3_600_000;
     // Whole hours well inside the ledger's range, far from the clock.
@@ -187,7 +187,7 @@ describe('referrals in the ledger', () => {
     ]);
     // The tallies of the latest hours are kept, no more: past them the earliest hour's goes, and
     // that hour starts afresh.
-    for (let hour = 2; hour <= LEDGER_LIMITS.referralHours; hour++)
+    for (let hour = 2; hour <= LEDGER_LIMITS.tallyHours; hour++)
       expect(visits(hour, 20)).toBe(LEDGER_LIMITS.referralsPerClientHour);
     expect(visits(1, 1)).toBe(0);
     expect(visits(0, 20)).toBe(LEDGER_LIMITS.referralsPerClientHour);

@@ -235,11 +235,12 @@ export const LEDGER_LIMITS = {
   /** Clients an hour whose referrals are tallied; past them, the hour's new clients are counted without a cap. */
   referralClients: 8192,
   /**
-   * Hours tallied at once, the latest seen: a log's batches are counted a little out of time order
-   * (the CLI keeps six in flight) and its lines cross an hour's end out of order, and each finds its
-   * hour's tally. An hour older than these starts a tally afresh.
+   * Hours whose per-client tallies (pool units, referral shares) are kept at once, the latest seen:
+   * a log's batches are counted a little out of time order (the CLI keeps six in flight) and its
+   * lines cross an hour's end out of order, and each finds its hour's tally. An hour older than
+   * these starts a tally afresh.
    */
-  referralHours: 4,
+  tallyHours: 4,
 } as const;
 const L = LEDGER_LIMITS;
 const HOUR = 3_600_000;
@@ -433,10 +434,34 @@ const otherRow = (s: TelemetrySnapshot, at: string) =>
     at,
   ));
 
-/** Per live ledger: the clients that gave pool names a unit this hour, and the names they gave it to. */
+/**
+ * A live ledger's tally of an hour, made when the hour has none: the tallies of the latest
+ * LEDGER_LIMITS.tallyHours hours are kept, the earliest hour's going first.
+ */
+function hourTally<T>(
+  tallies: WeakMap<TelemetrySnapshot, Map<string, T>>,
+  s: TelemetrySnapshot,
+  hour: string,
+  make: () => T,
+): T {
+  let hours = tallies.get(s);
+  if (hours === undefined) tallies.set(s, (hours = new Map()));
+  let tally = hours.get(hour);
+  if (tally === undefined) {
+    if (hours.size >= L.tallyHours) {
+      let earliest: string | undefined;
+      for (const kept of hours.keys()) if (earliest === undefined || kept < earliest) earliest = kept;
+      hours.delete(earliest!);
+    }
+    hours.set(hour, (tally = make()));
+  }
+  return tally;
+}
+
+/** Per live ledger and hour: the clients that gave pool names a unit, and the names they gave it to. */
 const unitsGiven = new WeakMap<
   TelemetrySnapshot,
-  { hour: string; byClient: Map<string, string[]>; order: string[]; next: number }
+  Map<string, { byClient: Map<string, string[]>; order: string[]; next: number }>
 >();
 
 /**
@@ -446,8 +471,7 @@ const unitsGiven = new WeakMap<
  * request without an address counts as a client of its own name. True when a unit was added.
  */
 function evidence(s: TelemetrySnapshot, name: string, at: string, hour: string, client?: string): boolean {
-  let given = unitsGiven.get(s);
-  if (given?.hour !== hour) unitsGiven.set(s, (given = { hour, byClient: new Map(), order: [], next: 0 }));
+  const given = hourTally(unitsGiven, s, hour, () => ({ byClient: new Map<string, string[]>(), order: [], next: 0 }));
   // A record without an address (a log that has none) is a client of its own name: one unit an hour.
   const key = client ?? `\0${name}`;
   let names = given.byClient.get(key);
@@ -820,24 +844,8 @@ export const recentOf = (s: TelemetrySnapshot): TelemetrySnapshot['recent'] => s
 
 export const OTHER_OPERATORS = '(other operators)';
 
-/** Per live ledger, by hour (LEDGER_LIMITS.referralHours of them): visits each client was counted as sent by each operator. */
+/** Per live ledger and hour: visits each client was counted as sent by each operator. */
 const referralsGiven = new WeakMap<TelemetrySnapshot, Map<string, Map<string, number>>>();
-
-/** The tally of an hour, made when the hour has none: the earliest hour's goes when referralHours are kept. */
-function referralTally(s: TelemetrySnapshot, hour: string): Map<string, number> {
-  let hours = referralsGiven.get(s);
-  if (hours === undefined) referralsGiven.set(s, (hours = new Map()));
-  let byClient = hours.get(hour);
-  if (byClient === undefined) {
-    if (hours.size >= L.referralHours) {
-      let earliest: string | undefined;
-      for (const kept of hours.keys()) if (earliest === undefined || kept < earliest) earliest = kept;
-      hours.delete(earliest!);
-    }
-    hours.set(hour, (byClient = new Map()));
-  }
-  return byClient;
-}
 
 /**
  * Whether one more visit of `client` (a hashed address) sent by `operator` may count this hour: at
@@ -846,7 +854,7 @@ function referralTally(s: TelemetrySnapshot, hour: string): Map<string, number> 
  * uncapped: a flood of addresses must not stop real visits from counting.
  */
 function referralAllowed(s: TelemetrySnapshot, operator: string, hour: string, client: string): boolean {
-  const byClient = referralTally(s, hour);
+  const byClient = hourTally(referralsGiven, s, hour, () => new Map<string, number>());
   const key = `${client}\n${operator}`;
   const n = byClient.get(key);
   if (n === undefined) {
