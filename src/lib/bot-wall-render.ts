@@ -80,17 +80,23 @@ export function renderCharts(v: WallView): string {
   return `<div class="grid-2">${time}${families}</div><div class="grid-2">${classes}${statuses}</div>`;
 }
 
+/** Families a class's card names, most requests first: the Families list below names every one. */
+export const CLASS_CARD_FAMILIES = 10;
+
 export function renderClasses(v: WallView): string {
   return v.classes
     .filter((c) => c.class !== 'Cosplay' || c.families.length > 0)
-    .map(
-      (c) =>
-        `<li data-class="${esc(c.class)}"><h3>${esc(c.label)}: ${c.requests}</h3><p class="muted">${esc(c.about)}</p>${
-          c.families.length === 0
-            ? '<p class="empty">None in this range.</p>'
-            : `<ul>${c.families.map((f) => `<li>${esc(f.family)}: ${f.requests}</li>`).join('')}</ul>`
-        }</li>`,
-    )
+    .map((c) => {
+      const shown = c.families.slice(0, CLASS_CARD_FAMILIES);
+      const more = c.families.length - shown.length;
+      const list =
+        c.families.length === 0
+          ? '<p class="empty">None in this range.</p>'
+          : `<ul>${shown.map((f) => `<li>${esc(f.family)}: ${f.requests}</li>`).join('')}</ul>${
+              more > 0 ? `<p class="muted">and ${more} more ${more === 1 ? 'family' : 'families'}</p>` : ''
+            }`;
+      return `<li data-class="${esc(c.class)}" data-families="${c.families.length}"><h3>${esc(c.label)}: ${c.requests}</h3><p class="muted">${esc(c.about)}</p>${list}</li>`;
+    })
     .join('');
 }
 

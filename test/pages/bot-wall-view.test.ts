@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { familyItem, renderCharts, renderMeters } from '../../src/lib/bot-wall-render.ts';
+import {
+  CLASS_CARD_FAMILIES,
+  familyItem,
+  renderCharts,
+  renderClasses,
+  renderFamilies,
+  renderMeters,
+} from '../../src/lib/bot-wall-render.ts';
 import { rangeBuckets, toWallView } from '../../src/lib/bot-wall-view.ts';
 import { barChart, columnChart, niceCeil } from '../../src/lib/charts.ts';
 
@@ -129,6 +136,25 @@ describe('toWallView', () => {
     expect(html).toContain('cannot be verified');
     expect(html).not.toMatch(/<dd><\/dd>|<td[^>]*><\/td>/);
     expect(renderMeters(v)).toContain('5');
+  });
+
+  it("names a class's busiest families on its card and counts the rest; the Families list names every one", () => {
+    const families = Array.from({ length: 25 }, (_, i) => ({
+      family: `Crawler${i}`,
+      class: 'Crawler',
+      requests: 100 - i,
+    }));
+    const v = toWallView({ botTraffic: { families } }, '24h', NOW);
+    const card = renderClasses(v).match(/<li data-class="Crawler"[^]*?<\/ul>[^]*?<\/li>/)![0];
+    const named = [...card.matchAll(/<li>(Crawler\d+): \d+<\/li>/g)].map((m) => m[1]);
+    expect(named).toEqual(families.slice(0, CLASS_CARD_FAMILIES).map((f) => f.family));
+    expect(card).toContain(`and ${25 - CLASS_CARD_FAMILIES} more families`);
+    expect(card).toContain('data-families="25"');
+    expect(renderFamilies(v).match(/data-family="Crawler\d+"/g)).toHaveLength(25);
+    // A class within the bound names all of its families, and no "more" line.
+    const few = renderClasses(toWallView({ botTraffic: { families: families.slice(0, 3) } }, '24h', NOW));
+    expect(few).not.toContain('more famil');
+    expect([...few.matchAll(/<li>Crawler\d+: /g)]).toHaveLength(3);
   });
 
   it('degrades to totals, not an error, when a document has no buckets or is empty', () => {
