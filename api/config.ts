@@ -52,7 +52,6 @@ export const MAX_TIMER_MS = 2_147_483_647;
 const Millis = (min: number, max = MAX_TIMER_MS) =>
   z.coerce.number().int().min(min).max(max, `must be at most ${max} (ms)`);
 
-/** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
 /**
  * Ingest worker threads by default: one fewer than the cores, at least one and at most two. The
  * thread that counts the groups is busy too; on two cores a second worker only took turns with it
@@ -60,6 +59,7 @@ const Millis = (min: number, max = MAX_TIMER_MS) =>
  */
 export const defaultIngestWorkers = (cores: number): number => Math.max(1, Math.min(2, cores - 1));
 
+/** Environment variables, with defaults, validated once at start-up (DESIGN section 10). */
 export const ConfigSchema = z
   .object({
     PORT: Port.default(4321),

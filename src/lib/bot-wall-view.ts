@@ -285,6 +285,8 @@ export function toWallView(doc: unknown, range: RangeKey, now: Date): WallView {
           g.class === 'Cosplay' && f.class !== 'Cosplay' ? spoofed : f.class === g.class ? f.requests - spoofed : 0;
         return n > 0 ? [{ family: f.family, requests: n }] : [];
       });
+      // Most requests in the class first (a family's spoofed share need not follow its own order).
+      members.sort((a, b) => b.requests - a.requests);
       return { ...g, requests: members.reduce((n, m) => n + m.requests, 0), families: members };
     }),
     statuses: sortCounts(

@@ -151,6 +151,20 @@ describe('toWallView', () => {
     expect(card).toContain(`and ${25 - CLASS_CARD_FAMILIES} more families`);
     expect(card).toContain('data-families="25"');
     expect(renderFamilies(v).match(/data-family="Crawler\d+"/g)).toHaveLength(25);
+    // Spoofed requests are Cosplay's, ordered by their own count, not by their families' totals.
+    const spoofed = toWallView(
+      {
+        botTraffic: {
+          families: [
+            { family: 'Big', class: 'Crawler', requests: 100, verification: { verified: 90, failed: 10 } },
+            { family: 'Faked', class: 'Crawler', requests: 50, verification: { verified: 0, failed: 50 } },
+          ],
+        },
+      },
+      '24h',
+      NOW,
+    );
+    expect(spoofed.classes.find((c) => c.class === 'Cosplay')!.families.map((f) => f.family)).toEqual(['Faked', 'Big']);
     // A class within the bound names all of its families, and no "more" line.
     const few = renderClasses(toWallView({ botTraffic: { families: families.slice(0, 3) } }, '24h', NOW));
     expect(few).not.toContain('more famil');
