@@ -149,7 +149,8 @@ describe('alerts', () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
     const alerts = createAlerts({
-      tableFamilies: TABLE,
+      // Names of the table: names it does not know have a share of the queue of their own.
+      tableFamilies: new Set(Array.from({ length: 10 }, (_, i) => `Bot-${i}`)),
       webhookUrl: hook.url,
       logger,
       windowMs: 3_600_000,
@@ -185,10 +186,11 @@ describe('alerts', () => {
       maxQueue: 3,
       timeoutMs: 200,
     });
-    // A flood of names anyone can write: one in flight, three waiting, six only logged.
+    // A flood of names anyone can write: one in flight, the share of names the table does not know
+    // (one place of three) waiting, eight only logged.
     for (let i = 0; i < 10; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
-    expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: 3, dropped: 6 });
-    // Crawlers their verification proved take the others' places, never each other's.
+    expect(alerts.stats()).toMatchObject({ inFlight: 1, queued: 1, dropped: 8 });
+    // Crawlers their verification proved fill the queue, then take the others' places, never each other's.
     for (const family of ['Googlebot', 'Bingbot', 'Applebot', 'YandexBot'])
       expect(alerts.newFamily(family, null, 'Crawler', true)).toBe(true);
     expect(alerts.stats()).toMatchObject({ queued: 3, dropped: 10 });
@@ -231,6 +233,36 @@ describe('alerts', () => {
       expect(alerts.stats()).toMatchObject({ inFlight: 1, dropped: 29 - share });
     } finally {
       // Whatever failed, what is queued is sent before the next test reads the hook.
+      await alerts.idle();
+    }
+  });
+
+  it("gives names the table does not know, from however many clients, at most ALERT_LIMITS.queuedPoolShare of the webhook queue: a table family's alert is queued", async () => {
+    hook.hang = true;
+    const { logger, lines } = memoryLogger();
+    const alerts = createAlerts({
+      tableFamilies: TABLE,
+      webhookUrl: hook.url,
+      logger,
+      windowMs: 3_600_000,
+      spoofThreshold: 1,
+      maxQueue: 100,
+      timeoutMs: 100,
+    });
+    const poolShare = Math.floor(100 * ALERT_LIMITS.queuedPoolShare);
+    try {
+      // 15 clients, each within its own share, invent 120 names: one POST in flight, the pool's share waiting.
+      for (let c = 0; c < 15; c++)
+        for (let i = 0; i < ALERT_LIMITS.queuedPerClient; i++)
+          alerts.newFamily(`invented-${c}-${i}`, null, 'Bot', false, { client: `client-${c}` });
+      expect(alerts.stats()).toMatchObject({ raised: 120, inFlight: 1, queued: poolShare, dropped: 119 - poolShare });
+      expect(lines.filter((l) => /fill their share of the webhook queue/.test(l.msg))).toHaveLength(119 - poolShare);
+      // A table family's new-family alert, unverified, from yet another client, still finds a place.
+      expect(alerts.newFamily('ClaudeBot', 'Anthropic', 'Eater', false, { client: 'client-99' })).toBe(true);
+      expect(alerts.stats()).toMatchObject({ queued: poolShare + 1, dropped: 119 - poolShare });
+      await alerts.idle();
+      expect(hook.got.map((a) => a.family)).toContain('ClaudeBot');
+    } finally {
       await alerts.idle();
     }
   });

@@ -82,6 +82,11 @@ export const ALERT_LIMITS = {
    * A verified crawler's new-family alert is not counted against it.
    */
   queuedPerClient: 8,
+  /**
+   * Share of the webhook queue alerts about names the bot table does not know may take together:
+   * many clients writing invented names leave the rest to the table's families and proven crawlers.
+   */
+  queuedPoolShare: 0.5,
 } as const;
 /** Characters of a family name or path an alert carries (both come from the network). */
 const FIELD_CHARS = 128;
@@ -127,6 +132,9 @@ export function createAlerts(o: AlertOptions) {
   // The client each other queued alert came from, and how many each has waiting (ALERT_LIMITS.queuedPerClient).
   const queuedFrom = new Map<Alert, string>();
   const queuedBy = new Map<string, number>();
+  // Queued alerts about names the bot table does not know, at most queuedPoolShare of the queue.
+  const poolQueued = new Set<Alert>();
+  const poolQueueMax = Math.floor(o.maxQueue * ALERT_LIMITS.queuedPoolShare);
   let inFlight = 0;
   // When a pair refused for a full memory, and for a client's share used up, was last logged.
   const refusedSince: Record<'full' | 'share', number | undefined> = { full: undefined, share: undefined };
@@ -232,6 +240,14 @@ export function createAlerts(o: AlertOptions) {
       );
       return true;
     }
+    if (!proven && table === undefined && poolQueued.size >= poolQueueMax) {
+      stats.dropped++;
+      o.logger.warn(
+        { kind, family: alert.family, queued: queue.length },
+        'bot alert: alerts about names the bot table does not know fill their share of the webhook queue; this alert was only logged',
+      );
+      return true;
+    }
     if (queue.length >= o.maxQueue) {
       // A crawler proven by its verification takes the place of the newest alert anyone could raise
       // by writing a name: a flood of claims cannot keep a real crawler's arrival from the webhook.
@@ -244,6 +260,7 @@ export function createAlerts(o: AlertOptions) {
       );
       if (left === alert) return true;
     }
+    if (table === undefined) poolQueued.add(alert);
     if (proven) provenAlerts.add(alert);
     else {
       queuedFrom.set(alert, who);
@@ -254,8 +271,9 @@ export function createAlerts(o: AlertOptions) {
     return true;
   }
 
-  /** An alert leaving the queue gives its client's place back. */
+  /** An alert leaving the queue gives its client's place back, and its place in the pool's share. */
   function unqueued(alert: Alert): Alert {
+    poolQueued.delete(alert);
     const who = queuedFrom.get(alert);
     if (who === undefined) return alert;
     queuedFrom.delete(alert);
