@@ -134,7 +134,8 @@ export function createAlerts(o: AlertOptions) {
   const queuedBy = new Map<string, number>();
   // Queued alerts about names the bot table does not know, at most queuedPoolShare of the queue.
   const poolQueued = new Set<Alert>();
-  const poolQueueMax = Math.floor(o.maxQueue * ALERT_LIMITS.queuedPoolShare);
+  // Rounded up: a queue of one still takes such an alert.
+  const poolQueueMax = Math.ceil(o.maxQueue * ALERT_LIMITS.queuedPoolShare);
   let inFlight = 0;
   // When a pair refused for a full memory, and for a client's share used up, was last logged.
   const refusedSince: Record<'full' | 'share', number | undefined> = { full: undefined, share: undefined };
