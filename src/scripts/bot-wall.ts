@@ -13,7 +13,7 @@ import {
   when,
 } from '../lib/bot-wall-render.ts';
 import { renderRobotsTxt } from '../lib/bot-wall-robots.ts';
-import { isRange, toWallView, type RangeKey, type WallView } from '../lib/bot-wall-view.ts';
+import { isRange, toWallView, type FamilyView, type RangeKey, type WallView } from '../lib/bot-wall-view.ts';
 import { renderReferrals, toReferralView } from '../lib/bot-wall-referrals.ts';
 
 const root = document.getElementById('wall');
@@ -43,9 +43,31 @@ function start(root: HTMLElement, source: string): void {
     }
   }
 
+  // Each family's latest view, and the summary each row shows. A closed row's body is drawn when it
+  // opens, not at every update: hundreds of rows' bodies parsed and styled made each update a
+  // third of a second of work in Chromium, for what nobody could see.
+  const latest = new Map<string, FamilyView>();
+  const summaries = new WeakMap<HTMLLIElement, string>();
+  const drawBody = (li: HTMLLIElement, f: FamilyView) => {
+    li.querySelector('.body')!.innerHTML = familyBody(f);
+    delete li.dataset.stale;
+  };
+  // 'toggle' does not bubble: listened for as it comes down to the row.
+  $('families').addEventListener(
+    'toggle',
+    (event) => {
+      const details = event.target as HTMLDetailsElement;
+      const li = details.parentElement as HTMLLIElement;
+      const f = latest.get(li.dataset.family ?? '');
+      if (details.open && li.dataset.stale !== undefined && f) drawBody(li, f);
+    },
+    true,
+  );
+
   // Rows are kept by family so an open <details> (and focus inside it) survives an update.
   function drawFamilies(v: WallView): void {
     const list = $('families');
+    latest.clear();
     const rows = new Map<string, HTMLLIElement>();
     for (const li of list.querySelectorAll<HTMLLIElement>(':scope > li[data-family]')) rows.set(li.dataset.family!, li);
     list.querySelector(':scope > li.empty')?.remove();
@@ -61,10 +83,16 @@ function start(root: HTMLElement, source: string): void {
         );
       }
       rows.delete(f.family);
+      latest.set(f.family, f);
       li.dataset.requests = String(f.requests);
       li.dataset.total = String(f.total);
-      li.querySelector('summary')!.innerHTML = familySummary(f, v);
-      li.querySelector('.body')!.innerHTML = familyBody(f);
+      const summary = familySummary(f, v);
+      if (summaries.get(li) !== summary) {
+        li.querySelector('summary')!.innerHTML = summary;
+        summaries.set(li, summary);
+      }
+      if ((li.firstElementChild as HTMLDetailsElement).open) drawBody(li, f);
+      else li.dataset.stale = '';
       if (list.children[i] !== li) list.insertBefore(li, list.children[i] ?? null);
     });
     for (const gone of rows.values()) gone.remove();

@@ -80,6 +80,18 @@ describe('/bot-wall in Chromium', () => {
       timeout: 15_000,
     });
     expect(row).not.toBeNull();
+    // A row the script made has its body drawn when it is opened, from the latest update, not by
+    // the next one (updates paused).
+    await page.click('#pause');
+    await page.click(`#families > li[data-family="${newcomer!.family}"] summary`);
+    await page.waitForFunction(
+      (family) =>
+        document
+          .querySelector(`#families > li[data-family="${family}"] details[open] .body`)
+          ?.textContent?.includes('How a claim is checked'),
+      { timeout: 5_000 },
+      newcomer!.family,
+    );
     expect(await stillSamePage(page)).toBe(true);
     expect(await page.$eval('#updated time', (t) => t.getAttribute('datetime'))).toBeTruthy();
     expect(csp).toEqual([]);
