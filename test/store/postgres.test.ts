@@ -210,12 +210,19 @@ describe.runIf(available)('PostgreSQL: migrations hold no session state', () => 
     const url = await freshDatabase();
     const stores = await Promise.all([openPostgresStore(url), openPostgresStore(url), openPostgresStore(url)]);
     const db = new pg.Pool({ connectionString: url });
-    const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY 1')).rows;
-    expect(versions.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
-    // No advisory lock outlives its transaction.
-    expect((await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory'")).rowCount).toBe(0);
-    await db.end();
-    for (const s of stores) await s.close();
+    try {
+      const versions = (await db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY 1')).rows;
+      expect(versions.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      // No advisory lock outlives its transaction: none in this database (pg_locks shows every
+      // database's, and other test files take advisory locks in theirs at the same time).
+      const held = await db.query(
+        "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+      );
+      expect(held.rowCount).toBe(0);
+    } finally {
+      await db.end();
+      for (const s of stores) await s.close();
+    }
   });
 });
 
