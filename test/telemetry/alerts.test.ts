@@ -7,7 +7,7 @@ import { loadConfig } from '../../api/config.ts';
 import { loadContent } from '../../api/content/load.ts';
 import { funnelStepOf } from '../../api/operations/paths.ts';
 import { openMemoryStore } from '../../api/store/index.ts';
-import { ALERT_LIMITS, createAlerts, type Alert } from '../../api/telemetry/alerts/alerts.ts';
+import { ALERT_LIMITS, createAlerts, type Alert, type AlertOptions } from '../../api/telemetry/alerts/alerts.ts';
 import { createTelemetry, telemetryRulesOf } from '../../api/telemetry/telemetry.ts';
 import type { Resolver } from '../../api/telemetry/verification/verify.ts';
 import type { DirectoryFetcher } from '../../api/telemetry/web-bot-auth/directory-fetch.ts';
@@ -93,6 +93,19 @@ afterAll(async () => {
 /** The bot table's families as the unit tests name them; any other name is one a client wrote. */
 const TABLE = new Set(['GPTBot', 'ClaudeBot', 'Googlebot', 'Bingbot', 'Applebot', 'YandexBot']);
 
+/** Alerts POSTed to the test's hook: an hour's window, a spoofing alert at the first failure, a queue of 100. */
+const hookAlerts = (options: Partial<AlertOptions> = {}) =>
+  createAlerts({
+    tableFamilies: TABLE,
+    webhookUrl: hook.url,
+    logger: pino({ level: 'silent' }),
+    windowMs: 3_600_000,
+    spoofThreshold: 1,
+    maxQueue: 100,
+    timeoutMs: 100,
+    ...options,
+  });
+
 const clock = (start = Date.parse('2026-11-24T12:00:00Z')) => {
   let t = start;
   return { now: () => new Date(t), advance: (ms: number) => void (t += ms) };
@@ -148,13 +161,10 @@ describe('alerts', () => {
   it('holds one POST in flight and at most ALERT_QUEUE_MAX waiting, ends each at its timeout, and only logs the rest', async () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({
+    const alerts = hookAlerts({
       // Names of the table: names it does not know have a share of the queue of their own.
       tableFamilies: new Set(Array.from({ length: 10 }, (_, i) => `Bot-${i}`)),
-      webhookUrl: hook.url,
       logger,
-      windowMs: 3_600_000,
-      spoofThreshold: 1,
       maxQueue: 3,
       timeoutMs: 200,
     });
@@ -177,15 +187,7 @@ describe('alerts', () => {
 
   it("queues a verified crawler's new-family alert in the place of the newest other one when the queue is full", async () => {
     hook.hang = true;
-    const alerts = createAlerts({
-      tableFamilies: TABLE,
-      webhookUrl: hook.url,
-      logger: pino({ level: 'silent' }),
-      windowMs: 3_600_000,
-      spoofThreshold: 1,
-      maxQueue: 3,
-      timeoutMs: 200,
-    });
+    const alerts = hookAlerts({ maxQueue: 3, timeoutMs: 200 });
     // A flood of names anyone can write: one in flight, the share of names the table does not know
     // (half of three places, rounded up) waiting, seven only logged.
     for (let i = 0; i < 10; i++) alerts.newFamily(`Bot-${i}`, null, 'Bot');
@@ -202,15 +204,7 @@ describe('alerts', () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
     const table = new Set(Array.from({ length: 40 }, (_, i) => `Table-${i}`));
-    const alerts = createAlerts({
-      tableFamilies: table,
-      webhookUrl: hook.url,
-      logger,
-      windowMs: 3_600_000,
-      spoofThreshold: 1,
-      maxQueue: 100,
-      timeoutMs: 100,
-    });
+    const alerts = hookAlerts({ tableFamilies: table, logger });
     const share = ALERT_LIMITS.queuedPerClient;
     try {
       // One client names 30 of the table's families: one POST in flight, its share waiting, the rest only logged.
@@ -240,15 +234,7 @@ describe('alerts', () => {
   it("gives names the table does not know, from however many clients, at most ALERT_LIMITS.queuedPoolShare of the webhook queue: a table family's alert is queued", async () => {
     hook.hang = true;
     const { logger, lines } = memoryLogger();
-    const alerts = createAlerts({
-      tableFamilies: TABLE,
-      webhookUrl: hook.url,
-      logger,
-      windowMs: 3_600_000,
-      spoofThreshold: 1,
-      maxQueue: 100,
-      timeoutMs: 100,
-    });
+    const alerts = hookAlerts({ logger });
     const poolShare = Math.ceil(100 * ALERT_LIMITS.queuedPoolShare);
     try {
       // 15 clients, each within its own share, invent 120 names: one POST in flight, the pool's share waiting.
