@@ -404,8 +404,20 @@ const CONTACT =
   /https?:\/\/|\bwww\.|[\w.+-]@(?:[a-z0-9-]+\.[a-z]|localhost\b)|\(at\)|\[at\]|[a-z0-9]\.(?:com|net|org|io|de|ru|fr|uk|info|tech|ai)\b|\w at [a-z0-9-]+(?: d(?:ot|ash) [a-z0-9-]+)* dot [a-z]{2,}\b/;
 /** A phone's or tablet's system named by an app's own string ("Jam/2.0.4 iOS/16.3.1 (www.listentojam.com)"): an app, address or not. */
 const MOBILE_OS = /\b(?:ios|ipados|android|iphone|ipad)\b/i;
-/** Signs with an address or a contact and names no phone's system (the cheaper test first: most people's strings name one). */
-const signsAsBot = (ua: string) => !MOBILE_OS.test(ua) && CONTACT.test(ua);
+/**
+ * A "(compatible; Name" comment after a browser's own string, in the manner of Googlebot's phone
+ * crawler ("... Mobile Safari/537.36 (compatible; Googlebot/2.1; ..."): a crawler's claim, whatever
+ * the string around it says. Browsers write "compatible;" only in their first comment: a browser's
+ * string nested after an app's ("BrightSign/4.6.46 (XD230) Mozilla/5.0 (compatible; Linux mips)")
+ * starts its own first comment after "Mozilla/", and an old MSIE string nested in another names MSIE.
+ */
+const CLAIM_AFTER_BROWSER = /\)[^(]*(?<!mozilla)\/[\w.+]+ +\(compatible; ?(?!msie)[a-z]/i;
+/**
+ * Signs as a crawler does: with an address or a contact, naming no phone's system (the cheaper test
+ * first: most people's strings name one), or with a claim after a browser's string, phone or not.
+ */
+const signsAsBot = (ua: string) =>
+  (!MOBILE_OS.test(ua) && CONTACT.test(ua)) || (ua.includes('(compatible') && CLAIM_AFTER_BROWSER.test(ua));
 /** Words of browsers' own product tokens, after which an appended token is a name ("... Safari/537.36 DareBoost"). */
 const BROWSER_WORDS = new Set([
   'safari',
@@ -543,7 +555,7 @@ function productName(t: Tokens, ua: string): string | null {
  */
 function surelyBot(ua: string, name: string | null): boolean {
   if (name !== null && platformText(ua).includes(name.split(' ').pop()!)) return false;
-  return signsAsBot(ua) || (name !== null && SURELY_BOT.test(name)) || claimsAfterBrowser(ua);
+  return signsAsBot(ua) || (name !== null && SURELY_BOT.test(name));
 }
 
 /** A list's family named after one word, with the words that follow it in the string ("xenu" in "Xenu Link Sleuth/1.3.8"). */
@@ -603,15 +615,6 @@ const startsWithHeaderName = (ua: string) => {
  * judged as that shape is: a bot on evidence, else an unknown client.
  */
 const NAME_ONLY_CLAIM = /^Mozilla\/\d\.\d+ \(compatible; ?[^;()]+;?\)$/i;
-/**
- * A "(compatible; Name" comment after a browser's own string, in the manner of Googlebot's phone
- * crawler ("... Mobile Safari/537.36 (compatible; Googlebot/2.1; ..."): a crawler's claim, whatever
- * the string around it says. Browsers write "compatible;" only in their first comment: a browser's
- * string nested after an app's ("BrightSign/4.6.46 (XD230) Mozilla/5.0 (compatible; Linux mips)")
- * starts its own first comment after "Mozilla/", and an old MSIE string nested in another names MSIE.
- */
-const CLAIM_AFTER_BROWSER = /\)[^(]*(?<!mozilla)\/[\w.+]+ +\(compatible; ?(?!msie)[a-z]/i;
-const claimsAfterBrowser = (ua: string) => ua.includes('(compatible') && CLAIM_AFTER_BROWSER.test(ua);
 
 /**
  * A token that names both an app and its link-preview fetcher: the fetcher sends the token and a
@@ -753,7 +756,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     // A name is read off the string, so it holds a bot's word only where the string does. Most
     // strings here (people's that isbot's shape patterns took) hold none and no address: whether they
     // are a person's is settled before a name is read (its RegExps were most of the slowest calls).
-    const plain = botWord === null && !SURELY_BOT.test(ua) && !signsAsBot(ua) && !claimsAfterBrowser(ua);
+    const plain = botWord === null && !SURELY_BOT.test(ua) && !signsAsBot(ua);
     if (plain && (personFirst || personClient(ua))) return HUMAN;
     const name = botWord ?? selfName(t, ua);
     // Shown by its product token when it leads the string ("Tarantula/BETA-0.5 (... crawler ...)"); judged by its bot word.
@@ -895,13 +898,7 @@ export function createClassifier(families: BotFamily[], options: ClassifierOptio
     if (ua === '') return UNKNOWN_CLIENT;
     // isbot misses some that sign with an address ("Hatena Antenna/0.5 (http://a.hatena.ne.jp/help)").
     // device-detector's generic words here only where the string is no browser's (its RegExp costs ~1 µs a browser string).
-    if (
-      !mayBeBot(ua) &&
-      !signsAsBot(ua) &&
-      (browserString || !GENERIC_BOT_WORDS.test(ua)) &&
-      !NAME_ONLY_CLAIM.test(ua) &&
-      !claimsAfterBrowser(ua)
-    )
+    if (!mayBeBot(ua) && !signsAsBot(ua) && (browserString || !GENERIC_BOT_WORDS.test(ua)) && !NAME_ONLY_CLAIM.test(ua))
       return HUMAN;
     return unknownBot(ua, written);
   }
