@@ -127,9 +127,8 @@ export function createAlerts(o: AlertOptions) {
   // A Date only where one is written: a flood of spoofed requests reads the clock as a number.
   const nowMs = o.now ? () => o.now!().getTime() : Date.now;
   const queue: Alert[] = [];
-  // Queued alerts of crawlers their verification proved (never bumped for another).
-  const provenAlerts = new WeakSet<Alert>();
-  // The client each other queued alert came from, and how many each has waiting (ALERT_LIMITS.queuedPerClient).
+  // The client each queued alert came from, and how many each has waiting (ALERT_LIMITS.queuedPerClient).
+  // A crawler its verification proved has no entry: it takes no client's place and is never bumped.
   const queuedFrom = new Map<Alert, string>();
   const queuedBy = new Map<string, number>();
   // Queued alerts about names the bot table does not know, at most queuedPoolShare of the queue.
@@ -234,42 +233,38 @@ export function createAlerts(o: AlertOptions) {
     o.logger.warn({ alert }, `bot alert: ${message}`);
     if (!o.webhookUrl) return true;
     if (!proven && (queuedBy.get(who) ?? 0) >= ALERT_LIMITS.queuedPerClient) {
-      stats.dropped++;
-      o.logger.warn(
-        { kind, family: alert.family, queued: queue.length },
-        "bot alert: this alert's client has its share of the webhook queue waiting; this alert was only logged",
-      );
+      onlyLogged(alert, "this alert's client has its share of the webhook queue waiting");
       return true;
     }
     if (!proven && table === undefined && poolQueued.size >= poolQueueMax) {
-      stats.dropped++;
-      o.logger.warn(
-        { kind, family: alert.family, queued: queue.length },
-        'bot alert: alerts about names the bot table does not know fill their share of the webhook queue; this alert was only logged',
-      );
+      onlyLogged(alert, 'alerts about names the bot table does not know fill their share of the webhook queue');
       return true;
     }
     if (queue.length >= o.maxQueue) {
       // A crawler proven by its verification takes the place of the newest alert anyone could raise
       // by writing a name: a flood of claims cannot keep a real crawler's arrival from the webhook.
-      const bumped = proven ? queue.findLastIndex((a) => !provenAlerts.has(a)) : -1;
+      const bumped = proven ? queue.findLastIndex((a) => queuedFrom.has(a)) : -1;
       const left = bumped < 0 ? alert : unqueued(queue.splice(bumped, 1)[0]!);
-      stats.dropped++;
-      o.logger.warn(
-        { kind: left.kind, family: left.family, queued: queue.length },
-        'bot alert: the webhook queue is full; this alert was only logged',
-      );
+      onlyLogged(left, 'the webhook queue is full');
       if (left === alert) return true;
     }
     if (table === undefined) poolQueued.add(alert);
-    if (proven) provenAlerts.add(alert);
-    else {
+    if (!proven) {
       queuedFrom.set(alert, who);
       queuedBy.set(who, (queuedBy.get(who) ?? 0) + 1);
     }
     queue.push(alert);
     pump();
     return true;
+  }
+
+  /** An alert kept from the webhook: counted dropped, and logged with why. */
+  function onlyLogged(alert: Alert, why: string): void {
+    stats.dropped++;
+    o.logger.warn(
+      { kind: alert.kind, family: alert.family, queued: queue.length },
+      `bot alert: ${why}; this alert was only logged`,
+    );
   }
 
   /** An alert leaving the queue gives its client's place back, and its place in the pool's share. */
