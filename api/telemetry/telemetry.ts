@@ -385,9 +385,6 @@ export async function createTelemetry(o: TelemetryOptions) {
   const timer = setInterval(() => void flush(), o.flushMs ?? 5000);
   timer.unref();
 
-  // The address of the request being counted: a table family's client is hashed only when one of
-  // its alerts needs it (alertSource).
-  let countedAddress: string | undefined;
   // One event for every count, its fields set each time: count() reads it and keeps none of it, and
   // a new object a request was ~110 bytes of garbage. Every field always present: one shape.
   const event: LedgerEvent = {
@@ -481,7 +478,6 @@ export async function createTelemetry(o: TelemetryOptions) {
     // Only a name the bot table does not know needs its client, as evidence (hashed, never stored);
     // a table family's is hashed only when one of its alerts is raised (alertSource).
     event.client = classification.known === null && address ? clientOf(address) : undefined;
-    countedAddress = address;
     event.preferenceBroken = classification.bot && breaksUsage(classification.known?.kind, path);
     event.format = r.format;
     event.markdownTokens = r.markdownTokens ?? 0;
@@ -496,15 +492,22 @@ export async function createTelemetry(o: TelemetryOptions) {
     if (typeof verification === 'object' && verification !== null) hold(verification, event, address);
     const row = name === null ? undefined : ledger.families[name];
     if (!o.alerts || !row) return counted;
-    alertOn(row, announced, outcome, event);
+    alertOn(row, announced, outcome, event, address);
     // The rest of a group's failures, one by one: the spoofing alert tells how many when it is raised.
     if (outcome === 'failed' && n > 1) {
-      const source = alertSource(event);
+      const source = alertSource(event, address);
       for (let i = 1; i < n; i++) o.alerts.failed(row.family, row.operator, 1, source);
     }
-    if (event.says) judgementAlerts(row.family, row.operator, event);
+    if (event.says) judgementAlerts(row.family, row.operator, event, address);
     return counted;
   }
+
+  /**
+   * The hashed client of a counted request: the event's own (a name the table does not know), else
+   * its address hashed now (a table family's, hashed only where an alert or a held claim needs it).
+   */
+  const clientOfEvent = (e: LedgerEvent, address: string | undefined) =>
+    e.client ?? (address === undefined ? undefined : clientOf(address));
 
   /** Keeps a copy of a pending claim's request event (with its client), added to an equal one's count when it came before. */
   function hold(pending: Pending, e: LedgerEvent, address: string | undefined): void {
@@ -516,7 +519,7 @@ export async function createTelemetry(o: TelemetryOptions) {
         ...e,
         at: new Date(e.at.getTime()),
         recent: undefined,
-        client: e.client ?? (address === undefined ? undefined : clientOf(address)),
+        client: clientOfEvent(e, address),
       });
   }
 
@@ -549,25 +552,30 @@ export async function createTelemetry(o: TelemetryOptions) {
    * Where a counted request's family name came from, as alerts.ts keeps its alerts: the table family
    * it claims (a name the table knows, however the client spelled it), and the client it came from
    * (its share of the webhook queue). A table family's name is cut once: a flood of spoofed claims
-   * builds no string per request.
+   * builds no string per request. `address`: the counted request's (a held event carries its client).
    */
   const knownNames = new WeakMap<BotFamily, string>();
-  function alertSource(e: LedgerEvent): AlertSource {
+  function alertSource(e: LedgerEvent, address?: string): AlertSource {
     const known = e.classification.known;
     if (!known) return { client: e.client };
     let name = knownNames.get(known);
     if (name === undefined) knownNames.set(known, (name = cut(known.family, LEDGER_LIMITS.nameChars)));
-    const client = e.client ?? (e === event && countedAddress !== undefined ? clientOf(countedAddress) : undefined);
-    return { known: name, client };
+    return { known: name, client: clientOfEvent(e, address) };
   }
 
   /** The announcement or spoofing alert a counted claim may raise (each bounded and once per window in alerts.ts). */
-  function alertOn(row: FamilyRow, announced: boolean, outcome: Outcome | null, e: LedgerEvent): void {
+  function alertOn(
+    row: FamilyRow,
+    announced: boolean,
+    outcome: Outcome | null,
+    e: LedgerEvent,
+    address: string | undefined,
+  ): void {
     // Almost every counted request is an announced family's, verified or pending: nothing to raise.
     if (announced && outcome !== 'failed') return;
     if (!announced && (outcome === 'verified' || outcome === 'unverifiable'))
-      announce(row.family, outcome, alertSource(e));
-    if (outcome === 'failed') o.alerts!.failed(row.family, row.operator, 1, alertSource(e));
+      announce(row.family, outcome, alertSource(e, address));
+    if (outcome === 'failed') o.alerts!.failed(row.family, row.operator, 1, alertSource(e, address));
   }
 
   /**
@@ -575,16 +583,16 @@ export async function createTelemetry(o: TelemetryOptions) {
    * check answers): a path robots.txt disallows for this crawler (its own group's rule) or a bait
    * path; a path whose AI usage preference its purpose goes against.
    */
-  function judgementAlerts(family: string, operator: string | null, e: LedgerEvent): void {
+  function judgementAlerts(family: string, operator: string | null, e: LedgerEvent, address?: string): void {
     if (!o.alerts) return;
-    if (e.disallowed || e.robots?.broke != null) o.alerts.robots(family, operator, e.path, alertSource(e));
+    if (e.disallowed || e.robots?.broke != null) o.alerts.robots(family, operator, e.path, alertSource(e, address));
     if (e.preferenceBroken)
       o.alerts.preference(
         family,
         operator,
         e.path,
         serialisePreference(preferenceOf(e.path, o.usage!)),
-        alertSource(e),
+        alertSource(e, address),
       );
   }
 
